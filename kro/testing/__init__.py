@@ -1,0 +1,10 @@
+"""kro.testing: a real local Kubernetes control plane for tests and for people.
+
+Lives here: the builder of etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+kubectl, kwok and helm from the committed wrapper Go modules (`gomod/`), the cluster harness
+(`python -m kro.testing.cluster up|down|status`), and a pytest plugin with one shared cluster
+per test run and a fresh namespace per test.
+
+Importable by other projects. No production module imports it. Every component binds to
+127.0.0.1 only.
+"""
