@@ -1,0 +1,90 @@
+"""kro.runtime.metrics: the metrics provider seam.
+
+Library code below the entry point records metrics through a `MetricsProvider` so that it never
+imports prometheus_client itself (client-go's pattern). The default provider does nothing; the
+entry point (a manager, `kro controller`) installs `kro.runtime.prometheus.PrometheusProvider`.
+
+Metric names are chosen by the caller and copy client-go / controller-runtime / upstream kro
+exactly; this module only carries them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+
+class Counter(Protocol):
+    """A monotonically increasing value, optionally split by labels."""
+
+    def inc(self, amount: float = 1.0, **labels: str) -> None: ...
+
+
+class Gauge(Protocol):
+    """A value that goes up and down, optionally split by labels."""
+
+    def set(self, value: float, **labels: str) -> None: ...
+
+    def inc(self, amount: float = 1.0, **labels: str) -> None: ...
+
+    def dec(self, amount: float = 1.0, **labels: str) -> None: ...
+
+
+class Histogram(Protocol):
+    """A distribution of observations (durations in seconds, sizes)."""
+
+    def observe(self, value: float, **labels: str) -> None: ...
+
+
+class MetricsProvider(Protocol):
+    """Creates named metrics. Asking twice for the same name returns the same metric."""
+
+    def counter(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Counter: ...
+
+    def gauge(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Gauge: ...
+
+    def histogram(
+        self,
+        name: str,
+        documentation: str,
+        labels: Sequence[str] = (),
+        buckets: Sequence[float] | None = None,
+    ) -> Histogram: ...
+
+
+class _NoopMetric:
+    def inc(self, amount: float = 1.0, **labels: str) -> None:
+        return None
+
+    def dec(self, amount: float = 1.0, **labels: str) -> None:
+        return None
+
+    def set(self, value: float, **labels: str) -> None:
+        return None
+
+    def observe(self, value: float, **labels: str) -> None:
+        return None
+
+
+class NoopProvider:
+    """The default: every metric accepts observations and drops them."""
+
+    _metric = _NoopMetric()
+
+    def counter(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Counter:
+        return self._metric
+
+    def gauge(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Gauge:
+        return self._metric
+
+    def histogram(
+        self,
+        name: str,
+        documentation: str,
+        labels: Sequence[str] = (),
+        buckets: Sequence[float] | None = None,
+    ) -> Histogram:
+        return self._metric
+
+
+NOOP: MetricsProvider = NoopProvider()
