@@ -1,0 +1,65 @@
+# kro for Python: developer workflow. `make test` runs everything; `make run` starts kro locally.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+PY := $(BIN)/python
+STAMP := $(VENV)/.installed
+
+.PHONY: help venv lint types unit e2e test testbin cluster-up cluster-down cluster-status run bench clean check-no-leaks
+
+help:
+	@echo "make test      lint + types + unit + e2e (builds/starts a local control plane as needed)"
+	@echo "make run       the kro controller on a local control plane, with an example applied"
+	@echo "make testbin   build (or reuse) the control-plane binaries"
+	@echo "make cluster-up / cluster-down / cluster-status"
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check kro tests e2e bench
+	$(BIN)/lint-imports
+
+types: $(STAMP)
+	$(BIN)/mypy
+
+unit: $(STAMP)
+	$(BIN)/pytest tests -q
+
+testbin: $(STAMP)
+	$(PY) -m kro.testing.testbin ensure
+
+e2e: $(STAMP) testbin
+	$(BIN)/pytest e2e -q -p no:cacheprovider
+	$(MAKE) --no-print-directory check-no-leaks
+
+# After the e2e run, no control-plane process may remain (unless a cluster was reused on purpose).
+check-no-leaks: $(STAMP)
+	@if [ -n "$$KUBECONFIG$$KRO_TEST_KUBECONFIG" ]; then echo "reused an existing cluster"; \
+	else $(PY) -m kro.testing.processes; fi
+
+test: lint types unit e2e
+
+cluster-up: $(STAMP)
+	$(PY) -m kro.testing.cluster up
+
+cluster-down: $(STAMP)
+	$(PY) -m kro.testing.cluster down
+
+cluster-status: $(STAMP)
+	$(PY) -m kro.testing.cluster status
+
+run: $(STAMP)
+	$(PY) -m kro.cli.main run-local
+
+bench: $(STAMP)
+	@for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,474 @@
+"""kro.testing.cluster: a real local Kubernetes control plane on 127.0.0.1.
+
+Components, in start order: etcd -> kube-apiserver -> kube-controller-manager -> kube-scheduler
++ kwok (fake nodes that make Pods Running/Ready). Each gets a free loopback port, the cluster
+gets fresh PKI and RBAC, and the harness waits for real readiness (/readyz, the `default`
+namespace and ServiceAccount, a Ready node) instead of sleeping.
+
+    python -m kro.testing.cluster up       # prints `export KUBECONFIG=...`
+    python -m kro.testing.cluster status
+    python -m kro.testing.cluster down
+
+`up` detaches: the cluster keeps running until `down`. In-process users (the pytest plugin,
+`make run`) use `LocalCluster` as a context manager and their children die with them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kro.testing import pki, processes, testbin
+from kro.testing.adminapi import AdminApi, ApiStatusError
+
+_STAGES = Path(__file__).resolve().parent / "kwok-stages.yaml"
+NODE_NAME = "kwok-node-0"
+
+
+def default_state_dir() -> Path:
+    """Where `cluster up` keeps a detached cluster: $KRO_CLUSTER_DIR or ~/.cache/kro-cluster."""
+    override = os.environ.get("KRO_CLUSTER_DIR")
+    return Path(override) if override else Path.home() / ".cache" / "kro-cluster"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClusterOptions:
+    """How to run a local cluster.
+
+    nodes: start kube-scheduler and kwok with this many fake nodes (0: no Pods ever run).
+    detached: children survive the harness (for `cluster up`); otherwise they die with it.
+    start_timeout_s: generous, because two cores start kube-apiserver slowly.
+    """
+
+    nodes: int = 1
+    detached: bool = False
+    start_timeout_s: float = 180.0
+
+
+@dataclass(kw_only=True)
+class ClusterState:
+    """What is running, written to `<run_dir>/cluster.json` so `status`/`down` can find it."""
+
+    run_dir: str
+    server: str
+    kubeconfig: str
+    admin_token: str
+    pids: dict[str, int] = field(default_factory=dict)
+    ports: dict[str, int] = field(default_factory=dict)
+    started_at: float = 0.0
+
+    def save(self) -> None:
+        path = Path(self.run_dir) / "cluster.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2))
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, run_dir: Path) -> ClusterState | None:
+        try:
+            return cls(**json.loads((run_dir / "cluster.json").read_text()))
+        except (OSError, ValueError, TypeError):
+            return None
+
+
+class StartError(RuntimeError):
+    """A component did not become ready; the message carries its log tail."""
+
+
+def _b64(path: Path) -> str:
+    return base64.b64encode(path.read_bytes()).decode()
+
+
+def write_kubeconfig(path: Path, server: str, ca: Path, user: dict[str, str]) -> Path:
+    """A kubeconfig with one cluster, one user and one context (JSON is valid YAML)."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "kro-test",
+                "cluster": {"server": server, "certificate-authority-data": _b64(ca)},
+            }
+        ],
+        "users": [{"name": "user", "user": user}],
+        "contexts": [
+            {
+                "name": "kro-test",
+                "context": {"cluster": "kro-test", "user": "user", "namespace": "default"},
+            }
+        ],
+        "current-context": "kro-test",
+    }
+    path.write_text(json.dumps(config, indent=2))
+    path.chmod(0o600)
+    return path
+
+
+def _cert_user(pair: pki.KeyPair) -> dict[str, str]:
+    return {"client-certificate-data": _b64(pair.cert), "client-key-data": _b64(pair.key)}
+
+
+class LocalCluster:
+    """One local control plane. Use `with LocalCluster(...) as state:` or start()/stop()."""
+
+    def __init__(self, run_dir: Path | None = None, options: ClusterOptions | None = None) -> None:
+        self.options = options or ClusterOptions()
+        self.run_dir = run_dir or Path(tempfile.mkdtemp(prefix="kro-cluster-"))
+        self._children: dict[str, subprocess.Popen[bytes]] = {}
+        self.state: ClusterState | None = None
+
+    def __enter__(self) -> ClusterState:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- start -------------------------------------------------------------------------------
+
+    def start(self) -> ClusterState:
+        """Start every component; retries once with new ports if one was taken meanwhile."""
+        started = time.monotonic()
+        binaries = testbin.ensure(self._binary_names())
+        for attempt in (1, 2):
+            try:
+                state = self._start_once(binaries)
+            except StartError:
+                self.stop()
+                if attempt == 2:
+                    raise
+                continue
+            print(
+                f"[cluster] ready in {time.monotonic() - started:.1f}s: {state.server}",
+                file=sys.stderr,
+                flush=True,
+            )
+            return state
+        raise AssertionError("unreachable")
+
+    def _binary_names(self) -> list[str]:
+        names = ["etcd", "kube-apiserver", "kube-controller-manager", "kubectl"]
+        if self.options.nodes:
+            names += ["kube-scheduler", "kwok"]
+        return names
+
+    def _start_once(self, binaries: dict[str, Path]) -> ClusterState:
+        run = self.run_dir
+        for sub in ("etcd", "apiserver", "kcm", "scheduler"):
+            shutil.rmtree(run / sub, ignore_errors=True)
+        logs = run / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        certs = pki.generate(run / "pki")
+        ports = {
+            name: processes.free_port()
+            for name in ("etcd", "etcd_peer", "apiserver", "kcm", "scheduler", "kwok")
+        }
+        server = f"https://127.0.0.1:{ports['apiserver']}"
+        admin_token = base64.b32encode(os.urandom(20)).decode().lower()
+        (run / "tokens.csv").write_text(f'{admin_token},kro-admin,kro-admin-uid,"system:masters"\n')
+        self.state = state = ClusterState(
+            run_dir=str(run),
+            server=server,
+            kubeconfig=str(
+                write_kubeconfig(run / "kubeconfig", server, certs.ca.cert, _cert_user(certs.admin))
+            ),
+            admin_token=admin_token,
+            ports=ports,
+            started_at=time.time(),
+        )
+        deadline = time.monotonic() + self.options.start_timeout_s
+        api = AdminApi(server, ca=certs.ca.cert, token=admin_token)
+
+        self._spawn("etcd", self._etcd_argv(binaries["etcd"], ports))
+        self._wait(
+            "etcd", deadline, lambda: AdminApi.plain_get(f"http://127.0.0.1:{ports['etcd']}/health")
+        )
+        self._spawn(
+            "kube-apiserver", self._apiserver_argv(binaries["kube-apiserver"], ports, certs)
+        )
+        self._wait("kube-apiserver", deadline, lambda: api.get("/readyz") is not None)
+        self._wait("kube-apiserver", deadline, lambda: api.exists("/api/v1/namespaces/default"))
+        kcm_config = write_kubeconfig(
+            run / "kcm.kubeconfig", server, certs.ca.cert, _cert_user(certs.controller_manager)
+        )
+        self._spawn(
+            "kube-controller-manager",
+            self._kcm_argv(binaries["kube-controller-manager"], ports, certs, kcm_config),
+        )
+        self._wait(
+            "kube-controller-manager",
+            deadline,
+            lambda: AdminApi.insecure_get(f"https://127.0.0.1:{ports['kcm']}/healthz"),
+        )
+        if self.options.nodes:
+            self._start_nodes(binaries, ports, certs, api, deadline)
+        self._wait(
+            "kube-controller-manager",
+            deadline,
+            lambda: api.exists("/api/v1/namespaces/default/serviceaccounts/default"),
+        )
+        state.save()
+        return state
+
+    def _start_nodes(
+        self,
+        binaries: dict[str, Path],
+        ports: dict[str, int],
+        certs: pki.ClusterPKI,
+        api: AdminApi,
+        deadline: float,
+    ) -> None:
+        run = self.run_dir
+        assert self.state is not None
+        sched_config = write_kubeconfig(
+            run / "scheduler.kubeconfig",
+            self.state.server,
+            certs.ca.cert,
+            _cert_user(certs.scheduler),
+        )
+        (run / "scheduler").mkdir(exist_ok=True)
+        (run / "scheduler.yaml").write_text(
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+            f"clientConnection: {{kubeconfig: {sched_config}}}\n"
+            "leaderElection: {leaderElect: false}\n"
+        )
+        self._spawn(
+            "kube-scheduler",
+            [
+                str(binaries["kube-scheduler"]),
+                f"--config={run / 'scheduler.yaml'}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={ports['scheduler']}",
+                f"--cert-dir={run / 'scheduler'}",
+                "--authorization-always-allow-paths=/healthz,/readyz,/livez",
+                "--v=1",
+            ],
+        )
+        self._spawn(
+            "kwok",
+            [
+                str(binaries["kwok"]),
+                f"--kubeconfig={self.state.kubeconfig}",
+                f"--config={_STAGES}",
+                "--manage-all-nodes=true",
+                "--node-ip=127.0.0.1",
+                "--cidr=198.51.100.0/24",
+                "--node-lease-duration-seconds=40",
+                f"--server-address=127.0.0.1:{ports['kwok']}",
+            ],
+        )
+        for index in range(self.options.nodes):
+            name = f"kwok-node-{index}"
+            api.ensure("/api/v1/nodes", _node(name))
+        self._wait(
+            "kube-scheduler",
+            deadline,
+            lambda: AdminApi.insecure_get(f"https://127.0.0.1:{ports['scheduler']}/healthz"),
+        )
+        self._wait("kwok", deadline, lambda: _node_ready(api, NODE_NAME))
+
+    def _etcd_argv(self, binary: Path, ports: dict[str, int]) -> list[str]:
+        client = f"http://127.0.0.1:{ports['etcd']}"
+        peer = f"http://127.0.0.1:{ports['etcd_peer']}"
+        return [
+            str(binary),
+            "--name=kro-test",
+            f"--data-dir={self.run_dir / 'etcd'}",
+            f"--listen-client-urls={client}",
+            f"--advertise-client-urls={client}",
+            f"--listen-peer-urls={peer}",
+            f"--initial-advertise-peer-urls={peer}",
+            f"--initial-cluster=kro-test={peer}",
+            "--unsafe-no-fsync=true",
+            "--auto-compaction-retention=1",
+            "--log-level=warn",
+        ]
+
+    def _apiserver_argv(
+        self, binary: Path, ports: dict[str, int], certs: pki.ClusterPKI
+    ) -> list[str]:
+        run = self.run_dir
+        return [
+            str(binary),
+            f"--etcd-servers=http://127.0.0.1:{ports['etcd']}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={ports['apiserver']}",
+            "--advertise-address=127.0.0.1",
+            "--endpoint-reconciler-type=none",
+            f"--tls-cert-file={certs.apiserver.cert}",
+            f"--tls-private-key-file={certs.apiserver.key}",
+            f"--cert-dir={run / 'apiserver'}",
+            f"--client-ca-file={certs.ca.cert}",
+            f"--token-auth-file={run / 'tokens.csv'}",
+            "--service-account-issuer=https://kubernetes.default.svc",
+            f"--service-account-key-file={certs.service_account_key}",
+            f"--service-account-signing-key-file={certs.service_account_key}",
+            "--authorization-mode=RBAC",
+            "--service-cluster-ip-range=10.0.0.0/24",
+            "--allow-privileged=true",
+            "--enable-priority-and-fairness=false",
+            "--max-requests-inflight=800",
+            "--max-mutating-requests-inflight=400",
+            "--profiling=false",
+            "--v=1",
+        ]
+
+    def _kcm_argv(
+        self, binary: Path, ports: dict[str, int], certs: pki.ClusterPKI, kubeconfig: Path
+    ) -> list[str]:
+        return [
+            str(binary),
+            f"--kubeconfig={kubeconfig}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={ports['kcm']}",
+            f"--cert-dir={self.run_dir / 'kcm'}",
+            "--leader-elect=false",
+            "--use-service-account-credentials=true",
+            f"--service-account-private-key-file={certs.service_account_key}",
+            f"--root-ca-file={certs.ca.cert}",
+            "--authorization-always-allow-paths=/healthz,/readyz,/livez",
+            "--controllers=*",
+            "--v=1",
+        ]
+
+    def _spawn(self, name: str, argv: list[str]) -> None:
+        child = processes.start(name, argv, self.run_dir / "logs", detached=self.options.detached)
+        self._children[name] = child
+        assert self.state is not None
+        self.state.pids[name] = child.pid
+        self.state.save()
+
+    def _wait(self, name: str, deadline: float, probe: Any) -> None:
+        """Poll `probe` every 100 ms until it is true; fail fast when the component died."""
+        while True:
+            child = self._children.get(name)
+            if child is not None and child.poll() is not None:
+                raise StartError(self._failure(name, f"exited with {child.returncode}"))
+            try:
+                if probe():
+                    return
+            except (OSError, ApiStatusError):
+                pass
+            if time.monotonic() > deadline:
+                raise StartError(self._failure(name, "did not become ready in time"))
+            time.sleep(0.1)
+
+    def _failure(self, name: str, what: str) -> str:
+        log = self.run_dir / "logs" / f"{name}.log"
+        return f"{name} {what}; last lines of {log}:\n{processes.log_tail(log)}"
+
+    # -- stop --------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop components in reverse start order; safe to call twice."""
+        pids = (
+            dict(self.state.pids) if self.state else {n: c.pid for n, c in self._children.items()}
+        )
+        for name in reversed(list(pids)):
+            child = self._children.get(name)
+            processes.stop_pid(pids[name], reap=child.poll if child else None)
+        self._children.clear()
+        if self.state is not None:
+            self.state.pids.clear()
+            self.state.save()
+
+
+def _node(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+            "labels": {
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "type": "kwok",
+            },
+        },
+    }
+
+
+def _node_ready(api: AdminApi, name: str) -> bool:
+    node = api.get(f"/api/v1/nodes/{name}")
+    conditions = (node or {}).get("status", {}).get("conditions", [])
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def stop_detached(run_dir: Path) -> bool:
+    """Stop a cluster started by `up`; True when something was running."""
+    state = ClusterState.load(run_dir)
+    if state is None:
+        return False
+    alive = [pid for pid in state.pids.values() if processes.is_alive(pid)]
+    for name in reversed(list(state.pids)):
+        processes.stop_pid(state.pids[name])
+    state.pids.clear()
+    state.save()
+    return bool(alive)
+
+
+def describe(run_dir: Path) -> str:
+    """What `status` prints: each component, its pid and whether it is alive."""
+    state = ClusterState.load(run_dir)
+    if state is None or not state.pids:
+        return f"no cluster running in {run_dir}"
+    lines = [f"cluster in {run_dir}: {state.server}", f"export KUBECONFIG={state.kubeconfig}"]
+    for name, pid in state.pids.items():
+        lines.append(
+            f"  {name:<24} pid {pid:<8} {'running' if processes.is_alive(pid) else 'gone'}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m kro.testing.cluster",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--dir", type=Path, default=None, help="state directory (default: %(default)s)"
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    up = sub.add_parser("up", help="start a detached cluster and print its KUBECONFIG")
+    up.add_argument("--nodes", type=int, default=1, help="fake nodes (0: no scheduler, no kwok)")
+    sub.add_parser("down", help="stop the detached cluster")
+    sub.add_parser("status", help="say what is running")
+    args = parser.parse_args(argv)
+    run_dir: Path = args.dir or default_state_dir()
+    if args.command == "up":
+        existing = ClusterState.load(run_dir)
+        if existing and any(processes.is_alive(p) for p in existing.pids.values()):
+            print(describe(run_dir))
+            print("a cluster is already running; `down` stops it", file=sys.stderr)
+            return 1
+        run_dir.mkdir(parents=True, exist_ok=True)
+        cluster = LocalCluster(run_dir, ClusterOptions(nodes=args.nodes, detached=True))
+        try:
+            state = cluster.start()
+        except StartError as error:
+            print(str(error), file=sys.stderr)
+            return 1
+        print(f"export KUBECONFIG={state.kubeconfig}")
+        return 0
+    if args.command == "down":
+        print("stopped" if stop_detached(run_dir) else f"no cluster running in {run_dir}")
+        return 0
+    print(describe(run_dir))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

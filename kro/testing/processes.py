@@ -1,0 +1,123 @@
+"""kro.testing.processes: child processes of the local cluster, and how they end.
+
+A control-plane component must never outlive whoever started it: each child runs in its own
+session (so a Ctrl-C on the terminal reaches only the harness, which then stops children in
+order) and, unless the cluster is deliberately detached (`cluster up`), asks the kernel to kill
+it when the harness dies (PR_SET_PDEATHSIG), which covers `kill -9` of pytest as well.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def free_port() -> int:
+    """A port that was free on 127.0.0.1 a moment ago (envtest's approach; callers retry)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start(
+    name: str, argv: Sequence[str], log_dir: Path, *, detached: bool = False
+) -> subprocess.Popen[bytes]:
+    """Start one component with its output in `<log_dir>/<name>.log`."""
+    log = (log_dir / f"{name}.log").open("ab")
+    try:
+        return subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=None if detached else _die_with_parent,  # noqa: PLW1509 (prctl only)
+        )
+    finally:
+        log.close()
+
+
+def is_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie still answers kill(0); treat it as gone.
+    with contextlib.suppress(OSError):
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return state != "Z"
+    return True
+
+
+def stop_pid(
+    pid: int, *, timeout_s: float = 20.0, reap: Callable[[], object] | None = None
+) -> None:
+    """SIGTERM, wait up to `timeout_s`, then SIGKILL (envtest's process.Stop)."""
+    for sig, wait_s in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 5.0)):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            if reap is not None:
+                reap()
+            if not is_alive(pid):
+                return
+            time.sleep(0.05)
+
+
+def log_tail(path: Path, lines: int = 30) -> str:
+    """The end of a component's log, for error messages when it failed to start."""
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def control_plane_processes(binary_root: Path) -> list[tuple[int, str]]:
+    """Running processes whose executable lives under `binary_root` (the testbin cache)."""
+    found: list[tuple[int, str]] = []
+    root = str(binary_root.resolve())
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            exe = os.readlink(entry / "exe")
+        except OSError:
+            continue
+        if exe.startswith(root) and is_alive(int(entry.name)):
+            found.append((int(entry.name), exe))
+    return found
+
+
+def main() -> int:
+    """`python -m kro.testing.processes`: fail when control-plane processes are still running."""
+    from kro.testing.testbin import cache_root
+
+    leaked = control_plane_processes(cache_root())
+    for pid, exe in leaked:
+        print(f"leaked control-plane process: pid {pid} {exe}")
+    if not leaked:
+        print("no control-plane process left behind")
+    return 1 if leaked else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

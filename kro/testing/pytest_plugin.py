@@ -1,0 +1,179 @@
+"""kro.testing.pytest_plugin: one real cluster per test run, a fresh namespace per test.
+
+Installed as a pytest11 entry point, so any project that installs `kro` gets these fixtures:
+
+    kube_cluster     session: the running cluster (started on first use, or the one named by
+                     KRO_TEST_KUBECONFIG / KUBECONFIG, which is then never stopped by us)
+    kube_admin       session: an AdminApi with admin credentials
+    kube_namespace   function: a new namespace, deleted after the test
+    kubectl          session: run the cached kubectl against the cluster
+
+and helpers `service_account_token()` / `service_account_kubeconfig()` for least-privilege
+identities. Children of a cluster started here die with the test process (PDEATHSIG), and the
+cluster is also stopped on normal exit, on a failed test and on SIGTERM/SIGINT.
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import os
+import secrets
+import signal
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import pytest
+import yaml
+
+from kro.testing import testbin
+from kro.testing.adminapi import AdminApi
+from kro.testing.cluster import ClusterOptions, LocalCluster, write_kubeconfig
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterHandle:
+    """What tests need to reach the cluster."""
+
+    kubeconfig: Path
+    server: str
+    owned: bool  # False when the cluster came from KUBECONFIG and must be left alone
+    run_dir: Path | None = None
+
+
+def existing_kubeconfig() -> Path | None:
+    """The cluster to reuse, if the environment names one."""
+    for variable in ("KRO_TEST_KUBECONFIG", "KUBECONFIG"):
+        value = os.environ.get(variable)
+        if value:
+            return Path(value.split(os.pathsep)[0])
+    return None
+
+
+_started: list[LocalCluster] = []
+
+
+def _stop_started() -> None:
+    while _started:
+        _started.pop().stop()
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    _stop_started()
+    raise KeyboardInterrupt if signum == signal.SIGINT else SystemExit(128 + signum)
+
+
+@pytest.fixture(scope="session")
+def kube_cluster() -> Iterator[ClusterHandle]:
+    existing = existing_kubeconfig()
+    if existing is not None:
+        admin = AdminApi.from_kubeconfig(existing)
+        yield ClusterHandle(kubeconfig=existing, server=admin.server, owned=False)
+        return
+    cluster = LocalCluster(options=ClusterOptions(nodes=1))
+    _started.append(cluster)
+    atexit.register(_stop_started)
+    previous = signal.signal(signal.SIGTERM, _on_signal)
+    try:
+        state = cluster.start()
+        yield ClusterHandle(
+            kubeconfig=Path(state.kubeconfig),
+            server=state.server,
+            owned=True,
+            run_dir=cluster.run_dir,
+        )
+    finally:
+        _stop_started()
+        signal.signal(signal.SIGTERM, previous)
+
+
+@pytest.fixture(scope="session")
+def kube_admin(kube_cluster: ClusterHandle) -> AdminApi:
+    return AdminApi.from_kubeconfig(kube_cluster.kubeconfig)
+
+
+def _namespace_manifest(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+@pytest.fixture
+def kube_namespace(kube_admin: AdminApi) -> Iterator[str]:
+    """A namespace for this test only; deleted afterwards without waiting."""
+    name = f"kro-test-{secrets.token_hex(4)}"
+    kube_admin.create("/api/v1/namespaces", _namespace_manifest(name))
+    try:
+        yield name
+    finally:
+        kube_admin.delete(f"/api/v1/namespaces/{name}")
+
+
+@pytest.fixture(scope="session")
+def kubectl(kube_cluster: ClusterHandle) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """`kubectl(*args)` with the cluster's kubeconfig; raises on a non-zero exit."""
+    binary = testbin.ensure(["kubectl"])["kubectl"]
+
+    def run(
+        *args: str, check: bool = True, input: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(binary), f"--kubeconfig={kube_cluster.kubeconfig}", *args],
+            capture_output=True,
+            text=True,
+            check=check,
+            input=input,
+            timeout=120,
+        )
+
+    return run
+
+
+def service_account_token(
+    admin: AdminApi,
+    namespace: str,
+    name: str,
+    *,
+    expiration_s: int = 3600,
+    audiences: Sequence[str] = (),
+) -> str:
+    """A token for a ServiceAccount from the TokenRequest API (creating the SA if needed)."""
+    admin.ensure(
+        f"/api/v1/namespaces/{namespace}/serviceaccounts",
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}},
+    )
+    spec: dict[str, Any] = {"expirationSeconds": expiration_s}
+    if audiences:
+        spec["audiences"] = list(audiences)
+    response = admin.create(
+        f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec},
+    )
+    return str(response["status"]["token"])
+
+
+def service_account_kubeconfig(
+    cluster: ClusterHandle, admin: AdminApi, namespace: str, name: str
+) -> Path:
+    """A kubeconfig that authenticates as the ServiceAccount, never as admin."""
+    token = service_account_token(admin, namespace, name)
+    ca = _cluster_ca(cluster)
+    path = Path(tempfile.mkdtemp(prefix="kro-sa-")) / "kubeconfig"
+    return write_kubeconfig(path, cluster.server, ca, {"token": token})
+
+
+def _cluster_ca(cluster: ClusterHandle) -> Path:
+    config = yaml.safe_load(cluster.kubeconfig.read_text())
+    entry = config["clusters"][0]["cluster"]
+    if "certificate-authority" in entry:
+        return Path(entry["certificate-authority"])
+    path = Path(tempfile.mkdtemp(prefix="kro-ca-")) / "ca.crt"
+    path.write_bytes(base64.b64decode(entry["certificate-authority-data"]))
+    return path
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "e2e: runs against the real local control plane")
