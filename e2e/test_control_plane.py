@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import os
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
