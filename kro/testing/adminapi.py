@@ -11,6 +11,7 @@ import base64
 import json
 import ssl
 import tempfile
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 import yaml
 
 _TIMEOUT_S = 10.0
+_RETRIES_429 = 20
 
 
 class ApiStatusError(RuntimeError):
@@ -83,6 +85,17 @@ class AdminApi:
     def request(
         self, method: str, path: str, body: Any = None, content_type: str = "application/json"
     ) -> Any:
+        """One API call; a 429 (e.g. a new CRD's storage initialising) is retried briefly."""
+        for _ in range(_RETRIES_429):
+            try:
+                return self._request_once(method, path, body, content_type)
+            except ApiStatusError as error:
+                if error.status != 429:
+                    raise
+                time.sleep(0.5)
+        return self._request_once(method, path, body, content_type)
+
+    def _request_once(self, method: str, path: str, body: Any, content_type: str) -> Any:
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.server + path, data=data, method=method)
         if self._token:

@@ -22,6 +22,7 @@ import secrets
 import signal
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +57,7 @@ def existing_kubeconfig() -> Path | None:
 
 
 _started: list[LocalCluster] = []
+_report: list[str] = []
 
 
 def _stop_started() -> None:
@@ -80,7 +82,12 @@ def kube_cluster() -> Iterator[ClusterHandle]:
     atexit.register(_stop_started)
     previous = signal.signal(signal.SIGTERM, _on_signal)
     try:
+        began = time.monotonic()
         state = cluster.start()
+        _report.append(
+            f"local control plane (binaries + start) ready in {time.monotonic() - began:.1f}s "
+            f"at {state.server}"
+        )
         yield ClusterHandle(
             kubeconfig=Path(state.kubeconfig),
             server=state.server,
@@ -177,3 +184,8 @@ def _cluster_ca(cluster: ClusterHandle) -> Path:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "e2e: runs against the real local control plane")
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    for line in _report:
+        terminalreporter.write_line(f"kro.testing: {line}")
