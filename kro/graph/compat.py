@@ -197,10 +197,7 @@ _UPPER_BOUNDS = (("maximum", "Maximum"), ("maxLength", "MaxLength"), ("maxItems"
 def _compare_bounds(
     old: Mapping[str, Any], new: Mapping[str, Any], path: str, report: Report
 ) -> None:
-    for bounds, tighter in (
-        (_LOWER_BOUNDS, lambda a, b: b > a),
-        (_UPPER_BOUNDS, lambda a, b: b < a),
-    ):
+    for bounds, lower in ((_LOWER_BOUNDS, True), (_UPPER_BOUNDS, False)):
         for key, label in bounds:
             before, after = old.get(key), new.get(key)
             if before == after:
