@@ -1,0 +1,175 @@
+"""kro.api.conditions: read and write status conditions on plain status dicts.
+
+RGDs, GraphRevisions and instances all carry `status.conditions` in the same shape (A-23) and
+derive a root `Ready` condition from dependents with the same rules (T-08, P-08). These helpers
+take the condition *type* as a parameter, so there is one function per operation, not per
+condition; the type names themselves live in `kro.api.names`.
+
+The helpers are pure: the caller passes `now` (an RFC3339 timestamp) rather than this module
+reading a clock, so status computation stays deterministic and testable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, MutableMapping, Sequence
+from typing import Any, TypedDict, cast
+
+from kro.api.names import (
+    CONDITION_READY,
+    REASON_AWAITING_RECONCILIATION,
+    REASON_READY,
+    STATUS_FALSE,
+    STATUS_TRUE,
+    STATUS_UNKNOWN,
+)
+
+
+class Condition(TypedDict, total=False):
+    """Wire shape of one condition; `type` and `status` are always present on kro's output."""
+
+    type: str
+    status: str
+    reason: str
+    message: str
+    lastTransitionTime: str
+    observedGeneration: int
+
+
+def conditions_of(status: Mapping[str, Any] | None) -> list[Condition]:
+    """The conditions list of a status dict (a new list; entries are the original dicts)."""
+    if not status:
+        return []
+    raw = status.get("conditions")
+    if not isinstance(raw, list):
+        return []
+    return [cast(Condition, c) for c in raw if isinstance(c, dict)]
+
+
+def get_condition(status: Mapping[str, Any] | None, condition_type: str) -> Condition | None:
+    """The first condition of this type, or None."""
+    for condition in conditions_of(status):
+        if condition.get("type") == condition_type:
+            return condition
+    return None
+
+
+def is_condition_true(
+    status: Mapping[str, Any] | None, condition_type: str, *, generation: int | None = None
+) -> bool:
+    """True iff the condition is True and, when `generation` is given, observed at it (N-28)."""
+    condition = get_condition(status, condition_type)
+    if condition is None or condition.get("status") != STATUS_TRUE:
+        return False
+    return generation is None or condition.get("observedGeneration") == generation
+
+
+def set_condition(
+    status: MutableMapping[str, Any],
+    condition_type: str,
+    condition_status: str,
+    *,
+    now: str,
+    reason: str = "",
+    message: str = "",
+    observed_generation: int | None = None,
+) -> bool:
+    """Create or update a condition in place; returns whether anything changed.
+
+    `lastTransitionTime` moves to `now` only when the status value changes (T-09), so a
+    condition that is re-asserted keeps telling when it last flipped.
+    """
+    conditions = status.get("conditions")
+    if not isinstance(conditions, list):
+        conditions = []
+        status["conditions"] = conditions
+    desired: Condition = {
+        "type": condition_type,
+        "status": condition_status,
+        "reason": reason,
+        "message": message,
+    }
+    if observed_generation is not None:
+        desired["observedGeneration"] = observed_generation
+    for index, existing in enumerate(conditions):
+        if isinstance(existing, dict) and existing.get("type") == condition_type:
+            same_status = existing.get("status") == condition_status
+            desired["lastTransitionTime"] = (
+                existing.get("lastTransitionTime", now) if same_status else now
+            )
+            if existing == desired:
+                return False
+            conditions[index] = desired
+            return True
+    desired["lastTransitionTime"] = now
+    conditions.append(desired)
+    return True
+
+
+def remove_condition(status: MutableMapping[str, Any], condition_type: str) -> bool:
+    """Drop every condition of this type; returns whether one was present."""
+    conditions = status.get("conditions")
+    if not isinstance(conditions, list):
+        return False
+    kept = [c for c in conditions if not (isinstance(c, dict) and c.get("type") == condition_type)]
+    if len(kept) == len(conditions):
+        return False
+    status["conditions"] = kept
+    return True
+
+
+def awaiting_reconciliation(condition_type: str) -> Condition:
+    """The placeholder for a condition nobody has set yet (T-07)."""
+    return {
+        "type": condition_type,
+        "status": STATUS_UNKNOWN,
+        "reason": REASON_AWAITING_RECONCILIATION,
+        "message": f'condition "{condition_type}" is awaiting reconciliation',
+    }
+
+
+def aggregate_ready(
+    conditions: Sequence[Condition],
+    dependents: Sequence[str],
+    *,
+    generation: int | None = None,
+    root_type: str = CONDITION_READY,
+) -> Condition:
+    """Compute the root condition from its dependents (T-08, P-08, N-28); no timestamps set.
+
+    Every dependent True (and observed at `generation`, when given) ⇒ True with reason `Ready`
+    and an empty message. Otherwise the root copies status, reason and message of the most
+    recently transitioned False dependent, or failing that of the most recent dependent that is
+    not happy (Unknown, missing, or True at a stale generation — reported as Unknown).
+    """
+    by_type = {c.get("type"): c for c in conditions}
+    unhappy: list[Condition] = []
+    for dependent in dependents:
+        condition = by_type.get(dependent)
+        if condition is None:
+            unhappy.append(awaiting_reconciliation(dependent))
+            continue
+        fresh = generation is None or condition.get("observedGeneration") == generation
+        if condition.get("status") != STATUS_TRUE or not fresh:
+            unhappy.append(condition)
+    if not unhappy:
+        return {"type": root_type, "status": STATUS_TRUE, "reason": REASON_READY, "message": ""}
+    failed = [c for c in unhappy if c.get("status") == STATUS_FALSE]
+    pool = failed or unhappy
+    # max() keeps the first of equal timestamps, i.e. dependent order breaks ties.
+    culprit = max(pool, key=lambda c: c.get("lastTransitionTime", ""))
+    return {
+        "type": root_type,
+        "status": STATUS_FALSE if failed else STATUS_UNKNOWN,
+        "reason": culprit.get("reason", ""),
+        "message": culprit.get("message", ""),
+    }
+
+
+def ordered_conditions(
+    conditions: Sequence[Condition], *, root_type: str = CONDITION_READY
+) -> list[Condition]:
+    """Wire order: by lastTransitionTime ascending, the root condition always last (T-09)."""
+    others = [c for c in conditions if c.get("type") != root_type]
+    roots = [c for c in conditions if c.get("type") == root_type]
+    others.sort(key=lambda c: c.get("lastTransitionTime", ""))
+    return others + roots
