@@ -22,6 +22,7 @@ discovery.
 from __future__ import annotations
 
 import copy
+import gzip
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ REF_PREFIX: Final = "#/components/schemas/"
 GVK_EXTENSION: Final = "x-kubernetes-group-version-kind"
 INT_OR_STRING: Final = "x-kubernetes-int-or-string"
 PRESERVE_UNKNOWN: Final = "x-kubernetes-preserve-unknown-fields"
-BUILTIN_BUNDLE: Final = "builtin.json"
+BUILTIN_BUNDLE: Final = "builtin.json.gz"
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,8 +282,8 @@ def load_bundle(path: Path) -> dict[str, Any]:
 
 def builtin_bundle() -> dict[str, Any]:
     """The bundle of built-in Kubernetes kinds shipped as package data."""
-    text = resources.files("kro.graph").joinpath("schemas", BUILTIN_BUNDLE).read_text("utf-8")
-    loaded = json.loads(text)
+    raw = resources.files("kro.graph").joinpath("schemas", BUILTIN_BUNDLE).read_bytes()
+    loaded = json.loads(gzip.decompress(raw) if BUILTIN_BUNDLE.endswith(".gz") else raw)
     if not isinstance(loaded, dict):
         raise SchemaSourceError("built-in schema bundle: want a JSON object")
     return loaded
