@@ -54,7 +54,7 @@ class ItemExponentialBackoff(Generic[T]):
         self._failures[item] = exponent + 1
         if exponent >= _MAX_EXPONENT:
             return self.cap_s
-        return min(self.base_s * (2**exponent), self.cap_s)
+        return min(self.base_s * float(1 << exponent), self.cap_s)
 
     def forget(self, item: T) -> None:
         self._failures.pop(item, None)
@@ -127,7 +127,7 @@ class MaxOf(Generic[T]):
 
 
 def default_controller_rate_limiter(clock: Clock | None = None) -> MaxOf[T]:
-    """client-go's DefaultControllerRateLimiter: 5 ms..1000 s per item, 10 qps / 100 burst overall."""
+    """client-go's DefaultControllerRateLimiter: 5 ms..1000 s per item, 10 qps / 100 burst."""
     return MaxOf(
         ItemExponentialBackoff[T](base_s=0.005, cap_s=1000.0),
         TokenBucket[T](qps=10.0, burst=100, clock=clock),

@@ -20,6 +20,7 @@ Metrics (client-go names, label `name`) are recorded only for named queues, as c
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
 from collections import deque
@@ -170,10 +171,8 @@ class WorkQueue(Generic[T]):
                 await getter
             except BaseException:
                 getter.cancel()
-                try:
+                with contextlib.suppress(ValueError):
                     self._getters.remove(getter)
-                except ValueError:
-                    pass
                 if self._queue and not getter.cancelled():
                     self._wakeup_getter()  # pass on the wake-up we were given
                 raise
@@ -188,8 +187,9 @@ class WorkQueue(Generic[T]):
     def done(self, item: T) -> None:
         """A worker finished `item`; if it was re-added meanwhile, queue it again now."""
         started = self._processing.pop(item, None)
-        if started is not None:
-            self._metrics.work_duration.observe(self._clock.now() - started, name=self.name)
+        if started is None:
+            return  # not handed out: nothing to finish (and re-queueing would duplicate it)
+        self._metrics.work_duration.observe(self._clock.now() - started, name=self.name)
         if item in self._dirty:
             self._queue.append(item)
             self._metrics.depth.set(len(self._queue), name=self.name)

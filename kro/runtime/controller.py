@@ -1,0 +1,232 @@
+"""kro.runtime.controller: N workers that take keys from a WorkQueue and reconcile them.
+
+The controller is the one place where reconcile outcomes are judged (controller-runtime's
+reconcileHandler): it counts, logs and backs off failures so reconcilers never do. Its neighbours
+are kro.runtime.workqueue (where keys wait, de-duplicated and rate limited), kro.runtime.reconcile
+(the contract with the reconciler) and kro.runtime.manager (which runs controllers while this
+process leads and drains their queues on shutdown).
+
+Outcomes, per key:
+* a `Result()`                 -> forget its failures                    (result="success")
+* `Result(requeue_after_s=d)`  -> forget, come back in d seconds          (result="requeue_after")
+* `Result(requeue=True)`       -> rate-limited re-add, not an error       (result="requeue")
+* `TerminalError`              -> forget, never retried                   (result="error")
+* any other exception          -> rate-limited re-add until `max_retries`,
+                                  then dropped with `queue.item_dropped`  (result="error")
+
+Go has panics and errors; Python has only exceptions. We count as a "panic"
+(controller_runtime_reconcile_panics_total) the exception types that signal a bug in the
+reconciler rather than a failure of the world (`_BUG_TYPES`); they are still retried like errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Hashable
+from typing import Generic, Protocol, TypeVar
+
+import structlog
+
+from .clock import Clock, RealClock
+from .metrics import NOOP, MetricsProvider
+from .reconcile import ObjectKey, Reconciler, Result, TerminalError
+from .workqueue import QueueShutDown, WorkQueue
+
+log = structlog.get_logger(__name__)
+
+
+class _Key(ObjectKey, Hashable, Protocol):
+    """A queue key we can label logs with."""
+
+
+K = TypeVar("K", bound=_Key)
+
+# controller-runtime's reconcile_time_seconds buckets.
+RECONCILE_TIME_BUCKETS = (
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9,
+    1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50,
+    60,
+)  # fmt: skip
+
+_BUG_TYPES: tuple[type[BaseException], ...] = (
+    AssertionError,
+    AttributeError,
+    LookupError,
+    NameError,
+    TypeError,
+    ArithmeticError,
+    RecursionError,
+)
+
+
+class _ControllerMetrics:
+    """controller-runtime's controller metrics, bound to one controller name."""
+
+    def __init__(self, provider: MetricsProvider) -> None:
+        c = ("controller",)
+        self.total = provider.counter(
+            "controller_runtime_reconcile_total",
+            "Total number of reconciliations per controller",
+            ("controller", "result"),
+        )
+        self.errors = provider.counter(
+            "controller_runtime_reconcile_errors_total",
+            "Total number of reconciliation errors per controller",
+            c,
+        )
+        self.terminal = provider.counter(
+            "controller_runtime_terminal_reconcile_errors_total",
+            "Total number of terminal reconciliation errors per controller",
+            c,
+        )
+        self.panics = provider.counter(
+            "controller_runtime_reconcile_panics_total",
+            "Total number of reconciliation panics per controller",
+            c,
+        )
+        self.time = provider.histogram(
+            "controller_runtime_reconcile_time_seconds",
+            "Length of time per reconciliation per controller",
+            c,
+            RECONCILE_TIME_BUCKETS,
+        )
+        self.active = provider.gauge(
+            "controller_runtime_active_workers",
+            "Number of currently used workers per controller",
+            c,
+        )
+        self.max_concurrent = provider.gauge(
+            "controller_runtime_max_concurrent_reconciles",
+            "Maximum number of concurrent reconciles per controller",
+            c,
+        )
+
+
+class Controller(Generic[K]):
+    """Runs `workers` concurrent reconciles over one queue; a key is never reconciled twice at once.
+
+    max_retries: failures of one key after which it is dropped (None: retry forever with backoff,
+    as controller-runtime does). A dropped key returns with its next event.
+    unfinished_work_period_s: how often the queue's stuck-worker gauges are refreshed.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        reconciler: Reconciler[K],
+        queue: WorkQueue[K],
+        *,
+        workers: int = 1,
+        max_retries: int | None = None,
+        clock: Clock | None = None,
+        metrics: MetricsProvider = NOOP,
+        unfinished_work_period_s: float = 0.5,
+    ) -> None:
+        if workers < 1:
+            raise ValueError("a controller needs at least one worker")
+        self.name = name
+        self.queue = queue
+        self.workers = workers
+        self.max_retries = max_retries
+        self._reconciler = reconciler
+        self._clock: Clock = clock or RealClock()
+        self._metrics = _ControllerMetrics(metrics)
+        self._unfinished_period_s = unfinished_work_period_s
+
+    async def run(self) -> None:
+        """Work until the queue is shut down and drained; returns (re-raising) on cancellation."""
+        self._metrics.max_concurrent.set(self.workers, controller=self.name)
+        log.info("controller.started", controller=self.name, workers=self.workers)
+        try:
+            async with asyncio.TaskGroup() as tg:
+                ticker = tg.create_task(
+                    self._report_unfinished_work(), name=f"controller:{self.name}:metrics"
+                )
+                async with asyncio.TaskGroup() as workers:
+                    for i in range(self.workers):
+                        workers.create_task(self._work(), name=f"controller:{self.name}:worker-{i}")
+                ticker.cancel()
+        finally:
+            log.info("controller.stopped", controller=self.name)
+
+    def shutdown(self) -> None:
+        """Stop taking new keys; `run` returns once the queued and in-flight ones are done."""
+        self.queue.shutdown()
+
+    async def _work(self) -> None:
+        queue = self.queue
+        while True:
+            try:
+                item = await queue.get()
+            except QueueShutDown:
+                return
+            try:
+                await self._reconcile_one(item)
+            except asyncio.CancelledError:
+                # Stopped mid-reconcile (leadership lost, hard stop): hand the key back so
+                # whoever runs next reconciles it.
+                queue.done(item)
+                queue.add(item)
+                raise
+            queue.done(item)
+            # A no-op reconcile never suspends, and neither does get() on a non-empty queue;
+            # yield so the other workers and the informers get the loop.
+            await asyncio.sleep(0)
+
+    async def _reconcile_one(self, item: K) -> None:
+        m = self._metrics
+        with structlog.contextvars.bound_contextvars(
+            controller=self.name,
+            namespace=item.namespace,
+            name=item.name,
+            reconcile_id=secrets.token_hex(4),
+        ):
+            started = self._clock.now()
+            m.active.inc(controller=self.name)
+            try:
+                result = await self._reconciler.reconcile(item)
+            except TerminalError:
+                outcome = "error"
+                m.errors.inc(controller=self.name)
+                m.terminal.inc(controller=self.name)
+                log.exception("reconcile.terminal_error")
+                self.queue.forget(item)
+            except Exception as exc:
+                outcome = "error"
+                m.errors.inc(controller=self.name)
+                if isinstance(exc, _BUG_TYPES):
+                    m.panics.inc(controller=self.name)
+                self._retry_or_drop(item)
+            else:
+                outcome = self._requeue_or_forget(item, result)
+            finally:
+                m.active.dec(controller=self.name)
+                m.time.observe(self._clock.now() - started, controller=self.name)
+            m.total.inc(controller=self.name, result=outcome)
+
+    def _retry_or_drop(self, item: K) -> None:
+        """Back off a failed key, or give up on it after max_retries (logged with the traceback)."""
+        attempt = self.queue.num_requeues(item) + 1
+        if self.max_retries is not None and attempt > self.max_retries:
+            log.exception("queue.item_dropped", reason="max_retries", attempt=attempt)
+            self.queue.forget(item)
+            return
+        log.exception("reconcile.failed", attempt=attempt)
+        self.queue.add_rate_limited(item)
+
+    def _requeue_or_forget(self, item: K, result: Result) -> str:
+        if result.requeue_after_s is not None and result.requeue_after_s > 0:
+            self.queue.forget(item)
+            self.queue.add_after(item, result.requeue_after_s)
+            return "requeue_after"
+        if result.requeue:
+            self.queue.add_rate_limited(item)
+            return "requeue"
+        self.queue.forget(item)
+        return "success"
+
+    async def _report_unfinished_work(self) -> None:
+        while True:
+            self.queue.update_unfinished_work()
+            await self._clock.sleep(self._unfinished_period_s)

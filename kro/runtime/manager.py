@@ -1,0 +1,365 @@
+"""kro.runtime.manager: runs an operator process: caches, controllers, probes, metrics, shutdown.
+
+The manager owns every long-lived task of the process (controller-runtime's Manager):
+
+* informers and other runnables run for the whole life of the process, leader or not, so a
+  replica that takes over leadership has warm caches;
+* controllers run only while this replica holds the leader Lease (kro.runtime.leaderelection),
+  or always when leader election is off; on losing the Lease they are cancelled, their in-flight
+  keys handed back to their queues, and they start again if the Lease comes back;
+* one aiohttp server answers /healthz, /readyz (informers synced and custom checks pass) and
+  /metrics (kro.runtime.prometheus), on one or two addresses;
+* SIGTERM/SIGINT (or `stop()`) begin a graceful stop: readiness fails, controller queues stop
+  accepting keys and drain what they hold within `graceful_shutdown_timeout_s`, then the Lease is
+  released and everything else is cancelled. A second signal cancels at once.
+
+After the first full cache sync it tunes the garbage collector (see `GcTuning`): a big
+informer cache is long-lived, and without tuning every full collection walks all of it
+(python-client.md §3.3 measured 184 ms pauses at 10k objects; `bench/bench_gc.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import structlog
+from aiohttp import web
+
+from .clock import Clock, RealClock, wait_with_timeout
+from .leaderelection import LeaderElectionConfig, LeaderElector, LeaseClient
+from .prometheus import CONTENT_TYPE, PrometheusProvider
+
+log = structlog.get_logger(__name__)
+
+Check = Callable[[], bool]
+
+
+class Runnable(Protocol):
+    """Anything long-lived: `run` works until cancelled (or until its work is done)."""
+
+    async def run(self) -> None: ...
+
+
+class Drainable(Runnable, Protocol):
+    """A runnable that can stop taking work and let `run` return (a Controller)."""
+
+    def shutdown(self) -> None: ...
+
+
+@runtime_checkable
+class Syncable(Protocol):
+    """A cache that reports when its first full list is in (an Informer)."""
+
+    def has_synced(self) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GcTuning:
+    """What to do to the collector once caches are synced.
+
+    freeze: move everything alive now (the synced cache, imported modules) into the permanent
+    generation, so full collections stop re-walking it.
+    thresholds: gc.set_threshold values; a raised gen0 threshold means fewer young collections
+    while watch events churn. Freezing alone removes the old population that damps full
+    collections, so it goes with raised thresholds (python-client.md §3.3).
+    """
+
+    freeze: bool = True
+    thresholds: tuple[int, int, int] | None = (50_000, 20, 100)
+
+
+def tune_gc(tuning: GcTuning) -> None:
+    """Apply `tuning` to this process: collect, then freeze and set thresholds."""
+    gc.collect()
+    if tuning.freeze:
+        gc.freeze()
+    if tuning.thresholds is not None:
+        gc.set_threshold(*tuning.thresholds)
+    log.info("manager.gc_tuned", frozen=gc.get_freeze_count(), thresholds=list(gc.get_threshold()))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ManagerOptions:
+    """How the manager binds, elects and stops.
+
+    health_probe_bind_address / metrics_bind_address: "host:port"; "0" disables; port 0 picks a
+    free port (see `Manager.addresses`); ":8079" binds every interface, as a pod needs. The
+    defaults stay on loopback; the `kro` binary passes upstream's ":8079" / ":8078".
+    leader_election: None runs controllers unconditionally (a single replica, or tests).
+    graceful_shutdown_timeout_s: how long controllers may drain their queues on stop.
+    handle_signals: install SIGTERM/SIGINT handlers while `run` runs (main thread only).
+    gc_tuning: applied once after the initial cache sync; None leaves the collector alone.
+    sync_poll_s: how often readiness of the initial sync is checked for the GC hook.
+    """
+
+    health_probe_bind_address: str = "127.0.0.1:8079"
+    metrics_bind_address: str = "127.0.0.1:8078"
+    leader_election: LeaderElectionConfig | None = None
+    graceful_shutdown_timeout_s: float = 30.0
+    handle_signals: bool = True
+    gc_tuning: GcTuning | None = field(default_factory=GcTuning)
+    sync_poll_s: float = 0.1
+
+
+def parse_bind_address(address: str) -> tuple[str | None, int] | None:
+    """ "host:port" -> (host, port); "0" or "" -> None (disabled); ":p" -> (None, p): all hosts."""
+    if address in ("", "0"):
+        return None
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"bind address {address!r} is not host:port")
+    host = host.strip("[]")
+    return (host or None, int(port))
+
+
+class Manager:
+    """Owns informers, runnables and controllers and runs them with probes and metrics."""
+
+    def __init__(
+        self,
+        options: ManagerOptions | None = None,
+        *,
+        client: LeaseClient | None = None,
+        metrics: PrometheusProvider | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.options = options or ManagerOptions()
+        if self.options.leader_election is not None and client is None:
+            raise ValueError("leader election needs a client for the Lease")
+        self.metrics = metrics or PrometheusProvider()
+        self._client = client
+        self._clock: Clock = clock or RealClock()
+        self._informers: list[Runnable] = []
+        self._runnables: list[Runnable] = []
+        self._controllers: list[Drainable] = []
+        self._health_checks: dict[str, Check] = {"ping": lambda: True}
+        self._ready_checks: dict[str, Check] = {
+            "informers": self._informers_synced,
+            "shutdown": lambda: not self._stopping,  # take us out of Service endpoints first
+        }
+        self._elector: LeaderElector | None = None
+        self._stop_requested = asyncio.Event()
+        self._controllers_idle = asyncio.Event()
+        self._controllers_idle.set()
+        self._stopping = False
+        self._runner: web.AppRunner | None = None
+        self._run_task: asyncio.Task[None] | None = None
+        self._serving = asyncio.Event()
+        if self.options.leader_election is not None:
+            self._health_checks["leaderElection"] = self._elector_healthy
+
+    # -- registration ---------------------------------------------------------------------------
+
+    def add_informer(self, informer: Runnable) -> None:
+        """Run `informer` always; if it is Syncable, readiness waits for its first sync."""
+        self._informers.append(informer)
+
+    def add_runnable(self, runnable: Runnable) -> None:
+        """Run `runnable` always, leader or not (an event recorder, a cache warmer)."""
+        self._runnables.append(runnable)
+
+    def add_controller(self, controller: Drainable) -> None:
+        """Run `controller` only while leading; drained on graceful stop."""
+        self._controllers.append(controller)
+
+    def add_health_check(self, name: str, check: Check) -> None:
+        self._health_checks[name] = check
+
+    def add_readiness_check(self, name: str, check: Check) -> None:
+        self._ready_checks[name] = check
+
+    # -- state ----------------------------------------------------------------------------------
+
+    @property
+    def addresses(self) -> list[tuple[str, int]]:
+        """(host, port) of every bound probe/metrics socket, once `run` has started serving."""
+        if self._runner is None:
+            return []
+        return [(str(a[0]), int(a[1])) for a in self._runner.addresses]
+
+    @property
+    def is_leader(self) -> bool:
+        if self.options.leader_election is None:
+            return not self._controllers_idle.is_set()
+        return self._elector is not None and self._elector.is_leader
+
+    async def wait_for_serving(self) -> None:
+        """Wait until `run` has bound its probe/metrics sockets (or found none to bind)."""
+        await self._serving.wait()
+
+    def is_ready(self) -> bool:
+        return not self._failing(self._ready_checks)
+
+    def _informers_synced(self) -> bool:
+        return all(i.has_synced() for i in self._informers if isinstance(i, Syncable))
+
+    def _failing(self, checks: dict[str, Check]) -> list[str]:
+        failing = []
+        for name, check in checks.items():
+            try:
+                ok = check()
+            except Exception:
+                log.warning("manager.check_failed", check=name, exc_info=True)
+                ok = False
+            if not ok:
+                failing.append(name)
+        return failing
+
+    # -- running --------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Begin a graceful stop; a second call cancels `run` outright."""
+        if self._stop_requested.is_set():
+            if self._run_task is not None:
+                log.warning("manager.forced_stop")
+                self._run_task.cancel()
+            return
+        log.info("manager.stop_requested")
+        self._stop_requested.set()
+
+    async def run(self) -> None:
+        """Serve and run everything until `stop()` or a signal; returns (re-raises) on cancel."""
+        self._run_task = asyncio.current_task()
+        self._install_signal_handlers()
+        try:
+            await self._start_server()
+            self._serving.set()
+            try:
+                async with asyncio.TaskGroup() as tg:
+                    background = [
+                        tg.create_task(r.run(), name=f"manager:informer-{i}")
+                        for i, r in enumerate(self._informers)
+                    ]
+                    background += [
+                        tg.create_task(r.run(), name=f"manager:runnable-{i}")
+                        for i, r in enumerate(self._runnables)
+                    ]
+                    background.append(tg.create_task(self._tune_gc_after_sync(), name="manager:gc"))
+                    leader = tg.create_task(self._lead(), name="manager:leader")
+                    await self._stop_requested.wait()
+                    await self._shutdown(leader)
+                    for task in background:
+                        task.cancel()
+            finally:
+                await self._stop_server()
+        finally:
+            self._remove_signal_handlers()
+            log.info("manager.stopped")
+
+    async def _lead(self) -> None:
+        cfg = self.options.leader_election
+        if cfg is None:
+            await self._run_controllers()
+            return
+        assert self._client is not None  # checked in __init__
+        self._elector = LeaderElector(
+            self._client,
+            cfg,
+            on_started_leading=self._run_controllers,
+            clock=self._clock,
+            metrics=self.metrics,
+        )
+        await self._elector.run()
+
+    def _elector_healthy(self) -> bool:
+        return self._elector is None or self._elector.is_healthy(tolerance_s=20.0)
+
+    async def _run_controllers(self) -> None:
+        if self._stopping:
+            return
+        self._controllers_idle.clear()
+        log.info("manager.controllers_starting", controllers=len(self._controllers))
+        try:
+            async with asyncio.TaskGroup() as tg:
+                for i, controller in enumerate(self._controllers):
+                    tg.create_task(controller.run(), name=f"manager:controller-{i}")
+        finally:
+            self._controllers_idle.set()
+
+    async def _shutdown(self, leader: asyncio.Task[None]) -> None:
+        """Drain controllers within the grace period, then release leadership."""
+        self._stopping = True
+        timeout_s = self.options.graceful_shutdown_timeout_s
+        log.info("manager.draining", timeout_s=timeout_s)
+        for controller in self._controllers:
+            controller.shutdown()
+        try:
+            await wait_with_timeout(self._clock, self._controllers_idle.wait(), timeout_s)
+        except TimeoutError:
+            log.warning("manager.drain_timed_out", timeout_s=timeout_s)
+        leader.cancel()  # stops what is left; the elector releases the Lease as it unwinds
+        await asyncio.wait({leader})
+
+    async def _tune_gc_after_sync(self) -> None:
+        tuning = self.options.gc_tuning
+        if tuning is None:
+            return
+        while not self._informers_synced():
+            await self._clock.sleep(self.options.sync_poll_s)
+        log.info("manager.caches_synced", informers=len(self._informers))
+        tune_gc(tuning)
+
+    # -- signals --------------------------------------------------------------------------------
+
+    def _install_signal_handlers(self) -> None:
+        if not self.options.handle_signals:
+            return
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, self.stop)
+
+    def _remove_signal_handlers(self) -> None:
+        if not self.options.handle_signals:
+            return
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(sig)
+
+    # -- the probe and metrics server -----------------------------------------------------------
+
+    async def _start_server(self) -> None:
+        opts = self.options
+        wanted = []
+        for address in (opts.health_probe_bind_address, opts.metrics_bind_address):
+            parsed = parse_bind_address(address)
+            if parsed is not None and parsed not in wanted:
+                wanted.append(parsed)
+        if not wanted:
+            return
+        app = web.Application()
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/readyz", self._readyz)
+        app.router.add_get("/metrics", self._metrics)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+        await self._runner.setup()
+        for host, port in wanted:
+            await web.TCPSite(self._runner, host, port).start()
+        log.info("manager.serving", addresses=[f"{h}:{p}" for h, p in self.addresses])
+
+    async def _stop_server(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def _probe(self, checks: dict[str, Check]) -> web.Response:
+        failing = self._failing(checks)
+        if not failing:
+            return web.Response(text="ok")
+        body = "".join(f"[-]{name} failed\n" for name in failing)
+        return web.Response(status=500, text=body + "check failed\n")
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        return self._probe(self._health_checks)
+
+    async def _readyz(self, request: web.Request) -> web.Response:
+        return self._probe(self._ready_checks)
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        return web.Response(body=self.metrics.render(), headers={"Content-Type": CONTENT_TYPE})

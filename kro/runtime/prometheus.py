@@ -1,0 +1,136 @@
+"""kro.runtime.prometheus: the MetricsProvider that the entry point installs, on prometheus_client.
+
+This is the only kro.runtime module that imports prometheus_client (library code records through
+kro.runtime.metrics). Each provider owns its own CollectorRegistry rather than the process-global
+one, so two managers, or two tests, never collide; the manager serves `render()` at /metrics.
+
+Asking twice for the same name returns the same metric, because several queues and controllers
+share one metric family and tell their series apart by labels. Asking for the same name with a
+different type or label set is a programming error and raises ValueError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    GCCollector,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
+from prometheus_client import Counter as _PromCounter
+from prometheus_client import Gauge as _PromGauge
+from prometheus_client import Histogram as _PromHistogram
+
+from .metrics import Counter, Gauge, Histogram
+
+CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
+
+
+class _Adapter:
+    """Maps our `**labels` calls onto prometheus_client children, caching children per label set.
+
+    The cache matters: `.labels()` takes a lock and rebuilds a tuple on every call, and the work
+    queue records several metrics per item.
+    """
+
+    def __init__(self, metric: Any, labelnames: tuple[str, ...]) -> None:
+        self.metric = metric
+        self.labelnames = labelnames
+        self._children: dict[tuple[tuple[str, str], ...], Any] = {}
+
+    def _child(self, labels: dict[str, str]) -> Any:
+        if not labels:
+            return self.metric
+        key = tuple(labels.items())
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = self.metric.labels(**labels)
+        return child
+
+    def inc(self, amount: float = 1.0, **labels: str) -> None:
+        self._child(labels).inc(amount)
+
+    def dec(self, amount: float = 1.0, **labels: str) -> None:
+        self._child(labels).dec(amount)
+
+    def set(self, value: float, **labels: str) -> None:
+        self._child(labels).set(value)
+
+    def observe(self, value: float, **labels: str) -> None:
+        self._child(labels).observe(value)
+
+
+class PrometheusProvider:
+    """A MetricsProvider backed by one prometheus_client CollectorRegistry.
+
+    process_metrics: also export process_*, python_info and python_gc_* like the default
+    registry does (only when we create the registry).
+    """
+
+    def __init__(
+        self, registry: CollectorRegistry | None = None, *, process_metrics: bool = True
+    ) -> None:
+        if registry is None:
+            registry = CollectorRegistry()
+            if process_metrics:
+                ProcessCollector(registry=registry)
+                PlatformCollector(registry=registry)
+                GCCollector(registry=registry)
+        self.registry = registry
+        self._metrics: dict[str, tuple[str, tuple[str, ...], _Adapter]] = {}
+
+    def counter(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Counter:
+        return self._get(
+            "counter",
+            name,
+            labels,
+            lambda ln: _PromCounter(name, documentation, ln, registry=self.registry),
+        )
+
+    def gauge(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Gauge:
+        return self._get(
+            "gauge",
+            name,
+            labels,
+            lambda ln: _PromGauge(name, documentation, ln, registry=self.registry),
+        )
+
+    def histogram(
+        self,
+        name: str,
+        documentation: str,
+        labels: Sequence[str] = (),
+        buckets: Sequence[float] | None = None,
+    ) -> Histogram:
+        def make(ln: tuple[str, ...]) -> Any:
+            if buckets is None:
+                return _PromHistogram(name, documentation, ln, registry=self.registry)
+            return _PromHistogram(name, documentation, ln, registry=self.registry, buckets=buckets)
+
+        return self._get("histogram", name, labels, make)
+
+    def render(self) -> bytes:
+        """The registry in Prometheus text exposition format (serve with CONTENT_TYPE)."""
+        return generate_latest(self.registry)
+
+    def _get(
+        self, kind: str, name: str, labels: Sequence[str], make: Callable[[tuple[str, ...]], Any]
+    ) -> _Adapter:
+        labelnames = tuple(labels)
+        known = self._metrics.get(name)
+        if known is not None:
+            known_kind, known_labels, adapter = known
+            if (known_kind, known_labels) != (kind, labelnames):
+                raise ValueError(
+                    f"metric {name} exists as a {known_kind} with labels {known_labels}; "
+                    f"asked for a {kind} with labels {labelnames}"
+                )
+            return adapter
+        adapter = _Adapter(make(labelnames), labelnames)
+        self._metrics[name] = (kind, labelnames, adapter)
+        return adapter
