@@ -1,0 +1,156 @@
+"""kro.graph.model: the compiled graph of one ResourceGraphDefinition.
+
+This is the contract between the builder (`kro.graph.builder`, which produces a `Graph` from an
+RGD spec and a SchemaResolver), per-instance evaluation (`kro.graph.evaluate`), the offline CLI
+and the controllers. Everything here is immutable and free of cluster I/O: one `Graph` is built
+per GraphRevision and shared by every reconcile of every instance of that revision.
+
+Expressions are compiled once, at build time, in the environment of their context (template,
+includeWhen, readyWhen, forEach, status, conditions); evaluation only binds values and runs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Literal
+
+from kro.cel import CelEnvironment, CompiledExpression
+from kro.graph.resolver import GVK
+from kro.graph.template import FieldPath
+
+
+class NodeType(StrEnum):
+    """What a node stands for; decides how it is observed and whether kro writes it."""
+
+    RESOURCE = "Resource"  # one object kro applies
+    COLLECTION = "Collection"  # forEach: many objects kro applies
+    EXTERNAL = "External"  # externalRef by name: read only
+    EXTERNAL_COLLECTION = "ExternalCollection"  # externalRef by selector: read only, a list
+
+    @property
+    def is_external(self) -> bool:
+        return self in (NodeType.EXTERNAL, NodeType.EXTERNAL_COLLECTION)
+
+    @property
+    def is_list(self) -> bool:
+        """Bound in CEL as a list of objects rather than one object (F-09, X-03)."""
+        return self in (NodeType.COLLECTION, NodeType.EXTERNAL_COLLECTION)
+
+
+VariableKind = Literal["static", "dynamic", "iteration"]
+
+
+@dataclass(frozen=True, slots=True)
+class TemplateField:
+    """One templated value: where it sits and the compiled expressions that produce it.
+
+    standalone: the whole value is one `${expr}` and takes the result's type (C-02); otherwise
+    the expressions are concatenated with the literal text around them into a string (C-03).
+    text: the original string, shown in error messages.
+    kind: G-28 — `static` reads only `schema`, `dynamic` reads resources, `iteration` reads
+    forEach iterators (never cached across items).
+    """
+
+    path: FieldPath
+    standalone: bool
+    text: str
+    expressions: tuple[CompiledExpression, ...]
+    kind: VariableKind = "static"
+
+
+@dataclass(frozen=True, slots=True)
+class ForEachDimension:
+    """One `forEach` entry: iterator name and the list expression it ranges over (F-01)."""
+
+    name: str
+    expression: CompiledExpression
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One entry of `spec.resources`, compiled.
+
+    template: for resources the template as written; for externalRefs the serialised form
+    `{apiVersion, kind, metadata: {name | selector, namespace}}` (G-12).
+    fields: every templated value of `template`, in document order.
+    dependencies: resource ids read by the template, forEach and includeWhen expressions
+    (never readyWhen, G-14), in declaration order.
+    apply_order: the deletion wave (G-17), persisted on children as
+    `internal.kro.run/apply-order`.
+    schema: the kind's OpenAPI schema, used for schema-aware values (C-34).
+    """
+
+    id: str
+    index: int
+    type: NodeType
+    gvk: GVK
+    resource: str
+    namespaced: bool
+    template: Mapping[str, Any]
+    fields: tuple[TemplateField, ...] = ()
+    include_when: tuple[CompiledExpression, ...] = ()
+    ready_when: tuple[CompiledExpression, ...] = ()
+    for_each: tuple[ForEachDimension, ...] = ()
+    dependencies: tuple[str, ...] = ()
+    apply_order: int = 1
+    schema: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Instance:
+    """The API the RGD defines: its CRD and the schemas instances are checked against."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool
+    crd: Mapping[str, Any]
+    spec_schema: Mapping[str, Any]
+    status_schema: Mapping[str, Any]
+
+    @property
+    def gvk(self) -> GVK:
+        return GVK(self.group, self.version, self.kind)
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}"
+
+
+@dataclass(frozen=True, slots=True)
+class Graph:
+    """A validated, typed, ordered RGD: everything needed to reconcile its instances.
+
+    nodes: keyed by id, iterated in topological order (G-16).
+    status_fields: templated fields of `schema.status` (paths relative to `status`), except
+    `conditions`, which is the author-conditions block (K-01) in `conditions`.
+    environment: the CEL environment with `schema` and every resource id declared; its
+    `bind()` applies schema-aware input conversion (C-34) when values are bound.
+    """
+
+    rgd_name: str
+    instance: Instance
+    nodes: Mapping[str, Node]
+    topological_order: tuple[str, ...]
+    status_fields: tuple[TemplateField, ...]
+    conditions: tuple[CompiledExpression, ...]
+    environment: CelEnvironment
+    spec_hash: str = ""
+
+    def node(self, node_id: str) -> Node:
+        return self.nodes[node_id]
+
+    def dependents_of(self, node_id: str) -> tuple[str, ...]:
+        """Nodes that read `node_id`, in topological order."""
+        return tuple(n for n in self.topological_order if node_id in self.nodes[n].dependencies)
+
+    def resources_status(self) -> list[dict[str, Any]]:
+        """`status.resources` of the RGD and the GraphRevision (A-24): nodes with >= 1 dep."""
+        return [
+            {"id": n, "dependencies": [{"id": d} for d in self.nodes[n].dependencies]}
+            for n in self.topological_order
+            if self.nodes[n].dependencies
+        ]
