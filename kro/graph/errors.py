@@ -12,11 +12,11 @@
         ├── FieldPathError          a field path does not parse or names no field of the object
         └── SubstitutionError       evaluated values do not fit the template they go back into
 
-Every error here describes the RGD (or a caller's misuse), never the cluster: retrying cannot
-help, only editing the RGD can. `str(err)` is exactly the upstream kro message (the reference
-quotes it), so it can be compared in tests and shown in conditions; where the problem is goes in
-the fields, and the layer that knows more (the builder knows the RGD and the resource id) adds
-it with `with_context` on the way out instead of re-wrapping the text.
+Every error defined in this module describes the RGD (or a caller's misuse), never the cluster:
+retrying cannot help, only editing the RGD can. `str(err)` is exactly the upstream kro message
+(the reference quotes it), so it can be compared in tests and shown in conditions; where the
+problem is goes in the fields, and the layer that knows more (the builder knows the RGD and the
+resource id) adds it with `with_context` on the way out instead of re-wrapping the text.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Self
 
 
 class GraphError(Exception):
-    """Base for every error kro.graph raises; the RGD is wrong, so no retry can help."""
+    """Base for every error kro.graph raises; each subclass says whether a retry can help."""
 
     def __init__(
         self,

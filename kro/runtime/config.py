@@ -221,20 +221,24 @@ def build_ssl_context(
     return ctx
 
 
-async def load_kubeconfig(path: str | None = None, *, context: str | None = None) -> ConnectionConfig:
+async def load_kubeconfig(
+    path: str | None = None, *, context: str | None = None
+) -> ConnectionConfig:
     """Load one kubeconfig file (or a `:`-separated list, like $KUBECONFIG) and one context."""
     from kubernetes_asyncio.client import Configuration
     from kubernetes_asyncio.config import ConfigException
     from kubernetes_asyncio.config.kube_config import load_kube_config
 
-    path = path or os.path.expanduser("~/.kube/config")
+    path = path or _home_kubeconfig()
     cfg = Configuration()
     try:
         loader = await load_kube_config(
             config_file=path, context=context, client_configuration=cfg, persist_config=False
         )
-    except (ConfigException, OSError, KeyError, ValueError, AssertionError) as e:
+    except ConfigException as e:
         raise ConfigError(f"cannot load kubeconfig {path}: {e}") from e
+    except Exception as e:  # the loader signals bad files with asserts, KeyErrors, yaml errors
+        raise ConfigError(f"cannot load kubeconfig {path}: {e!r}") from e
     auth = _auth_for(loader, cfg)
     tls = None
     if str(cfg.host).startswith("https"):
@@ -303,10 +307,15 @@ async def load_default(path: str | None = None, *, context: str | None = None) -
     """`path`, else $KUBECONFIG, else ~/.kube/config if it exists, else in-cluster."""
     if path:
         return await load_kubeconfig(path, context=context)
-    env_path = os.environ.get("KUBECONFIG")
-    if env_path:
-        return await load_kubeconfig(env_path, context=context)
-    home = os.path.expanduser("~/.kube/config")
-    if os.path.exists(home):
-        return await load_kubeconfig(home, context=context)
+    found = os.environ.get("KUBECONFIG") or _existing(_home_kubeconfig())
+    if found:
+        return await load_kubeconfig(found, context=context)
     return load_incluster()
+
+
+def _home_kubeconfig() -> str:
+    return os.path.expanduser("~/.kube/config")
+
+
+def _existing(path: str) -> str | None:
+    return path if os.path.exists(path) else None

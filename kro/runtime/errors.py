@@ -125,7 +125,7 @@ class Invalid(ApiError):
 
 
 class Gone(ApiError):
-    """The resourceVersion (or continue token) is too old for the server: list again from scratch."""
+    """The resourceVersion (or continue token) is too old for the server: list again."""
 
 
 class TooManyRequests(ApiError):
@@ -148,7 +148,7 @@ class TransportError(KubeError):
 
 
 class RequestTimeout(TransportError, TimeoutError):
-    """No response (or, for a watch, no bytes) within the timeout; `except TimeoutError` works too."""
+    """No response (for a watch: no bytes) in time; `except TimeoutError` catches it too."""
 
 
 class NoKindMatch(KubeError):

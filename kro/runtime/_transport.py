@@ -1,0 +1,319 @@
+"""kro.runtime._transport: the client's HTTP half: sessions, auth, throttling, retries, metrics.
+
+Only this module (and `_watch`, which reads the streams it opens) touches aiohttp; every aiohttp
+failure is mapped to `kro.runtime.errors` here.
+Two sessions, because HTTP/1.1 watches hold a connection for their whole life: requests share a
+bounded pool, watches get their own unbounded one, so 100 open watches never block a GET.
+`trust_env=False` on both: reading proxy/netrc settings costs two thread hops per request.
+
+Retries live here and nowhere else: 429 and 503 (and any 5xx that carries Retry-After) wait
+for Retry-After, bounded by `max_retry_wait_s` and `max_retries`; a 401 invalidates credentials
+and is retried once; a failed connection is retried only for GET (a write may have landed).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urlsplit
+
+import aiohttp
+import orjson
+import structlog
+
+from kro.runtime.clock import Clock, RealClock
+from kro.runtime.config import ConnectionConfig
+from kro.runtime.errors import ApiError, RequestTimeout, TransportError, error_from_status
+from kro.runtime.throttle import TokenBucket
+
+if TYPE_CHECKING:
+    from kro.runtime.client import ClientOptions
+
+log = structlog.get_logger(__name__)
+
+LATENCY_BUCKETS: Final = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
+"""client-go's buckets for rest_client_request_duration_seconds."""
+DEFAULT_RETRY_AFTER_S: Final = 1.0
+"""Wait before retrying a 429/503 that carries no Retry-After header."""
+
+
+class _TLSFailure(TransportError):
+    """Certificate or handshake failure: permanent until the config changes, so not retried."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """One logical request, re-sent unchanged on each retry."""
+
+    method: str
+    path: str
+    params: Mapping[str, str] | None
+    body: bytes | None
+    content_type: str | None
+    accept: str
+    client_timeout: aiohttp.ClientTimeout
+    watch: bool
+
+    @property
+    def verb(self) -> str:
+        return "WATCH" if self.watch else self.method
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """A completed, successful response: body bytes are decoded by the caller."""
+
+    status: int
+    content_type: str
+    body: bytes
+
+
+class Transport:
+    """Sends requests for one `Client`; sessions are created lazily inside the running loop."""
+
+    def __init__(self, config: ConnectionConfig, options: ClientOptions) -> None:
+        self._config = config
+        self._options = options
+        self._clock: Clock = options.clock or RealClock()
+        self._limiter = TokenBucket(options.qps, options.burst, clock=self._clock)
+        self._host = urlsplit(config.server).netloc or config.server
+        self._base = config.server.rstrip("/")
+        self._request_session: aiohttp.ClientSession | None = None
+        self._watch_session: aiohttp.ClientSession | None = None
+        self._closed = False
+        metrics = options.metrics
+        self._m_requests = metrics.counter(
+            "rest_client_requests_total",
+            "Number of HTTP requests, partitioned by status code, method, and host.",
+            ("code", "method", "host"),
+        )
+        self._m_duration = metrics.histogram(
+            "rest_client_request_duration_seconds",
+            "Request latency in seconds. Broken down by verb, and host.",
+            ("verb", "host"),
+            LATENCY_BUCKETS,
+        )
+        self._m_limiter = metrics.histogram(
+            "rest_client_rate_limiter_duration_seconds",
+            "Client side rate limiter latency in seconds. Broken down by verb, and host.",
+            ("verb", "host"),
+            LATENCY_BUCKETS,
+        )
+        self._m_retries = metrics.counter(
+            "rest_client_request_retries_total",
+            "Number of request retries, partitioned by status code, verb, and host.",
+            ("code", "verb", "host"),
+        )
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    def _session(self, *, watch: bool) -> aiohttp.ClientSession:
+        if self._closed:
+            raise TransportError("client is closed")
+        if watch and self._watch_session is not None:
+            return self._watch_session
+        if not watch and self._request_session is not None:
+            return self._request_session
+        opts = self._options
+        connector = aiohttp.TCPConnector(
+            limit=opts.watch_pool_size if watch else opts.pool_size,
+            limit_per_host=0,
+            ssl=self._config.ssl_context if self._config.ssl_context is not None else True,
+            keepalive_timeout=opts.keepalive_timeout_s,
+        )
+        headers = {"User-Agent": opts.user_agent, **self._config.headers}
+        session = aiohttp.ClientSession(
+            connector=connector,
+            headers=headers,
+            trust_env=False,
+            auto_decompress=True,
+            read_bufsize=2**21 if watch else 2**16,
+        )
+        if watch:
+            self._watch_session = session
+        else:
+            self._request_session = session
+        return session
+
+    async def close(self) -> None:
+        self._closed = True
+        for session in (self._request_session, self._watch_session):
+            if session is not None:
+                await session.close()
+        self._request_session = self._watch_session = None
+
+    async def send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: bytes | None = None,
+        content_type: str | None = None,
+        accept: str = "application/json",
+    ) -> Response:
+        """One request with throttling and bounded retries; raises ApiError on a failure status."""
+        opts = self._options
+        timeout = aiohttp.ClientTimeout(
+            total=opts.request_timeout_s, sock_connect=opts.connect_timeout_s
+        )
+        resp = await self._with_retries(
+            _Call(method, path, params, body, content_type, accept, timeout, watch=False)
+        )
+        try:
+            data = await self._read(resp, method)
+        finally:
+            resp.release()
+        return Response(resp.status, resp.content_type, data)
+
+    async def open_stream(
+        self,
+        path: str,
+        *,
+        params: Mapping[str, str],
+        accept: str,
+    ) -> aiohttp.ClientResponse:
+        """Open a watch; the caller reads and must close the returned response."""
+        opts = self._options
+        timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=opts.connect_timeout_s, sock_read=opts.watch_idle_timeout_s
+        )
+        return await self._with_retries(
+            _Call("GET", path, params, None, None, accept, timeout, watch=True)
+        )
+
+    async def _read(self, resp: aiohttp.ClientResponse, method: str) -> bytes:
+        try:
+            return await resp.read()
+        except TimeoutError as e:
+            raise RequestTimeout(f"{method} {resp.url.path}: timed out reading the body") from e
+        except aiohttp.ClientError as e:
+            raise TransportError(f"{method} {resp.url.path}: {e!r}") from e
+
+    async def _with_retries(self, call: _Call) -> aiohttp.ClientResponse:
+        verb = call.verb
+        attempt = 0
+        reauthenticated = False
+        while True:
+            waited = await self._limiter.acquire()
+            self._m_limiter.observe(waited, verb=verb, host=self._host)
+            try:
+                resp = await self._attempt(call)
+            except TransportError as e:
+                if call.method != "GET" or call.watch or attempt >= self._options.max_retries:
+                    raise
+                if isinstance(e, RequestTimeout | _TLSFailure):
+                    raise
+                attempt += 1
+                self._m_retries.inc(code="<error>", verb=verb, host=self._host)
+                await self._clock.sleep(min(0.1 * 2**attempt, self._options.max_retry_wait_s))
+                continue
+            if resp.status < 400:
+                return resp
+            error = await self._error(resp, call.method)
+            if resp.status == 401 and self._config.auth is not None and not reauthenticated:
+                reauthenticated = True
+                self._config.auth.invalidate()
+                log.info("client.reauthenticating", host=self._host, path=call.path)
+                continue
+            delay = self._retry_delay(resp.status, error, attempt)
+            if delay is None:
+                raise error
+            attempt += 1
+            self._m_retries.inc(code=str(resp.status), verb=verb, host=self._host)
+            log.debug(
+                "client.retrying",
+                status=resp.status,
+                path=call.path,
+                attempt=attempt,
+                delay_s=delay,
+            )
+            await self._clock.sleep(delay)
+
+    def _retry_delay(self, status: int, error: ApiError, attempt: int) -> float | None:
+        if attempt >= self._options.max_retries:
+            return None
+        if status in (429, 503) or (status >= 500 and error.retry_after_s is not None):
+            wait = error.retry_after_s if error.retry_after_s is not None else DEFAULT_RETRY_AFTER_S
+            return max(0.0, min(wait, self._options.max_retry_wait_s))
+        return None
+
+    async def _attempt(self, call: _Call) -> aiohttp.ClientResponse:
+        session = self._session(watch=call.watch)
+        method, path = call.method, call.path
+        headers = {"Accept": call.accept}
+        if call.content_type is not None:
+            headers["Content-Type"] = call.content_type
+        if self._config.auth is not None:
+            value = await self._config.auth.authorization()
+            if value:
+                headers["Authorization"] = value
+        extra: dict[str, Any] = {}
+        if self._config.proxy:
+            extra["proxy"] = self._config.proxy
+        if self._config.tls_server_name:
+            extra["server_hostname"] = self._config.tls_server_name
+        verb = call.verb
+        started = time.perf_counter()
+        code = "<error>"
+        try:
+            resp = await session.request(
+                method,
+                self._base + path,
+                params=call.params,
+                data=call.body,
+                headers=headers,
+                timeout=call.client_timeout,
+                allow_redirects=False,
+                **extra,
+            )
+            code = str(resp.status)
+            return resp
+        except TimeoutError as e:
+            raise RequestTimeout(f"{method} {path}: no response in time") from e
+        except aiohttp.ClientSSLError as e:
+            raise _TLSFailure(f"{method} {path}: TLS failed: {e!r}") from e
+        except aiohttp.ClientError as e:
+            raise TransportError(f"{method} {path}: {e!r}") from e
+        finally:
+            self._m_requests.inc(code=code, method=method, host=self._host)
+            self._m_duration.observe(time.perf_counter() - started, verb=verb, host=self._host)
+
+    async def _error(self, resp: aiohttp.ClientResponse, method: str) -> ApiError:
+        try:
+            raw = await self._read(resp, method)
+        finally:
+            resp.release()
+        body: Mapping[str, Any] | bytes = raw
+        if raw[:1] == b"{":
+            try:
+                decoded = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                decoded = None
+            if isinstance(decoded, dict):
+                body = decoded
+        return error_from_status(
+            resp.status, body, retry_after_s=_retry_after(resp.headers.get("Retry-After"))
+        )
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header; HTTP dates are not used by the API server."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+def decode_json(data: bytes, what: str) -> Any:
+    """orjson, with undecodable bodies mapped to TransportError (a proxy's HTML error page)."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as e:
+        raise TransportError(f"{what}: response is not JSON: {data[:200]!r}") from e
