@@ -1,0 +1,355 @@
+"""kro.cel.checked_ast: the engine's serialized expression tree, decoded into Python nodes.
+
+cel-expr-python exposes the parsed or checked AST only as bytes (`Expression.serialize()`: a
+`google.protobuf.Any` wrapping `cel.expr.CheckedExpr` or `cel.expr.ParsedExpr`). We have no
+generated classes for those protos, so this module reads the protobuf wire format directly;
+it is a few dozen lines and needs nothing but the bytes. Decoding happens once per compile,
+never per evaluation.
+
+Neighbours: `deps` walks these nodes for dependency paths, `engine` for the functions an
+expression calls, `lib_conditions` for the `runtime.newCondition` literal rules.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+# cel.expr.Expr oneof field numbers.
+_CONST, _IDENT, _SELECT, _CALL, _LIST, _STRUCT, _COMPREHENSION = 3, 4, 5, 6, 7, 8, 9
+
+
+@dataclass(frozen=True, slots=True)
+class Const:
+    """A literal; `value` is None for `null` and for constant kinds kro never writes."""
+
+    value: object
+
+
+@dataclass(frozen=True, slots=True)
+class Ident:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Select:
+    """`operand.field`, or `has(operand.field)` when test_only."""
+
+    operand: Node
+    field: str
+    test_only: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A function or operator call; `target` is the receiver of a member call.
+
+    In a checked tree namespaced functions are resolved (`random.seededString`, no target);
+    in a parsed-only tree they still look like a member call on an identifier.
+    """
+
+    function: str
+    target: Node | None
+    args: tuple[Node, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ListLit:
+    elements: tuple[Node, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """A map literal entry (`key` set) or a message field initialiser (`field_key` set)."""
+
+    id: int
+    field_key: str
+    key: Node | None
+    value: Node
+
+
+@dataclass(frozen=True, slots=True)
+class StructLit:
+    """A map literal (`message_name` empty) or a message literal."""
+
+    message_name: str
+    entries: tuple[Entry, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Comprehension:
+    """A macro expansion (map/filter/all/exists/cel.bind/...); the variables scope the body."""
+
+    iter_var: str
+    iter_var2: str
+    accu_var: str
+    iter_range: Node
+    accu_init: Node
+    loop_condition: Node
+    loop_step: Node
+    result: Node
+
+
+@dataclass(frozen=True, slots=True)
+class Unknown:
+    """An expression kind this decoder does not model (never produced by kro's syntax)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One expression: its id (the key of `positions`) and its kind."""
+
+    id: int
+    kind: Const | Ident | Select | Call | ListLit | StructLit | Comprehension | Unknown
+
+
+@dataclass(frozen=True, slots=True)
+class Tree:
+    """A decoded expression: the root node and the source offset of every node id."""
+
+    root: Node
+    positions: dict[int, int] = field(default_factory=dict)
+    checked: bool = False
+
+
+def _fields(buf: bytes) -> list[tuple[int, int, int | bytes]]:
+    """(field number, wire type, value) for one message's bytes.
+
+    A list and inlined one-byte varints rather than a generator: decoding is most of the
+    cost of a compile after the engine's own work.
+    """
+    out: list[tuple[int, int, int | bytes]] = []
+    i, n = 0, len(buf)
+    while i < n:
+        key = buf[i]
+        i += 1
+        if key >= 0x80:
+            key, i = _varint_rest(buf, i, key)
+        wire = key & 7
+        if wire == 2:
+            size = buf[i]
+            i += 1
+            if size >= 0x80:
+                size, i = _varint_rest(buf, i, size)
+            out.append((key >> 3, 2, buf[i : i + size]))
+            i += size
+        elif wire == 0:
+            value = buf[i]
+            i += 1
+            if value >= 0x80:
+                value, i = _varint_rest(buf, i, value)
+            out.append((key >> 3, 0, value))
+        elif wire == 1:
+            out.append((key >> 3, 1, buf[i : i + 8]))
+            i += 8
+        elif wire == 5:
+            out.append((key >> 3, 5, buf[i : i + 4]))
+            i += 4
+        else:  # groups are never used by cel.expr protos
+            raise ValueError(f"unsupported protobuf wire type {wire}")
+    return out
+
+
+def _varint_rest(buf: bytes, i: int, first: int) -> tuple[int, int]:
+    result, shift = first & 0x7F, 7
+    while True:
+        b = buf[i]
+        i += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, i
+        shift += 7
+
+
+def _signed(value: int) -> int:
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def _text(value: int | bytes) -> str:
+    assert isinstance(value, bytes)
+    return value.decode()
+
+
+def _blob(value: int | bytes) -> bytes:
+    assert isinstance(value, bytes)
+    return value
+
+
+def decode(serialized: bytes, *, with_positions: bool = False) -> Tree:
+    """Decode `Expression.serialize()` output (Any of CheckedExpr or ParsedExpr).
+
+    Source positions are only decoded on request (they cost as much as the tree itself).
+    """
+    type_url, payload = "", b""
+    for number, _, value in _fields(serialized):
+        if number == 1:
+            type_url = _text(value)
+        elif number == 2:
+            payload = _blob(value)
+    checked = type_url.endswith("CheckedExpr")
+    expr_field, info_field = (4, 5) if checked else (2, 3)
+    root: Node = Node(0, Unknown())
+    positions: dict[int, int] = {}
+    for number, _, value in _fields(payload):
+        if number == expr_field:
+            root = _expr(_blob(value))
+        elif number == info_field and with_positions:
+            positions = _positions(_blob(value))
+    return Tree(root=root, positions=positions, checked=checked)
+
+
+def _positions(source_info: bytes) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for number, _, value in _fields(source_info):
+        if number == 4:
+            key = pos = 0
+            for n, _, v in _fields(_blob(value)):
+                if n == 1:
+                    key = int(v)
+                elif n == 2:
+                    pos = int(v)
+            out[key] = pos
+    return out
+
+
+def _expr(buf: bytes) -> Node:
+    node_id = 0
+    kind: Const | Ident | Select | Call | ListLit | StructLit | Comprehension | Unknown = Unknown()
+    for number, _, value in _fields(buf):
+        if number == 2:
+            node_id = int(value)
+        elif number == _SELECT:
+            kind = _select(_blob(value))
+        elif number == _IDENT:
+            kind = Ident(next((_text(v) for n, _, v in _fields(_blob(value)) if n == 1), ""))
+        elif number == _CALL:
+            kind = _call(_blob(value))
+        elif number == _CONST:
+            kind = _const(_blob(value))
+        elif number == _LIST:
+            kind = ListLit(tuple(_expr(_blob(v)) for n, _, v in _fields(_blob(value)) if n == 1))
+        elif number == _STRUCT:
+            kind = _struct(_blob(value))
+        elif number == _COMPREHENSION:
+            kind = _comprehension(_blob(value))
+    return Node(node_id, kind)
+
+
+def _select(buf: bytes) -> Select:
+    operand: Node = Node(0, Unknown())
+    name, test_only = "", False
+    for number, _, value in _fields(buf):
+        if number == 1:
+            operand = _expr(_blob(value))
+        elif number == 2:
+            name = _text(value)
+        elif number == 3:
+            test_only = bool(value)
+    return Select(operand, name, test_only)
+
+
+def _call(buf: bytes) -> Call:
+    target: Node | None = None
+    function = ""
+    args: list[Node] = []
+    for number, _, value in _fields(buf):
+        if number == 1:
+            target = _expr(_blob(value))
+        elif number == 2:
+            function = _text(value)
+        elif number == 3:
+            args.append(_expr(_blob(value)))
+    return Call(function, target, tuple(args))
+
+
+def _const(buf: bytes) -> Const:
+    for number, wire, value in _fields(buf):
+        if number == 2:
+            return Const(bool(value))
+        if number in (3, 4):
+            return Const(_signed(int(value)) if number == 3 else int(value))
+        if number == 5 and wire == 1:
+            return Const(struct.unpack("<d", _blob(value))[0])
+        if number == 6:
+            return Const(_text(value))
+        if number == 7:
+            return Const(_blob(value))
+    return Const(None)
+
+
+def _struct(buf: bytes) -> StructLit:
+    name = ""
+    entries: list[Entry] = []
+    for number, _, value in _fields(buf):
+        if number == 1:
+            name = _text(value)
+        elif number == 2:
+            entry_id, field_key, key, val = 0, "", None, Node(0, Unknown())
+            for n, _, v in _fields(_blob(value)):
+                if n == 1:
+                    entry_id = int(v)
+                elif n == 2:
+                    field_key = _text(v)
+                elif n == 3:
+                    key = _expr(_blob(v))
+                elif n == 4:
+                    val = _expr(_blob(v))
+            entries.append(Entry(entry_id, field_key, key, val))
+    return StructLit(name, tuple(entries))
+
+
+def _comprehension(buf: bytes) -> Comprehension:
+    names = {1: "", 3: "", 8: ""}
+    exprs: dict[int, Node] = {}
+    for number, _, value in _fields(buf):
+        if number in names:
+            names[number] = _text(value)
+        else:
+            exprs[number] = _expr(_blob(value))
+    empty = Node(0, Unknown())
+    return Comprehension(
+        iter_var=names[1],
+        iter_var2=names[8],
+        accu_var=names[3],
+        iter_range=exprs.get(2, empty),
+        accu_init=exprs.get(4, empty),
+        loop_condition=exprs.get(5, empty),
+        loop_step=exprs.get(6, empty),
+        result=exprs.get(7, empty),
+    )
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """Every node of the tree, parents before children."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(children(current)))
+
+
+def children(node: Node) -> list[Node]:
+    kind = node.kind
+    if isinstance(kind, Select):
+        return [kind.operand]
+    if isinstance(kind, Call):
+        return ([kind.target] if kind.target is not None else []) + list(kind.args)
+    if isinstance(kind, ListLit):
+        return list(kind.elements)
+    if isinstance(kind, StructLit):
+        out: list[Node] = []
+        for entry in kind.entries:
+            if entry.key is not None:
+                out.append(entry.key)
+            out.append(entry.value)
+        return out
+    if isinstance(kind, Comprehension):
+        return [
+            kind.iter_range,
+            kind.accu_init,
+            kind.loop_condition,
+            kind.loop_step,
+            kind.result,
+        ]
+    return []

@@ -1,0 +1,97 @@
+"""Data-pending classification: one test per engine-text pattern (kro.cel.results)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kro.cel import CelDataPendingError, CelEnvironment, CelEvaluationError, bind
+from kro.cel.results import PENDING_PATTERNS, DataPending, ExpressionError, Value, classify
+
+ENV = CelEnvironment(declarations={"x": None, "late": None})
+
+
+def evaluate(expression: str, values: dict[str, object]) -> object:
+    return ENV.compile(expression).evaluate(bind(values))
+
+
+def test_missing_map_key_is_no_such_key() -> None:
+    result = evaluate("x.status.ready", {"x": {"status": {}}})
+    assert isinstance(result, DataPending)
+    assert result.reason == "no such key"
+    assert result.message == 'Key not found in map : "ready"'
+
+
+def test_unbound_variable_is_no_such_attribute() -> None:
+    result = evaluate("late.status", {"x": {}})
+    assert isinstance(result, DataPending)
+    assert result.reason == "no such attribute"
+
+
+def test_short_list_is_index_out_of_bounds() -> None:
+    result = evaluate("x.items[3]", {"x": {"items": [1]}})
+    assert isinstance(result, DataPending)
+    assert result.reason == "index out of bounds"
+
+
+def test_negative_index_is_index_out_of_bounds() -> None:
+    result = evaluate("x.items[-1]", {"x": {"items": [1]}})
+    assert isinstance(result, DataPending)
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("INVALID_ARGUMENT: no_such_field : foo", "no such field"),
+        ("no such field 'foo'", "no such field"),
+        ("no such key: foo", "no such key"),
+        ("no such attribute: foo", "no such attribute"),
+        ("index out of bounds: 3", "index out of bounds"),
+        ('NOT_FOUND: Key not found in map : "a"', "no such key"),
+        ('UNKNOWN: No value with name "svc" found in Activation', "no such attribute"),
+        ("UNKNOWN: Index error: index=3 size=1", "index out of bounds"),
+    ],
+)
+def test_pending_texts(text: str, reason: str) -> None:
+    result = classify("e", text)
+    assert isinstance(result, DataPending)
+    assert result.reason == reason
+
+
+def test_every_pattern_is_exercised() -> None:
+    texts = [
+        'Key not found in map : "a"',
+        'No value with name "svc" found in Activation',
+        "Index error: index=3 size=1",
+        "no_such_field",
+        "no such key",
+        "no such attribute",
+        "index out of bounds",
+    ]
+    for pattern, _ in PENDING_PATTERNS:
+        assert any(pattern.search(t) for t in texts), pattern.pattern
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "INVALID_ARGUMENT: divide by zero",
+        "UNKNOWN: No matching overloads found : _+_(int64, string)",
+        "OUT_OF_RANGE: lists.setAtIndex: index 5 out of bounds [0, 2)",
+        "INVALID_ARGUMENT: Applying SELECT to non-message type",
+    ],
+)
+def test_other_errors_are_expression_errors(text: str) -> None:
+    result = classify("e", text)
+    assert isinstance(result, ExpressionError)
+    assert result.code
+    assert not result.message.startswith(result.code)
+
+
+def test_unwrap() -> None:
+    assert Value(1).unwrap() == 1
+    with pytest.raises(CelDataPendingError):
+        DataPending("e", "m", "no such key").unwrap()
+    with pytest.raises(CelEvaluationError) as info:
+        ExpressionError("e", "boom").unwrap()
+    assert not isinstance(info.value, CelDataPendingError)
+    assert info.value.expression == "e"
