@@ -89,6 +89,7 @@ class ControllerConfig:
     kubeconfig: str | None = None
     log_level: str = "info"
     log_encoder: str = "console"
+    log_development: bool = False
 
 
 def _bool(text: str) -> bool:
@@ -152,9 +153,14 @@ _FLAGS: tuple[tuple[str, str, object, str], ...] = (
     ("--kubeconfig", "kubeconfig", str, "default: $KUBECONFIG, ~/.kube/config, in-cluster"),
     ("--log-level", "log_level", str, "debug, info, warning, error (zap: --zap-log-level)"),
     ("--log-encoder", "log_encoder", str, "console or json (zap: --zap-encoder)"),
+    ("--log-development", "log_development", _bool, "human-friendly logs (zap: --zap-devel)"),
 )
 
-_ALIASES = {"--log-level": ["--zap-log-level"], "--log-encoder": ["--zap-encoder"]}
+_ALIASES = {
+    "--log-level": ["--zap-log-level"],
+    "--log-encoder": ["--zap-encoder"],
+    "--log-development": ["--zap-devel"],
+}
 
 
 def add_controller_flags(parser: argparse.ArgumentParser) -> None:

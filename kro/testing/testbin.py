@@ -71,7 +71,14 @@ class Component:
         return GOMOD_DIR / self.module_dir
 
 
+# helm first: it is small, and the chart unit tests wait for it while the rest builds.
 COMPONENTS: tuple[Component, ...] = (
+    Component(
+        name="helm",
+        version="v3.22.0",
+        module_dir="helm",
+        binaries=(("helm", "helm.sh/helm/v3/cmd/helm"),),
+    ),
     Component(
         name="kubernetes",
         version=_K8S_VERSION,
@@ -97,12 +104,6 @@ COMPONENTS: tuple[Component, ...] = (
         module_dir="kwok",
         binaries=(("kwok", "sigs.k8s.io/kwok/cmd/kwok"),),
         ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=0.8.0",
-    ),
-    Component(
-        name="helm",
-        version="v3.22.0",
-        module_dir="helm",
-        binaries=(("helm", "helm.sh/helm/v3/cmd/helm"),),
     ),
 )
 

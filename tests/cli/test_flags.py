@@ -81,3 +81,27 @@ def test_bad_durations_are_rejected_with_an_example(text: str) -> None:
 def test_unknown_feature_gate_names_the_known_ones() -> None:
     with pytest.raises(argparse.ArgumentTypeError, match="known: CELOmitFunction"):
         parse_feature_gates("Nope=true")
+
+
+def test_the_helm_chart_renders_arguments_the_controller_accepts() -> None:
+    import subprocess
+    from pathlib import Path
+
+    import yaml
+
+    from kro.testing.testbin import ensure
+
+    helm = ensure(["helm"])["helm"]
+    chart = Path(__file__).resolve().parents[2] / "charts" / "kro"
+    rendered = subprocess.run(
+        [str(helm), "template", "kro", str(chart), "--set", "config.allowCRDDeletion=true"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    deployment = next(d for d in yaml.safe_load_all(rendered) if d and d["kind"] == "Deployment")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    config = parse_controller_args(container["args"])
+    assert config.leader_elect is True  # on in the chart, off in the binary (as upstream)
+    assert config.allow_crd_deletion is True
+    assert config.health_probe_bind_address == ":8079"

@@ -1,0 +1,94 @@
+"""kro.controllers.instance.labels: what kro writes on instances and their children (§1.Q).
+
+Children get kro's ownership and instance labels merged *over* the template's labels (kro wins,
+R-10) and their deletion wave as an annotation; they get no ownerReferences and no RGD labels
+(N-14). Instances get the RGD labels and kro's finalizer through the labeller (R-05), never
+`app.kubernetes.io/managed-by`.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from kro import __version__
+from kro.api.names import (
+    ANNOTATION_APPLY_ORDER,
+    LABEL_COLLECTION_INDEX,
+    LABEL_COLLECTION_SIZE,
+    LABEL_INSTANCE_GROUP,
+    LABEL_INSTANCE_ID,
+    LABEL_INSTANCE_KIND,
+    LABEL_INSTANCE_NAME,
+    LABEL_INSTANCE_NAMESPACE,
+    LABEL_INSTANCE_VERSION,
+    LABEL_KRO_VERSION,
+    LABEL_MANAGED_BY,
+    LABEL_NODE_ID,
+    LABEL_OWNED,
+    LABEL_RGD_ID,
+    LABEL_RGD_NAME,
+    MANAGED_BY_VALUE,
+    OWNED_VALUE,
+)
+from kro.graph.model import Instance
+
+KRO_VERSION = f"v{__version__}"
+
+
+def instance_labels(rgd_name: str, rgd_uid: str) -> dict[str, str]:
+    """Labels the labeller keeps on every instance (R-05)."""
+    return {
+        LABEL_OWNED: OWNED_VALUE,
+        LABEL_KRO_VERSION: KRO_VERSION,
+        LABEL_RGD_ID: rgd_uid,
+        LABEL_RGD_NAME: rgd_name,
+    }
+
+
+def child_labels(instance: Mapping[str, Any], api: Instance, node_id: str) -> dict[str, str]:
+    """Labels on every object kro applies for `node_id` of `instance` (R-10)."""
+    metadata = instance.get("metadata") or {}
+    labels = {
+        LABEL_OWNED: OWNED_VALUE,
+        LABEL_KRO_VERSION: KRO_VERSION,
+        LABEL_INSTANCE_ID: str(metadata.get("uid") or ""),
+        LABEL_INSTANCE_NAME: str(metadata.get("name") or ""),
+        LABEL_INSTANCE_GROUP: api.group,
+        LABEL_INSTANCE_VERSION: api.version,
+        LABEL_INSTANCE_KIND: api.kind,
+        LABEL_MANAGED_BY: MANAGED_BY_VALUE,
+        LABEL_NODE_ID: node_id,
+    }
+    if metadata.get("namespace"):
+        labels[LABEL_INSTANCE_NAMESPACE] = str(metadata["namespace"])
+    return labels
+
+
+def decorate(
+    obj: Mapping[str, Any],
+    labels: Mapping[str, str],
+    apply_order: int,
+    *,
+    index: int | None = None,
+    size: int | None = None,
+) -> dict[str, Any]:
+    """A copy of `obj` with kro's labels (winning over the template's) and annotations."""
+    out = copy.deepcopy(dict(obj))
+    metadata = out.setdefault("metadata", {})
+    merged = dict(metadata.get("labels") or {})
+    merged.update(labels)
+    if index is not None and size is not None:
+        merged[LABEL_COLLECTION_INDEX] = str(index)
+        merged[LABEL_COLLECTION_SIZE] = str(size)
+    metadata["labels"] = merged
+    annotations = dict(metadata.get("annotations") or {})
+    annotations[ANNOTATION_APPLY_ORDER] = str(apply_order)
+    metadata["annotations"] = annotations
+    return out
+
+
+def collection_selector(instance_uid: str, node_id: str) -> str:
+    """How a collection's existing items are found (F-07)."""
+    return f"{LABEL_INSTANCE_ID}={instance_uid},{LABEL_NODE_ID}={node_id}"

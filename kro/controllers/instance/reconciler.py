@@ -1,0 +1,380 @@
+"""kro.controllers.instance.reconciler: reconcile one instance of one RGD (reference §1.F).
+
+A reconcile is a sequence of named phases: load (R-01) → deletion (R-02, §1.L) → resolve the
+latest graph revision (R-03) → ensure kro manages the instance (R-05) → suspension (R-07) →
+resources (R-08..R-14, `resources.InstancePass`) → status (R-15, R-16, R-18) → requeue (R-17).
+
+Errors are recorded in the instance's conditions before they are raised, so a user sees what is
+wrong with `kubectl get -o yaml`, not only in the controller's logs.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from kro.api.names import (
+    ANNOTATION_RECONCILE,
+    CONDITION_GRAPH_RESOLVED,
+    CONDITION_INSTANCE_MANAGED,
+    CONDITION_RESOURCES_READY,
+    FIELD_MANAGER_LABELLER,
+    FINALIZER,
+    INSTANCE_STATE_ACTIVE,
+    INSTANCE_STATE_DELETING,
+    INSTANCE_STATE_ERROR,
+    INSTANCE_STATE_IN_PROGRESS,
+    NODE_TERMINAL_STATES,
+    REASON_ALL_RESOURCES_READY,
+    REASON_MANAGED,
+    REASON_MANAGEMENT_FAILED,
+    REASON_NOT_READY,
+    REASON_RECONCILIATION_SUSPENDED,
+    REASON_RESOLUTION_FAILED,
+    REASON_RESOLVED,
+    REASON_RESOURCE_DELETING,
+    REASON_UNDER_DELETION,
+    RECONCILE_DISABLED,
+    RECONCILE_SUSPENDED,
+    STATUS_FALSE,
+    STATUS_TRUE,
+    STATUS_UNKNOWN,
+)
+from kro.applyset import (
+    Applier,
+    ApplySetError,
+    Parent,
+    delete_next_wave,
+    empty_inventory_metadata,
+    has_inventory_metadata,
+    remove_finalizer,
+)
+from kro.controllers.instance.labels import instance_labels
+from kro.controllers.instance.resources import ChildDeleting, InstancePass, PassOutcome
+from kro.controllers.instance.status import InstanceStatus, node_state_summary, status_changed
+from kro.controllers.registry import RevisionRegistry, RevisionState
+from kro.dynamic import ObjectRef, WatchCoordinator
+from kro.graph.evaluate import EvaluationError, InstanceEvaluation
+from kro.graph.model import Graph
+from kro.runtime.client import Client
+from kro.runtime.errors import Conflict, KubeError, NotFound
+from kro.runtime.gvk import GVR
+from kro.runtime.reconcile import Request, Result
+
+log = structlog.get_logger(__name__)
+
+
+class ReconcileFailed(Exception):
+    """The pass failed after its status was written; the queue retries with backoff."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class InstanceOptions:
+    """requeue_interval_s: `--instance-requeue-interval` (0 disables delayed requeues)."""
+
+    requeue_interval_s: float = 3.0
+    max_collection_size: int = 1000
+
+
+def is_suspended(instance: Mapping[str, Any]) -> bool:
+    """`kro.run/reconcile: suspended` (or legacy `disabled`), case-insensitive (R-07)."""
+    value = str(
+        ((instance.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_RECONCILE, "")
+    )
+    return value.lower() in (RECONCILE_SUSPENDED, RECONCILE_DISABLED)
+
+
+def should_enqueue_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Parent updates that matter: a new generation or a flip of suspension (W-06)."""
+    generation = (old.get("metadata") or {}).get("generation") != (new.get("metadata") or {}).get(
+        "generation"
+    )
+    return generation or is_suspended(old) != is_suspended(new)
+
+
+class InstanceReconciler:
+    """Reconciles the instances of one RGD; registered with the dynamic controller."""
+
+    def __init__(
+        self,
+        *,
+        rgd_name: str,
+        rgd_uid: str,
+        gvr: GVR,
+        client: Client,
+        registry: RevisionRegistry,
+        applier: Applier,
+        watches: WatchCoordinator,
+        options: InstanceOptions | None = None,
+    ) -> None:
+        self.rgd_name = rgd_name
+        self.rgd_uid = rgd_uid
+        self.gvr = gvr
+        self.client = client
+        self.registry = registry
+        self.applier = applier
+        self.watches = watches
+        self.options = options or InstanceOptions()
+
+    def _requeue(self) -> Result:
+        interval = self.options.requeue_interval_s
+        return Result(requeue_after_s=interval) if interval > 0 else Result()
+
+    async def reconcile(self, request: Request) -> Result:
+        parent = ObjectRef(self.gvr, request.namespace, request.name)
+        with structlog.contextvars.bound_contextvars(
+            rgd=self.rgd_name, namespace=request.namespace, name=request.name
+        ):
+            try:
+                instance = await self.client.get(
+                    self.gvr, request.name, namespace=request.namespace or None
+                )
+            except NotFound:
+                await self.watches.forget(parent)
+                return Result()
+            if (instance.get("metadata") or {}).get("deletionTimestamp"):
+                return await self._delete(instance, parent)
+            return await self._reconcile(instance, parent)
+
+    # -- normal path -------------------------------------------------------------------------
+
+    async def _reconcile(self, instance: dict[str, Any], parent: ObjectRef) -> Result:
+        status = InstanceStatus(instance)
+        graph, failure = self._resolve_graph()
+        if graph is None:
+            status.set(CONDITION_GRAPH_RESOLVED, STATUS_FALSE, REASON_RESOLUTION_FAILED, failure)
+            await self._write_status(instance, status.build(INSTANCE_STATE_ERROR, None))
+            log.info("instance.graph_unresolved", reason=failure)
+            return Result() if "failed" in failure else self._requeue()
+        status.set(
+            CONDITION_GRAPH_RESOLVED,
+            STATUS_TRUE,
+            REASON_RESOLVED,
+            "runtime graph created and all resources resolved",
+        )
+        instance = await self._ensure_managed(instance, status)
+        if is_suspended(instance):
+            status.set(
+                CONDITION_RESOURCES_READY,
+                STATUS_FALSE,
+                REASON_RECONCILIATION_SUSPENDED,
+                "reconciliation suspended via kro.run/reconcile annotation",
+            )
+            await self._write_status(instance, status.build(INSTANCE_STATE_ACTIVE, None))
+            return Result()
+        evaluation = InstanceEvaluation(
+            graph, instance, max_collection_size=self.options.max_collection_size
+        )
+        work = InstancePass(
+            graph=graph,
+            instance=instance,
+            instance_gvr=self.gvr,
+            client=self.client,
+            applier=self.applier,
+            watches=self.watches,
+            parent=parent,
+            evaluation=evaluation,
+        )
+        try:
+            outcome = await work.run()
+        except ChildDeleting as deleting:
+            await self.watches.done(parent, commit=True)
+            status.set(
+                CONDITION_RESOURCES_READY, STATUS_FALSE, REASON_RESOURCE_DELETING, str(deleting)
+            )
+            await self._write_status(work.instance, status.build(INSTANCE_STATE_IN_PROGRESS, None))
+            return self._requeue()
+        except (EvaluationError, ApplySetError, KubeError) as error:
+            await self.watches.done(parent, commit=False)
+            status.set(
+                CONDITION_RESOURCES_READY,
+                STATUS_FALSE,
+                REASON_NOT_READY,
+                f"resource reconciliation failed: {error}",
+            )
+            await self._write_status(work.instance, status.build(INSTANCE_STATE_ERROR, None))
+            log.warning(
+                "instance.reconcile_failed",
+                error=str(error),
+                resource_id=getattr(error, "resource_id", None),
+            )
+            raise ReconcileFailed(str(error)) from error
+        await self.watches.done(parent, commit=True)
+        return await self._finish(work.instance, graph, status, evaluation, outcome)
+
+    def _resolve_graph(self) -> tuple[Graph | None, str]:
+        """The latest revision if Active; otherwise why not (R-03, no fallback: N-07)."""
+        entry = self.registry.latest(self.rgd_name)
+        if entry is None:
+            return None, "latest issued graph revision not available"
+        if entry.state is RevisionState.PENDING:
+            return None, f"latest issued graph revision {entry.revision} is pending"
+        if entry.state is RevisionState.FAILED or entry.graph is None:
+            return None, f"latest issued graph revision {entry.revision} failed"
+        return entry.graph, ""
+
+    async def _ensure_managed(
+        self, instance: dict[str, Any], status: InstanceStatus
+    ) -> dict[str, Any]:
+        """Labels + finalizer (+ empty ApplySet inventory) in one labeller apply (R-05)."""
+        metadata = instance.get("metadata") or {}
+        labels = instance_labels(self.rgd_name, self.rgd_uid)
+        current = metadata.get("labels") or {}
+        if FINALIZER in (metadata.get("finalizers") or []) and all(
+            current.get(k) == v for k, v in labels.items()
+        ):
+            status.set(
+                CONDITION_INSTANCE_MANAGED,
+                STATUS_TRUE,
+                REASON_MANAGED,
+                "instance is properly managed with finalizers and labels",
+            )
+            return instance
+        body_meta: dict[str, Any] = {
+            "name": metadata["name"],
+            "labels": dict(labels),
+            "finalizers": [FINALIZER],
+        }
+        if metadata.get("namespace"):
+            body_meta["namespace"] = metadata["namespace"]
+        if not has_inventory_metadata(instance):
+            fragment = empty_inventory_metadata(
+                Parent.from_object(instance, self.gvr), self.applier.tooling
+            )
+            body_meta["labels"].update(fragment["labels"])
+            body_meta["annotations"] = fragment["annotations"]
+        body = {
+            "apiVersion": instance["apiVersion"],
+            "kind": instance["kind"],
+            "metadata": body_meta,
+        }
+        try:
+            updated = await self.client.apply(
+                self.gvr,
+                body,
+                field_manager=FIELD_MANAGER_LABELLER,
+                force=True,
+                namespace=metadata.get("namespace") or None,
+            )
+        except KubeError as error:
+            status.set(
+                CONDITION_INSTANCE_MANAGED,
+                STATUS_FALSE,
+                REASON_MANAGEMENT_FAILED,
+                f"finalizer/labeling failed: {error}",
+            )
+            await self._write_status(instance, status.build(INSTANCE_STATE_ERROR, None))
+            raise
+        status.set(
+            CONDITION_INSTANCE_MANAGED,
+            STATUS_TRUE,
+            REASON_MANAGED,
+            "instance is properly managed with finalizers and labels",
+        )
+        return updated
+
+    async def _finish(
+        self,
+        instance: dict[str, Any],
+        graph: Graph,
+        status: InstanceStatus,
+        evaluation: InstanceEvaluation,
+        outcome: PassOutcome,
+    ) -> Result:
+        states = [
+            outcome.states.get(n, INSTANCE_STATE_IN_PROGRESS) for n in graph.topological_order
+        ]
+        node_state = node_state_summary(states, NODE_TERMINAL_STATES)
+        reasons = "; ".join(f"{n}: {r}" for n, r in outcome.reasons.items() if r)
+        if node_state == INSTANCE_STATE_ACTIVE:
+            status.set(
+                CONDITION_RESOURCES_READY,
+                STATUS_TRUE,
+                REASON_ALL_RESOURCES_READY,
+                "all resources are created and ready",
+            )
+        elif node_state == INSTANCE_STATE_ERROR:
+            status.set(
+                CONDITION_RESOURCES_READY,
+                STATUS_FALSE,
+                REASON_NOT_READY,
+                f"resource error: {reasons}",
+            )
+        else:
+            status.set(
+                CONDITION_RESOURCES_READY,
+                STATUS_FALSE,
+                REASON_NOT_READY,
+                f"awaiting resource readiness: {reasons}",
+            )
+        author = (
+            evaluation.author_conditions(status.builtin_conditions()) if graph.conditions else None
+        )
+        await self._write_status(
+            instance, status.build(node_state, evaluation.status_fields(), author)
+        )
+        log.debug(
+            "instance.reconciled",
+            state=node_state,
+            mutated=outcome.mutated,
+            pending=outcome.pending,
+        )
+        if outcome.mutated or outcome.pending or outcome.apply_errors:
+            return self._requeue()
+        return Result()
+
+    # -- deletion ----------------------------------------------------------------------------
+
+    async def _delete(self, instance: dict[str, Any], parent: ObjectRef) -> Result:
+        """Delete children wave by wave from the inventory, then drop the finalizer (§1.L)."""
+        if FINALIZER not in ((instance.get("metadata") or {}).get("finalizers") or []):
+            await self.watches.forget(parent)
+            return Result()
+        status = InstanceStatus(instance)
+        try:
+            progress = await delete_next_wave(self.client, instance, self.gvr)
+        except ApplySetError as error:
+            status.set(
+                CONDITION_RESOURCES_READY,
+                STATUS_UNKNOWN,
+                REASON_UNDER_DELETION,
+                f"deletion blocked: {error}",
+            )
+            await self._write_status(instance, status.build(INSTANCE_STATE_DELETING, None))
+            return self._requeue()
+        if progress.done:
+            await self.watches.forget(parent)
+            await remove_finalizer(self.client, self.gvr, instance, FINALIZER)
+            log.info("instance.deleted")
+            return Result()
+        status.set(
+            CONDITION_RESOURCES_READY, STATUS_UNKNOWN, REASON_UNDER_DELETION, "deleting resources"
+        )
+        await self._write_status(instance, status.build(INSTANCE_STATE_DELETING, None))
+        return Result(requeue_after_s=self.options.requeue_interval_s or 1.0)
+
+    # -- status write ------------------------------------------------------------------------
+
+    async def _write_status(self, instance: Mapping[str, Any], desired: dict[str, Any]) -> None:
+        """UpdateStatus with the whole status, only when it differs; one retry on conflict."""
+        current: Mapping[str, Any] = instance
+        for attempt in (1, 2):
+            if not status_changed(current.get("status"), desired):
+                return
+            body = copy.deepcopy(dict(current))
+            body["status"] = desired
+            namespace = (current.get("metadata") or {}).get("namespace") or None
+            try:
+                await self.client.update_status(self.gvr, body, namespace=namespace)
+                return
+            except Conflict:
+                if attempt == 2:
+                    raise
+                meta = current.get("metadata") or {}
+                current = await self.client.get(self.gvr, meta["name"], namespace=namespace)
+            except NotFound:
+                return

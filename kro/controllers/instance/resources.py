@@ -1,0 +1,252 @@
+"""kro.controllers.instance.resources: one pass over an instance's nodes (R-08..R-14).
+
+Walk the graph in topological order; per node decide includeWhen, render the desired objects,
+read the live ones (GET for resources and named externalRefs, LIST for collections and selector
+externalRefs) and register the watches that will bring us back when they change. Then apply
+every rendered object in one ApplySet batch, record the results, and prune what is no longer
+desired — but only when every node resolved and nothing failed (R-13).
+
+Failure granularity follows upstream (N-36): a resolve or observe failure of any node aborts the
+pass before anything is applied; an apply failure is per resource.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from kro.api.names import (
+    NODE_STATE_ERROR,
+    NODE_STATE_IN_PROGRESS,
+    NODE_STATE_SKIPPED,
+    NODE_STATE_SYNCED,
+    NODE_STATE_WAITING_FOR_READINESS,
+)
+from kro.applyset import Applier, ApplyResult, Desired, prune
+from kro.controllers.instance.labels import child_labels, collection_selector, decorate
+from kro.dynamic import LabelSelector, ObjectRef, ScalarWatch, SelectorWatch, WatchCoordinator
+from kro.graph.evaluate import InstanceEvaluation, Pending
+from kro.graph.model import Graph, Node, NodeType
+from kro.runtime.client import Client
+from kro.runtime.errors import NotFound
+from kro.runtime.gvk import GVR
+
+log = structlog.get_logger(__name__)
+
+
+class ChildDeleting(Exception):
+    """A live child is terminating; the pass stops and waits for it to go (R-08)."""
+
+    def __init__(self, node_id: str, namespace: str, name: str) -> None:
+        super().__init__(
+            f'resource "{namespace}/{name}" for node "{node_id}" is currently being deleted; '
+            "waiting for deletion to complete before continuing reconciliation"
+        )
+        self.node_id = node_id
+
+
+@dataclass(slots=True)
+class PassOutcome:
+    """What one pass found and did."""
+
+    states: dict[str, str] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)
+    pending: bool = False
+    mutated: bool = False
+    apply_errors: bool = False
+
+
+def node_gvr(node: Node) -> GVR:
+    return GVR(node.gvk.group, node.gvk.version, node.resource)
+
+
+def _meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return (obj or {}).get("metadata") or {}
+
+
+def _identity(obj: Mapping[str, Any]) -> tuple[str, str]:
+    meta = _meta(obj)
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+class InstancePass:
+    """The resources phase of one reconcile of one instance."""
+
+    def __init__(
+        self,
+        *,
+        graph: Graph,
+        instance: dict[str, Any],
+        instance_gvr: GVR,
+        client: Client,
+        applier: Applier,
+        watches: WatchCoordinator,
+        parent: ObjectRef,
+        evaluation: InstanceEvaluation,
+    ) -> None:
+        self.graph = graph
+        self.instance = instance
+        self.instance_gvr = instance_gvr
+        self.client = client
+        self.applier = applier
+        self.watches = watches
+        self.parent = parent
+        self.evaluation = evaluation
+        self.outcome = PassOutcome()
+        self._batch: list[Desired] = []
+        self._items: dict[str, list[str]] = {}  # node id -> resource ids of its desired objects
+
+    async def run(self) -> PassOutcome:
+        """Resolve and observe every node, then apply, record and prune."""
+        for node_id in self.graph.topological_order:
+            await self._resolve(self.graph.node(node_id))
+        result = await self.applier.apply(self.instance, self.instance_gvr, self._batch)
+        self.instance = result.parent_obj
+        self._record(result)
+        await self._prune(result)
+        return self.outcome
+
+    # -- resolve + observe -----------------------------------------------------------------
+
+    def _set(self, node_id: str, state: str, reason: str = "") -> None:
+        self.outcome.states[node_id] = state
+        if reason:
+            self.outcome.reasons[node_id] = reason
+
+    async def _resolve(self, node: Node) -> None:
+        ignored = self.evaluation.check_ignored(node.id)
+        if isinstance(ignored, Pending):
+            self.outcome.pending = True
+            self._set(node.id, NODE_STATE_IN_PROGRESS, ignored.reason)
+            return
+        if ignored:
+            self._set(node.id, NODE_STATE_SKIPPED)
+            return
+        desired = self.evaluation.desired(node.id)
+        if isinstance(desired, Pending):
+            self.outcome.pending = True
+            self._set(node.id, NODE_STATE_IN_PROGRESS, desired.reason)
+            return
+        observed = await self._observe(node, desired)
+        self.evaluation.observe(node.id, observed)
+        if node.type.is_external:
+            readiness = self.evaluation.readiness(node.id)
+            self._set(
+                node.id,
+                NODE_STATE_SYNCED if readiness.ready else NODE_STATE_WAITING_FOR_READINESS,
+                readiness.reason,
+            )
+            return
+        self._queue(node, desired, observed)
+
+    async def _observe(self, node: Node, desired: Sequence[Mapping[str, Any]]) -> Any:
+        gvr = node_gvr(node)
+        if node.type is NodeType.COLLECTION:
+            uid = str(_meta(self.instance).get("uid") or "")
+            text = collection_selector(uid, node.id)
+            await self.watches.watch(
+                self.parent, SelectorWatch(node.id, gvr, None, LabelSelector.parse(text))
+            )
+            items, _ = await self.client.list_all(gvr, label_selector=text)
+            by_identity = {_identity(i): i for i in items}
+            for item in items:
+                self._check_deleting(node, item)
+            return [by_identity[_identity(d)] for d in desired if _identity(d) in by_identity]
+        if node.type is NodeType.EXTERNAL_COLLECTION:
+            metadata = _meta(desired[0])
+            selector = LabelSelector.from_dict(metadata.get("selector") or {})
+            namespace = str(metadata.get("namespace") or "") or None
+            await self.watches.watch(self.parent, SelectorWatch(node.id, gvr, namespace, selector))
+            items, _ = await self.client.list_all(
+                gvr, namespace=namespace, label_selector=str(selector) or None
+            )
+            return items
+        namespace, name = _identity(desired[0])
+        await self.watches.watch(self.parent, ScalarWatch(node.id, gvr, namespace, name))
+        try:
+            live = await self.client.get(gvr, name, namespace=namespace or None)
+        except NotFound:
+            return None
+        if not node.type.is_external:
+            self._check_deleting(node, live)
+        return live
+
+    @staticmethod
+    def _check_deleting(node: Node, live: Mapping[str, Any]) -> None:
+        if _meta(live).get("deletionTimestamp"):
+            namespace, name = _identity(live)
+            raise ChildDeleting(node.id, namespace, name)
+
+    def _queue(self, node: Node, desired: Sequence[Mapping[str, Any]], observed: Any) -> None:
+        labels = child_labels(self.instance, self.graph.instance, node.id)
+        gvr = node_gvr(node)
+        ids: list[str] = []
+        if node.type is NodeType.COLLECTION:
+            live = {_identity(o): o for o in observed or []}
+            for index, obj in enumerate(desired):
+                resource_id = f"{node.id}-{index}"
+                self._batch.append(
+                    Desired(
+                        resource_id,
+                        decorate(obj, labels, node.apply_order, index=index, size=len(desired)),
+                        gvr,
+                        node.namespaced,
+                        observed=live.get(_identity(obj)),
+                    )
+                )
+                ids.append(resource_id)
+        else:
+            self._batch.append(
+                Desired(
+                    node.id,
+                    decorate(desired[0], labels, node.apply_order),
+                    gvr,
+                    node.namespaced,
+                    observed=observed,
+                )
+            )
+            ids.append(node.id)
+        self._items[node.id] = ids
+
+    # -- results + prune -------------------------------------------------------------------
+
+    def _record(self, result: ApplyResult) -> None:
+        """R-14: per node, an apply error is ERROR; otherwise observe the applied objects."""
+        for node_id, resource_ids in self._items.items():
+            applied = [result.get(r) for r in resource_ids]
+            errors = [a for a in applied if a is not None and a.error is not None]
+            if any(a is not None and a.changed for a in applied):
+                self.outcome.mutated = True
+            if errors:
+                self.outcome.apply_errors = True
+                message = "; ".join(str(e.error) for e in errors)
+                self._set(node_id, NODE_STATE_ERROR, message)
+                continue
+            objects = [a.obj for a in applied if a is not None and a.obj is not None]
+            node = self.graph.node(node_id)
+            self.evaluation.observe(node_id, objects if node.type.is_list else objects[0])
+            readiness = self.evaluation.readiness(node_id)
+            self._set(
+                node_id,
+                NODE_STATE_SYNCED if readiness.ready else NODE_STATE_WAITING_FOR_READINESS,
+                readiness.reason,
+            )
+
+    async def _prune(self, result: ApplyResult) -> None:
+        positions = {n: i for i, n in enumerate(self.graph.topological_order)}
+        pruned = await prune(
+            self.client, result, positions=positions, all_resolved=not self.outcome.pending
+        )
+        if pruned.changed:
+            self.outcome.mutated = True
+        if pruned.inventory is not None:
+            written = await self.applier.ensure_inventory(
+                result.parent, self.instance, pruned.inventory
+            )
+            if written is not None:
+                self.instance = written
+        if pruned.conflicts or pruned.failures:
+            self.outcome.pending = True  # come back: upstream requeues on prune conflicts

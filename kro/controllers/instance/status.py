@@ -1,0 +1,174 @@
+"""kro.controllers.instance.status: the instance's status — built-in conditions, author
+conditions, `state` — computed from scratch every pass and written only when it changed.
+
+Rules (reference §1.J, §1.K): built-in dependents InstanceManaged, GraphResolved, ResourcesReady
+under a root Ready (T-07, T-08); `lastTransitionTime` moves only when a status flips (T-09);
+`state` is ACTIVE whenever Ready is True at the current generation, else the node-derived state
+(T-10); with an author `conditions:` block only author conditions reach the wire (K-04), stamped
+per K-06..K-09. The write is an UpdateStatus of the whole status, skipped when equal (R-18).
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+from kro.api.conditions import (
+    Condition,
+    aggregate_ready,
+    get_condition,
+    ordered_conditions,
+    set_condition,
+)
+from kro.api.names import (
+    CONDITION_READY,
+    INSTANCE_DEPENDENT_CONDITIONS,
+    INSTANCE_STATE_ACTIVE,
+    INSTANCE_STATE_ERROR,
+    INSTANCE_STATE_IN_PROGRESS,
+    NODE_STATE_ERROR,
+    STATUS_TRUE,
+)
+from kro.graph.evaluate import ConditionResults
+
+
+def now_rfc3339() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _generation(instance: Mapping[str, Any]) -> int | None:
+    value = (instance.get("metadata") or {}).get("generation")
+    return int(value) if isinstance(value, int) else None
+
+
+class InstanceStatus:
+    """Accumulates one pass's built-in conditions over the previous wire status."""
+
+    def __init__(self, instance: Mapping[str, Any], *, now: str | None = None) -> None:
+        self.instance = instance
+        self.previous: Mapping[str, Any] = instance.get("status") or {}
+        self.generation = _generation(instance)
+        self.now = now or now_rfc3339()
+        self._created = str((instance.get("metadata") or {}).get("creationTimestamp") or self.now)
+        self._builtin: dict[str, Any] = {
+            "conditions": [
+                copy.deepcopy(c)
+                for c in self.previous.get("conditions") or []
+                if isinstance(c, Mapping) and c.get("type") in INSTANCE_DEPENDENT_CONDITIONS
+            ]
+        }
+
+    def set(self, condition_type: str, status: str, reason: str, message: str = "") -> None:
+        first = get_condition(self._builtin, condition_type) is None
+        set_condition(
+            self._builtin,
+            condition_type,
+            status,
+            now=self._created if first else self.now,
+            reason=reason,
+            message=message,
+            observed_generation=self.generation,
+        )
+
+    def builtin_conditions(self) -> list[Condition]:
+        """The four built-ins in wire order, root Ready computed from the dependents."""
+        conditions = cast(list[Condition], self._builtin["conditions"])
+        root = aggregate_ready(
+            conditions, INSTANCE_DEPENDENT_CONDITIONS, generation=self.generation
+        )
+        holder: dict[str, Any] = {
+            "conditions": [
+                copy.deepcopy(c)
+                for c in self.previous.get("conditions") or []
+                if isinstance(c, Mapping) and c.get("type") == CONDITION_READY
+            ]
+        }
+        set_condition(
+            holder,
+            CONDITION_READY,
+            str(root["status"]),
+            now=self.now,
+            reason=str(root.get("reason", "")),
+            message=str(root.get("message", "")),
+            observed_generation=self.generation,
+        )
+        return ordered_conditions([*conditions, *holder["conditions"]])
+
+    def is_ready(self) -> bool:
+        ready = next(c for c in self.builtin_conditions() if c["type"] == CONDITION_READY)
+        return ready["status"] == STATUS_TRUE
+
+    def state(self, node_state: str) -> str:
+        """ACTIVE whenever root Ready is True at this generation, else `node_state` (T-10)."""
+        return INSTANCE_STATE_ACTIVE if self.is_ready() else node_state
+
+    def build(
+        self,
+        node_state: str,
+        fields: Mapping[str, Any] | None,
+        author: ConditionResults | None = None,
+    ) -> dict[str, Any]:
+        """The complete status to write. `fields` None keeps the previous projections."""
+        if fields is None:
+            fields = {k: v for k, v in self.previous.items() if k not in ("state", "conditions")}
+        status: dict[str, Any] = dict(fields)
+        state = self.state(node_state)
+        if author is None:
+            status["conditions"] = self.builtin_conditions()
+        else:
+            conditions, degraded = self._stamp_author(author)
+            status["conditions"] = conditions
+            if degraded:
+                state = INSTANCE_STATE_ERROR
+        status["state"] = state
+        return status
+
+    def _stamp_author(self, author: ConditionResults) -> tuple[list[dict[str, Any]], bool]:
+        """K-06..K-09: stamp, drop duplicated types, keep unproduced types when degraded."""
+        previous = {
+            str(c.get("type")): c
+            for c in self.previous.get("conditions") or []
+            if isinstance(c, Mapping)
+        }
+        counts: dict[str, int] = {}
+        for item in author.conditions:
+            counts[str(item.get("type"))] = counts.get(str(item.get("type")), 0) + 1
+        duplicated = {t for t, n in counts.items() if n > 1}
+        degraded = bool(duplicated or author.errors)
+        out: list[dict[str, Any]] = []
+        for item in author.conditions:
+            kind = str(item.get("type"))
+            if kind in duplicated:
+                continue
+            stamped: dict[str, Any] = {"type": kind, "status": str(item.get("status", ""))}
+            for key in ("reason", "message"):
+                if item.get(key):
+                    stamped[key] = str(item[key])
+            if self.generation is not None:
+                stamped["observedGeneration"] = self.generation
+            old = previous.get(kind)
+            same = old is not None and old.get("status") == stamped["status"]
+            stamped["lastTransitionTime"] = (
+                old.get("lastTransitionTime", self.now) if same and old else self.now
+            )
+            out.append(stamped)
+        if author.pending or degraded:
+            produced = {c["type"] for c in out} | duplicated
+            out.extend(dict(c) for t, c in previous.items() if t not in produced)
+        return out, degraded
+
+
+def status_changed(live: Mapping[str, Any] | None, desired: Mapping[str, Any]) -> bool:
+    """Compare as JSON values would (3 == 3.0); any difference means a write (R-18)."""
+    return dict(live or {}) != dict(desired)
+
+
+def node_state_summary(states: Sequence[str], terminal: Sequence[str]) -> str:
+    """ERROR if any node errored, ACTIVE if all are terminal, else IN_PROGRESS (R-15)."""
+    if any(s == NODE_STATE_ERROR for s in states):
+        return INSTANCE_STATE_ERROR
+    if all(s in terminal for s in states):
+        return INSTANCE_STATE_ACTIVE
+    return INSTANCE_STATE_IN_PROGRESS

@@ -1,0 +1,98 @@
+"""kro.controllers.schemas: the SchemaResolver the controller uses — the live cluster's OpenAPI.
+
+The graph builder is pure and resolves schemas synchronously from memory; this resolver does the
+I/O in `prefetch()`: one GET of `/openapi/v3/<group-version>` and one discovery lookup per group
+version the RGD references, cached with a TTL (upstream: 5 minutes, G-07) so that CRDs installed
+later are picked up, and with concurrent fetches of the same group version de-duplicated.
+Schemas are resolved into self-contained per-kind schemas by `kro.graph.resolver.build_bundle`,
+the same code that produced the offline bundle, so offline and live checks agree.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import structlog
+
+from kro.graph.resolver import GVK, ResolvedSchema, SchemaNotFoundError, build_bundle
+from kro.runtime.client import Client
+from kro.runtime.errors import NotFound
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_TTL_S = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    fetched_at: float
+    kinds: dict[GVK, ResolvedSchema]
+
+
+class LiveSchemaResolver:
+    """Schemas from the API server, per group version, cached for `ttl_s` seconds."""
+
+    def __init__(self, client: Client, *, ttl_s: float = DEFAULT_TTL_S) -> None:
+        self._client = client
+        self._ttl_s = ttl_s
+        self._cache: dict[tuple[str, str], _Entry] = {}
+        self._inflight: dict[tuple[str, str], asyncio.Future[_Entry]] = {}
+
+    def resolve(self, gvk: GVK) -> ResolvedSchema:
+        entry = self._cache.get((gvk.group, gvk.version))
+        if entry is None or gvk not in entry.kinds:
+            raise SchemaNotFoundError(gvk)
+        return entry.kinds[gvk]
+
+    async def prefetch(self, gvks: Iterable[GVK]) -> None:
+        wanted = {(g.group, g.version) for g in gvks}
+        await asyncio.gather(*(self._ensure(gv) for gv in sorted(wanted)))
+
+    def invalidate(self) -> None:
+        """Forget everything (e.g. when a CRD changed and its schema must be re-read)."""
+        self._cache.clear()
+
+    async def _ensure(self, group_version: tuple[str, str]) -> None:
+        entry = self._cache.get(group_version)
+        if entry is not None and time.monotonic() - entry.fetched_at < self._ttl_s:
+            return
+        pending = self._inflight.get(group_version)
+        if pending is not None:
+            await asyncio.shield(pending)
+            return
+        future: asyncio.Future[_Entry] = asyncio.get_running_loop().create_future()
+        self._inflight[group_version] = future
+        try:
+            fetched = await self._fetch(*group_version)
+            self._cache[group_version] = fetched
+            future.set_result(fetched)
+        except BaseException as error:
+            future.set_exception(error)
+            future.exception()  # mark retrieved: waiters re-raise it themselves
+            raise
+        finally:
+            del self._inflight[group_version]
+
+    async def _fetch(self, group: str, version: str) -> _Entry:
+        path = f"api/{version}" if not group else f"apis/{group}/{version}"
+        try:
+            document = await self._client.request("GET", f"/openapi/v3/{path}")
+            discovery = await self._client.request("GET", f"/{path}")
+        except NotFound:
+            log.info("schemas.group_version_missing", group=group, version=version)
+            return _Entry(time.monotonic(), {})
+        bundle = build_bundle({path: document}, [discovery])
+        kinds: dict[GVK, ResolvedSchema] = {}
+        for key, item in bundle.items():
+            gvk = GVK.from_key(key)
+            kinds[gvk] = ResolvedSchema(
+                gvk=gvk,
+                schema=item["schema"],
+                namespaced=bool(item["namespaced"]),
+                resource=str(item.get("resource", "")),
+            )
+        log.debug("schemas.fetched", group=group, version=version, kinds=len(kinds))
+        return _Entry(time.monotonic(), kinds)
