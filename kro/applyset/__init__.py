@@ -1,5 +1,114 @@
 """kro.applyset: the ApplySet applier (server-side apply, parent/child labels and annotations,
 pruning) and deletion in reverse apply-order waves.
 
-Must not import: kro.graph, kro.dynamic, kro.controllers.
+Must not import: kro.graph, kro.dynamic, kro.controllers. Generic over "desired objects": it
+knows ApplySets (kubectl's KEP-3659 labels plus kro's inventory hash and apply-order
+annotation), not graphs, CEL or RGDs. The caller renders objects, resolves their GVRs, reads the
+live ones, and passes topological positions for pruning.
+
+Entry points, in the order an instance reconcile uses them:
+
+* `empty_inventory_metadata(parent, tooling)` — labels/annotations the labeller (R-05) adds to
+  its first write; `read_inventory` / `has_inventory_metadata` to check what is there.
+* `Applier(client, ApplierOptions(tooling=...)).apply(parent_obj, parent_gvr, [Desired...])`
+  — projects the inventory onto the parent, then force-applies the batch (R-11, R-12).
+  Per-resource outcomes in `ApplyResult.resources`; long-lived, so steady state writes nothing.
+* `prune(client, result, positions=..., all_resolved=...)` — deletes orphans (R-13); after a
+  clean prune write `PruneResult.inventory` with `Applier.ensure_inventory`.
+* `delete_next_wave(client, parent_obj, parent_gvr)` until `done`, then
+  `remove_finalizer(client, parent_gvr, parent_obj, FINALIZER)` (D-02..D-05).
+
+Example (one reconcile pass of a namespaced instance with one ConfigMap child):
+
+    applier = Applier(client, ApplierOptions(tooling=tooling_for("v0.9.3")))
+    cm = {"apiVersion": "v1", "kind": "ConfigMap",
+          "metadata": {"name": "app-config", "namespace": "team-a",
+                       "labels": {"kro.run/node-id": "config"},
+                       "annotations": {"internal.kro.run/apply-order": "1"}},
+          "data": {"k": "v"}}
+    result = await applier.apply(instance, instance_gvr, [
+        Desired("config", cm, GVR("", "v1", "configmaps"), namespaced=True, observed=live_cm),
+    ])
+    if not result.has_errors:
+        pruned = await prune(client, result, positions={"config": 0}, all_resolved=True)
+        if pruned.inventory is not None:
+            await applier.ensure_inventory(result.parent, result.parent_obj, pruned.inventory)
+
+Modules: `identity` (ID and hash formulas, Parent, GroupKind), `inventory` (parent metadata),
+`cache` (skip-unchanged proof), `applier`, `members` (listing and deleting members), `prune`,
+`deletion`, `errors`.
 """
+
+from kro.applyset.applier import AppliedResource as AppliedResource
+from kro.applyset.applier import Applier as Applier
+from kro.applyset.applier import ApplierOptions as ApplierOptions
+from kro.applyset.applier import ApplyResult as ApplyResult
+from kro.applyset.applier import Desired as Desired
+from kro.applyset.applier import check_duplicates as check_duplicates
+from kro.applyset.cache import AppliedCache as AppliedCache
+from kro.applyset.deletion import DeletionProgress as DeletionProgress
+from kro.applyset.deletion import apply_order as apply_order
+from kro.applyset.deletion import delete_next_wave as delete_next_wave
+from kro.applyset.deletion import remove_finalizer as remove_finalizer
+from kro.applyset.errors import ApplySetError as ApplySetError
+from kro.applyset.errors import DuplicateResources as DuplicateResources
+from kro.applyset.errors import InvalidInventory as InvalidInventory
+from kro.applyset.errors import OwnershipConflict as OwnershipConflict
+from kro.applyset.identity import GroupKind as GroupKind
+from kro.applyset.identity import ObjectRef as ObjectRef
+from kro.applyset.identity import Parent as Parent
+from kro.applyset.identity import applyset_id as applyset_id
+from kro.applyset.identity import inventory_hash as inventory_hash
+from kro.applyset.inventory import Inventory as Inventory
+from kro.applyset.inventory import empty_inventory_metadata as empty_inventory_metadata
+from kro.applyset.inventory import has_inventory_metadata as has_inventory_metadata
+from kro.applyset.inventory import is_rendered as is_rendered
+from kro.applyset.inventory import project as project
+from kro.applyset.inventory import read_inventory as read_inventory
+from kro.applyset.inventory import render as render
+from kro.applyset.inventory import tooling_for as tooling_for
+from kro.applyset.members import DeleteOutcome as DeleteOutcome
+from kro.applyset.members import Failure as Failure
+from kro.applyset.members import Member as Member
+from kro.applyset.members import list_members as list_members
+from kro.applyset.prune import PruneResult as PruneResult
+from kro.applyset.prune import orphan_waves as orphan_waves
+from kro.applyset.prune import prune as prune
+
+__all__ = [
+    "AppliedCache",
+    "AppliedResource",
+    "Applier",
+    "ApplierOptions",
+    "ApplyResult",
+    "ApplySetError",
+    "DeleteOutcome",
+    "DeletionProgress",
+    "Desired",
+    "DuplicateResources",
+    "Failure",
+    "GroupKind",
+    "InvalidInventory",
+    "Inventory",
+    "Member",
+    "ObjectRef",
+    "OwnershipConflict",
+    "Parent",
+    "PruneResult",
+    "apply_order",
+    "applyset_id",
+    "check_duplicates",
+    "delete_next_wave",
+    "empty_inventory_metadata",
+    "has_inventory_metadata",
+    "inventory_hash",
+    "is_rendered",
+    "list_members",
+    "orphan_waves",
+    "project",
+    "prune",
+    "read_inventory",
+    "remove_finalizer",
+    "render",
+    "tooling_for",
+]

@@ -3,4 +3,65 @@
 Registers and deregisters GVR watches and event handlers on one shared queue at runtime. kro's
 child and external-reference routing is passed in as map functions; this package never reads a
 kro label itself. Must not import: kro.api, kro.cel, kro.graph, kro.applyset, kro.controllers.
+
+Lives here (reference §1.P, W-01..W-10):
+
+* `DynamicController` (controller.py): one process-wide controller; `register(gvr, handler)` /
+  `deregister(gvr)` parent kinds at runtime; one rate-limited queue `dynamic-controller-queue`
+  of `ObjectRef(gvr, namespace, name)` items; N workers; upstream's result handling and metrics.
+* `WatchCoordinator` (watches.py, reached as `controller.watches`): the per-parent child and
+  external watches a handler declares each reconcile (`ScalarWatch`, `SelectorWatch`), committed
+  or rolled back with `done`, and the routing of every event of a watched kind to its parents.
+* `LabelSelector` (selector.py): Kubernetes label selectors, parsed once, matched per event.
+
+Informers (metadata-only, one per GVR, shared by parents and children) come from a
+kro.runtime SharedInformerFactory that the caller owns and runs.
+
+    factory = SharedInformerFactory(client, resync_period_s=36000)
+    dynamic = DynamicController(factory, options=DynamicControllerOptions(workers=4))
+
+    async def reconcile(request: Request) -> Result:
+        parent = ObjectRef(WIDGETS, request.namespace, request.name)
+        await dynamic.watches.watch(parent, ScalarWatch("cm", CONFIGMAPS, request.namespace, "x"))
+        await dynamic.watches.done(parent, commit=True)
+        return Result()
+
+    await dynamic.register(WIDGETS, reconcile)
+    async with asyncio.TaskGroup() as tg:
+        tg.create_task(factory.run())
+        tg.create_task(dynamic.run())
 """
+
+from kro.dynamic.controller import DynamicController as DynamicController
+from kro.dynamic.controller import DynamicControllerOptions as DynamicControllerOptions
+from kro.dynamic.controller import Handler as Handler
+from kro.dynamic.controller import UpdatePredicate as UpdatePredicate
+from kro.dynamic.controller import generation_changed as generation_changed
+from kro.dynamic.errors import DynamicError as DynamicError
+from kro.dynamic.errors import InformerSyncTimeout as InformerSyncTimeout
+from kro.dynamic.errors import SelectorError as SelectorError
+from kro.dynamic.objectref import ObjectRef as ObjectRef
+from kro.dynamic.selector import LabelSelector as LabelSelector
+from kro.dynamic.selector import Requirement as Requirement
+from kro.dynamic.watches import ScalarWatch as ScalarWatch
+from kro.dynamic.watches import SelectorWatch as SelectorWatch
+from kro.dynamic.watches import WatchCoordinator as WatchCoordinator
+from kro.dynamic.watches import WatchRequest as WatchRequest
+
+__all__ = [
+    "DynamicController",
+    "DynamicControllerOptions",
+    "DynamicError",
+    "Handler",
+    "InformerSyncTimeout",
+    "LabelSelector",
+    "ObjectRef",
+    "Requirement",
+    "ScalarWatch",
+    "SelectorError",
+    "SelectorWatch",
+    "UpdatePredicate",
+    "WatchCoordinator",
+    "WatchRequest",
+    "generation_changed",
+]

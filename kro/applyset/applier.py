@@ -1,0 +1,289 @@
+"""kro.applyset.applier: apply one batch of desired objects as an ApplySet (R-11, R-12).
+
+Order of a pass, and why:
+
+1. Refuse the batch if two resource IDs name the same object (`DuplicateResources`): both
+   would be force-applied by one manager and flip-flop forever.
+2. Record the projected inventory — recorded union batch — on the parent *before* any child is
+   written (field manager `kro.run/applyset-parent`, force). If we crashed after creating a
+   child of a new kind, the parent already lists that kind, so prune and deletion find it.
+3. Apply every child concurrently with server-side apply (field manager `kro.run/applyset`,
+   force), adding `applyset.kubernetes.io/part-of=<id>`. A live object owned by another
+   ApplySet is reported and left alone; one without the label is adopted (N-13).
+
+Results are per resource: one failure does not stop the others (N-36), and the caller decides
+(prune only after a clean pass, R-13). Steady state costs zero writes: a child whose live
+resourceVersion is the one our identical previous apply produced is skipped (`cache`), and the
+parent write is skipped when the parent already carries the projected inventory.
+
+Neighbours: `inventory` (projection and rendering), `cache` (skip proof), `prune` (consumes
+`ApplyResult`).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from kro.api.names import (
+    FIELD_MANAGER_APPLYSET,
+    FIELD_MANAGER_APPLYSET_PARENT,
+    LABEL_APPLYSET_PART_OF,
+)
+from kro.applyset._tasks import run_all
+from kro.applyset.cache import AppliedCache, digest
+from kro.applyset.errors import ApplySetError, DuplicateResources, OwnershipConflict
+from kro.applyset.identity import GroupKind, Parent
+from kro.applyset.inventory import Inventory, is_rendered, project, read_inventory, render
+from kro.runtime.client import Client
+from kro.runtime.errors import KubeError
+from kro.runtime.gvk import GVK, GVR
+
+__all__ = ["AppliedResource", "Applier", "ApplierOptions", "ApplyResult", "Desired"]
+
+log = structlog.get_logger(__name__)
+
+
+def _meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return (obj or {}).get("metadata") or {}
+
+
+@dataclass(frozen=True, slots=True)
+class Desired:
+    """One object the caller wants to exist, exactly as it should be applied.
+
+    resource_id: the ApplySet resource ID (node ID, or `<node>-<i>` for collection items);
+        names the resource in results and conflict messages.
+    obj: the full manifest — apiVersion, kind, metadata.name, metadata.namespace for namespaced
+        kinds, labels/annotations already decorated (R-10). Not mutated.
+    gvr, namespaced: from the caller's RESTMapper lookup of obj's kind.
+    observed: the live object as the caller just read it (GET), or None when it does not exist.
+        Used for the ownership check, "changed", and the skip proof; it must not be older than
+        a GET made during this reconcile.
+    """
+
+    resource_id: str
+    obj: Mapping[str, Any]
+    gvr: GVR
+    namespaced: bool
+    observed: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.obj.get("apiVersion") or not self.obj.get("kind"):
+            raise ValueError(f"desired object {self.resource_id!r} has no apiVersion/kind")
+        if not self.name:
+            raise ValueError(f"desired object {self.resource_id!r} has no metadata.name")
+        if self.namespaced and not self.namespace:
+            raise ValueError(
+                f"desired object {self.resource_id!r} is namespaced but has no metadata.namespace"
+            )
+
+    @property
+    def gvk(self) -> GVK:
+        return GVK.from_object(dict(self.obj))
+
+    @property
+    def name(self) -> str:
+        return str(_meta(self.obj).get("name") or "")
+
+    @property
+    def namespace(self) -> str:
+        """metadata.namespace for namespaced kinds, "" for cluster-scoped ones."""
+        return str(_meta(self.obj).get("namespace") or "") if self.namespaced else ""
+
+    @property
+    def key(self) -> tuple[str, str, str, str, str]:
+        gvk = self.gvk
+        return (gvk.group, gvk.version, gvk.kind, self.namespace, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class AppliedResource:
+    """The outcome for one desired object.
+
+    obj: the server's answer to the apply, or the observed object when the apply was skipped;
+        None on error.
+    changed: the object was created or its resourceVersion moved (R-12).
+    skipped: no request was sent because nothing would change.
+    error: an API error, or OwnershipConflict; None on success.
+    """
+
+    resource_id: str
+    obj: dict[str, Any] | None
+    changed: bool = False
+    skipped: bool = False
+    error: KubeError | ApplySetError | None = None
+
+    @property
+    def uid(self) -> str:
+        return str(_meta(self.obj).get("uid") or "")
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyResult:
+    """One pass: the parent as it now stands, the inventories, and per-resource outcomes.
+
+    inventory: what the parent records now (projected superset).
+    batch_inventory: what this batch alone covers; the parent shrinks to it after a clean prune.
+    parent_obj: the parent after the inventory write (or as given, if no write was needed).
+    """
+
+    parent: Parent
+    parent_obj: dict[str, Any]
+    inventory: Inventory
+    batch_inventory: Inventory
+    resources: tuple[AppliedResource, ...]
+    parent_written: bool = False
+
+    @property
+    def errors(self) -> tuple[AppliedResource, ...]:
+        return tuple(r for r in self.resources if r.error is not None)
+
+    @property
+    def has_errors(self) -> bool:
+        return any(r.error is not None for r in self.resources)
+
+    @property
+    def changed(self) -> bool:
+        """Some child was created or modified (the caller's "cluster mutated")."""
+        return any(r.changed for r in self.resources)
+
+    @property
+    def applied_uids(self) -> frozenset[str]:
+        """UIDs of every member this pass applied or confirmed; prune keeps exactly these."""
+        return frozenset(r.uid for r in self.resources if r.error is None and r.uid)
+
+    def get(self, resource_id: str) -> AppliedResource | None:
+        return next((r for r in self.resources if r.resource_id == resource_id), None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApplierOptions:
+    """tooling: the `applyset.kubernetes.io/tooling` value, `kro/<version>` (`tooling_for`).
+    cache_entries: how many objects the skip-unchanged cache remembers (LRU; default 16384).
+        Forgetting one only costs one redundant apply."""
+
+    tooling: str
+    cache_entries: int = 16384
+
+
+def check_duplicates(desired: Sequence[Desired]) -> None:
+    """Raise DuplicateResources if two resource IDs render the same object (R-11)."""
+    seen: dict[tuple[str, str, str, str, str], str] = {}
+    conflicts: list[tuple[str, str]] = []
+    for item in desired:
+        first = seen.setdefault(item.key, item.resource_id)
+        if first != item.resource_id:
+            conflicts.append((item.resource_id, first))
+    if conflicts:
+        raise DuplicateResources(conflicts)
+
+
+class Applier:
+    """Applies ApplySet batches; long-lived, because its cache makes steady state write-free.
+
+    One per controller process is enough: the cache is keyed by object UID.
+    """
+
+    def __init__(self, client: Client, options: ApplierOptions) -> None:
+        self._client = client
+        self._options = options
+        self._cache = AppliedCache(options.cache_entries)
+
+    @property
+    def tooling(self) -> str:
+        return self._options.tooling
+
+    async def apply(
+        self, parent_obj: Mapping[str, Any], parent_gvr: GVR, desired: Sequence[Desired]
+    ) -> ApplyResult:
+        """Project the inventory onto the parent, then apply `desired` concurrently.
+
+        Raises DuplicateResources or InvalidInventory before writing anything, and KubeError if
+        the parent's inventory cannot be written (then no child is applied either).
+        """
+        parent = Parent.from_object(parent_obj, parent_gvr)
+        check_duplicates(desired)
+        batch = Inventory.of(parent, ((GroupKind.of(d.gvk), d.namespace) for d in desired))
+        projected = project(read_inventory(parent_obj, parent), batch)
+        written = await self.ensure_inventory(parent, parent_obj, projected)
+        resources = await run_all(
+            (f"applyset.apply:{d.resource_id}", self._apply_one(parent, d)) for d in desired
+        )
+        return ApplyResult(
+            parent=parent,
+            parent_obj=written if written is not None else copy.deepcopy(dict(parent_obj)),
+            inventory=projected,
+            batch_inventory=batch,
+            resources=tuple(resources),
+            parent_written=written is not None,
+        )
+
+    async def ensure_inventory(
+        self, parent: Parent, parent_obj: Mapping[str, Any], inventory: Inventory
+    ) -> dict[str, Any] | None:
+        """Make the parent record `inventory`; returns the written parent, or None if it
+        already did (no request sent). Also how the caller shrinks it after a clean prune."""
+        if is_rendered(parent_obj, inventory, self._options.tooling):
+            return None
+        metadata: dict[str, Any] = {"name": parent.name}
+        if parent.namespace:
+            metadata["namespace"] = parent.namespace
+        metadata.update(render(inventory, self._options.tooling))
+        body = {"apiVersion": parent.gvk.api_version, "kind": parent.gvk.kind, "metadata": metadata}
+        written = await self._client.apply(
+            parent.gvr,
+            body,
+            field_manager=FIELD_MANAGER_APPLYSET_PARENT,
+            force=True,
+            namespace=parent.namespace,
+        )
+        log.debug(
+            "applyset.inventory_written",
+            namespace=parent.namespace,
+            name=parent.name,
+            group_kinds=len(inventory.group_kinds),
+        )
+        return written
+
+    async def _apply_one(self, parent: Parent, item: Desired) -> AppliedResource:
+        observed = item.observed
+        owner = str((_meta(observed).get("labels") or {}).get(LABEL_APPLYSET_PART_OF) or "")
+        if observed is not None and owner and owner != parent.id:
+            conflict = OwnershipConflict(
+                namespace=item.namespace,
+                name=item.name,
+                gvk=item.gvk,
+                owner=owner,
+                applyset_id=parent.id,
+            )
+            return AppliedResource(item.resource_id, None, error=conflict)
+        body = copy.deepcopy(dict(item.obj))
+        metadata = body.setdefault("metadata", {})
+        metadata["labels"] = {**(metadata.get("labels") or {}), LABEL_APPLYSET_PART_OF: parent.id}
+        body_digest = digest(body)
+        if observed is not None and self._cache.is_current(observed, body_digest):
+            return AppliedResource(item.resource_id, copy.deepcopy(dict(observed)), skipped=True)
+        try:
+            applied = await self._client.apply(
+                item.gvr,
+                body,
+                field_manager=FIELD_MANAGER_APPLYSET,
+                force=True,
+                namespace=item.namespace,
+            )
+        except KubeError as err:
+            # Only the error class: a server message may quote the submitted object.
+            log.debug(
+                "applyset.apply_failed", resource_id=item.resource_id, error=type(err).__name__
+            )
+            return AppliedResource(item.resource_id, None, error=err)
+        self._cache.remember(applied, body_digest)
+        before = _meta(observed).get("resourceVersion")
+        changed = observed is None or _meta(applied).get("resourceVersion") != before
+        log.debug("applyset.resource_applied", resource_id=item.resource_id, changed=changed)
+        return AppliedResource(item.resource_id, applied, changed=changed)

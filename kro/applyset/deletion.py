@@ -1,0 +1,172 @@
+"""kro.applyset.deletion: tear an ApplySet down in reverse apply-order waves (D-02..D-05, N-09).
+
+Deletion must work when nothing else does — the graph revision may be gone or broken, CEL may
+fail, external references may be missing — so it reads only the parent's inventory (D-02) and
+the members' own `internal.kro.run/apply-order` annotations. An inventory it cannot trust
+blocks deletion (`InvalidInventory`, "validate deletion inventory: ..."): removing the
+finalizer on a guess would leak children for good.
+
+One call deletes one wave: the highest apply-order still present (dependents before their
+dependencies; a missing, invalid or non-positive annotation means wave 0, the last). Members of
+that wave already terminating are not deleted again, and lower waves are not touched until the
+whole wave has disappeared — including objects held by someone else's finalizer. The caller
+requeues while `done` is False, and when it is True removes its own finalizer with
+`remove_finalizer` (a JSON merge patch carrying resourceVersion, N-12: unlike SSA it cannot
+leave the finalizer owned by another field manager).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from kro.api.names import ANNOTATION_APPLY_ORDER, LABEL_APPLYSET_ID
+from kro.applyset._tasks import run_all
+from kro.applyset.errors import InvalidInventory
+from kro.applyset.identity import ObjectRef, Parent
+from kro.applyset.inventory import read_inventory
+from kro.applyset.members import DeleteOutcome, Failure, Member, delete_member, list_members
+from kro.runtime.client import Client
+from kro.runtime.errors import Conflict, NotFound
+from kro.runtime.gvk import GVR
+
+__all__ = ["DeletionProgress", "apply_order", "delete_next_wave", "remove_finalizer"]
+
+log = structlog.get_logger(__name__)
+
+VALIDATE_CONTEXT = "validate deletion inventory"
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def apply_order(member: Member) -> int:
+    """The member's deletion wave: its apply-order annotation if a positive integer, else 0."""
+    text = member.annotations.get(ANNOTATION_APPLY_ORDER, "")
+    if not _INTEGER.fullmatch(text):
+        return 0
+    return max(int(text), 0)
+
+
+@dataclass(frozen=True, slots=True)
+class DeletionProgress:
+    """done: no member is left; the caller may remove its finalizer.
+    wave: the apply-order wave being deleted (None when done).
+    deleted: DELETEs issued in this call. waiting: members of the wave already terminating.
+    conflicts: UID preconditions that failed (name re-used); they are looked at again next time.
+    failures: other API errors on delete.
+    remaining: members still present across all waves, including this one.
+    """
+
+    done: bool
+    wave: int | None = None
+    deleted: tuple[ObjectRef, ...] = ()
+    waiting: tuple[ObjectRef, ...] = ()
+    conflicts: tuple[ObjectRef, ...] = ()
+    failures: tuple[Failure, ...] = ()
+    remaining: int = 0
+
+    @property
+    def message(self) -> str:
+        """The requeue reason upstream reports (D-04)."""
+        return "all resources deleted" if self.done else f"deleting apply-order wave {self.wave}"
+
+
+def _highest_wave(members: Sequence[Member]) -> tuple[int, list[Member]]:
+    wave = max(apply_order(m) for m in members)
+    return wave, [m for m in members if apply_order(m) == wave]
+
+
+async def delete_next_wave(
+    client: Client, parent_obj: Mapping[str, Any], parent_gvr: GVR
+) -> DeletionProgress:
+    """Delete the highest remaining apply-order wave of the ApplySet parented by `parent_obj`.
+
+    Raises InvalidInventory (context "validate deletion inventory") when the parent's metadata
+    is missing or fails validation, and KubeError when members cannot be listed.
+    """
+    parent = Parent.from_object(parent_obj, parent_gvr)
+    try:
+        inventory = read_inventory(parent_obj, parent)
+    except InvalidInventory as err:
+        raise err.within(VALIDATE_CONTEXT) from err
+    if inventory is None:
+        raise InvalidInventory(
+            key=LABEL_APPLYSET_ID,
+            reason=f"missing label {LABEL_APPLYSET_ID}",
+            context=VALIDATE_CONTEXT,
+        )
+    members = await list_members(client, parent, inventory)
+    if not members:
+        return DeletionProgress(done=True)
+    wave, current = _highest_wave(members)
+    waiting = [m.ref for m in current if m.terminating]
+    targets = [m for m in current if not m.terminating]
+    outcomes = await run_all(
+        (f"applyset.delete:{m.ref}", delete_member(client, m)) for m in targets
+    )
+    deleted = [m.ref for m, o in zip(targets, outcomes, strict=True) if o is DeleteOutcome.DELETED]
+    log.info(
+        "applyset.wave_deleting",
+        namespace=parent.namespace,
+        name=parent.name,
+        wave=wave,
+        deleted=len(deleted),
+        waiting=len(waiting),
+        remaining=len(members),
+    )
+    return DeletionProgress(
+        done=False,
+        wave=wave,
+        deleted=tuple(deleted),
+        waiting=tuple(waiting),
+        conflicts=tuple(
+            m.ref for m, o in zip(targets, outcomes, strict=True) if o is DeleteOutcome.CONFLICT
+        ),
+        failures=tuple(o for o in outcomes if isinstance(o, Failure)),
+        remaining=len(members),
+    )
+
+
+async def remove_finalizer(
+    client: Client,
+    gvr: GVR,
+    obj: Mapping[str, Any],
+    finalizer: str,
+    *,
+    attempts: int = 5,
+) -> dict[str, Any] | None:
+    """Remove `finalizer` from `obj` with a JSON merge patch that carries the resourceVersion,
+    re-reading and retrying on Conflict (up to `attempts` patches).
+
+    Returns the object as the server answered (it may be gone right after), the object itself
+    if the finalizer was not there, or None if the object no longer exists.
+    """
+    current: Mapping[str, Any] = obj
+    meta = current.get("metadata") or {}
+    name, namespace = str(meta.get("name") or ""), str(meta.get("namespace") or "")
+    for attempt in range(1, attempts + 1):
+        meta = current.get("metadata") or {}
+        finalizers = [str(f) for f in meta.get("finalizers") or ()]
+        if finalizer not in finalizers:
+            return dict(current)
+        patch = {
+            "metadata": {
+                "resourceVersion": meta.get("resourceVersion"),
+                "finalizers": [f for f in finalizers if f != finalizer],
+            }
+        }
+        try:
+            return await client.patch(gvr, name, patch, namespace=namespace, patch_type="merge")
+        except NotFound:
+            return None
+        except Conflict:
+            if attempt == attempts:
+                raise
+        try:
+            current = await client.get(gvr, name, namespace=namespace)
+        except NotFound:
+            return None
+    raise AssertionError("unreachable")

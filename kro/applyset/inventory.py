@@ -1,0 +1,225 @@
+"""kro.applyset.inventory: the ApplySet parent's metadata — which kinds and namespaces may hold
+members — read, validated, projected and rendered.
+
+The inventory is the only memory kro has of what it created: pruning (R-13) and deletion
+(D-03) list members by `part-of` label across exactly these group-kinds x namespaces. That is
+why it only ever grows before a batch is applied (`project`, R-11 / N-11) and shrinks only after
+a clean prune, and why deletion refuses to run on metadata it cannot trust (D-02): a truncated
+inventory would leave children behind forever once the finalizer is gone.
+
+On the parent it looks like (§1.Q):
+
+    labels:      applyset.kubernetes.io/id: applyset-<hash>-v1
+    annotations: applyset.kubernetes.io/tooling: kro/<version>
+                 applyset.kubernetes.io/contains-group-kinds: ConfigMap,Deployment.apps
+                 applyset.kubernetes.io/additional-namespaces: other-ns
+                 internal.kro.run/applyset-inventory-hash: sha256:<hash>
+
+Neighbours: `identity` (ID and hash formulas), `applier` (writes the projection), `prune` and
+`deletion` (list members from it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from kro.api.names import (
+    ANNOTATION_APPLYSET_ADDITIONAL_NAMESPACES,
+    ANNOTATION_APPLYSET_CONTAINS_GROUP_KINDS,
+    ANNOTATION_APPLYSET_INVENTORY_HASH,
+    ANNOTATION_APPLYSET_TOOLING,
+    APPLYSET_TOOLING_PREFIX,
+    LABEL_APPLYSET_ID,
+)
+from kro.applyset.errors import InvalidInventory
+from kro.applyset.identity import (
+    GroupKind,
+    Parent,
+    format_group_kinds,
+    format_namespaces,
+    inventory_hash,
+)
+
+__all__ = [
+    "Inventory",
+    "empty_inventory_metadata",
+    "has_inventory_metadata",
+    "is_rendered",
+    "project",
+    "read_inventory",
+    "render",
+    "tooling_for",
+]
+
+INVENTORY_ANNOTATIONS: Final = (
+    ANNOTATION_APPLYSET_TOOLING,
+    ANNOTATION_APPLYSET_CONTAINS_GROUP_KINDS,
+    ANNOTATION_APPLYSET_ADDITIONAL_NAMESPACES,
+    ANNOTATION_APPLYSET_INVENTORY_HASH,
+)
+
+
+def tooling_for(version: str) -> str:
+    """The tooling annotation value, `kro/<version>`."""
+    return APPLYSET_TOOLING_PREFIX + version
+
+
+@dataclass(frozen=True, slots=True)
+class Inventory:
+    """Where an ApplySet's members may live.
+
+    additional_namespaces never needs the parent's own namespace (it is implied, see
+    `Parent.home_namespace`); `of` leaves it out, a hand-written annotation may still list it.
+    """
+
+    applyset_id: str
+    group_kinds: frozenset[GroupKind] = frozenset()
+    additional_namespaces: frozenset[str] = frozenset()
+
+    @classmethod
+    def empty(cls, parent: Parent) -> Inventory:
+        return cls(parent.id)
+
+    @classmethod
+    def of(cls, parent: Parent, members: Iterable[tuple[GroupKind, str]]) -> Inventory:
+        """The inventory covering exactly `members` — (group-kind, namespace) pairs, namespace
+        "" for cluster-scoped objects."""
+        pairs = list(members)
+        return cls(
+            parent.id,
+            frozenset(gk for gk, _ in pairs),
+            frozenset(ns for _, ns in pairs if ns and ns != parent.namespace),
+        )
+
+    @property
+    def hash(self) -> str:
+        return inventory_hash(self.applyset_id, self.group_kinds, self.additional_namespaces)
+
+    def union(self, other: Inventory) -> Inventory:
+        if other.applyset_id != self.applyset_id:
+            raise ValueError(
+                f"cannot merge inventories of {self.applyset_id} and {other.applyset_id}"
+            )
+        return Inventory(
+            self.applyset_id,
+            self.group_kinds | other.group_kinds,
+            self.additional_namespaces | other.additional_namespaces,
+        )
+
+    def namespaces(self, parent: Parent) -> list[str]:
+        """Every namespace namespaced members are listed in (D-03, R-13), sorted."""
+        return sorted({parent.home_namespace, *self.additional_namespaces})
+
+
+def project(current: Inventory | None, batch: Inventory) -> Inventory:
+    """What to record on the parent before applying `batch` (R-11): the union with what is
+    already recorded, so kinds of skipped or removed nodes stay listable until pruned (N-11)."""
+    return batch if current is None else current.union(batch)
+
+
+def render(inventory: Inventory, tooling: str) -> dict[str, Any]:
+    """The parent metadata fragment (`labels`, `annotations`) that records `inventory`."""
+    return {
+        "labels": {LABEL_APPLYSET_ID: inventory.applyset_id},
+        "annotations": {
+            ANNOTATION_APPLYSET_TOOLING: tooling,
+            ANNOTATION_APPLYSET_CONTAINS_GROUP_KINDS: format_group_kinds(inventory.group_kinds),
+            ANNOTATION_APPLYSET_ADDITIONAL_NAMESPACES: format_namespaces(
+                inventory.additional_namespaces
+            ),
+            ANNOTATION_APPLYSET_INVENTORY_HASH: inventory.hash,
+        },
+    }
+
+
+def empty_inventory_metadata(parent: Parent, tooling: str) -> dict[str, Any]:
+    """The empty inventory the labeller writes together with the finalizer (R-05), so that a
+    parent carrying kro's finalizer always has deletable (valid) ApplySet metadata."""
+    return render(Inventory.empty(parent), tooling)
+
+
+def _labels(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return (obj.get("metadata") or {}).get("labels") or {}
+
+
+def _annotations(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return (obj.get("metadata") or {}).get("annotations") or {}
+
+
+def is_rendered(obj: Mapping[str, Any], inventory: Inventory, tooling: str) -> bool:
+    """Whether `obj` already carries exactly `render(inventory, tooling)`, so writing it again
+    would change nothing."""
+    wanted = render(inventory, tooling)
+    labels, annotations = _labels(obj), _annotations(obj)
+    return all(labels.get(k) == v for k, v in wanted["labels"].items()) and all(
+        annotations.get(k) == v for k, v in wanted["annotations"].items()
+    )
+
+
+def has_inventory_metadata(obj: Mapping[str, Any]) -> bool:
+    """Whether any ApplySet label or annotation is present (partial metadata counts)."""
+    annotations = _annotations(obj)
+    return LABEL_APPLYSET_ID in _labels(obj) or any(k in annotations for k in INVENTORY_ANNOTATIONS)
+
+
+def _split(key: str, value: str) -> list[str]:
+    if value == "":
+        return []
+    parts = value.split(",")
+    if any(not p or p != p.strip() for p in parts):
+        raise InvalidInventory(key=key, reason=f"annotation {key} is not parsable: {value!r}")
+    return parts
+
+
+def _parse_group_kinds(value: str) -> frozenset[GroupKind]:
+    key = ANNOTATION_APPLYSET_CONTAINS_GROUP_KINDS
+    try:
+        return frozenset(GroupKind.parse(p) for p in _split(key, value))
+    except ValueError as err:
+        raise InvalidInventory(key=key, reason=f"annotation {key} is not parsable: {err}") from err
+
+
+def _required(obj: Mapping[str, Any], key: str, *, label: bool = False) -> str:
+    value = (_labels(obj) if label else _annotations(obj)).get(key)
+    if value is None:
+        what = "label" if label else "annotation"
+        raise InvalidInventory(key=key, reason=f"missing {what} {key}")
+    return str(value)
+
+
+def read_inventory(obj: Mapping[str, Any], parent: Parent) -> Inventory | None:
+    """The inventory recorded on the parent `obj`; None when it carries no ApplySet metadata.
+
+    Raises InvalidInventory when the metadata is partial or fails a check of D-02: the ID label
+    equals the recomputed ID, tooling starts with `kro/`, both list annotations are present and
+    parsable, and the inventory hash (optional, for metadata written by other tools) matches.
+    """
+    if not has_inventory_metadata(obj):
+        return None
+    found_id = _required(obj, LABEL_APPLYSET_ID, label=True)
+    if found_id != parent.id:
+        raise InvalidInventory(
+            key=LABEL_APPLYSET_ID,
+            reason=f'label {LABEL_APPLYSET_ID} is "{found_id}", expected "{parent.id}"',
+        )
+    tooling = _required(obj, ANNOTATION_APPLYSET_TOOLING)
+    if not tooling.startswith(APPLYSET_TOOLING_PREFIX):
+        raise InvalidInventory(
+            key=ANNOTATION_APPLYSET_TOOLING,
+            reason=f'annotation {ANNOTATION_APPLYSET_TOOLING} is "{tooling}", '
+            f'expected a "{APPLYSET_TOOLING_PREFIX}" prefix',
+        )
+    group_kinds = _parse_group_kinds(_required(obj, ANNOTATION_APPLYSET_CONTAINS_GROUP_KINDS))
+    ns_key = ANNOTATION_APPLYSET_ADDITIONAL_NAMESPACES
+    namespaces = frozenset(_split(ns_key, _required(obj, ns_key)))
+    inventory = Inventory(found_id, group_kinds, namespaces)
+    recorded_hash = _annotations(obj).get(ANNOTATION_APPLYSET_INVENTORY_HASH)
+    if recorded_hash is not None and recorded_hash != inventory.hash:
+        raise InvalidInventory(
+            key=ANNOTATION_APPLYSET_INVENTORY_HASH,
+            reason=f"annotation {ANNOTATION_APPLYSET_INVENTORY_HASH} does not match the "
+            "recorded group kinds and namespaces",
+        )
+    return inventory

@@ -1,0 +1,125 @@
+"""kro.applyset.prune: delete members the last batch did not apply (R-13, N-10, N-11).
+
+A member is an orphan when it carries our `part-of` label but its UID is not among those the
+batch just applied: its node was excluded (includeWhen), removed from the graph, or its
+collection shrank. Pruning is only safe after a pass in which every node resolved and every
+apply succeeded — otherwise a node we merely failed to render this time would be deleted — so
+`prune` checks that itself and returns a skipped result instead.
+
+Orphans are deleted in waves by the caller's topological positions, highest first, and orphans
+whose `kro.run/node-id` the caller does not know (node removed from the graph) before all
+others: dependents go before their dependencies. Unlike deletion (D-04) a wave does not wait
+for the previous one to disappear; the DELETE calls are merely issued in that order. Orphans
+already terminating are not deleted again.
+
+After a clean prune (nothing conflicted or failed) the result carries the batch's inventory
+for the caller to write with `Applier.ensure_inventory`: only then may the parent forget kinds
+and namespaces (N-11). A UID conflict or failure keeps the superset so the next pass retries.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import structlog
+
+from kro.api.names import LABEL_NODE_ID
+from kro.applyset._tasks import run_all
+from kro.applyset.applier import ApplyResult
+from kro.applyset.identity import ObjectRef
+from kro.applyset.inventory import Inventory
+from kro.applyset.members import DeleteOutcome, Failure, Member, delete_member, list_members
+from kro.runtime.client import Client
+
+__all__ = ["PruneResult", "orphan_waves", "prune"]
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class PruneResult:
+    """skipped: R-13's preconditions did not hold; nothing was listed or deleted.
+    deleted: DELETEs issued (the objects may still be terminating).
+    conflicts: orphans whose UID precondition failed (re-created under the same name).
+    failures: other API errors; waves after a failing one were not attempted.
+    inventory: the shrunk inventory to record, present only after a clean prune.
+    """
+
+    skipped: bool = False
+    deleted: tuple[ObjectRef, ...] = ()
+    conflicts: tuple[ObjectRef, ...] = ()
+    failures: tuple[Failure, ...] = ()
+    inventory: Inventory | None = None
+
+    @property
+    def clean(self) -> bool:
+        return not self.skipped and not self.conflicts and not self.failures
+
+    @property
+    def changed(self) -> bool:
+        """Something was deleted (the caller's "cluster mutated")."""
+        return bool(self.deleted)
+
+
+def _wave_key(member: Member, positions: Mapping[str, int]) -> float:
+    position = positions.get(member.labels.get(LABEL_NODE_ID, ""))
+    return math.inf if position is None else float(position)
+
+
+def orphan_waves(orphans: Sequence[Member], positions: Mapping[str, int]) -> list[list[Member]]:
+    """Group orphans into deletion waves: unknown node IDs first, then by descending
+    topological position. Order inside a wave follows `orphans`."""
+    keys = sorted({_wave_key(m, positions) for m in orphans}, reverse=True)
+    return [[m for m in orphans if _wave_key(m, positions) == key] for key in keys]
+
+
+async def prune(
+    client: Client,
+    result: ApplyResult,
+    *,
+    positions: Mapping[str, int],
+    all_resolved: bool,
+) -> PruneResult:
+    """Delete the members of `result`'s ApplySet that `result` did not apply.
+
+    positions: node ID -> topological position (index in the graph's topological order).
+    all_resolved: every node of the graph resolved this pass (no data pending, R-13).
+    Raises KubeError if members cannot be listed (nothing is deleted then).
+    """
+    if not all_resolved or result.has_errors:
+        return PruneResult(skipped=True)
+    keep = result.applied_uids
+    members = await list_members(client, result.parent, result.inventory)
+    orphans = [m for m in members if m.ref.uid not in keep and not m.terminating]
+    deleted: list[ObjectRef] = []
+    conflicts: list[ObjectRef] = []
+    failures: list[Failure] = []
+    for wave in orphan_waves(orphans, positions):
+        outcomes = await run_all(
+            (f"applyset.prune:{m.ref}", delete_member(client, m)) for m in wave
+        )
+        for member, outcome in zip(wave, outcomes, strict=True):
+            if isinstance(outcome, Failure):
+                failures.append(outcome)
+            elif outcome is DeleteOutcome.CONFLICT:
+                conflicts.append(member.ref)
+            elif outcome is DeleteOutcome.DELETED:
+                deleted.append(member.ref)
+                log.info(
+                    "applyset.orphan_pruned",
+                    gvr=str(member.ref.gvr),
+                    namespace=member.ref.namespace,
+                    name=member.ref.name,
+                    resource_id=member.labels.get(LABEL_NODE_ID, ""),
+                )
+        if failures:
+            break
+    clean = not conflicts and not failures
+    return PruneResult(
+        deleted=tuple(deleted),
+        conflicts=tuple(conflicts),
+        failures=tuple(failures),
+        inventory=result.batch_inventory if clean else None,
+    )

@@ -1,0 +1,359 @@
+"""kro.dynamic.controller: one process-wide controller for parent kinds that come and go at runtime.
+
+Upstream kro's DynamicController (W-01..W-07, W-10). kro generates a CRD per graph and must start
+reconciling its instances without a restart, and stop when the graph is deleted; a static
+controller per kind cannot do that. So one controller hosts a handler per parent GVR:
+
+* `register(gvr, handler)` ensures a metadata-only informer for `gvr` (shared through
+  kro.dynamic._informers with the child watches), attaches the parent event handler and
+  enqueues every cached object; registering again replaces the handler and re-enqueues every
+  existing object (N-05). `deregister(gvr)` undoes it all, watches included.
+* Parent events: add and delete enqueue; an update enqueues only if `should_enqueue_update(old,
+  new)` says so (default: `generation_changed`; kro adds "suspension flipped", W-06/N-04).
+  Periodic resyncs arrive as updates with old == new and are filtered the same way.
+* One rate-limited queue, `dynamic-controller-queue`, of `ObjectRef(gvr, namespace, name)`
+  items, worked by `options.workers` tasks; a key is never processed twice at once (the queue
+  guarantees it). Child events reach the same queue through `watches` (kro.dynamic.watches).
+
+Outcomes of a handler call (W-05), each counted in dynamic_controller_requeue_total{type}:
+
+* `Result()`                   -> forget the item's failures
+* `Result(requeue_after_s=d)`  -> forget, re-add after d seconds        (type="requeue_after")
+* `Result(requeue=True)`       -> forget, re-add at once (upstream Add)  (type="requeue")
+* `TerminalError`              -> forget, not retried: upstream NoRequeue (type="no_requeue")
+* `NotFound`                   -> forget, dropped (the object is gone)
+* any other exception          -> rate-limited re-add while fewer than `max_retries` re-adds
+                                  are on record, then dropped            (type="rate_limited")
+* no handler (deregistered)    -> dropped
+
+Go recovers panics; Python has only exceptions. Every exception counts in
+dynamic_controller_handler_errors_total, and those that signal a bug in the handler rather than
+a failure of the world (`_BUG_TYPES`) also in dynamic_controller_reconcile_panics_total. No
+exception ever ends a worker.
+
+Shutdown (W-10): `shutdown()` stops the queue; workers finish what is queued, then `run()`
+returns after releasing every informer. Cancelling `run()` is the hard stop; a deadline on a
+graceful shutdown is the owner's (`asyncio.timeout` around the task).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import structlog
+
+from kro.dynamic._informers import InformerPool
+from kro.dynamic._metrics import PARENT, DynamicMetrics, gvr_key, gvr_string
+from kro.dynamic.objectref import ObjectRef
+from kro.dynamic.watches import WatchCoordinator
+from kro.runtime.clock import Clock, RealClock
+from kro.runtime.errors import NotFound
+from kro.runtime.gvk import GVR
+from kro.runtime.informer import Informer
+from kro.runtime.informerfactory import SharedInformerFactory
+from kro.runtime.metrics import NOOP, MetricsProvider
+from kro.runtime.ratelimit import ItemExponentialBackoff, MaxOf, TokenBucket
+from kro.runtime.reconcile import Request, Result, TerminalError
+from kro.runtime.store import Obj
+from kro.runtime.workqueue import QueueShutDown, WorkQueue
+
+log = structlog.get_logger(__name__)
+
+QUEUE_NAME: Final = "dynamic-controller-queue"
+CONTROLLER_NAME: Final = "dynamic-controller"
+
+Handler = Callable[[Request], Awaitable[Result]]
+"""Reconciles one object of the GVR it is registered for (`reconciler.reconcile` fits)."""
+
+UpdatePredicate = Callable[[Mapping[str, Any], Mapping[str, Any]], bool]
+"""`(old, new) -> bool`: does this parent update need a reconcile?"""
+
+_BUG_TYPES: Final[tuple[type[BaseException], ...]] = (
+    AssertionError,
+    AttributeError,
+    LookupError,
+    NameError,
+    TypeError,
+    ArithmeticError,
+    RecursionError,
+)
+
+
+def generation_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """The default update filter: only spec changes (a new metadata.generation) count."""
+    return (old.get("metadata") or {}).get("generation") != (new.get("metadata") or {}).get(
+        "generation"
+    )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DynamicControllerOptions:
+    """Tuning of the dynamic controller; defaults are upstream's flag defaults (§1.S).
+
+    workers: concurrent handler calls (`--dynamic-controller-concurrent-reconciles`, 1).
+    retry_min_delay_s / retry_max_delay_s: per-item exponential backoff of failures, doubling
+        from min to max (`--dynamic-controller-rate-limiter-min-delay` 200ms / `-max-delay` 1000s),
+        so one broken object backs off alone.
+    retry_qps / retry_burst: the global token bucket over all failures
+        (`--dynamic-controller-rate-limiter-rate-limit` 10/s, `-burst-limit` 100), so a mass
+        failure cannot flood the API server. The delay is the larger of the two.
+    max_retries: rate-limited re-adds of a failing item before it is dropped until its next
+        event (`--dynamic-controller-default-queue-max-retries`, 20).
+    informer_sync_timeout_s: how long registering a kind or watching a new one waits for the
+        informer's first LIST (upstream's fixed 30s); a timeout raises InformerSyncTimeout.
+
+    The resync period (`--dynamic-controller-default-resync-period`) is a property of the
+    informers, so it is given to the SharedInformerFactory passed to the controller.
+    """
+
+    workers: int = 1
+    retry_min_delay_s: float = 0.2
+    retry_max_delay_s: float = 1000.0
+    retry_qps: float = 10.0
+    retry_burst: int = 100
+    max_retries: int = 20
+    informer_sync_timeout_s: float = 30.0
+
+
+@dataclass(slots=True)
+class _Registration:
+    """A registered parent kind: its handler, update filter, informer and event handler."""
+
+    handler: Handler
+    should_enqueue_update: UpdatePredicate
+    informer: Informer
+    events: _ParentEvents | None = None
+
+
+class _ParentEvents:
+    """The parent informer's event handler (W-06); reads the registration on every event."""
+
+    def __init__(self, controller: DynamicController, gvr: GVR) -> None:
+        self._controller = controller
+        self._gvr = gvr
+        self._label = gvr_string(gvr)
+
+    def on_add(self, obj: Obj) -> None:
+        self._enqueue(obj, "add")
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        registration = self._controller._registrations.get(self._gvr)
+        if registration is not None and registration.should_enqueue_update(old, new):
+            self._enqueue(new, "update")
+
+    def on_delete(self, obj: Obj) -> None:
+        self._enqueue(obj, "delete")
+
+    def _enqueue(self, obj: Obj, event_type: str) -> None:
+        self._controller._metrics.informer_events.inc(gvr=self._label, event_type=event_type)
+        self._controller.enqueue(ObjectRef.of(self._gvr, obj))
+
+
+class DynamicController:
+    """Handlers for many parent GVRs on one shared queue; see the module docstring.
+
+    `informers` is the factory whose informers parents and children share; the controller only
+    acquires and releases through it, so the factory's owner runs and closes it.
+    """
+
+    def __init__(
+        self,
+        informers: SharedInformerFactory,
+        *,
+        options: DynamicControllerOptions | None = None,
+        clock: Clock | None = None,
+        metrics: MetricsProvider = NOOP,
+    ) -> None:
+        self.options = options or DynamicControllerOptions()
+        if self.options.workers < 1:
+            raise ValueError("the dynamic controller needs at least one worker")
+        self._clock: Clock = clock or RealClock()
+        self._metrics = DynamicMetrics(metrics)
+        limiter = MaxOf[ObjectRef](
+            ItemExponentialBackoff(self.options.retry_min_delay_s, self.options.retry_max_delay_s),
+            TokenBucket(self.options.retry_qps, self.options.retry_burst, clock=self._clock),
+        )
+        self.queue = WorkQueue[ObjectRef](
+            QUEUE_NAME, rate_limiter=limiter, clock=self._clock, metrics=metrics
+        )
+        self._pool = InformerPool(
+            informers,
+            sync_timeout_s=self.options.informer_sync_timeout_s,
+            clock=self._clock,
+            metrics=self._metrics,
+        )
+        self.watches = WatchCoordinator(self._pool, self.enqueue, self._metrics)
+        """Child and external watches; handlers call `watch`/`done`/`forget` on it."""
+        self._registrations: dict[GVR, _Registration] = {}
+        self._locks: defaultdict[GVR, asyncio.Lock] = defaultdict(asyncio.Lock)
+
+    # -- registration ---------------------------------------------------------------------------
+
+    async def register(
+        self,
+        gvr: GVR,
+        handler: Handler,
+        *,
+        should_enqueue_update: UpdatePredicate = generation_changed,
+    ) -> None:
+        """Reconcile objects of `gvr` with `handler`; idempotent, re-enqueues all (W-07).
+
+        Raises InformerSyncTimeout if `gvr` cannot be listed in time (nothing is registered).
+        """
+        async with self._locks[gvr]:
+            existing = self._registrations.get(gvr)
+            if existing is not None:
+                existing.handler = handler
+                existing.should_enqueue_update = should_enqueue_update
+                for obj in existing.informer.store.list():
+                    self.enqueue(ObjectRef.of(gvr, obj))
+                log.info("dynamic.handler_replaced", gvr=gvr_key(gvr))
+                return
+            informer = await self._pool.acquire(gvr)
+            registration = _Registration(handler, should_enqueue_update, informer)
+            self._registrations[gvr] = registration
+            registration.events = _ParentEvents(self, gvr)
+            informer.add_handler(registration.events)  # replays the cache: enqueues all
+            self._metrics.handler_attach.inc(type=PARENT)
+            self._count_registrations()
+            log.info("dynamic.handler_registered", gvr=gvr_key(gvr), objects=len(informer.store))
+
+    async def deregister(self, gvr: GVR) -> None:
+        """Stop reconciling `gvr`: drop its watches, detach, release its informer. Idempotent.
+
+        Queued items of `gvr` are dropped when a worker reaches them.
+        """
+        async with self._locks[gvr]:
+            registration = self._registrations.pop(gvr, None)
+            if registration is None:
+                return
+            await self.watches.forget_kind(gvr)
+            if registration.events is not None:
+                registration.informer.remove_handler(registration.events)
+                self._metrics.handler_detach.inc(type=PARENT)
+            await self._pool.release(registration.informer)
+            self._count_registrations()
+            log.info("dynamic.handler_deregistered", gvr=gvr_key(gvr))
+
+    def is_registered(self, gvr: GVR) -> bool:
+        return gvr in self._registrations
+
+    def registered(self) -> frozenset[GVR]:
+        """The parent GVRs with a handler."""
+        return frozenset(self._registrations)
+
+    def enqueue(self, ref: ObjectRef) -> None:
+        """Queue `ref` for its handler (de-duplicated while it waits)."""
+        self.queue.add(ref)
+        self._metrics.queue_length.set(len(self.queue))
+
+    # -- running --------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Work the queue with `options.workers` tasks until `shutdown()` or cancellation.
+
+        On the way out every registration is dropped and every informer released.
+        """
+        log.info("controller.started", controller=CONTROLLER_NAME, workers=self.options.workers)
+        try:
+            async with asyncio.TaskGroup() as workers:
+                for i in range(self.options.workers):
+                    workers.create_task(self._work(), name=f"{CONTROLLER_NAME}:worker-{i}")
+        finally:
+            self.queue.shutdown()
+            await self._close()
+            log.info("controller.stopped", controller=CONTROLLER_NAME)
+
+    def shutdown(self) -> None:
+        """Stop accepting items; `run()` returns once the queued and in-flight ones are done."""
+        self.queue.shutdown()
+
+    async def _close(self) -> None:
+        for gvr in list(self._registrations):
+            await self.deregister(gvr)
+        await self.watches.close()
+
+    async def _work(self) -> None:
+        while True:
+            try:
+                item = await self.queue.get()
+            except QueueShutDown:
+                return
+            self._metrics.queue_length.set(len(self.queue))
+            try:
+                await self._process(item)
+            except asyncio.CancelledError:
+                # Hard stop mid-reconcile: hand the item back for whoever runs next.
+                self.queue.done(item)
+                self.queue.add(item)
+                raise
+            except Exception:  # handler errors are judged in _process; this is our own bug
+                log.exception("dynamic.process_failed", gvr=gvr_key(item.gvr))
+            self.queue.done(item)
+            await asyncio.sleep(0)  # a no-op handler never suspends; let events in
+
+    async def _process(self, item: ObjectRef) -> None:
+        registration = self._registrations.get(item.gvr)
+        if registration is None:
+            log.debug("queue.item_dropped", reason="no_handler", gvr=gvr_key(item.gvr))
+            self.queue.forget(item)
+            return
+        key = gvr_key(item.gvr)
+        with structlog.contextvars.bound_contextvars(
+            controller=CONTROLLER_NAME,
+            gvr=key,
+            namespace=item.namespace,
+            name=item.name,
+            reconcile_id=secrets.token_hex(4),
+        ):
+            self._metrics.reconcile_total.inc(gvr=key)
+            started = self._clock.now()
+            try:
+                result = await registration.handler(item.request)
+            except TerminalError:
+                self._metrics.requeue_total.inc(gvr=key, type="no_requeue")
+                log.warning("reconcile.no_requeue", exc_info=True)
+                self.queue.forget(item)
+            except NotFound:
+                log.debug("queue.item_dropped", reason="not_found")
+                self.queue.forget(item)
+            except Exception as exc:
+                self._on_error(item, key, exc)
+            else:
+                self._on_result(item, key, result)
+            finally:
+                self._metrics.reconcile_duration.observe(self._clock.now() - started, gvr=key)
+        if item.gvr not in self._registrations:
+            # Deregistered while the handler ran: whatever it watched meanwhile must go too.
+            await self.watches.forget(item)
+
+    def _on_result(self, item: ObjectRef, key: str, result: Result) -> None:
+        self.queue.forget(item)
+        if result.requeue_after_s is not None:
+            self._metrics.requeue_total.inc(gvr=key, type="requeue_after")
+            self.queue.add_after(item, result.requeue_after_s)
+        elif result.requeue:
+            self._metrics.requeue_total.inc(gvr=key, type="requeue")
+            self.queue.add(item)
+
+    def _on_error(self, item: ObjectRef, key: str, exc: Exception) -> None:
+        self._metrics.handler_errors.inc(gvr=key)
+        if isinstance(exc, _BUG_TYPES):
+            self._metrics.panics.inc(gvr=key)
+        requeues = self.queue.num_requeues(item)
+        if requeues < self.options.max_retries:
+            self._metrics.requeue_total.inc(gvr=key, type="rate_limited")
+            log.exception("reconcile.failed", attempt=requeues + 1)
+            self.queue.add_rate_limited(item)
+        else:
+            log.exception("queue.item_dropped", reason="max_retries", attempt=requeues + 1)
+            self.queue.forget(item)
+
+    def _count_registrations(self) -> None:
+        self._metrics.gvr_count.set(len(self._registrations))
+        self._metrics.handler_count.set(len(self._registrations), type=PARENT)

@@ -1,0 +1,345 @@
+"""kro.dynamic.watches: which parents care about which other objects, and routing their events.
+
+A parent's handler (kro's instance reconciler) reads other objects (children, external
+references) and must be re-run when any of them changes. During each reconcile it declares what
+it read, and when it finishes it commits or rolls back that set (W-08):
+
+    await watches.watch(parent, ScalarWatch("db", SECRETS, "team-a", "db-creds"))
+    await watches.watch(parent, SelectorWatch("pods", PODS, None, LabelSelector.parse("app=web")))
+    await watches.done(parent, commit=True)   # exactly this cycle's requests stay
+    await watches.done(parent, commit=False)  # failed cycle: the previous set stays
+
+A request takes effect as soon as `watch` returns (the informer is listed by then), so a change
+made while the reconcile is still running is not missed. `forget(parent)` drops everything when
+the parent is gone; the controller does the same for every parent of a deregistered kind.
+
+Routing (W-09): each watched GVR has one metadata-only informer (kro.dynamic._informers, shared
+with the parent informers), and every add/update/delete of it, tombstones included, is matched:
+
+* scalar requests by (GVR, namespace, name);
+* selector requests by GVR, filtered by namespace (None or "" = every namespace, which is how kro
+  watches forEach collections cross-namespace, N-34) and by the selector against the object's
+  new OR old labels, so an object leaving a selector still wakes its parent.
+
+Matching parents are enqueued. Child events are never generation-filtered: a status change of a
+child is exactly what a parent waiting on readiness needs to see.
+
+Invariant: every (parent, request) in the routing index holds one reference on its GVR's
+informer, and the informer is released when the last such reference goes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from kro.dynamic._informers import InformerPool
+from kro.dynamic._metrics import DynamicMetrics, gvr_string
+from kro.dynamic.objectref import ObjectRef
+from kro.dynamic.selector import LabelSelector
+from kro.runtime.gvk import GVR
+from kro.runtime.informer import Informer
+from kro.runtime.store import Obj
+
+log = structlog.get_logger(__name__)
+
+Enqueue = Callable[[ObjectRef], None]
+
+
+@dataclass(frozen=True, slots=True)
+class ScalarWatch:
+    """Watch one object by name; `namespace` is "" for cluster-scoped kinds."""
+
+    node_id: str
+    gvr: GVR
+    namespace: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class SelectorWatch:
+    """Watch every object of `gvr` matching `selector`; `namespace` None = all namespaces."""
+
+    node_id: str
+    gvr: GVR
+    namespace: str | None
+    selector: LabelSelector
+
+
+WatchRequest = ScalarWatch | SelectorWatch
+
+
+def _kind_of(request: WatchRequest) -> str:
+    """The `type` label of dynamic_controller_watch_request_count."""
+    return "scalar" if isinstance(request, ScalarWatch) else "collection"
+
+
+def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    labels = (obj.get("metadata") or {}).get("labels")
+    return labels if isinstance(labels, Mapping) else {}
+
+
+@dataclass(slots=True)
+class _ParentState:
+    """A parent's requests: `committed` by its last successful cycle, `cycle` in progress."""
+
+    committed: set[WatchRequest] = field(default_factory=set)
+    cycle: set[WatchRequest] | None = None  # None: no reconcile is declaring watches
+
+    def all(self) -> set[WatchRequest]:
+        return self.committed | (self.cycle or set())
+
+
+@dataclass(slots=True)
+class _Held:
+    """The coordinator's use of one informer: a router handler and a reference per request."""
+
+    informer: Informer
+    router: _Router
+    refs: int = 0
+
+
+class _Router:
+    """The informer event handler for one watched GVR; delivers events to the coordinator."""
+
+    def __init__(self, coordinator: WatchCoordinator, gvr: GVR) -> None:
+        self._coordinator = coordinator
+        self._gvr = gvr
+
+    def on_add(self, obj: Obj) -> None:
+        self._coordinator.route(self._gvr, obj)
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        self._coordinator.route(self._gvr, new, old)
+
+    def on_delete(self, obj: Obj) -> None:
+        self._coordinator.route(self._gvr, obj)
+
+
+class WatchCoordinator:
+    """Per-parent watch requests, their routing index, and the informers they keep alive.
+
+    Built by DynamicController (`controller.watches`); `enqueue` puts a parent on its queue.
+    """
+
+    def __init__(self, pool: InformerPool, enqueue: Enqueue, metrics: DynamicMetrics) -> None:
+        self._pool = pool
+        self._enqueue = enqueue
+        self._metrics = metrics
+        self._parents: dict[ObjectRef, _ParentState] = {}
+        self._scalar: dict[tuple[GVR, str, str], Counter[ObjectRef]] = {}
+        self._selectors: dict[GVR, set[tuple[ObjectRef, SelectorWatch]]] = {}
+        self._held: dict[GVR, _Held] = {}
+        self._releasing: list[Informer] = []  # last reference gone; release awaited after
+        self._locks: defaultdict[GVR, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self._request_counts: Counter[tuple[GVR, str]] = Counter()
+        self._parent_counts: Counter[GVR] = Counter()
+
+    # -- the reconcile-cycle API ----------------------------------------------------------------
+
+    async def watch(self, parent: ObjectRef, request: WatchRequest) -> None:
+        """Route events matching `request` to `parent` from now on (until the cycle ends).
+
+        Raises InformerSyncTimeout when the kind cannot be listed; the request is then not
+        recorded, and a `done(parent, commit=False)` keeps the previous set.
+        """
+        state = self._state(parent)
+        if state.cycle is None:
+            state.cycle = set()
+        if request in state.cycle:
+            return
+        if request in state.committed:  # already indexed and holding its informer
+            state.cycle.add(request)
+            return
+        await self._hold(request.gvr)
+        if self._parents.get(parent) is not state or state.cycle is None:
+            # forgotten (deregistered, removed) or finished while we waited for the informer
+            await self._drop_refs([request.gvr])
+            return
+        if request in state.cycle:
+            await self._drop_refs([request.gvr])
+            return
+        state.cycle.add(request)
+        self._index(parent, request)
+
+    async def done(self, parent: ObjectRef, *, commit: bool) -> None:
+        """End the cycle: commit keeps exactly its requests; rollback keeps the previous set.
+
+        Committing a cycle that declared nothing drops every request: the parent read nothing.
+        """
+        state = self._parents.get(parent)
+        if state is None:
+            return
+        cycle, state.cycle = state.cycle or set(), None
+        if commit:
+            dropped = state.committed - cycle
+            state.committed = cycle
+        else:
+            dropped = cycle - state.committed
+        await self._drop(parent, state, dropped)
+
+    async def forget(self, parent: ObjectRef) -> None:
+        """Drop every request of `parent` (it was deleted, or its kind deregistered)."""
+        state = self._parents.get(parent)
+        if state is None:
+            return
+        dropped = state.all()
+        state.committed, state.cycle = set(), None
+        await self._drop(parent, state, dropped)
+
+    async def forget_kind(self, parent_gvr: GVR) -> None:
+        """Forget every parent of resource `parent_gvr` (its handler is being deregistered)."""
+        for parent in [p for p in self._parents if p.gvr == parent_gvr]:
+            await self.forget(parent)
+
+    async def close(self) -> None:
+        """Forget everything and release every informer this coordinator holds."""
+        for parent in list(self._parents):
+            await self.forget(parent)
+
+    # -- introspection --------------------------------------------------------------------------
+
+    def requests(self, parent: ObjectRef) -> frozenset[WatchRequest]:
+        """Everything currently routed to `parent` (committed plus the cycle in progress)."""
+        state = self._parents.get(parent)
+        return frozenset(state.all()) if state is not None else frozenset()
+
+    def parents(self) -> frozenset[ObjectRef]:
+        """Parents with any watch state."""
+        return frozenset(self._parents)
+
+    def watched_gvrs(self) -> frozenset[GVR]:
+        """GVRs whose informer this coordinator holds."""
+        return frozenset(self._held)
+
+    # -- routing --------------------------------------------------------------------------------
+
+    def route(self, gvr: GVR, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> None:
+        """Enqueue every parent with a request matching this event of `gvr` (W-09)."""
+        label = gvr_string(gvr)
+        self._metrics.route_total.inc(gvr=label)
+        matched = self.match(gvr, obj, old)
+        if not matched:
+            return
+        self._metrics.route_match_total.inc(gvr=label)
+        for parent in matched:
+            self._enqueue(parent)
+
+    def match(
+        self, gvr: GVR, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None
+    ) -> set[ObjectRef]:
+        """The parents whose requests match `obj` (or, for selectors, the `old` labels)."""
+        meta = obj.get("metadata") or {}
+        namespace = str(meta.get("namespace") or "")
+        matched = set(self._scalar.get((gvr, namespace, str(meta.get("name") or "")), ()))
+        selectors = self._selectors.get(gvr)
+        if not selectors:
+            return matched
+        labels = _labels(obj)
+        old_labels = _labels(old) if old is not None else None
+        for parent, request in selectors:
+            if parent in matched or (request.namespace and request.namespace != namespace):
+                continue
+            if request.selector.matches(labels) or (
+                old_labels is not None and request.selector.matches(old_labels)
+            ):
+                matched.add(parent)
+        return matched
+
+    # -- internals: state, index, informer references -------------------------------------------
+
+    def _state(self, parent: ObjectRef) -> _ParentState:
+        state = self._parents.get(parent)
+        if state is None:
+            state = self._parents[parent] = _ParentState()
+            self._count_parent(parent.gvr, +1)
+        return state
+
+    async def _drop(
+        self, parent: ObjectRef, state: _ParentState, dropped: set[WatchRequest]
+    ) -> None:
+        for request in dropped:
+            self._unindex(parent, request)
+        if not state.committed and state.cycle is None and self._parents.get(parent) is state:
+            del self._parents[parent]
+            self._count_parent(parent.gvr, -1)
+        await self._drop_refs([r.gvr for r in dropped])
+
+    def _index(self, parent: ObjectRef, request: WatchRequest) -> None:
+        if isinstance(request, ScalarWatch):
+            key = (request.gvr, request.namespace, request.name)
+            self._scalar.setdefault(key, Counter())[parent] += 1
+        else:
+            self._selectors.setdefault(request.gvr, set()).add((parent, request))
+        self._count_request(request, +1)
+
+    def _unindex(self, parent: ObjectRef, request: WatchRequest) -> None:
+        if isinstance(request, ScalarWatch):
+            key = (request.gvr, request.namespace, request.name)
+            parents = self._scalar.get(key)
+            if parents is not None:
+                parents[parent] -= 1
+                if parents[parent] <= 0:
+                    del parents[parent]
+                if not parents:
+                    del self._scalar[key]
+        else:
+            entries = self._selectors.get(request.gvr)
+            if entries is not None:
+                entries.discard((parent, request))
+                if not entries:
+                    del self._selectors[request.gvr]
+        self._count_request(request, -1)
+
+    async def _hold(self, gvr: GVR) -> None:
+        """Take one reference on the informer of `gvr`, acquiring and listing it if needed."""
+        async with self._locks[gvr]:
+            held = self._held.get(gvr)
+            if held is None:
+                informer = await self._pool.acquire(gvr)
+                router = _Router(self, gvr)
+                # Replays the cache as adds; no request of this GVR is indexed yet, so they
+                # only count as routed events.
+                informer.add_handler(router)
+                held = self._held[gvr] = _Held(informer, router)
+            held.refs += 1
+
+    async def _drop_refs(self, gvrs: list[GVR]) -> None:
+        self._release_later(gvrs)
+        await self._drain_releases()
+
+    def _release_later(self, gvrs: list[GVR]) -> None:
+        """Drop references synchronously (no await between index and count changes)."""
+        for gvr in gvrs:
+            held = self._held[gvr]
+            held.refs -= 1
+            if held.refs == 0:
+                del self._held[gvr]
+                held.informer.remove_handler(held.router)
+                self._releasing.append(held.informer)
+
+    async def _drain_releases(self) -> None:
+        while self._releasing:
+            await self._pool.release(self._releasing.pop())
+
+    def _count_request(self, request: WatchRequest, delta: int) -> None:
+        key = (request.gvr, _kind_of(request))
+        self._request_counts[key] += delta
+        self._metrics.watch_request_count.set(
+            self._request_counts[key], gvr=gvr_string(request.gvr), type=key[1]
+        )
+        if self._request_counts[key] <= 0:
+            del self._request_counts[key]
+
+    def _count_parent(self, parent_gvr: GVR, delta: int) -> None:
+        self._parent_counts[parent_gvr] += delta
+        self._metrics.instance_watch_count.set(
+            self._parent_counts[parent_gvr], parent_gvr=gvr_string(parent_gvr)
+        )
+        if self._parent_counts[parent_gvr] <= 0:
+            del self._parent_counts[parent_gvr]

@@ -1,0 +1,53 @@
+"""Fixtures for kro.applyset unit tests: the in-process fake API server (tests/runtime/fakeapi.py)
+with a namespaced CR kind (WebApp, the parent) and a cluster-scoped one (Widget), a real Client
+on it, an Applier, and a task-leak check."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "runtime"))
+
+from applyset_fakes import WEBAPP, WIDGET
+from fakeapi import DEFAULT_RESOURCES, FakeApiServer
+
+from kro.applyset import Applier, ApplierOptions, tooling_for
+from kro.runtime.client import Client, ClientOptions
+from kro.runtime.config import ConnectionConfig
+
+
+@pytest.fixture(autouse=True)
+async def no_task_leaks() -> AsyncIterator[None]:
+    """Fail the test if it leaves tasks running: every concurrent apply/delete must be awaited."""
+    before = asyncio.all_tasks()
+    yield
+    current = asyncio.current_task()
+    leaked = [t for t in asyncio.all_tasks() - before if t is not current and not t.done()]
+    for task in leaked:
+        task.cancel()
+    await asyncio.gather(*leaked, return_exceptions=True)
+    if leaked:
+        pytest.fail(f"leaked tasks: {[t.get_name() for t in leaked]}")
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[FakeApiServer]:
+    async with FakeApiServer((*DEFAULT_RESOURCES, WEBAPP, WIDGET)) as server:
+        yield server
+
+
+@pytest.fixture
+async def client(api: FakeApiServer) -> AsyncIterator[Client]:
+    options = ClientOptions(qps=10_000.0, burst=10_000, max_retries=0)
+    async with Client.from_config(ConnectionConfig(server=api.url), options) as c:
+        yield c
+
+
+@pytest.fixture
+def applier(client: Client) -> Applier:
+    return Applier(client, ApplierOptions(tooling=tooling_for("v0.9.3")))
