@@ -4,11 +4,11 @@ on a FakeClock, recorded metrics, and a check that no test leaves a task behind.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from dynamic_fakes import FakeKube, Metrics
+from dynamic_fakes import FakeKube, MakeController, Metrics
 
 from kro.dynamic import DynamicController, DynamicControllerOptions
 from kro.runtime.clock import FakeClock
@@ -49,9 +49,6 @@ async def factory(kube: FakeKube, clock: FakeClock) -> AsyncIterator[SharedInfor
     informers = SharedInformerFactory(kube, clock=clock)  # type: ignore[arg-type]
     yield informers
     await informers.close()
-
-
-MakeController = Callable[..., DynamicController]
 
 
 @pytest.fixture

@@ -288,3 +288,7 @@ async def running(controller: DynamicController) -> AsyncIterator[None]:
     finally:
         controller.shutdown()
         await asyncio.wait_for(task, 5.0)
+
+
+MakeController = Callable[..., DynamicController]
+"""The `make_controller` fixture: builds a DynamicController on the fake cluster."""

@@ -7,12 +7,12 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from conftest import MakeController
 from dynamic_fakes import (
     CONFIGMAPS,
     SECRETS,
     WIDGETS,
     FakeKube,
+    MakeController,
     Metrics,
     Recorder,
     drain,

@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from conftest import MakeController
-from dynamic_fakes import WIDGETS, FakeKube, Metrics, Recorder, obj, running
+from dynamic_fakes import WIDGETS, FakeKube, MakeController, Metrics, Recorder, obj, running
 
 from kro.dynamic import DynamicController, ObjectRef
 from kro.runtime.clock import FakeClock

@@ -7,17 +7,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 from fakeapi import FakeApiServer
+from fakeapi_options import FAST
 
-from kro.runtime.client import Client, ClientOptions
+from kro.runtime.client import Client
 from kro.runtime.config import ConnectionConfig
-
-FAST = ClientOptions(
-    qps=0,  # unthrottled unless a test is about throttling
-    request_timeout_s=5.0,
-    connect_timeout_s=2.0,
-    watch_idle_timeout_s=5.0,
-    max_retry_wait_s=0.01,
-)
 
 
 @pytest.fixture

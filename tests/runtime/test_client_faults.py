@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from conftest import FAST
 from fakeapi import FakeApiServer, Fault
+from fakeapi_options import FAST
 
 from kro.runtime.client import Client, ClientOptions
 from kro.runtime.clock import FakeClock

@@ -6,8 +6,8 @@ import asyncio
 import dataclasses
 
 import pytest
-from conftest import FAST
 from fakeapi import FakeApiServer
+from fakeapi_options import FAST
 
 from kro.runtime.client import Client
 from kro.runtime.clock import FakeClock

@@ -9,8 +9,8 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 import pytest
-from conftest import FAST
 from fakeapi import FakeApiServer, Fault
+from fakeapi_options import FAST
 
 from kro.runtime._watch import decode_event
 from kro.runtime.client import Client, WatchEvent

@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-from conftest import FAST
 from fakeapi import FakeApiServer, Fault
+from fakeapi_options import FAST
 
 from kro.runtime.client import Client
 from kro.runtime.clock import FakeClock
