@@ -56,7 +56,7 @@ cluster-status: $(STAMP)
 	$(PY) -m kro.testing.cluster status
 
 run: $(STAMP)
-	$(PY) -m kro.cli.main run-local
+	$(PY) -m kro.testing.runlocal
 
 bench: $(STAMP)
 	@for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done

@@ -129,6 +129,7 @@ class Graph:
     `conditions`, which is the author-conditions block (K-01) in `conditions`.
     environment: the CEL environment with `schema` and every resource id declared; its
     `bind()` applies schema-aware input conversion (C-34) when values are bound.
+    max_collection_size: `BuildOptions.max_collection_size`, enforced when forEach expands.
     """
 
     rgd_name: str
@@ -139,6 +140,7 @@ class Graph:
     conditions: tuple[CompiledExpression, ...]
     environment: CelEnvironment
     spec_hash: str = ""
+    max_collection_size: int = 1000  # F-03: most items one forEach may expand to
 
     def node(self, node_id: str) -> Node:
         return self.nodes[node_id]

@@ -1,0 +1,210 @@
+"""kro.controllers.app: wire kro's controllers onto a kro.runtime Manager.
+
+Three controllers share one client: the RGD controller (informers on RGDs, GraphRevisions and
+CRD metadata feed its queue, P-01), the GraphRevision controller (N-01), and the dynamic
+controller that hosts every RGD's instance reconciler (W-01). The CLI builds a `KroApp` from
+its flags; tests and operators embedding kro can build one directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kro.api.names import (
+    ALLOW_BREAKING_CHANGES_VALUE,
+    ANNOTATION_ALLOW_BREAKING_CHANGES,
+    LABEL_RGD_NAME,
+)
+from kro.applyset import Applier, ApplierOptions, tooling_for
+from kro.controllers.crd import CRDS, is_kro_owned
+from kro.controllers.graphrevision import GRAPH_REVISIONS, GraphRevisionReconciler
+from kro.controllers.instance.labels import KRO_VERSION
+from kro.controllers.registry import RevisionRegistry
+from kro.controllers.rgd import RGDS, RGDOptions, RGDReconciler
+from kro.controllers.schemas import LiveSchemaResolver
+from kro.dynamic import DynamicController, DynamicControllerOptions
+from kro.runtime.client import Client
+from kro.runtime.clock import RealClock
+from kro.runtime.controller import Controller
+from kro.runtime.informer import Informer
+from kro.runtime.informerfactory import SharedInformerFactory
+from kro.runtime.manager import Manager
+from kro.runtime.metrics import MetricsProvider
+from kro.runtime.ratelimit import default_controller_rate_limiter
+from kro.runtime.reconcile import Request
+from kro.runtime.workqueue import WorkQueue
+
+Obj = Mapping[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class AppOptions:
+    rgd: RGDOptions = field(default_factory=RGDOptions)
+    dynamic: DynamicControllerOptions = field(default_factory=DynamicControllerOptions)
+    rgd_workers: int = 1
+    graph_revision_workers: int = 1
+    resync_period_s: float | None = 36000.0
+
+
+class _Handler:
+    """An informer event handler made of three optional functions."""
+
+    def __init__(
+        self,
+        on_add: Callable[[Obj], None] | None = None,
+        on_update: Callable[[Obj, Obj], None] | None = None,
+        on_delete: Callable[[Obj], None] | None = None,
+    ) -> None:
+        self._add, self._update, self._delete = on_add, on_update, on_delete
+
+    def on_add(self, obj: Obj) -> None:
+        if self._add:
+            self._add(obj)
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        if self._update:
+            self._update(old, new)
+
+    def on_delete(self, obj: Obj) -> None:
+        if self._delete:
+            self._delete(obj)
+
+
+def _name(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def _allows_breaking(obj: Obj) -> bool:
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    return annotations.get(ANNOTATION_ALLOW_BREAKING_CHANGES) == ALLOW_BREAKING_CHANGES_VALUE
+
+
+def rgd_update_matters(old: Obj, new: Obj) -> bool:
+    """P-01: a new generation, the start of deletion, or the allow-breaking flag flipped."""
+    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    return (
+        old_meta.get("generation") != new_meta.get("generation")
+        or (bool(new_meta.get("deletionTimestamp")) and not old_meta.get("deletionTimestamp"))
+        or _allows_breaking(old) != _allows_breaking(new)
+    )
+
+
+class KroApp:
+    """Every kro controller, ready to be installed on a Manager."""
+
+    def __init__(self, client: Client, options: AppOptions, *, metrics: MetricsProvider) -> None:
+        clock = RealClock()
+        self.client = client
+        self.registry = RevisionRegistry()
+        self.resolver = LiveSchemaResolver(client)
+        self.factory = SharedInformerFactory(client, resync_period_s=options.resync_period_s)
+        self.dynamic = DynamicController(self.factory, options=options.dynamic, metrics=metrics)
+        self.applier = Applier(client, ApplierOptions(tooling=tooling_for(KRO_VERSION)))
+        self.rgd_queue = WorkQueue[Request](
+            "ResourceGraphDefinition",
+            rate_limiter=default_controller_rate_limiter(clock),
+            clock=clock,
+            metrics=metrics,
+        )
+        self.gr_queue = WorkQueue[Request](
+            "graphrevision",
+            rate_limiter=default_controller_rate_limiter(clock),
+            clock=clock,
+            metrics=metrics,
+        )
+        self.rgd_reconciler = RGDReconciler(
+            client=client,
+            registry=self.registry,
+            resolver=self.resolver,
+            dynamic=self.dynamic,
+            applier=self.applier,
+            options=options.rgd,
+        )
+        self.gr_reconciler = GraphRevisionReconciler(
+            client=client,
+            registry=self.registry,
+            resolver=self.resolver,
+            options=options.rgd.build,
+            notify_rgd=self.enqueue_rgd,
+        )
+        self.rgd_controller = Controller(
+            "ResourceGraphDefinition",
+            self.rgd_reconciler,
+            self.rgd_queue,
+            workers=options.rgd_workers,
+            clock=clock,
+            metrics=metrics,
+        )
+        self.gr_controller = Controller(
+            "graphrevision",
+            self.gr_reconciler,
+            self.gr_queue,
+            workers=options.graph_revision_workers,
+            clock=clock,
+            metrics=metrics,
+        )
+        self.informers = self._informers()
+
+    def enqueue_rgd(self, name: str) -> None:
+        if name:
+            self.rgd_queue.add(Request("", name))
+
+    def _informers(self) -> list[Informer]:
+        rgds = Informer(self.client, RGDS)
+        rgds.add_handler(
+            _Handler(
+                on_add=lambda o: self.enqueue_rgd(_name(o)),
+                on_update=lambda old, new: (
+                    self.enqueue_rgd(_name(new)) if rgd_update_matters(old, new) else None
+                ),
+            )
+        )
+        revisions = Informer(self.client, GRAPH_REVISIONS)
+        revisions.add_handler(
+            _Handler(
+                on_add=self._revision_added,
+                on_update=self._revision_updated,
+                on_delete=lambda o: self.enqueue_rgd(_snapshot_name(o)),
+            )
+        )
+        crds = Informer(self.client, CRDS, metadata_only=True)
+        crds.add_handler(
+            _Handler(
+                on_update=lambda old, new: self._crd_changed(new),
+                on_delete=self._crd_changed,
+            )
+        )
+        return [rgds, revisions, crds]
+
+    def _revision_added(self, revision: Obj) -> None:
+        self.gr_queue.add(Request("", _name(revision)))
+        self.enqueue_rgd(_snapshot_name(revision))
+
+    def _revision_updated(self, old: Obj, new: Obj) -> None:
+        """Revisions are immutable: only the start of their deletion is news (N-01)."""
+        if (new.get("metadata") or {}).get("deletionTimestamp"):
+            self.gr_queue.add(Request("", _name(new)))
+        self.enqueue_rgd(_snapshot_name(new))
+
+    def _crd_changed(self, crd: Obj) -> None:
+        """CRD watch healing (P-12): a kro-owned CRD changed or vanished; reconcile its RGD."""
+        self.client.mapper.invalidate()
+        self.resolver.invalidate()
+        if is_kro_owned(crd):
+            self.enqueue_rgd(
+                str(((crd.get("metadata") or {}).get("labels") or {}).get(LABEL_RGD_NAME, ""))
+            )
+
+    def install(self, manager: Manager) -> None:
+        for informer in self.informers:
+            manager.add_informer(informer)
+        manager.add_runnable(self.factory)
+        manager.add_controller(self.gr_controller)
+        manager.add_controller(self.rgd_controller)
+        manager.add_controller(self.dynamic)
+
+
+def _snapshot_name(revision: Obj) -> str:
+    return str(((revision.get("spec") or {}).get("snapshot") or {}).get("name") or "")

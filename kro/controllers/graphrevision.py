@@ -1,0 +1,158 @@
+"""kro.controllers.graphrevision: compile GraphRevisions into the registry (reference §1.N).
+
+A GraphRevision is an immutable snapshot of an RGD spec. This controller compiles each one with
+the same builder the RGD controller validated it with and records the result in the in-memory
+registry (Pending -> Active | Failed). After a restart the informer lists every revision again
+and each is recompiled ("warm-up"), so the registry is rebuilt from the cluster (N-01, N-02).
+On deletion the registry entry is evicted before the finalizer goes (N-03).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+
+from kro.api.conditions import set_condition
+from kro.api.names import (
+    CONDITION_GRAPH_VERIFIED,
+    CONDITION_READY,
+    FINALIZER,
+    GRAPH_REVISION_PLURAL,
+    INTERNAL_DOMAIN,
+    LABEL_GRAPH_REVISION_HASH,
+    REASON_INVALID_GRAPH,
+    REASON_READY,
+    REASON_VERIFIED,
+    STATUS_FALSE,
+    STATUS_TRUE,
+    V1ALPHA1,
+)
+from kro.applyset import remove_finalizer
+from kro.controllers.instance.status import now_rfc3339
+from kro.controllers.registry import RevisionRegistry, RevisionState
+from kro.graph.builder import BuildOptions, build_graph_async
+from kro.graph.errors import GraphError
+from kro.graph.resolver import SchemaResolver
+from kro.runtime.client import Client
+from kro.runtime.errors import NotFound
+from kro.runtime.gvk import GVR
+from kro.runtime.reconcile import Request, Result
+
+log = structlog.get_logger(__name__)
+
+GRAPH_REVISIONS = GVR(INTERNAL_DOMAIN, V1ALPHA1, GRAPH_REVISION_PLURAL)
+
+
+class GraphRevisionReconciler:
+    """Compiles one GraphRevision per reconcile; tells the RGD controller when done."""
+
+    def __init__(
+        self,
+        *,
+        client: Client,
+        registry: RevisionRegistry,
+        resolver: SchemaResolver,
+        options: BuildOptions,
+        notify_rgd: Callable[[str], None],
+    ) -> None:
+        self.client = client
+        self.registry = registry
+        self.resolver = resolver
+        self.options = options
+        self.notify_rgd = notify_rgd
+
+    async def reconcile(self, request: Request) -> Result:
+        try:
+            revision = await self.client.get(GRAPH_REVISIONS, request.name)
+        except NotFound:
+            return Result()
+        spec = revision.get("spec") or {}
+        rgd_name = str((spec.get("snapshot") or {}).get("name") or "")
+        number = int(spec.get("revision") or 0)
+        spec_hash = str(
+            ((revision.get("metadata") or {}).get("labels") or {}).get(
+                LABEL_GRAPH_REVISION_HASH, ""
+            )
+        )
+        with structlog.contextvars.bound_contextvars(rgd=rgd_name, revision=number):
+            if (revision.get("metadata") or {}).get("deletionTimestamp"):
+                self.registry.evict(rgd_name, number)
+                await remove_finalizer(self.client, GRAPH_REVISIONS, revision, FINALIZER)
+                self.notify_rgd(rgd_name)
+                return Result()
+            revision = await self._ensure_finalizer(revision)
+            known = self.registry.get(rgd_name, number)
+            if known is not None and known.state is not RevisionState.PENDING:
+                return Result()
+            self.registry.put_pending(rgd_name, number, spec_hash)
+            await self._compile(revision, rgd_name, number, spec_hash)
+            self.notify_rgd(rgd_name)
+            return Result()
+
+    async def _ensure_finalizer(self, revision: dict[str, Any]) -> dict[str, Any]:
+        finalizers = list((revision.get("metadata") or {}).get("finalizers") or [])
+        if FINALIZER in finalizers:
+            return revision
+        patch = {
+            "metadata": {
+                "finalizers": [*finalizers, FINALIZER],
+                "resourceVersion": revision["metadata"]["resourceVersion"],
+            }
+        }
+        return await self.client.patch(GRAPH_REVISIONS, revision["metadata"]["name"], patch)
+
+    async def _compile(
+        self, revision: dict[str, Any], rgd_name: str, number: int, spec_hash: str
+    ) -> None:
+        snapshot = (revision.get("spec") or {}).get("snapshot") or {}
+        rgd = {"metadata": {"name": rgd_name}, "spec": snapshot.get("spec") or {}}
+        status: dict[str, Any] = copy.deepcopy(revision.get("status") or {})
+        now = now_rfc3339()
+        try:
+            graph = await build_graph_async(rgd, self.resolver, options=self.options)
+        except GraphError as error:
+            message = f'failed to compile graph revision "{revision["metadata"]["name"]}": {error}'
+            self.registry.fail(rgd_name, number, spec_hash, message)
+            set_condition(
+                status,
+                CONDITION_GRAPH_VERIFIED,
+                STATUS_FALSE,
+                now=now,
+                reason=REASON_INVALID_GRAPH,
+                message=message,
+            )
+            set_condition(
+                status,
+                CONDITION_READY,
+                STATUS_FALSE,
+                now=now,
+                reason=REASON_INVALID_GRAPH,
+                message=message,
+            )
+            await self._write_status(revision, status)
+            log.warning("graphrevision.compile_failed", error=str(error))
+            return
+        set_condition(
+            status,
+            CONDITION_GRAPH_VERIFIED,
+            STATUS_TRUE,
+            now=now,
+            reason=REASON_VERIFIED,
+            message="graph revision compiled and verified",
+        )
+        set_condition(status, CONDITION_READY, STATUS_TRUE, now=now, reason=REASON_READY)
+        status["topologicalOrder"] = list(graph.topological_order)
+        status["resources"] = graph.resources_status()
+        await self._write_status(revision, status)
+        self.registry.activate(rgd_name, number, spec_hash, graph)
+        log.info("graphrevision.active", nodes=len(graph.nodes))
+
+    async def _write_status(self, revision: dict[str, Any], status: dict[str, Any]) -> None:
+        if revision.get("status") == status:
+            return
+        body = copy.deepcopy(revision)
+        body["status"] = status
+        await self.client.update_status(GRAPH_REVISIONS, body)

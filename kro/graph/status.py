@@ -1,0 +1,147 @@
+"""kro.graph.status: the instance status projection and the CRD schema inferred from it
+(T-01..T-03, T-05; upstream `buildStatusSchema` / `inferStatusSchema`).
+
+An author writes `status` as expressions only (`availableReplicas:
+${deployment.status.availableReplicas}`); kro infers each field's OpenAPI type from the checked
+CEL output type so the generated CRD is exact and the apiserver keeps the values:
+`int`→integer, `string`→string, a typed sub-object of a resource → its schema copied, `dyn` →
+preserve-unknown (see `CelType.to_openapi`). String templates are strings. Map keys along the
+path nest objects, `[i]` segments make arrays (the first element decides the item schema).
+
+Status fields read resources and `schema` only, and must read at least one of them: a constant
+has nothing to project (T-02). `conditions` is not a projection but the author-conditions block
+(`conditions` module); `state` may be declared, it shapes the CRD but kro writes its value (T-05).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kro.cel import CelCompileError, CelEnvironment, CompiledExpression
+from kro.graph.build_errors import StatusSchemaError
+from kro.graph.environment import SCHEMA_VARIABLE
+from kro.graph.expressions import OMIT_ONLY_IN_TEMPLATES, ExpressionProblem, compile_checked
+from kro.graph.model import TemplateField
+from kro.graph.template import FieldDescriptor, FieldPath, Segment
+from kro.graph.typecheck import is_string_like
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledStatus:
+    """Projected fields (paths relative to `status`) and the inferred `status` schema."""
+
+    fields: tuple[TemplateField, ...]
+    schema: dict[str, Any]
+
+
+def _error(detail: str, rule: str, rgd: str, path: str, expression: str | None = None) -> Exception:
+    return StatusSchemaError(detail, rule=rule, rgd=rgd, field_path=path, expression=expression)
+
+
+def _compile_part(
+    env: CelEnvironment, source: str, readable: frozenset[str], path: str, rgd: str
+) -> CompiledExpression:
+    try:
+        compiled = compile_checked(env, source, allowed=readable)
+    except ExpressionProblem as problem:
+        if problem.kind == "compile":
+            detail = f'failed to type-check status expression "{source}" at path "{path}": '
+            raise _error(detail + problem.detail, "T-03", rgd, path, source) from problem
+        raise _error(f'status field "{path}": {problem.detail}', "T-02", rgd, path, source) from (
+            problem
+        )
+    if compiled.uses_omit:
+        raise _error(OMIT_ONLY_IN_TEMPLATES, "C-31", rgd, path, source)
+    return compiled
+
+
+def _field_schema(
+    descriptor: FieldDescriptor, parts: Sequence[CompiledExpression], env: CelEnvironment, rgd: str
+) -> dict[str, Any]:
+    path = str(descriptor.path)
+    if descriptor.standalone:
+        return parts[0].output_type.to_openapi()
+    for part in parts:
+        if not is_string_like(part.output_type):
+            try:  # the concatenation gives upstream's message (C-03)
+                env.compile(descriptor.cel_source())
+            except CelCompileError as err:
+                detail = f'failed to type-check status expression "{descriptor.text}" at path '
+                raise _error(
+                    f'{detail}"{path}": {err.message}', "C-03", rgd, path, descriptor.text
+                ) from None
+    return {"type": "string"}
+
+
+def compile_status_field(
+    descriptor: FieldDescriptor,
+    env: CelEnvironment,
+    resource_ids: frozenset[str],
+    rgd: str,
+) -> tuple[TemplateField, dict[str, Any]]:
+    """One projected field: compiled parts, and the schema of its value."""
+    readable = resource_ids | {SCHEMA_VARIABLE}
+    path = str(descriptor.path)
+    parts = [_compile_part(env, s, readable, path, rgd) for s in descriptor.expressions]
+    roots = frozenset(root for part in parts for root in part.roots)
+    if not roots & readable:
+        raise _error(
+            f"instance status field must refer to a resource or schema: {path}",
+            "T-02",
+            rgd,
+            path,
+            descriptor.text,
+        )
+    schema = _field_schema(descriptor, parts, env, rgd)
+    relative = FieldPath(descriptor.path.segments[1:])
+    field = TemplateField(
+        path=relative,
+        standalone=descriptor.standalone,
+        text=descriptor.text,
+        expressions=tuple(parts),
+        kind="dynamic" if roots & resource_ids else "static",
+    )
+    return field, schema
+
+
+def _container(next_segment: Segment) -> dict[str, Any]:
+    if isinstance(next_segment, int):
+        return {"type": "array"}
+    return {"type": "object", "properties": {}}
+
+
+def insert_schema(root: dict[str, Any], segments: Sequence[Segment], leaf: dict[str, Any]) -> None:
+    """Place `leaf` at `segments` below `root`, creating objects for keys, arrays for indexes."""
+    node = root
+    for i, segment in enumerate(segments):
+        last = i == len(segments) - 1
+        wanted = leaf if last else _container(segments[i + 1])
+        if isinstance(segment, int):
+            node = node.setdefault("items", wanted)
+        else:
+            properties = node.setdefault("properties", {})
+            node = properties.setdefault(segment, wanted)
+
+
+def compile_status(
+    fields: Sequence[FieldDescriptor],
+    env: CelEnvironment,
+    *,
+    resource_ids: frozenset[str],
+    rgd: str,
+) -> CompiledStatus:
+    """T-01..T-03 over the projected fields of `spec.schema.status` (document order)."""
+    schema: dict[str, Any] = {"type": "object", "properties": {}}
+    compiled: list[TemplateField] = []
+    for descriptor in fields:
+        field, leaf = compile_status_field(descriptor, env, resource_ids, rgd)
+        insert_schema(schema, field.path.segments, leaf)
+        compiled.append(field)
+    return CompiledStatus(tuple(compiled), schema)
+
+
+def status_dependencies(status: CompiledStatus, resource_ids: Mapping[str, int]) -> set[str]:
+    """Resource ids the status reads (the instance node's dependencies)."""
+    return {r for f in status.fields for e in f.expressions for r in e.roots if r in resource_ids}
