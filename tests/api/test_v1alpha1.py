@@ -15,7 +15,7 @@ from kro.api.v1alpha1 import (
     parse_resource_graph_definition,
 )
 
-EXAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def _example_rgds() -> list[tuple[str, dict[str, Any]]]:

@@ -17,7 +17,7 @@ import yaml
 
 from kro.cel import CelEnvironment, CelOptions
 
-EXAMPLES = Path("/work/shared/examples")
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 # `${` ... `}` with double-quoted strings and one level of `{...}` inside (C-01 subset).
 EXPRESSION = re.compile(r'\$\{((?:[^{}"]|"(?:\\.|[^"\\])*"|\{[^{}]*\})*)\}')
 

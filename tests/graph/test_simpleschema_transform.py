@@ -9,7 +9,7 @@ import yaml
 from kro.graph.errors import SchemaError, TypeCycleError, TypeSyntaxError
 from kro.graph.simpleschema import build_order, to_openapi_spec, type_dependencies
 
-EXAMPLES = Path("/work/shared/examples")
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 STRING = {"type": "string"}
 INTEGER = {"type": "integer"}

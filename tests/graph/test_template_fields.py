@@ -9,7 +9,7 @@ import yaml
 from kro.graph.errors import FieldPathError, NestedExpressionError
 from kro.graph.template import ROOT, FieldPath, extract_fields, go_quote, go_unquote, walk_leaves
 
-EXAMPLES = Path("/work/shared/examples")
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 # --- FieldPath ---------------------------------------------------------------------------------
