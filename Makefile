@@ -35,14 +35,17 @@ unit: $(STAMP)
 testbin: $(STAMP)
 	$(PY) -m kro.testing.testbin ensure
 
+RUN_DIRS := $(CURDIR)/.e2e-cluster-dirs
+
 e2e: $(STAMP) testbin
-	$(BIN)/pytest e2e -q -p no:cacheprovider
-	$(MAKE) --no-print-directory check-no-leaks
+	@rm -f $(RUN_DIRS)
+	KRO_TEST_RUN_DIRS_FILE=$(RUN_DIRS) $(BIN)/pytest e2e -q -p no:cacheprovider; \
+	  status=$$?; $(MAKE) --no-print-directory check-no-leaks || status=1; exit $$status
 
 # After the e2e run, no control-plane process may remain (unless a cluster was reused on purpose).
 check-no-leaks: $(STAMP)
 	@if [ -n "$$KUBECONFIG$$KRO_TEST_KUBECONFIG" ]; then echo "reused an existing cluster"; \
-	else $(PY) -m kro.testing.processes; fi
+	else $(PY) -m kro.testing.processes --run-dirs-file $(RUN_DIRS); fi
 
 test: lint types unit e2e
 

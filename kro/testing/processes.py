@@ -91,8 +91,11 @@ def log_tail(path: Path, lines: int = 30) -> str:
         return "(no log)"
 
 
-def control_plane_processes(binary_root: Path) -> list[tuple[int, str]]:
-    """Running processes whose executable lives under `binary_root` (the testbin cache)."""
+def control_plane_processes(
+    binary_root: Path, run_dirs: Sequence[str] = ()
+) -> list[tuple[int, str]]:
+    """Running processes whose executable lives under `binary_root` (the testbin cache);
+    with `run_dirs`, only those whose command line names one of those cluster directories."""
     found: list[tuple[int, str]] = []
     root = str(binary_root.resolve())
     for entry in Path("/proc").iterdir():
@@ -100,18 +103,34 @@ def control_plane_processes(binary_root: Path) -> list[tuple[int, str]]:
             continue
         try:
             exe = os.readlink(entry / "exe")
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if exe.startswith(root) and is_alive(int(entry.name)):
-            found.append((int(entry.name), exe))
+        if not exe.startswith(root) or not is_alive(int(entry.name)):
+            continue
+        if run_dirs and not any(d in cmdline for d in run_dirs):
+            continue
+        found.append((int(entry.name), exe))
     return found
 
 
-def main() -> int:
-    """`python -m kro.testing.processes`: fail when control-plane processes are still running."""
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m kro.testing.processes [--run-dirs-file F]`: fail when control-plane processes
+    (of the clusters listed in F, one run directory per line; else of any cluster) still run."""
+    import argparse
+
     from kro.testing.testbin import cache_root
 
-    leaked = control_plane_processes(cache_root())
+    parser = argparse.ArgumentParser(prog="python -m kro.testing.processes")
+    parser.add_argument("--run-dirs-file", type=Path, default=None)
+    args = parser.parse_args(argv)
+    run_dirs: list[str] = []
+    if args.run_dirs_file is not None:
+        if not args.run_dirs_file.exists():
+            print("no cluster was started by this run")
+            return 0
+        run_dirs = [line for line in args.run_dirs_file.read_text().splitlines() if line]
+    leaked = control_plane_processes(cache_root(), run_dirs)
     for pid, exe in leaked:
         print(f"leaked control-plane process: pid {pid} {exe}")
     if not leaked:

@@ -83,6 +83,10 @@ def kube_cluster() -> Iterator[ClusterHandle]:
     previous = signal.signal(signal.SIGTERM, _on_signal)
     try:
         began = time.monotonic()
+        record = os.environ.get("KRO_TEST_RUN_DIRS_FILE")
+        if record:  # lets `make e2e` check afterwards that nothing of this cluster survived
+            with open(record, "a") as stream:
+                stream.write(f"{cluster.run_dir}\n")
         state = cluster.start()
         _report.append(
             f"local control plane (binaries + start) ready in {time.monotonic() - began:.1f}s "
