@@ -44,7 +44,7 @@ from kro.graph.environment import (
     list_schema,
     object_meta_schema,
 )
-from kro.graph.errors import GraphError, SchemaError
+from kro.graph.errors import GraphError, SchemaError, TemplateError
 from kro.graph.hashing import spec_hash
 from kro.graph.model import Graph, Instance, Node
 from kro.graph.nodes import NodeContext, compile_node
@@ -109,7 +109,8 @@ def _status_section(block: Mapping[str, Any], rgd: str) -> StatusSection:
         path = err.field_path or "status"
         cls = ConditionsError if path.startswith("status.conditions") else StatusSchemaError
         rule = "K-01" if cls is ConditionsError else "T-01"
-        raise cls(str(err), rule=rule, rgd=rgd, field_path=path, expression=err.expression) from err
+        detail = f"{path}: {err}" if isinstance(err, TemplateError) else str(err)
+        raise cls(detail, rule=rule, rgd=rgd, field_path=path, expression=err.expression) from err
 
 
 def _environment(

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kro.cel import CelEnvironment, CelType
+from kro.cel import CelEnvironment, CelType, CompiledExpression
 from kro.graph.build_errors import DependencyGraphError, ResourceValidationError
 from kro.graph.errors import TemplateError
 from kro.graph.expressions import (
@@ -87,6 +87,44 @@ def _element_type(output: CelType) -> CelType | str | None:
     return None if element is None or element.kind == "dyn" else element
 
 
+def _compile_dimension(
+    name: str,
+    raw: Any,
+    env: CelEnvironment,
+    names: Sequence[str],
+    *,
+    resource_id: str,
+    allowed: frozenset[str],
+    rgd: str,
+) -> CompiledExpression:
+    where: dict[str, Any] = {"field_path": f"forEach.{name}"}
+    try:
+        expression = parse_standalone(raw) if isinstance(raw, str) else None
+    except TemplateError as err:
+        detail = f'forEach iterator "{name}": {err}'
+        raise _invalid(detail, "C-07", resource_id, rgd, expression=raw, **where) from err
+    if expression is None:
+        detail = f'forEach iterator "{name}": only standalone expressions are allowed'
+        raise _invalid(detail, "C-07", resource_id, rgd, **where)
+    where["expression"] = expression
+    try:
+        compiled = compile_checked(env, expression, allowed=allowed)
+    except ExpressionProblem as problem:
+        raise _problem(problem, name, names, resource_id, rgd) from problem
+    if resource_id in compiled.roots:
+        raise DependencyGraphError(
+            f'resource "{resource_id}": self references are not allowed',
+            rule="G-14",
+            rgd=rgd,
+            resource_id=resource_id,
+            **where,
+        )
+    if compiled.uses_omit:
+        detail = f'forEach iterator "{name}": {OMIT_ONLY_IN_TEMPLATES}'
+        raise _invalid(detail, "C-31", resource_id, rgd, **where)
+    return compiled
+
+
 def compile_for_each(
     dimensions: Sequence[tuple[str, Any]],
     env: CelEnvironment,
@@ -100,39 +138,9 @@ def compile_for_each(
     compiled_dims: list[ForEachDimension] = []
     types: dict[str, CelType | None] = {}
     for name, raw in dimensions:
-        try:
-            expression = parse_standalone(raw) if isinstance(raw, str) else None
-        except TemplateError as err:
-            raise _invalid(
-                f'forEach iterator "{name}": {err}', "C-07", resource_id, rgd, expression=raw
-            ) from err
-        if expression is None:
-            raise _invalid(
-                f'forEach iterator "{name}": only standalone expressions are allowed',
-                "C-07",
-                resource_id,
-                rgd,
-            )
-        try:
-            compiled = compile_checked(env, expression, allowed=allowed)
-        except ExpressionProblem as problem:
-            raise _problem(problem, name, names, resource_id, rgd) from problem
-        if resource_id in compiled.roots:
-            raise DependencyGraphError(
-                f'resource "{resource_id}": self references are not allowed',
-                rule="G-14",
-                rgd=rgd,
-                resource_id=resource_id,
-                expression=expression,
-            )
-        if compiled.uses_omit:
-            raise _invalid(
-                f'forEach iterator "{name}": {OMIT_ONLY_IN_TEMPLATES}',
-                "C-31",
-                resource_id,
-                rgd,
-                expression=expression,
-            )
+        compiled = _compile_dimension(
+            name, raw, env, names, resource_id=resource_id, allowed=allowed, rgd=rgd
+        )
         element = _element_type(compiled.output_type)
         if isinstance(element, str):
             raise _invalid(
@@ -140,7 +148,8 @@ def compile_for_each(
                 "G-19",
                 resource_id,
                 rgd,
-                expression=expression,
+                field_path=f"forEach.{name}",
+                expression=compiled.expression,
             )
         types[name] = element
         compiled_dims.append(ForEachDimension(name, compiled))

@@ -18,7 +18,7 @@ iteration (G-28) so evaluation can cache what does not change between items.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -207,6 +207,31 @@ def compile_field(
 # --- includeWhen / readyWhen -------------------------------------------------------------------
 
 
+def _compile_condition(
+    expression: str,
+    env: CelEnvironment,
+    allowed: frozenset[str],
+    scope_env: Callable[[], CelEnvironment] | None,
+) -> CompiledExpression:
+    """Compile in `env`; on a compile error retry where only the allowed names exist.
+
+    readyWhen sees only its own object upstream, so `${other.x}` there is an unknown
+    identifier, not a type error on a variable this environment happens to declare. The
+    narrow environment costs a schema translation, so it is built on the error path only.
+    """
+    try:
+        return compile_checked(env, expression, allowed=allowed)
+    except ExpressionProblem as problem:
+        if problem.kind != "compile" or scope_env is None:
+            raise
+        try:
+            compile_checked(scope_env(), expression, allowed=allowed)
+        except ExpressionProblem as narrow:
+            if narrow.kind != "compile":
+                raise narrow from problem
+        raise
+
+
 def _condition(
     raw: Any,
     where: str,
@@ -215,25 +240,27 @@ def _condition(
     allowed: frozenset[str],
     rid: str,
     ctx: NodeContext,
+    scope_env: Callable[[], CelEnvironment] | None = None,
 ) -> CompiledExpression:
     """One includeWhen/readyWhen entry: standalone, in scope, no omit(), returns bool."""
     name = where.split("[", maxsplit=1)[0]
+    rule = "G-23" if name == "includeWhen" else "G-24"
     expression = _standalone(raw, where, rid, ctx)
     fields = {"field_path": where, "expression": expression}
     try:
-        compiled = compile_checked(env, expression, allowed=allowed)
+        compiled = _compile_condition(expression, env, allowed, scope_env)
     except ExpressionProblem as problem:
         if problem.kind == "compile":
             raise _validation(
                 f'failed to type-check {name} expression "{expression}": {problem.detail}',
-                "G-23" if name == "includeWhen" else "G-24",
+                rule,
                 rid,
                 ctx,
                 **fields,
             ) from problem
         detail = f'resource "{rid}" {name}: {problem.detail}'
         if name == "readyWhen":
-            raise _validation(detail, "G-24", rid, ctx, **fields) from problem
+            raise _validation(detail, rule, rid, ctx, **fields) from problem
         raise DependencyGraphError(
             detail, rule="G-13", rgd=ctx.rgd, resource_id=rid, **fields
         ) from problem
@@ -246,12 +273,18 @@ def _condition(
         raise _validation(
             f'{name} expression "{expression}" in resource "{rid}" must return bool or '
             f'optional_type(bool), but returns "{output}"',
-            "G-23" if name == "includeWhen" else "G-24",
+            rule,
             rid,
             ctx,
             **fields,
         )
     return compiled
+
+
+def _ready_scope_env(parsed: ParsedResource, ctx: NodeContext) -> CelEnvironment:
+    """readyWhen's own environment: the object as `<id>`, or one item as `each` (lists)."""
+    name = EACH_VARIABLE if parsed.type.is_list else parsed.id
+    return CelEnvironment(ctx.base.options, {name: parsed.resolved.schema})
 
 
 def _item_type(ctx: NodeContext, rid: str) -> CelType:
@@ -290,7 +323,15 @@ def compile_node(parsed: ParsedResource, ctx: NodeContext) -> Node:
     ]
     ready_scope = frozenset({EACH_VARIABLE} if parsed.type.is_list else {rid})
     ready_when = [
-        _condition(raw, f"readyWhen[{i}]", env=env, allowed=ready_scope, rid=rid, ctx=ctx)
+        _condition(
+            raw,
+            f"readyWhen[{i}]",
+            env=env,
+            allowed=ready_scope,
+            rid=rid,
+            ctx=ctx,
+            scope_env=lambda: _ready_scope_env(parsed, ctx),
+        )
         for i, raw in enumerate(parsed.input.ready_when)
     ]
     return Node(

@@ -93,7 +93,7 @@ def parse_resource(
         obj: Mapping[str, Any] = serialize_external_ref(resource.external_ref)
     else:
         assert resource.template is not None
-        obj = resource.template
+        obj = copy.deepcopy(dict(resource.template))  # the Graph is shared; callers may mutate
     validate_object_structure(obj, resource.id, rgd)
     gvk = GVK.from_api_version(obj["apiVersion"], obj["kind"])
     resolved = _resolve(resolver, gvk, resource.id, rgd)

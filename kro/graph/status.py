@@ -15,7 +15,7 @@ has nothing to project (T-02). `conditions` is not a projection but the author-c
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -140,8 +140,3 @@ def compile_status(
         insert_schema(schema, field.path.segments, leaf)
         compiled.append(field)
     return CompiledStatus(tuple(compiled), schema)
-
-
-def status_dependencies(status: CompiledStatus, resource_ids: Mapping[str, int]) -> set[str]:
-    """Resource ids the status reads (the instance node's dependencies)."""
-    return {r for f in status.fields for e in f.expressions for r in e.roots if r in resource_ids}

@@ -33,68 +33,19 @@ DNS1035_LABEL: Final = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 DNS1035_MAX_LENGTH: Final = 63
 NAMING: Final = "naming convention violation"
 
-CEL_RESERVED: Final = frozenset(
-    [
-        "true",
-        "false",
-        "null",
-        "in",
-        "as",
-        "break",
-        "const",
-        "continue",
-        "else",
-        "for",
-        "function",
-        "if",
-        "import",
-        "let",
-        "loop",
-        "package",
-        "namespace",
-        "return",
-        "var",
-        "void",
-        "while",
-    ]
-)
-KRO_RESERVED: Final = frozenset(
-    [
-        "apiVersion",
-        "context",
-        "dependency",
-        "dependencies",
-        "each",
-        "externalRef",
-        "externalReference",
-        "externalRefs",
-        "externalReferences",
-        "graph",
-        "instance",
-        "item",
-        "items",
-        "kind",
-        "kro",
-        "metadata",
-        "namespace",
-        "object",
-        "resource",
-        "resourcegraphdefinition",
-        "resourceGraphDefinition",
-        "resources",
-        "root",
-        "runtime",
-        "schema",
-        "self",
-        "serviceAccountName",
-        "spec",
-        "status",
-        "this",
-        "variables",
-        "vars",
-        "version",
-    ]
-)
+CEL_RESERVED: Final = frozenset({
+    "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for",
+    "function", "if", "import", "let", "loop", "package", "namespace", "return", "var", "void",
+    "while",
+})  # fmt: skip
+KRO_RESERVED: Final = frozenset({
+    "apiVersion", "context", "dependency", "dependencies", "each", "externalRef",
+    "externalReference", "externalRefs", "externalReferences", "graph", "instance", "item",
+    "items", "kind", "kro", "metadata", "namespace", "object", "resource",
+    "resourcegraphdefinition", "resourceGraphDefinition", "resources", "root", "runtime",
+    "schema", "self", "serviceAccountName", "spec", "status", "this", "variables", "vars",
+    "version",
+})  # fmt: skip
 RESERVED_WORDS: Final = CEL_RESERVED | KRO_RESERVED
 """Case-sensitive words no resource id or iterator may use (G-02)."""
 

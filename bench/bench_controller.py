@@ -1,0 +1,254 @@
+"""Controller at scale: N instances of a 3-resource RGD on the local control plane.
+
+Measures, for one run: time until every instance is ACTIVE, p50/p99 create-to-ACTIVE, API
+requests per instance (kube-apiserver's apiserver_request_total before/after; includes this
+script's own creates and reads, reported separately), controller CPU seconds and peak RSS, and
+writes during a steady-state window with no changes (objects whose resourceVersion moved; the
+target is 0). Results are printed and written to bench/results/controller-<N>-w<W>.json.
+
+    python bench/bench_controller.py --instances 200 --workers 16
+    python bench/bench_controller.py --instances 1000 --workers 16 --steady-seconds 60
+    python bench/bench_controller.py --scaling 50          # throughput per worker count
+
+Without KUBECONFIG it starts its own local control plane (with fake nodes, so Deployments
+become Available and `readyWhen` passes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from kro.api.crds import kro_crds
+from kro.controllers.crd import CRDS, wait_established
+from kro.controllers.rgd import RGDS
+from kro.runtime.client import Client, ClientOptions
+from kro.runtime.errors import AlreadyExists
+from kro.runtime.gvk import GVR
+from kro.testing.cluster import ClusterOptions, LocalCluster
+from kro.testing.processes import free_port, stop_pid
+
+RESULTS = Path(__file__).resolve().parent / "results"
+GROUP = "bench.kro.run"
+INSTANCES = GVR(GROUP, "v1alpha1", "benchapps")
+NAMESPACES = GVR("", "v1", "namespaces")
+
+RGD: dict[str, Any] = {
+    "apiVersion": "kro.run/v1alpha1",
+    "kind": "ResourceGraphDefinition",
+    "metadata": {"name": "benchapps"},
+    "spec": {
+        "schema": {
+            "apiVersion": "v1alpha1", "group": GROUP, "kind": "BenchApp",
+            "spec": {"replicas": "integer | default=1", "message": "string | default=hello"},
+            "status": {"available": "${deployment.status.availableReplicas}"},
+        },
+        "resources": [
+            {"id": "config", "template": {
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "${schema.metadata.name}"},
+                "data": {"message": "${schema.spec.message}"}}},
+            {"id": "deployment",
+             "readyWhen": ["${deployment.status.availableReplicas >= deployment.spec.replicas}"],
+             "template": {
+                 "apiVersion": "apps/v1", "kind": "Deployment",
+                 "metadata": {"name": "${schema.metadata.name}",
+                              "annotations": {"config": "${config.metadata.name}"}},
+                 "spec": {"replicas": "${schema.spec.replicas}",
+                          "selector": {"matchLabels": {"app": "${schema.metadata.name}"}},
+                          "template": {"metadata": {"labels": {"app": "${schema.metadata.name}"}},
+                                       "spec": {"containers": [{"name": "app",
+                                                                "image": "nginx"}]}}}}},
+            {"id": "service", "template": {
+                "apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": "${schema.metadata.name}"},
+                "spec": {"selector": "${deployment.spec.selector.matchLabels}",
+                         "ports": [{"port": 80}]}}},
+        ],
+    },
+}
+
+
+async def _request_total(client: Client) -> float:
+    text = await client.request("GET", "/metrics", accept="text/plain")
+    total = 0.0
+    for line in str(text).splitlines():
+        if line.startswith("apiserver_request_total{"):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def _proc_usage(pid: int) -> tuple[float, int]:
+    """(CPU seconds, peak RSS bytes) of a running process."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    cpu = (int(fields[11]) + int(fields[12])) / ticks
+    peak = 0
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            peak = int(line.split()[1]) * 1024
+    return cpu, peak
+
+
+def _start_controller(kubeconfig: str, workers: int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "kro.cli.main", "controller", f"--kubeconfig={kubeconfig}",
+         f"--metrics-bind-address=127.0.0.1:{free_port()}",
+         f"--health-probe-bind-address=127.0.0.1:{free_port()}",
+         f"--dynamic-controller-concurrent-reconciles={workers}",
+         "--client-qps=500", "--client-burst=1000", "--log-level=warning"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+
+
+async def _wait_rgd_active(client: Client) -> None:
+    while True:
+        live = await client.get(RGDS, "benchapps")
+        if (live.get("status") or {}).get("state") == "Active":
+            return
+        await asyncio.sleep(0.2)
+
+
+async def _create(client: Client, namespace: str, names: list[str]) -> dict[str, float]:
+    created: dict[str, float] = {}
+    limit = asyncio.Semaphore(32)
+
+    async def one(name: str) -> None:
+        async with limit:
+            await client.create(INSTANCES, {
+                "apiVersion": f"{GROUP}/v1alpha1", "kind": "BenchApp",
+                "metadata": {"name": name, "namespace": namespace}, "spec": {}},
+                namespace=namespace)
+            created[name] = time.monotonic()
+
+    await asyncio.gather(*(one(n) for n in names))
+    return created
+
+
+async def _wait_active(client: Client, namespace: str, count: int, timeout_s: float) -> (
+    dict[str, float]
+):
+    """First time each instance was seen ACTIVE (polling lists every 0.5 s)."""
+    active: dict[str, float] = {}
+    deadline = time.monotonic() + timeout_s
+    while len(active) < count and time.monotonic() < deadline:
+        items, _ = await client.list_all(INSTANCES, namespace=namespace)
+        now = time.monotonic()
+        for item in items:
+            if (item.get("status") or {}).get("state") == "ACTIVE":
+                active.setdefault(item["metadata"]["name"], now)
+        await asyncio.sleep(0.5)
+    return active
+
+
+async def _versions(client: Client, namespace: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for gvr in (INSTANCES, GVR("", "v1", "configmaps"), GVR("apps", "v1", "deployments"),
+                GVR("", "v1", "services")):
+        items, _ = await client.list_all(gvr, namespace=namespace)
+        for item in items:
+            out[f"{gvr.resource}/{item['metadata']['name']}"] = item["metadata"][
+                "resourceVersion"]
+    return out
+
+
+async def run_once(kubeconfig: str, instances: int, workers: int, steady_s: float) -> dict[
+    str, Any
+]:
+    client = await Client.from_kubeconfig(kubeconfig, options=ClientOptions(qps=0))
+    namespace = f"bench-{int(time.time())}"
+    try:
+        for crd in kro_crds():
+            try:
+                await client.create(CRDS, crd)
+            except AlreadyExists:
+                pass
+            await wait_established(client, crd["metadata"]["name"])
+        await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
+                                         "metadata": {"name": namespace}})
+        controller = _start_controller(kubeconfig, workers)
+        try:
+            await client.apply(RGDS, RGD, field_manager="bench", force=True)
+            await _wait_rgd_active(client)
+            await client.mapper.refresh()
+            before = await _request_total(client)
+            cpu_before, _ = _proc_usage(controller.pid)
+            started = time.monotonic()
+            names = [f"app-{i:05d}" for i in range(instances)]
+            created = await _create(client, namespace, names)
+            active = await _wait_active(client, namespace, instances, timeout_s=1800)
+            all_active_s = max(active.values()) - started if len(active) == instances else None
+            after = await _request_total(client)
+            cpu_after, peak = _proc_usage(controller.pid)
+            latencies = sorted(active[n] - created[n] for n in active)
+            versions = await _versions(client, namespace)
+            await asyncio.sleep(steady_s)
+            changed = [k for k, v in (await _versions(client, namespace)).items()
+                       if versions.get(k) != v]
+            return {
+                "instances": instances, "workers": workers, "active": len(active),
+                "all_active_s": all_active_s,
+                "throughput_per_s": len(active) / (max(active.values()) - started)
+                if active else 0.0,
+                "p50_create_to_active_s": statistics.median(latencies) if latencies else None,
+                "p99_create_to_active_s": latencies[int(0.99 * (len(latencies) - 1))]
+                if latencies else None,
+                "api_requests_total": after - before,
+                "api_requests_per_instance": (after - before) / instances,
+                "controller_cpu_s": cpu_after - cpu_before,
+                "controller_peak_rss_mib": peak / 2**20,
+                "steady_state_s": steady_s,
+                "steady_state_writes": len(changed),
+            }
+        finally:
+            stop_pid(controller.pid, reap=controller.poll)
+    finally:
+        await client.close()
+
+
+def _report(result: dict[str, Any]) -> None:
+    for key, value in result.items():
+        print(f"  {key:28} {value:.3f}" if isinstance(value, float) else f"  {key:28} {value}")
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"controller-{result['instances']}-w{result['workers']}.json"
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"  written to {path}")
+
+
+async def _main(args: argparse.Namespace, kubeconfig: str) -> None:
+    if args.scaling:
+        for workers in (1, 2, 4, 8, 16, 32):
+            print(f"== {args.scaling} instances, {workers} workers")
+            _report(await run_once(kubeconfig, args.scaling, workers, 0))
+        return
+    print(f"== {args.instances} instances, {args.workers} workers")
+    _report(await run_once(kubeconfig, args.instances, args.workers, args.steady_seconds))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--instances", type=int, default=200)
+    parser.add_argument("--workers", type=int, default=16)
+    parser.add_argument("--steady-seconds", type=float, default=60.0)
+    parser.add_argument("--scaling", type=int, default=0,
+                        help="instead: this many instances for each worker count")
+    args = parser.parse_args()
+    kubeconfig = os.environ.get("KUBECONFIG")
+    if kubeconfig:
+        asyncio.run(_main(args, kubeconfig))
+        return
+    with LocalCluster(options=ClusterOptions(nodes=1)) as state:
+        asyncio.run(_main(args, state.kubeconfig))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,283 @@
+"""The instance side of the graph: the `schema` variable (C-11, N-25), the spec schema
+(G-04), projected status fields and the inferred status schema (T-01..T-03, T-05), author
+conditions (K-01..K-03, C-32, C-33), and the generated CRD (S-28)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from test_builder_fixtures import build, build_error, configmap, deployment, resource, rgd
+
+from kro.graph.build_errors import ConditionsError, InstanceSchemaError, StatusSchemaError
+from kro.graph.template import FieldPath
+
+CM = configmap("cm")
+
+
+# --- the `schema` variable -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "${schema.metadata.name}",
+        "${schema.metadata.namespace}",
+        "${schema.metadata.labels['app']}",
+        "${schema.apiVersion + schema.kind}",
+        "${string(schema.metadata.generation)}",
+        "${schema.spec.tiers[0]}",
+        "${schema.spec.config.anything.goes}",
+    ],
+    ids=["name", "namespace", "labels", "apiversion-kind", "generation", "spec-list",
+         "preserve-unknown-spec"],
+)  # fmt: skip
+def test_schema_exposes_object_meta_and_spec(expression: str) -> None:
+    build(rgd(configmap("cm", data={"x": expression})))
+
+
+def test_schema_has_no_status() -> None:
+    err = build_error(rgd(configmap("cm", data={"x": "${schema.status.state}"})))
+    assert "undefined field 'status'" in str(err)
+
+
+def test_cluster_scoped_instance_has_no_namespace() -> None:
+    namespaced = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "x", "namespace": "y"},
+    }
+    ok = resource("cm", {**namespaced, "data": {"x": "${schema.metadata.name}"}})
+    assert not build(rgd(ok, scope="Cluster")).instance.namespaced
+    bad = resource("cm", {**namespaced, "data": {"x": "${schema.metadata.namespace}"}})
+    err = build_error(rgd(bad, scope="Cluster"))
+    assert "undefined field 'namespace'" in str(err)
+
+
+def test_environment_declares_schema_and_every_resource() -> None:
+    graph = build(rgd(CM, configmap("cms", name="${t}", forEach=[{"t": "${schema.spec.tiers}"}])))
+    variables = graph.environment.variables
+    assert set(variables) == {"schema", "cm", "cms"}
+    assert variables["cm"].kind == "object"
+    assert variables["cms"].kind == "list"
+
+
+@pytest.mark.parametrize(
+    ("spec", "detail", "path"),
+    [
+        ({"a": "int"}, "unknown type: int", "spec.a"),
+        ({"a": "string | foo=bar"}, 'invalid marker key "foo": unknown marker: foo', "spec.a"),
+        ({"a": 3}, "unexpected type: float64", "spec.a"),
+    ],
+    ids=["unknown-type", "unknown-marker", "not-a-string"],
+)
+def test_spec_schema_errors(spec: dict[str, Any], detail: str, path: str) -> None:
+    err = build_error(rgd(spec=spec))
+    assert isinstance(err, InstanceSchemaError)
+    assert str(err) == f"failed to build OpenAPI schema for instance: {detail}"
+    assert (err.rule, err.field_path) == ("G-04", path)
+
+
+# --- projected status ----------------------------------------------------------------------------
+
+
+def test_status_schema_is_inferred_from_expression_types() -> None:
+    graph = build(
+        rgd(
+            deployment(),
+            CM,
+            status={
+                "name": "${cm.metadata.name}",
+                "replicas": "${deployment.spec.replicas}",
+                "ratio": "${schema.spec.ratio}",
+                "ready": "${schema.spec.enabled}",
+                "nested": {"count": "${size(cm.data)}"},
+                "endpoints": ["${cm.metadata.name}", "${schema.spec.name}"],
+                "url": "https://${cm.metadata.name}",
+                "created": "${cm.metadata.creationTimestamp}",
+                "labels": "${cm.metadata.labels}",
+                "config": "${schema.spec.config}",
+                "maybe": "${cm.data.?x}",
+                "selector": "${deployment.spec.selector}",
+            },
+        )
+    )
+    properties = graph.instance.status_schema["properties"]
+    assert properties["name"] == {"type": "string"}
+    assert properties["replicas"] == {"type": "integer"}
+    assert properties["ratio"] == {"type": "number"}
+    assert properties["ready"] == {"type": "boolean"}
+    assert properties["nested"] == {"type": "object", "properties": {"count": {"type": "integer"}}}
+    assert properties["endpoints"] == {"type": "array", "items": {"type": "string"}}
+    assert properties["url"] == {"type": "string"}
+    assert properties["created"] == {"type": "string", "format": "date-time"}
+    assert properties["labels"]["type"] == "object"
+    assert properties["labels"]["additionalProperties"]["type"] == "string"
+    assert properties["config"] == {"x-kubernetes-preserve-unknown-fields": True}
+    assert properties["maybe"] == {
+        "x-kubernetes-preserve-unknown-fields": True,
+        "description": "unknown CEL type: optional_type(string)",
+    }
+    assert set(properties["selector"]["properties"]) == {"matchLabels", "matchExpressions"}
+    assert properties["state"] == {"type": "string"}
+    assert properties["conditions"]["type"] == "array"
+
+
+def test_status_fields_are_relative_to_status() -> None:
+    graph = build(rgd(CM, status={"a": {"b": "${cm.metadata.name}"}, "c": "${schema.spec.name}"}))
+    assert [(f.path, f.kind) for f in graph.status_fields] == [
+        (FieldPath(("a", "b")), "dynamic"),
+        (FieldPath(("c",)), "static"),
+    ]
+
+
+def test_author_state_field_shapes_the_crd() -> None:
+    graph = build(rgd(CM, status={"state": "${size(cm.data)}"}))
+    assert graph.instance.status_schema["properties"]["state"] == {"type": "integer"}
+
+
+@pytest.mark.parametrize(
+    ("status", "detail", "rule"),
+    [
+        ({"a": "x", "b": {"c": 1}},
+         "status fields without expressions are not supported: [status.a status.b.c]", "T-01"),
+        ({"a": "${'x'}"}, "instance status field must refer to a resource or schema: status.a",
+         "T-02"),
+        ({"a": "${runtime.condition(schema, 'Ready').status}"},
+         'status field "status.a": references unknown identifiers: [runtime]', "T-02"),
+        ({"a": "${each.metadata.name}"},
+         'status field "status.a": references unknown identifiers: [each]', "T-02"),
+        ({"a": "${nope.x}"}, 'status field "status.a": references unknown identifiers: [nope]',
+         "T-02"),
+    ],
+    ids=["literals", "constant", "runtime", "each", "unknown"],
+)  # fmt: skip
+def test_status_errors(status: dict[str, Any], detail: str, rule: str) -> None:
+    err = build_error(rgd(CM, status=status))
+    assert isinstance(err, StatusSchemaError)
+    assert str(err) == f"failed to build instance status schema: {detail}"
+    assert err.rule == rule
+
+
+def test_status_string_template_parts_must_be_strings() -> None:
+    err = build_error(rgd(CM, status={"a": "x-${schema.spec.replicas}"}))
+    assert "found no matching overload for '_+_' applied to '(string, int)'" in str(err)
+    assert (err.rule, err.field_path) == ("C-03", "status.a")
+
+
+def test_omit_is_not_allowed_in_status() -> None:
+    err = build_error(rgd(CM, status={"a": "${cm.data.?x.orValue(omit())}"}), omit_function=True)
+    assert str(err) == (
+        "failed to build instance status schema: omit() can only be used in resource template "
+        "expressions"
+    )
+
+
+# --- author conditions ---------------------------------------------------------------------------
+
+
+def new_condition(kind: str, status: str = "'True'") -> str:
+    return f"runtime.newCondition({{type: '{kind}', status: {status}}})"
+
+
+def test_conditions_compile_with_runtime_and_resources() -> None:
+    graph = build(
+        rgd(
+            CM,
+            status={
+                "conditions": [
+                    f"${{{new_condition('A')}}}",
+                    f"${{[{new_condition('B', 'cm.data.x')}]}}",
+                    "${runtime.condition(schema, 'Ready')}",
+                    f"${{true ? {new_condition('C')} : {new_condition('C', repr('False'))}}}",
+                    "${runtime.condition(cm, 'Anything')}",
+                ]
+            },
+        )
+    )
+    assert [c.output_type.cel_name for c in graph.conditions] == [
+        "kro.run.Condition",
+        "list(kro.run.Condition)",
+        "kro.run.Condition",
+        "kro.run.Condition",
+        "kro.run.Condition",
+    ]
+    assert graph.status_fields == ()
+    assert graph.instance.status_schema["properties"]["conditions"]["type"] == "array"
+
+
+@pytest.mark.parametrize(
+    ("conditions", "detail", "rule"),
+    [
+        ("x", "status.conditions must be a list, got string", "K-01"),
+        ([1], "status.conditions[0] must be a CEL expression string, got float64", "K-01"),
+        (["x ${a}"], "status.conditions[0]: only standalone expressions are allowed", "K-01"),
+        (["${'x'}"],
+         'status.conditions[0]: condition expressions must return runtime.newCondition(...) or '
+         'a list of them, got "string"', "K-01"),
+        ([f"${{{new_condition('A')}}}", f"${{{new_condition('A', repr('False'))}}}"],
+         'status.conditions[1]: condition type "A" is declared by more than one conditions '
+         "entry", "K-03"),
+        ([f"${{{new_condition('A', repr('Yes'))}}}"],
+         "status.conditions[0]: runtime.newCondition: 'status' must be one of True, False, "
+         "Unknown, got 'Yes'", "K-01"),
+        ([f"${{{new_condition('')}}}"],
+         "status.conditions[0]: runtime.newCondition: 'type' must not be empty", "K-01"),
+        (["${runtime.newCondition({type: 'A', status: 'True', foo: 'x'})}"],
+         'status.conditions[0]: runtime.newCondition: unknown key "foo"', "K-01"),
+        ([f"${{{new_condition('A')}}}",
+          f"${{{new_condition('B', 'runtime.condition(schema, ' + repr('A') + ').status')}}}"],
+         "status.conditions[1]: custom conditions cannot reference each other", "C-33"),
+        ([f"${{{new_condition('B', 'runtime.condition(schema, ' + repr('Nope') + ').status')}}}"],
+         "status.conditions[0]: unknown condition type; only kro's built-in types (Ready, "
+         "InstanceManaged, GraphResolved, ResourcesReady) can be read from schema", "C-33"),
+        ([f"${{{new_condition('B', 'foo.x')}}}"],
+         "status.conditions[0]: references unknown identifiers: [foo]", "K-02"),
+        ([f"${{{new_condition('B', 'each.x')}}}"],
+         "status.conditions[0]: references unknown identifiers: [each]", "K-02"),
+    ],
+    ids=["not-a-list", "not-a-string", "not-standalone", "wrong-type", "duplicate-type",
+         "bad-status", "empty-type", "unknown-key", "cross-reference", "unknown-builtin",
+         "unknown-identifier", "each"],
+)  # fmt: skip
+def test_condition_errors(conditions: Any, detail: str, rule: str) -> None:
+    err = build_error(rgd(CM, status={"conditions": conditions}))
+    assert isinstance(err, ConditionsError)
+    assert str(err) == f"failed to build instance status conditions: {detail}"
+    assert err.rule == rule
+    assert (err.field_path or "").startswith("status.conditions")
+
+
+def test_built_in_types_may_be_read_even_when_the_author_declares_them() -> None:
+    build(
+        rgd(
+            CM,
+            status={
+                "conditions": [
+                    f"${{{new_condition('Ready', 'runtime.condition(schema, ' + repr('Ready') + ').status')}}}"  # noqa: E501
+                ]
+            },
+        )
+    )
+
+
+# --- the CRD -------------------------------------------------------------------------------------
+
+
+def test_instance_and_crd() -> None:
+    graph = build(rgd(kind="WebApp", group="apps.example.com", shortNames=["wa"]))
+    instance = graph.instance
+    assert (instance.group, instance.version, instance.kind, instance.plural) == (
+        "apps.example.com",
+        "v1alpha1",
+        "WebApp",
+        "webapps",
+    )
+    assert instance.api_version == "apps.example.com/v1alpha1"
+    assert instance.crd["metadata"] == {"name": "webapps.apps.example.com"}
+    assert instance.crd["spec"]["names"]["shortNames"] == ["wa"]
+    version = instance.crd["spec"]["versions"][0]
+    openapi = version["schema"]["openAPIV3Schema"]
+    assert openapi["properties"]["spec"] == instance.spec_schema
+    assert openapi["properties"]["status"] == instance.status_schema
+    assert instance.spec_schema["properties"]["replicas"] == {"type": "integer", "default": 1}
