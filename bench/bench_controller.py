@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import statistics
@@ -167,10 +168,8 @@ async def run_once(kubeconfig: str, instances: int, workers: int, steady_s: floa
     namespace = f"bench-{int(time.time())}"
     try:
         for crd in kro_crds():
-            try:
+            with contextlib.suppress(AlreadyExists):
                 await client.create(CRDS, crd)
-            except AlreadyExists:
-                pass
             await wait_established(client, crd["metadata"]["name"])
         await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
                                          "metadata": {"name": namespace}})
