@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -141,6 +142,7 @@ class _Declaration:
     proto_file: bytes
     messages: Mapping[str, Mapping[str, Any]]
     converter: InputConverter
+    hint: str = ""
 
 
 class Activation:
@@ -287,7 +289,9 @@ class CelEnvironment:
 
     def _env(self) -> Any:
         if self._check_env is None:
-            files = [d.proto_file for d in self._declarations.values() if d.proto_file]
+            files = list(
+                dict.fromkeys(d.proto_file for d in self._declarations.values() if d.proto_file)
+            )
             self._messages = {
                 k: v for d in self._declarations.values() for k, v in d.messages.items()
             }
@@ -364,14 +368,49 @@ class CelEnvironment:
         return Activation(converted)
 
 
+_DECLARATION_CACHE_SIZE: Final = 512
+_declarations: OrderedDict[int, tuple[Mapping[str, Any], _Declaration]] = OrderedDict()
+
+
+def _type_hint(name: str, schema: Mapping[str, Any]) -> str:
+    """Name synthetic messages after the kind when the schema says which kind it is, so one
+    translation serves every variable of that kind (`kro.t3.deployment_spec`)."""
+    gvks = schema.get("x-kubernetes-group-version-kind")
+    if isinstance(gvks, list) and len(gvks) == 1 and isinstance(gvks[0], Mapping):
+        kind = str(gvks[0].get("kind") or "")
+        if _IDENTIFIER.match(kind):
+            return kind.lower()
+    return name
+
+
 def _translate(name: str, schema: Mapping[str, Any]) -> _Declaration:
+    """Translate a schema once per schema object: a resolver hands out the same object for a
+    kind every time, and translation (protobuf descriptors, input converter, probe) is the
+    expensive part of building a graph. Kind-named schemas are shared by every variable."""
+    hint = _type_hint(name, schema)
+    key = id(schema)
+    cached = _declarations.get(key)
+    if cached is not None and cached[0] is schema and (hint != name or cached[1].hint == name):
+        _declarations.move_to_end(key)
+        return cached[1]
+    declaration = _translate_uncached(hint, schema)
+    if hint != name:  # only kind-named translations are reusable across variable names
+        _declarations[key] = (schema, declaration)
+        if len(_declarations) > _DECLARATION_CACHE_SIZE:
+            _declarations.popitem(last=False)
+    return declaration
+
+
+def _translate_uncached(name: str, schema: Mapping[str, Any]) -> _Declaration:
     translator = SchemaTranslator(name)
     engine, cel_type = translator.translate(schema)
     proto_file = b""
     if translator.file.message_type:
         proto_file = translator.file.SerializeToString()
         _probe_descriptors(name, translator)
-    return _Declaration(cel_type, engine, proto_file, translator.messages, InputConverter(schema))
+    return _Declaration(
+        cel_type, engine, proto_file, translator.messages, InputConverter(schema), name
+    )
 
 
 def _probe_descriptors(name: str, translator: SchemaTranslator) -> None:
