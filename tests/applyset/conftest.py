@@ -4,7 +4,6 @@ on it, an Applier, and a task-leak check."""
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,17 +21,8 @@ from kro.runtime.config import ConnectionConfig
 
 
 @pytest.fixture(autouse=True)
-async def no_task_leaks() -> AsyncIterator[None]:
-    """Fail the test if it leaves tasks running: every concurrent apply/delete must be awaited."""
-    before = asyncio.all_tasks()
-    yield
-    current = asyncio.current_task()
-    leaked = [t for t in asyncio.all_tasks() - before if t is not current and not t.done()]
-    for task in leaked:
-        task.cancel()
-    await asyncio.gather(*leaked, return_exceptions=True)
-    if leaked:
-        pytest.fail(f"leaked tasks: {[t.get_name() for t in leaked]}")
+def _fail_on_leaked_tasks(no_task_leaks: None) -> None:
+    """Every test here must stop the tasks it starts (see tests/conftest.py)."""
 
 
 @pytest.fixture

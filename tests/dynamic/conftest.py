@@ -3,7 +3,6 @@ on a FakeClock, recorded metrics, and a check that no test leaves a task behind.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -16,17 +15,8 @@ from kro.runtime.informerfactory import SharedInformerFactory
 
 
 @pytest.fixture(autouse=True)
-async def no_task_leaks() -> AsyncIterator[None]:
-    """Fail the test if it leaves tasks running (every task needs an owner that stops it)."""
-    before = asyncio.all_tasks()
-    yield
-    current = asyncio.current_task()
-    leaked = [t for t in asyncio.all_tasks() - before if t is not current and not t.done()]
-    if leaked:
-        for task in leaked:
-            task.cancel()
-        await asyncio.gather(*leaked, return_exceptions=True)
-        pytest.fail(f"leaked tasks: {[t.get_name() for t in leaked]}")
+def _fail_on_leaked_tasks(no_task_leaks: None) -> None:
+    """Every test here must stop the tasks it starts (see tests/conftest.py)."""
 
 
 @pytest.fixture
