@@ -60,7 +60,11 @@ def configure(fmt: Format = "json", level: str | int = "info") -> None:
         shared.append(structlog.processors.format_exc_info)
         renderer = structlog.processors.JSONRenderer(serializer=_json_dumps)
     elif fmt == "console":
-        renderer = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+        # Plain tracebacks: rich's pretty ones render every local variable and cost about a
+        # second of CPU per failed reconcile, enough to starve the probes under errors.
+        renderer = structlog.dev.ConsoleRenderer(
+            colors=sys.stderr.isatty(), exception_formatter=structlog.dev.plain_traceback
+        )
     else:
         raise ValueError(f"unknown log format {fmt!r}")
 
