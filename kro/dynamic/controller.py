@@ -104,6 +104,8 @@ class DynamicControllerOptions:
         failure cannot flood the API server. The delay is the larger of the two.
     max_retries: rate-limited re-adds of a failing item before it is dropped until its next
         event (`--dynamic-controller-default-queue-max-retries`, 20).
+    unfinished_work_period_s: how often the queue's stuck-worker gauges are refreshed (None:
+        never; the controller binary uses 0.5 s, as controller-runtime's default period).
     informer_sync_timeout_s: how long registering a kind or watching a new one waits for the
         informer's first LIST (upstream's fixed 30s); a timeout raises InformerSyncTimeout.
 
@@ -118,6 +120,7 @@ class DynamicControllerOptions:
     retry_burst: int = 100
     max_retries: int = 20
     informer_sync_timeout_s: float = 30.0
+    unfinished_work_period_s: float | None = None
 
 
 @dataclass(slots=True)
@@ -264,6 +267,11 @@ class DynamicController:
             async with asyncio.TaskGroup() as workers:
                 for i in range(self.options.workers):
                     workers.create_task(self._work(), name=f"{CONTROLLER_NAME}:worker-{i}")
+                if self.options.unfinished_work_period_s:
+                    workers.create_task(
+                        self._refresh_unfinished_work(self.options.unfinished_work_period_s),
+                        name=f"{CONTROLLER_NAME}:unfinished-work",
+                    )
         finally:
             self.queue.shutdown()
             await self._close()
@@ -272,6 +280,13 @@ class DynamicController:
     def shutdown(self) -> None:
         """Stop accepting items; `run()` returns once the queued and in-flight ones are done."""
         self.queue.shutdown()
+
+    async def _refresh_unfinished_work(self, period_s: float) -> None:
+        """Keep workqueue_unfinished_work_seconds / _longest_running_processor_seconds fresh,
+        so a stuck reconcile shows up on dashboards while it is stuck."""
+        while not self.queue.is_shutting_down:
+            self.queue.update_unfinished_work()
+            await self._clock.sleep(period_s)
 
     async def _close(self) -> None:
         for gvr in list(self._registrations):
