@@ -11,20 +11,25 @@ namespace and ServiceAccount, a Ready node) instead of sleeping.
 
 `up` detaches: the cluster keeps running until `down`. In-process users (the pytest plugin,
 `make run`) use `LocalCluster` as a context manager and their children die with them.
+`LocalCluster.restart(component)` stops one component and starts it again with the same flags,
+ports and data (a crash-and-recover drill for clients: their URLs stay valid).
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -126,6 +131,13 @@ class LocalCluster:
         self.options = options or ClusterOptions()
         self.run_dir = run_dir or Path(tempfile.mkdtemp(prefix="kro-cluster-"))
         self._children: dict[str, subprocess.Popen[bytes]] = {}
+        # What restart() needs: each component's command line and its readiness probes.
+        self._argv: dict[str, list[str]] = {}
+        self._probes: dict[str, list[Callable[[], object]]] = {}
+        # PR_SET_PDEATHSIG fires when the *thread* that spawned a child ends, so children
+        # spawned off the main thread (`await asyncio.to_thread(cluster.restart_apiserver)`)
+        # are spawned by this one thread instead, which lives until stop().
+        self._spawner: ThreadPoolExecutor | None = None
         self.state: ClusterState | None = None
 
     def __enter__(self) -> ClusterState:
@@ -189,24 +201,25 @@ class LocalCluster:
         deadline = time.monotonic() + self.options.start_timeout_s
         api = AdminApi(server, ca=certs.ca.cert, token=admin_token)
 
-        self._spawn("etcd", self._etcd_argv(binaries["etcd"], ports))
-        self._wait(
-            "etcd", deadline, lambda: AdminApi.plain_get(f"http://127.0.0.1:{ports['etcd']}/health")
+        self._launch(
+            "etcd",
+            self._etcd_argv(binaries["etcd"], ports),
+            deadline,
+            lambda: AdminApi.plain_get(f"http://127.0.0.1:{ports['etcd']}/health"),
         )
-        self._spawn(
-            "kube-apiserver", self._apiserver_argv(binaries["kube-apiserver"], ports, certs)
+        self._launch(
+            "kube-apiserver",
+            self._apiserver_argv(binaries["kube-apiserver"], ports, certs),
+            deadline,
+            lambda: api.get("/readyz") is not None,
+            lambda: api.exists("/api/v1/namespaces/default"),
         )
-        self._wait("kube-apiserver", deadline, lambda: api.get("/readyz") is not None)
-        self._wait("kube-apiserver", deadline, lambda: api.exists("/api/v1/namespaces/default"))
         kcm_config = write_kubeconfig(
             run / "kcm.kubeconfig", server, certs.ca.cert, _cert_user(certs.controller_manager)
         )
-        self._spawn(
+        self._launch(
             "kube-controller-manager",
             self._kcm_argv(binaries["kube-controller-manager"], ports, certs, kcm_config),
-        )
-        self._wait(
-            "kube-controller-manager",
             deadline,
             lambda: AdminApi.insecure_get(f"https://127.0.0.1:{ports['kcm']}/healthz"),
         )
@@ -270,12 +283,13 @@ class LocalCluster:
         for index in range(self.options.nodes):
             name = f"kwok-node-{index}"
             api.ensure("/api/v1/nodes", _node(name))
-        self._wait(
-            "kube-scheduler",
-            deadline,
-            lambda: AdminApi.insecure_get(f"https://127.0.0.1:{ports['scheduler']}/healthz"),
-        )
-        self._wait("kwok", deadline, lambda: _node_ready(api, NODE_NAME))
+        self._probes["kube-scheduler"] = [
+            lambda: AdminApi.insecure_get(f"https://127.0.0.1:{ports['scheduler']}/healthz")
+        ]
+        self._probes["kwok"] = [lambda: _node_ready(api, NODE_NAME)]
+        for name in ("kube-scheduler", "kwok"):
+            for probe in self._probes[name]:
+                self._wait(name, deadline, probe)
 
     def _etcd_argv(self, binary: Path, ports: dict[str, int]) -> list[str]:
         client = f"http://127.0.0.1:{ports['etcd']}"
@@ -341,14 +355,31 @@ class LocalCluster:
             "--v=1",
         ]
 
+    def _launch(
+        self, name: str, argv: list[str], deadline: float, *probes: Callable[[], object]
+    ) -> None:
+        """Spawn a component and wait until every probe passes, in order."""
+        self._probes[name] = list(probes)
+        self._spawn(name, argv)
+        for probe in probes:
+            self._wait(name, deadline, probe)
+
     def _spawn(self, name: str, argv: list[str]) -> None:
-        child = processes.start(name, argv, self.run_dir / "logs", detached=self.options.detached)
+        log_dir = self.run_dir / "logs"
+        detached = self.options.detached
+        if detached or threading.current_thread() is threading.main_thread():
+            child = processes.start(name, argv, log_dir, detached=detached)
+        else:
+            if self._spawner is None:
+                self._spawner = ThreadPoolExecutor(1, thread_name_prefix="kro-cluster-spawner")
+            child = self._spawner.submit(processes.start, name, argv, log_dir).result()
         self._children[name] = child
+        self._argv[name] = argv
         assert self.state is not None
         self.state.pids[name] = child.pid
         self.state.save()
 
-    def _wait(self, name: str, deadline: float, probe: Any) -> None:
+    def _wait(self, name: str, deadline: float, probe: Callable[[], object]) -> None:
         """Poll `probe` every 100 ms until it is true; fail fast when the component died."""
         while True:
             child = self._children.get(name)
@@ -367,6 +398,43 @@ class LocalCluster:
         log = self.run_dir / "logs" / f"{name}.log"
         return f"{name} {what}; last lines of {log}:\n{processes.log_tail(log)}"
 
+    # -- restart -----------------------------------------------------------------------------
+
+    def restart(
+        self,
+        component: str,
+        *,
+        kill: bool = False,
+        grace_s: float = 10.0,
+        timeout_s: float = 120.0,
+    ) -> float:
+        """Stop `component` and start it again with the same flags, ports and data directory;
+        returns once its readiness probes pass again, with the seconds it was away.
+
+        kill: SIGKILL at once (a crash); otherwise SIGTERM, and SIGKILL after `grace_s` (a
+        rolling restart; kube-apiserver stops listening at once but may take long to exit).
+        Only components this LocalCluster started can be restarted (not a detached `up`).
+        """
+        child = self._children.get(component)
+        if child is None or component not in self._argv:
+            raise ValueError(f"{component!r} is not running in this cluster: {sorted(self._argv)}")
+        began = time.monotonic()
+        if kill:
+            with contextlib.suppress(ProcessLookupError):
+                child.kill()
+            child.wait(timeout=30)
+        else:
+            processes.stop_pid(child.pid, timeout_s=grace_s, reap=child.poll)
+        self._spawn(component, self._argv[component])
+        deadline = time.monotonic() + timeout_s
+        for probe in self._probes.get(component, ()):
+            self._wait(component, deadline, probe)
+        return time.monotonic() - began
+
+    def restart_apiserver(self, *, kill: bool = False, grace_s: float = 10.0) -> float:
+        """`restart("kube-apiserver")`: watches break and its watch cache starts afresh."""
+        return self.restart("kube-apiserver", kill=kill, grace_s=grace_s)
+
     # -- stop --------------------------------------------------------------------------------
 
     def stop(self) -> None:
@@ -378,6 +446,9 @@ class LocalCluster:
             child = self._children.get(name)
             processes.stop_pid(pids[name], reap=child.poll if child else None)
         self._children.clear()
+        if self._spawner is not None:
+            self._spawner.shutdown()
+            self._spawner = None
         if self.state is not None:
             self.state.pids.clear()
             self.state.save()
