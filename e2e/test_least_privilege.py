@@ -21,9 +21,8 @@ are exercised too.
 The generated kind's own rules (nginxapps, /status, /finalizers) stay in place in step 3, or kro
 could not write the condition that reports the problem.
 
-A second test deletes an instance while the child rules are gone: upstream reports
-`deletion blocked: <error>` (reference D-06). kro does not yet, so that test is an expected
-failure that starts failing (strict xfail) once the gap is closed.
+A second test deletes an instance while the child rules are gone: the instance reports
+`deletion blocked: <error>` (reference D-06) and finishes once the rules are back.
 """
 
 from __future__ import annotations
@@ -367,12 +366,6 @@ def deletion_blocked_reported(app: NginxApp) -> dict[str, Any] | None:
     return None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="kro bug: InstanceReconciler._delete (kro/controllers/instance/reconciler.py) turns "
-    "only ApplySetError into 'deletion blocked: ...'; a 403 while listing or deleting children "
-    "escapes as a plain error, so the instance keeps its old ACTIVE status (reference D-06)",
-)
 def test_deletion_blocked_by_a_missing_permission_is_reported(
     rbac: ChartRbac, controller: InProcessController, nginxapp: NginxApp,
     kube_admin: AdminApi,

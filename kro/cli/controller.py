@@ -60,6 +60,7 @@ def app_options(config: ControllerConfig) -> AppOptions:
         rgd_workers=config.rgd_concurrent_reconciles,
         graph_revision_workers=config.graph_revision_concurrent_reconciles,
         resync_period_s=float(config.resync_period_s) or None,
+        feature_gates=dict(config.feature_gates),
     )
 
 

@@ -15,12 +15,22 @@ from typing import Any
 from kro.api.names import (
     ALLOW_BREAKING_CHANGES_VALUE,
     ANNOTATION_ALLOW_BREAKING_CHANGES,
+    FEATURE_INSTANCE_CONDITION_EVENTS,
     LABEL_RGD_NAME,
 )
 from kro.applyset import Applier, ApplierOptions, tooling_for
 from kro.controllers.crd import CRDS, is_kro_owned
+from kro.controllers.events import RecorderPool
 from kro.controllers.graphrevision import GRAPH_REVISIONS, GraphRevisionReconciler
 from kro.controllers.instance.labels import KRO_VERSION
+from kro.controllers.metrics import (
+    GraphRevisionMetrics,
+    InstanceMetrics,
+    RegistryMetrics,
+    RGDMetrics,
+    RuntimeMetrics,
+    SchemaResolverMetrics,
+)
 from kro.controllers.registry import RevisionRegistry
 from kro.controllers.rgd import RGDS, RGDOptions, RGDReconciler
 from kro.controllers.schemas import LiveSchemaResolver
@@ -41,11 +51,18 @@ Obj = Mapping[str, Any]
 
 @dataclass(frozen=True, kw_only=True)
 class AppOptions:
+    """What `kro controller`'s flags configure (§1.S); defaults are upstream's.
+
+    feature_gates: `--feature-gates` (§1.V); here InstanceConditionEvents turns on Events for
+    instance condition changes. CELOmitFunction reaches the builder through `rgd.build`.
+    """
+
     rgd: RGDOptions = field(default_factory=RGDOptions)
     dynamic: DynamicControllerOptions = field(default_factory=DynamicControllerOptions)
     rgd_workers: int = 1
     graph_revision_workers: int = 1
     resync_period_s: float | None = 36000.0
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
 
 
 class _Handler:
@@ -97,8 +114,13 @@ class KroApp:
     def __init__(self, client: Client, options: AppOptions, *, metrics: MetricsProvider) -> None:
         clock = RealClock()
         self.client = client
-        self.registry = RevisionRegistry()
-        self.resolver = LiveSchemaResolver(client)
+        self.registry = RevisionRegistry(RegistryMetrics(metrics))
+        self.recorders = (
+            RecorderPool(client)
+            if options.feature_gates.get(FEATURE_INSTANCE_CONDITION_EVENTS)
+            else None
+        )
+        self.resolver = LiveSchemaResolver(client, metrics=SchemaResolverMetrics(metrics))
         self.factory = SharedInformerFactory(client, resync_period_s=options.resync_period_s)
         self.dynamic = DynamicController(self.factory, options=options.dynamic, metrics=metrics)
         self.applier = Applier(client, ApplierOptions(tooling=tooling_for(KRO_VERSION)))
@@ -121,6 +143,10 @@ class KroApp:
             dynamic=self.dynamic,
             applier=self.applier,
             options=options.rgd,
+            metrics=RGDMetrics(metrics),
+            instance_metrics=InstanceMetrics(metrics),
+            runtime_metrics=RuntimeMetrics(metrics),
+            recorders=self.recorders,
         )
         self.gr_reconciler = GraphRevisionReconciler(
             client=client,
@@ -128,6 +154,7 @@ class KroApp:
             resolver=self.resolver,
             options=options.rgd.build,
             notify_rgd=self.enqueue_rgd,
+            metrics=GraphRevisionMetrics(metrics),
         )
         self.rgd_controller = Controller(
             "ResourceGraphDefinition",
@@ -172,6 +199,7 @@ class KroApp:
         crds = Informer(self.client, CRDS, metadata_only=True)
         crds.add_handler(
             _Handler(
+                on_add=lambda crd: self._forget_schemas(),
                 on_update=lambda old, new: self._crd_changed(new),
                 on_delete=self._crd_changed,
             )
@@ -188,10 +216,14 @@ class KroApp:
             self.gr_queue.add(Request("", _name(new)))
         self.enqueue_rgd(_snapshot_name(new))
 
-    def _crd_changed(self, crd: Obj) -> None:
-        """CRD watch healing (P-12): a kro-owned CRD changed or vanished; reconcile its RGD."""
+    def _forget_schemas(self) -> None:
+        """A CRD appeared or changed: kinds and schemas cached before are stale."""
         self.client.mapper.invalidate()
         self.resolver.invalidate()
+
+    def _crd_changed(self, crd: Obj) -> None:
+        """CRD watch healing (P-12): a kro-owned CRD changed or vanished; reconcile its RGD."""
+        self._forget_schemas()
         if is_kro_owned(crd):
             self.enqueue_rgd(
                 str(((crd.get("metadata") or {}).get("labels") or {}).get(LABEL_RGD_NAME, ""))
@@ -201,6 +233,8 @@ class KroApp:
         for informer in self.informers:
             manager.add_informer(informer)
         manager.add_runnable(self.factory)
+        if self.recorders is not None:
+            manager.add_runnable(self.recorders)
         manager.add_controller(self.gr_controller)
         manager.add_controller(self.rgd_controller)
         manager.add_controller(self.dynamic)

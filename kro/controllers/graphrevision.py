@@ -10,6 +10,7 @@ On deletion the registry entry is evicted before the finalizer goes (N-03).
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -32,12 +33,13 @@ from kro.api.names import (
 )
 from kro.applyset import remove_finalizer
 from kro.controllers.instance.status import now_rfc3339
+from kro.controllers.metrics import COMPILE_FAILED, COMPILE_SUCCESS, GraphRevisionMetrics
 from kro.controllers.registry import RevisionRegistry, RevisionState
 from kro.graph.builder import BuildOptions, build_graph_async
 from kro.graph.errors import GraphError
 from kro.graph.resolver import SchemaResolver
 from kro.runtime.client import Client
-from kro.runtime.errors import NotFound
+from kro.runtime.errors import KubeError, NotFound
 from kro.runtime.gvk import GVR
 from kro.runtime.reconcile import Request, Result
 
@@ -57,12 +59,14 @@ class GraphRevisionReconciler:
         resolver: SchemaResolver,
         options: BuildOptions,
         notify_rgd: Callable[[str], None],
+        metrics: GraphRevisionMetrics | None = None,
     ) -> None:
         self.client = client
         self.registry = registry
         self.resolver = resolver
         self.options = options
         self.notify_rgd = notify_rgd
+        self.metrics = metrics or GraphRevisionMetrics()
 
     async def reconcile(self, request: Request) -> Result:
         try:
@@ -79,6 +83,8 @@ class GraphRevisionReconciler:
         )
         with structlog.contextvars.bound_contextvars(rgd=rgd_name, revision=number):
             if (revision.get("metadata") or {}).get("deletionTimestamp"):
+                if self.registry.get(rgd_name, number) is not None:
+                    self.metrics.finalizer_evictions.inc()
                 self.registry.evict(rgd_name, number)
                 await remove_finalizer(self.client, GRAPH_REVISIONS, revision, FINALIZER)
                 self.notify_rgd(rgd_name)
@@ -111,9 +117,11 @@ class GraphRevisionReconciler:
         rgd = {"metadata": {"name": rgd_name}, "spec": snapshot.get("spec") or {}}
         status: dict[str, Any] = copy.deepcopy(revision.get("status") or {})
         now = now_rfc3339()
+        started = time.monotonic()
         try:
             graph = await build_graph_async(rgd, self.resolver, options=self.options)
         except GraphError as error:
+            self._count(COMPILE_FAILED, started)
             message = f'failed to compile graph revision "{revision["metadata"]["name"]}": {error}'
             self.registry.fail(rgd_name, number, spec_hash, message)
             set_condition(
@@ -135,6 +143,7 @@ class GraphRevisionReconciler:
             await self._write_status(revision, status)
             log.warning("graphrevision.compile_failed", error=str(error))
             return
+        self._count(COMPILE_SUCCESS, started)
         set_condition(
             status,
             CONDITION_GRAPH_VERIFIED,
@@ -146,13 +155,26 @@ class GraphRevisionReconciler:
         set_condition(status, CONDITION_READY, STATUS_TRUE, now=now, reason=REASON_READY)
         status["topologicalOrder"] = list(graph.topological_order)
         status["resources"] = graph.resources_status()
-        await self._write_status(revision, status)
+        try:
+            await self._write_status(revision, status)
+        except KubeError:
+            # Activate only what the cluster shows as verified (N-02): retried with backoff.
+            self.metrics.activation_deferred.inc()
+            raise
         self.registry.activate(rgd_name, number, spec_hash, graph)
         log.info("graphrevision.active", nodes=len(graph.nodes))
+
+    def _count(self, result: str, started: float) -> None:
+        self.metrics.compile_total.inc(result=result)
+        self.metrics.compile_duration.observe(time.monotonic() - started, result=result)
 
     async def _write_status(self, revision: dict[str, Any], status: dict[str, Any]) -> None:
         if revision.get("status") == status:
             return
         body = copy.deepcopy(revision)
         body["status"] = status
-        await self.client.update_status(GRAPH_REVISIONS, body)
+        try:
+            await self.client.update_status(GRAPH_REVISIONS, body)
+        except KubeError:
+            self.metrics.status_update_errors.inc()
+            raise

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from kro.controllers.metrics import RegistryMetrics
 from kro.graph.model import Graph
 
 
@@ -37,10 +38,16 @@ class RevisionEntry:
 
 
 class RevisionRegistry:
-    """rgd name -> revision number -> entry. Single event loop; no locking needed."""
+    """rgd name -> revision number -> entry. Single event loop; no locking needed.
 
-    def __init__(self) -> None:
+    Every change is reflected in the graph_revision_registry_* metrics (rows 55-57): entries
+    per state, transitions between states of an existing entry, and evictions.
+    """
+
+    def __init__(self, metrics: RegistryMetrics | None = None) -> None:
         self._entries: dict[str, dict[int, RevisionEntry]] = {}
+        self._metrics = metrics or RegistryMetrics()
+        self._record()
 
     def put_pending(self, rgd_name: str, revision: int, spec_hash: str) -> RevisionEntry:
         """Record a revision as compiling, unless it is already known."""
@@ -49,28 +56,41 @@ class RevisionRegistry:
         if entry is None:
             entry = RevisionEntry(rgd_name, revision, spec_hash, RevisionState.PENDING)
             revisions[revision] = entry
+            self._record()
         return entry
 
     def activate(self, rgd_name: str, revision: int, spec_hash: str, graph: Graph) -> None:
-        self._entries.setdefault(rgd_name, {})[revision] = RevisionEntry(
-            rgd_name, revision, spec_hash, RevisionState.ACTIVE, graph
-        )
+        self._put(RevisionEntry(rgd_name, revision, spec_hash, RevisionState.ACTIVE, graph))
 
     def fail(self, rgd_name: str, revision: int, spec_hash: str, error: str) -> None:
-        self._entries.setdefault(rgd_name, {})[revision] = RevisionEntry(
-            rgd_name, revision, spec_hash, RevisionState.FAILED, None, error
-        )
+        self._put(RevisionEntry(rgd_name, revision, spec_hash, RevisionState.FAILED, None, error))
+
+    def _put(self, entry: RevisionEntry) -> None:
+        revisions = self._entries.setdefault(entry.rgd_name, {})
+        previous = revisions.get(entry.revision)
+        revisions[entry.revision] = entry
+        if previous is not None and previous.state is not entry.state:
+            labels = {"from": previous.state.value, "to": entry.state.value}
+            self._metrics.transitions.inc(1.0, **labels)
+        self._record()
 
     def evict(self, rgd_name: str, revision: int) -> None:
         revisions = self._entries.get(rgd_name)
-        if revisions is not None:
-            revisions.pop(revision, None)
+        if revisions is not None and revisions.pop(revision, None) is not None:
+            self._metrics.evictions.inc()
             if not revisions:
                 del self._entries[rgd_name]
+            self._record()
 
     def drop(self, rgd_name: str) -> None:
         """Forget every revision of an RGD (no GraphRevision of it exists any more)."""
-        self._entries.pop(rgd_name, None)
+        dropped = self._entries.pop(rgd_name, None)
+        if dropped:
+            self._metrics.evictions.inc(len(dropped))
+            self._record()
+
+    def _record(self) -> None:
+        self._metrics.record_counts({state.value: n for state, n in self.counts().items()})
 
     def get(self, rgd_name: str, revision: int) -> RevisionEntry | None:
         return self._entries.get(rgd_name, {}).get(revision)

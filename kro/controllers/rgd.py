@@ -13,6 +13,7 @@ the RGD reports `GraphAccepted=False` and `Inactive` (N-07, N-30).
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,7 +48,6 @@ from kro.api.names import (
     REASON_WAITING_FOR_GRAPH_REVISION_SETTLEMENT,
     REASON_WAITING_FOR_GRAPH_REVISION_WARMUP,
     RGD_DEPENDENT_CONDITIONS,
-    RGD_KIND,
     RGD_PLURAL,
     RGD_STATE_ACTIVE,
     RGD_STATE_INACTIVE,
@@ -57,16 +57,39 @@ from kro.api.names import (
     V1ALPHA1,
 )
 from kro.applyset import Applier, remove_finalizer
-from kro.controllers.crd import CRDError, delete_crd_if_owned, ensure_crd
+from kro.controllers.crd import (
+    CRDError,
+    delete_crd_if_owned,
+    ensure_crd,
+    without_status_defaults,
+)
+from kro.controllers.events import RecorderPool, recorder_name
 from kro.controllers.graphrevision import GRAPH_REVISIONS
 from kro.controllers.instance import InstanceOptions, InstanceReconciler, should_enqueue_update
 from kro.controllers.instance.labels import KRO_VERSION
 from kro.controllers.instance.status import now_rfc3339
+from kro.controllers.metrics import (
+    ISSUE_NO_REVISION,
+    ISSUE_SPEC_CHANGED,
+    MISS_LATEST_NOT_WARMED,
+    MISS_RUNTIME_ENTRY_MISSING,
+    RESULT_FAILED,
+    RESULT_ISSUE,
+    RESULT_SERVE,
+    RESULT_WAIT,
+    WAIT_COMPILING,
+    WAIT_SETTLING,
+    WAIT_WARMING_UP,
+    InstanceMetrics,
+    RGDMetrics,
+    RuntimeMetrics,
+)
 from kro.controllers.registry import RevisionRegistry, RevisionState
+from kro.controllers.revisions import collect_revisions, list_revisions, revision_manifest
 from kro.dynamic import DynamicController
 from kro.graph.builder import BuildOptions, build_graph_async
 from kro.graph.errors import GraphError
-from kro.graph.hashing import graph_revision_name, spec_hash
+from kro.graph.hashing import spec_hash
 from kro.graph.model import Graph
 from kro.graph.resolver import SchemaResolver
 from kro.runtime.client import Client
@@ -112,6 +135,10 @@ class RGDReconciler:
         dynamic: DynamicController,
         applier: Applier,
         options: RGDOptions | None = None,
+        metrics: RGDMetrics | None = None,
+        instance_metrics: InstanceMetrics | None = None,
+        runtime_metrics: RuntimeMetrics | None = None,
+        recorders: RecorderPool | None = None,
     ) -> None:
         self.client = client
         self.registry = registry
@@ -119,9 +146,15 @@ class RGDReconciler:
         self.dynamic = dynamic
         self.applier = applier
         self.options = options or RGDOptions()
+        self.metrics = metrics or RGDMetrics()
+        self.instance_metrics = instance_metrics or InstanceMetrics()
+        self.runtime_metrics = runtime_metrics or RuntimeMetrics()
+        self.recorders = recorders
         self._served: dict[str, _Served] = {}  # rgd uid -> what is registered for it
 
-    def _wait(self) -> Result:
+    def _wait(self, reason: str) -> Result:
+        self.metrics.revision_wait.inc(reason=reason)
+        self.metrics.revision_resolution.inc(result=RESULT_WAIT)
         return Result(requeue_after_s=self.options.progress_requeue_delay_s)
 
     async def reconcile(self, request: Request) -> Result:
@@ -146,10 +179,10 @@ class RGDReconciler:
         name = str(_meta(rgd)["name"])
         generation = _meta(rgd).get("generation")
         wanted_hash = spec_hash(rgd.get("spec") or {})
-        live, terminating = await self._revisions(rgd)
-        if not live and not terminating:
+        revisions = await list_revisions(self.client, rgd)
+        if not revisions.live and not revisions.terminating:
             self.registry.drop(name)
-        latest = max(live, key=lambda r: int(r["spec"]["revision"]), default=None)
+        latest = revisions.latest
         now = now_rfc3339()
 
         def cond(kind: str, value: str, reason: str, message: str = "") -> None:
@@ -163,14 +196,14 @@ class RGDReconciler:
                 observed_generation=generation,
             )
 
-        if terminating:
+        if revisions.terminating:
             cond(
                 CONDITION_GRAPH_REVISIONS_RESOLVED,
                 STATUS_UNKNOWN,
                 REASON_WAITING_FOR_GRAPH_REVISION_SETTLEMENT,
                 "waiting for terminating graph revisions to settle",
             )
-            return self._wait()
+            return self._wait(WAIT_SETTLING)
         latest_number = int(latest["spec"]["revision"]) if latest else 0
         if latest is not None and self.registry.get(name, latest_number) is None:
             cond(
@@ -179,14 +212,17 @@ class RGDReconciler:
                 REASON_WAITING_FOR_GRAPH_REVISION_WARMUP,
                 f"waiting for graph revision {latest_number} to warm up",
             )
-            return self._wait()
+            self.metrics.registry_miss.inc(reason=MISS_LATEST_NOT_WARMED)
+            return self._wait(WAIT_WARMING_UP)
         latest_hash = str(
             ((latest or {}).get("metadata") or {})
             .get("labels", {})
             .get(LABEL_GRAPH_REVISION_HASH, "")
         )
         if latest is None or latest_hash != wanted_hash:
-            return await self._issue(rgd, status, wanted_hash, latest_number, cond)
+            self.metrics.revision_resolution.inc(result=RESULT_ISSUE)
+            reason = ISSUE_NO_REVISION if latest is None else ISSUE_SPEC_CHANGED
+            return await self._issue(rgd, status, wanted_hash, latest_number, cond, reason=reason)
         entry = self.registry.get(name, latest_number)
         assert entry is not None
         if entry.state is RevisionState.PENDING:
@@ -196,8 +232,11 @@ class RGDReconciler:
                 REASON_WAITING_FOR_GRAPH_REVISION_COMPILATION,
                 f"waiting for graph revision {latest_number} to compile",
             )
-            return self._wait()
+            return self._wait(WAIT_COMPILING)
+        if entry.state is RevisionState.ACTIVE and entry.graph is None:
+            self.metrics.registry_miss.inc(reason=MISS_RUNTIME_ENTRY_MISSING)
         if entry.state is RevisionState.FAILED or entry.graph is None:
+            self.metrics.revision_resolution.inc(result=RESULT_FAILED)
             message = f"latest graph revision {latest_number} failed compilation"
             cond(CONDITION_GRAPH_REVISIONS_RESOLVED, STATUS_FALSE, REASON_FAILED, message)
             cond(
@@ -219,29 +258,8 @@ class RGDReconciler:
             REASON_VALID,
             "resource graph and schema are valid",
         )
+        self.metrics.revision_resolution.inc(result=RESULT_SERVE)
         return await self._serve(rgd, status, entry.graph, latest_number, cond)
-
-    async def _revisions(
-        self, rgd: Mapping[str, Any]
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """GraphRevisions of this RGD (direct read), adopting live ones it does not own (P-04)."""
-        name, uid = str(_meta(rgd)["name"]), str(_meta(rgd).get("uid"))
-        page = await self.client.list(GRAPH_REVISIONS, field_selector=f"spec.snapshot.name={name}")
-        live: list[dict[str, Any]] = []
-        terminating: list[dict[str, Any]] = []
-        for item in page.get("items") or []:
-            if _meta(item).get("deletionTimestamp"):
-                terminating.append(item)
-                continue
-            owners = _meta(item).get("ownerReferences") or []
-            if not any(o.get("uid") == uid and o.get("controller") for o in owners):
-                adopted = copy.deepcopy(item)
-                adopted["metadata"]["ownerReferences"] = [_owner_reference(rgd)]
-                live.append(await self.client.update(GRAPH_REVISIONS, adopted))
-                log.info("rgd.revision_adopted", revision=_meta(item).get("name"))
-                continue
-            live.append(item)
-        return live, terminating
 
     async def _issue(
         self,
@@ -250,41 +268,30 @@ class RGDReconciler:
         wanted_hash: str,
         latest_number: int,
         cond: Any,
+        *,
+        reason: str,
     ) -> Result:
         """Validate the spec; on success create the next GraphRevision (P-06)."""
         name = str(_meta(rgd)["name"])
+        started = time.monotonic()
+        self.metrics.build_total.inc(name=name)
         try:
             await build_graph_async(rgd, self.resolver, options=self.options.build)
         except GraphError as error:
+            self.metrics.build_errors.inc(name=name)
+            self.metrics.build_duration.observe(time.monotonic() - started, name=name)
             cond(CONDITION_GRAPH_ACCEPTED, STATUS_FALSE, REASON_INVALID_RESOURCE_GRAPH, str(error))
             status.pop("topologicalOrder", None)
             status.pop("resources", None)
             log.info("rgd.invalid", error=str(error))
-            return Result()
+            # Retried with backoff, as upstream returns the error: a kind the graph needs may
+            # appear later (a CRD installed after the RGD, or RGD chaining).
+            return Result(requeue=True)
+        self.metrics.build_duration.observe(time.monotonic() - started, name=name)
         number = max(int(status.get("lastIssuedRevision") or 0), latest_number) + 1
-        revision = {
-            "apiVersion": GRAPH_REVISIONS.api_version,
-            "kind": "GraphRevision",
-            "metadata": {
-                "name": graph_revision_name(name, number),
-                "labels": {
-                    LABEL_OWNED: OWNED_VALUE,
-                    LABEL_KRO_VERSION: KRO_VERSION,
-                    LABEL_RGD_NAME: name,
-                    LABEL_GRAPH_REVISION_HASH: wanted_hash,
-                },
-                "ownerReferences": [_owner_reference(rgd)],
-            },
-            "spec": {
-                "revision": number,
-                "snapshot": {
-                    "name": name,
-                    "generation": _meta(rgd).get("generation", 0),
-                    "spec": copy.deepcopy(rgd.get("spec") or {}),
-                },
-            },
-        }
+        revision = revision_manifest(rgd, number, wanted_hash)
         await self.client.create(GRAPH_REVISIONS, revision)
+        self.metrics.revision_issue.inc(reason=reason)
         status["lastIssuedRevision"] = number
         cond(
             CONDITION_GRAPH_ACCEPTED,
@@ -299,7 +306,7 @@ class RGDReconciler:
             f"graph revision {number} issued and awaiting compilation",
         )
         log.info("rgd.revision_issued", revision=number, hash=wanted_hash)
-        return self._wait()
+        return Result(requeue_after_s=self.options.progress_requeue_delay_s)
 
     # -- serving -----------------------------------------------------------------------------
 
@@ -307,7 +314,7 @@ class RGDReconciler:
         self, rgd: dict[str, Any], status: dict[str, Any], graph: Graph, number: int, cond: Any
     ) -> Result:
         name, uid = str(_meta(rgd)["name"]), str(_meta(rgd).get("uid"))
-        crd = copy.deepcopy(dict(graph.instance.crd))
+        crd = without_status_defaults(graph.instance.crd)
         labels = crd.setdefault("metadata", {}).setdefault("labels", {})
         labels.update(
             {
@@ -339,7 +346,13 @@ class RGDReconciler:
         cond(CONDITION_CONTROLLER_READY, STATUS_TRUE, REASON_RUNNING, "controller is running")
         status["topologicalOrder"] = list(graph.topological_order)
         status["resources"] = graph.resources_status()
-        await self._collect_revisions(name, number)
+        await collect_revisions(
+            self.client,
+            name,
+            current=number,
+            keep=self.options.max_graph_revisions,
+            metrics=self.metrics,
+        )
         return Result()
 
     async def _register(self, rgd: Mapping[str, Any], graph: Graph, number: int) -> None:
@@ -349,15 +362,22 @@ class RGDReconciler:
         served = self._served.get(uid)
         if served is not None and served.gvr == gvr and served.revision == number:
             return
+        if served is not None and served.gvr != gvr:
+            await self.dynamic.deregister(served.gvr)  # the RGD now generates another kind
+        crd_name = str(graph.instance.crd["metadata"]["name"])
         reconciler = InstanceReconciler(
             rgd_name=name,
             rgd_uid=uid,
             gvr=gvr,
+            kind=graph.instance.kind,
             client=self.client,
             registry=self.registry,
             applier=self.applier,
             watches=self.dynamic.watches,
             options=self.options.instance,
+            metrics=self.instance_metrics,
+            runtime_metrics=self.runtime_metrics,
+            events=self.recorders.recorder(recorder_name(crd_name)) if self.recorders else None,
         )
         await self.dynamic.register(
             gvr, reconciler.reconcile, should_enqueue_update=should_enqueue_update
@@ -365,31 +385,12 @@ class RGDReconciler:
         self._served[uid] = _Served(gvr, number)
         log.info("rgd.serving", revision=number, gvr=str(gvr))
 
-    async def _collect_revisions(self, name: str, current: int) -> None:
-        """Keep the newest `max_graph_revisions` revisions; delete older ones (P-10)."""
-        keep = self.options.max_graph_revisions
-        if keep <= 0:
-            return
-        page = await self.client.list(GRAPH_REVISIONS, field_selector=f"spec.snapshot.name={name}")
-        numbers = sorted(
-            (int(i["spec"]["revision"]), i)
-            for i in page.get("items") or []
-            if not _meta(i).get("deletionTimestamp")
-        )
-        for number, item in numbers[:-keep] if len(numbers) > keep else []:
-            if number >= current:
-                continue
-            try:
-                await self.client.delete(GRAPH_REVISIONS, str(_meta(item)["name"]))
-                log.info("rgd.revision_collected", revision=number)
-            except KubeError as error:
-                log.warning("rgd.revision_gc_failed", revision=number, error=str(error))
-
     # -- deletion, finalizer, status ---------------------------------------------------------
 
     async def _delete(self, rgd: dict[str, Any]) -> Result:
         """Deregister, delete the CRD only when allowed and owned, drop the finalizer (P-11)."""
         uid, name = str(_meta(rgd).get("uid")), str(_meta(rgd)["name"])
+        started = time.monotonic()
         served = self._served.pop(uid, None)
         if served is not None:
             await self.dynamic.deregister(served.gvr)
@@ -399,6 +400,8 @@ class RGDReconciler:
                 crd_name = str(entry.graph.instance.crd["metadata"]["name"])
                 await delete_crd_if_owned(self.client, crd_name, rgd_name=name)
         await remove_finalizer(self.client, RGDS, rgd, FINALIZER)
+        self.metrics.deletions.inc(name=name)
+        self.metrics.deletion_duration.observe(time.monotonic() - started, name=name)
         log.info("rgd.deleted")
         return Result()
 
@@ -440,14 +443,8 @@ class RGDReconciler:
             await self.client.update_status(RGDS, body)
         except NotFound:
             return
-
-
-def _owner_reference(rgd: Mapping[str, Any]) -> dict[str, Any]:
-    """GraphRevisions are controlled by their RGD, so RGD deletion cascades to them (B-08)."""
-    return {
-        "apiVersion": f"{KRO_DOMAIN}/{V1ALPHA1}",
-        "kind": RGD_KIND,
-        "name": str(_meta(rgd)["name"]),
-        "uid": str(_meta(rgd).get("uid")),
-        "controller": True,
-    }
+        previous = str((rgd.get("status") or {}).get("state") or "")
+        if previous and previous != status["state"]:
+            self.metrics.state_transitions.inc(
+                name=str(_meta(rgd)["name"]), **{"from": previous, "to": status["state"]}
+            )

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import structlog
 
+from kro.controllers.metrics import SchemaResolverMetrics
 from kro.graph.resolver import GVK, ResolvedSchema, SchemaNotFoundError, build_bundle
 from kro.runtime.client import Client
 from kro.runtime.errors import NotFound
@@ -35,11 +36,18 @@ class _Entry:
 class LiveSchemaResolver:
     """Schemas from the API server, per group version, cached for `ttl_s` seconds."""
 
-    def __init__(self, client: Client, *, ttl_s: float = DEFAULT_TTL_S) -> None:
+    def __init__(
+        self,
+        client: Client,
+        *,
+        ttl_s: float = DEFAULT_TTL_S,
+        metrics: SchemaResolverMetrics | None = None,
+    ) -> None:
         self._client = client
         self._ttl_s = ttl_s
         self._cache: dict[tuple[str, str], _Entry] = {}
         self._inflight: dict[tuple[str, str], asyncio.Future[_Entry]] = {}
+        self._metrics = metrics or SchemaResolverMetrics()
 
     def resolve(self, gvk: GVK) -> ResolvedSchema:
         entry = self._cache.get((gvk.group, gvk.version))
@@ -53,28 +61,50 @@ class LiveSchemaResolver:
 
     def invalidate(self) -> None:
         """Forget everything (e.g. when a CRD changed and its schema must be re-read)."""
+        evicted = self._size()
         self._cache.clear()
+        if evicted:
+            self._metrics.evictions.inc(evicted)
+        self._metrics.size.set(0)
+
+    def _size(self) -> int:
+        return sum(len(e.kinds) for e in self._cache.values())
 
     async def _ensure(self, group_version: tuple[str, str]) -> None:
         entry = self._cache.get(group_version)
         if entry is not None and time.monotonic() - entry.fetched_at < self._ttl_s:
+            self._metrics.hits.inc()
             return
         pending = self._inflight.get(group_version)
         if pending is not None:
+            self._metrics.deduplicated.inc()
             await asyncio.shield(pending)
             return
+        self._metrics.misses.inc()
         future: asyncio.Future[_Entry] = asyncio.get_running_loop().create_future()
         self._inflight[group_version] = future
+        started = time.monotonic()
         try:
             fetched = await self._fetch(*group_version)
-            self._cache[group_version] = fetched
+            self._store(group_version, fetched)
             future.set_result(fetched)
         except BaseException as error:
+            if isinstance(error, Exception):
+                self._metrics.errors.inc()
             future.set_exception(error)
             future.exception()  # mark retrieved: waiters re-raise it themselves
             raise
         finally:
+            self._metrics.api_call_duration.observe(time.monotonic() - started)
             del self._inflight[group_version]
+
+    def _store(self, group_version: tuple[str, str], fetched: _Entry) -> None:
+        stale = self._cache.pop(group_version, None)
+        if stale is not None and stale.kinds:
+            self._metrics.evictions.inc(len(stale.kinds))
+        if fetched.kinds:  # a missing group version may appear any moment: never cache it
+            self._cache[group_version] = fetched
+        self._metrics.size.set(self._size())
 
     async def _fetch(self, group: str, version: str) -> _Entry:
         path = f"api/{version}" if not group else f"apis/{group}/{version}"

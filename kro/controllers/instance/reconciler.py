@@ -11,6 +11,7 @@ wrong with `kubectl get -o yaml`, not only in the controller's logs.
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -53,15 +54,26 @@ from kro.applyset import (
     has_inventory_metadata,
     remove_finalizer,
 )
+from kro.controllers.events import record_condition_changes
 from kro.controllers.instance.labels import instance_labels
 from kro.controllers.instance.resources import ChildDeleting, InstancePass, PassOutcome
 from kro.controllers.instance.status import InstanceStatus, node_state_summary, status_changed
+from kro.controllers.metrics import (
+    RESOLUTION_FAILED,
+    RESOLUTION_NOT_AVAILABLE,
+    RESOLUTION_UNKNOWN_STATE,
+    InstanceMetrics,
+    RuntimeMetrics,
+    gvk_string,
+    gvr_string,
+)
 from kro.controllers.registry import RevisionRegistry, RevisionState
 from kro.dynamic import ObjectRef, WatchCoordinator
 from kro.graph.evaluate import EvaluationError, InstanceEvaluation
 from kro.graph.model import Graph
 from kro.runtime.client import Client
 from kro.runtime.errors import Conflict, KubeError, NotFound
+from kro.runtime.events import EventRecorder
 from kro.runtime.gvk import GVR
 from kro.runtime.reconcile import Request, Result
 
@@ -105,12 +117,17 @@ class InstanceReconciler:
         rgd_name: str,
         rgd_uid: str,
         gvr: GVR,
+        kind: str,
         client: Client,
         registry: RevisionRegistry,
         applier: Applier,
         watches: WatchCoordinator,
         options: InstanceOptions | None = None,
+        metrics: InstanceMetrics | None = None,
+        events: EventRecorder | None = None,
+        runtime_metrics: RuntimeMetrics | None = None,
     ) -> None:
+        """`events`: the recorder of condition-change Events (None: gate off, no Events)."""
         self.rgd_name = rgd_name
         self.rgd_uid = rgd_uid
         self.gvr = gvr
@@ -119,12 +136,29 @@ class InstanceReconciler:
         self.applier = applier
         self.watches = watches
         self.options = options or InstanceOptions()
+        self.metrics = metrics or InstanceMetrics()
+        self.runtime_metrics = runtime_metrics or RuntimeMetrics()
+        self.events = events
+        self._gvr_label = gvr_string(gvr)
+        self._gvk_label = gvk_string(gvr.group, gvr.version, kind)
 
     def _requeue(self) -> Result:
         interval = self.options.requeue_interval_s
         return Result(requeue_after_s=interval) if interval > 0 else Result()
 
     async def reconcile(self, request: Request) -> Result:
+        """One reconcile, counted and timed in the instance_* metrics (rows 31-33)."""
+        self.metrics.reconcile_total.inc(gvr=self._gvr_label)
+        started = time.monotonic()
+        try:
+            return await self._reconcile_request(request)
+        except Exception:
+            self.metrics.reconcile_errors.inc(gvr=self._gvr_label)
+            raise
+        finally:
+            self.metrics.reconcile_duration.observe(time.monotonic() - started, gvr=self._gvr_label)
+
+    async def _reconcile_request(self, request: Request) -> Result:
         parent = ObjectRef(self.gvr, request.namespace, request.name)
         with structlog.contextvars.bound_contextvars(
             rgd=self.rgd_name, namespace=request.namespace, name=request.name
@@ -166,9 +200,12 @@ class InstanceReconciler:
             )
             await self._write_status(instance, status.build(INSTANCE_STATE_ACTIVE, None))
             return Result()
+        started = time.monotonic()
         evaluation = InstanceEvaluation(
             graph, instance, max_collection_size=self.options.max_collection_size
         )
+        self.runtime_metrics.creation_total.inc()
+        self.runtime_metrics.creation_duration.observe(time.monotonic() - started)
         work = InstancePass(
             graph=graph,
             instance=instance,
@@ -178,6 +215,7 @@ class InstanceReconciler:
             watches=self.watches,
             parent=parent,
             evaluation=evaluation,
+            metrics=self.runtime_metrics,
         )
         try:
             outcome = await work.run()
@@ -209,12 +247,20 @@ class InstanceReconciler:
     def _resolve_graph(self) -> tuple[Graph | None, str]:
         """The latest revision if Active; otherwise why not (R-03, no fallback: N-07)."""
         entry = self.registry.latest(self.rgd_name)
+        gvr = self._gvr_label
         if entry is None:
+            self.metrics.resolution_failures.inc(gvr=gvr, reason=RESOLUTION_NOT_AVAILABLE)
             return None, "latest issued graph revision not available"
         if entry.state is RevisionState.PENDING:
+            self.metrics.resolution_pending.inc(gvr=gvr)
             return None, f"latest issued graph revision {entry.revision} is pending"
-        if entry.state is RevisionState.FAILED or entry.graph is None:
+        if entry.state is RevisionState.FAILED:
+            self.metrics.resolution_failures.inc(gvr=gvr, reason=RESOLUTION_FAILED)
             return None, f"latest issued graph revision {entry.revision} failed"
+        if entry.graph is None:
+            self.metrics.resolution_failures.inc(gvr=gvr, reason=RESOLUTION_UNKNOWN_STATE)
+            return None, f"latest issued graph revision {entry.revision} is in an unknown state"
+        self.metrics.resolution_success.inc(gvr=gvr)
         return entry.graph, ""
 
     async def _ensure_managed(
@@ -337,15 +383,16 @@ class InstanceReconciler:
         status = InstanceStatus(instance)
         try:
             progress = await delete_next_wave(self.client, instance, self.gvr)
-        except ApplySetError as error:
-            status.set(
-                CONDITION_RESOURCES_READY,
-                STATUS_UNKNOWN,
-                REASON_UNDER_DELETION,
-                f"deletion blocked: {error}",
-            )
-            await self._write_status(instance, status.build(INSTANCE_STATE_DELETING, None))
+        except ApplySetError as error:  # an inventory we cannot trust: wait for a fix
+            await self._deletion_blocked(instance, status, str(error))
             return self._requeue()
+        except KubeError as error:  # listing failed (e.g. Forbidden): retry with backoff
+            await self._deletion_blocked(instance, status, str(error))
+            raise ReconcileFailed(f"deletion blocked: {error}") from error
+        if progress.failures:
+            reason = "; ".join(str(f.error) for f in progress.failures)
+            await self._deletion_blocked(instance, status, reason)
+            raise ReconcileFailed(f"deletion blocked: {reason}")
         if progress.done:
             await self.watches.forget(parent)
             await remove_finalizer(self.client, self.gvr, instance, FINALIZER)
@@ -357,10 +404,27 @@ class InstanceReconciler:
         await self._write_status(instance, status.build(INSTANCE_STATE_DELETING, None))
         return Result(requeue_after_s=self.options.requeue_interval_s or 1.0)
 
+    async def _deletion_blocked(
+        self, instance: Mapping[str, Any], status: InstanceStatus, reason: str
+    ) -> None:
+        """D-06: the user sees why the finalizer stays, not only the controller's log."""
+        status.set(
+            CONDITION_RESOURCES_READY,
+            STATUS_UNKNOWN,
+            REASON_UNDER_DELETION,
+            f"deletion blocked: {reason}",
+        )
+        await self._write_status(instance, status.build(INSTANCE_STATE_DELETING, None))
+        log.warning("instance.deletion_blocked", error=reason)
+
     # -- status write ------------------------------------------------------------------------
 
     async def _write_status(self, instance: Mapping[str, Any], desired: dict[str, Any]) -> None:
-        """UpdateStatus with the whole status, only when it differs; one retry on conflict."""
+        """UpdateStatus with the whole status, only when it differs; one retry on conflict.
+
+        A written change is reported: `instance_state_transitions_total` when `state` moved,
+        and (gate InstanceConditionEvents) one Event per condition whose status moved.
+        """
         current: Mapping[str, Any] = instance
         for attempt in (1, 2):
             if not status_changed(current.get("status"), desired):
@@ -370,6 +434,7 @@ class InstanceReconciler:
             namespace = (current.get("metadata") or {}).get("namespace") or None
             try:
                 await self.client.update_status(self.gvr, body, namespace=namespace)
+                self._report(instance, desired)
                 return
             except Conflict:
                 if attempt == 2:
@@ -378,3 +443,18 @@ class InstanceReconciler:
                 current = await self.client.get(self.gvr, meta["name"], namespace=namespace)
             except NotFound:
                 return
+
+    def _report(self, instance: Mapping[str, Any], desired: Mapping[str, Any]) -> None:
+        previous = instance.get("status") or {}
+        old_state, new_state = str(previous.get("state") or ""), str(desired.get("state") or "")
+        if old_state != new_state:
+            self.metrics.state_transitions.inc(
+                gvr=self._gvk_label, from_state=old_state, to_state=new_state
+            )
+        if self.events is not None:
+            record_condition_changes(
+                self.events,
+                instance,
+                previous.get("conditions") or [],
+                desired.get("conditions") or [],
+            )

@@ -12,6 +12,7 @@ pass before anything is applied; an apply failure is per resource.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,8 +28,9 @@ from kro.api.names import (
 )
 from kro.applyset import Applier, ApplyResult, Desired, prune
 from kro.controllers.instance.labels import child_labels, collection_selector, decorate
+from kro.controllers.metrics import RuntimeMetrics
 from kro.dynamic import LabelSelector, ObjectRef, ScalarWatch, SelectorWatch, WatchCoordinator
-from kro.graph.evaluate import InstanceEvaluation, Pending
+from kro.graph.evaluate import EvaluationError, InstanceEvaluation, Pending, Readiness
 from kro.graph.model import Graph, Node, NodeType
 from kro.runtime.client import Client
 from kro.runtime.errors import NotFound
@@ -86,6 +88,7 @@ class InstancePass:
         watches: WatchCoordinator,
         parent: ObjectRef,
         evaluation: InstanceEvaluation,
+        metrics: RuntimeMetrics | None = None,
     ) -> None:
         self.graph = graph
         self.instance = instance
@@ -95,6 +98,7 @@ class InstancePass:
         self.watches = watches
         self.parent = parent
         self.evaluation = evaluation
+        self.metrics = metrics or RuntimeMetrics()
         self.outcome = PassOutcome()
         self._batch: list[Desired] = []
         self._items: dict[str, list[str]] = {}  # node id -> resource ids of its desired objects
@@ -116,8 +120,39 @@ class InstancePass:
         if reason:
             self.outcome.reasons[node_id] = reason
 
-    async def _resolve(self, node: Node) -> None:
+    def _check_ignored(self, node: Node) -> bool | Pending:
+        """includeWhen, counted as upstream's IsIgnored (rows 8, 9)."""
+        self.metrics.ignored_checks.inc()
         ignored = self.evaluation.check_ignored(node.id)
+        if ignored is True:
+            self.metrics.ignored.inc()
+        return ignored
+
+    def _desired(self, node: Node) -> list[dict[str, Any]] | Pending:
+        """Render the node, counted and timed as upstream's node resolution (rows 3-5, 12)."""
+        self.metrics.node_eval_total.inc()
+        started = time.monotonic()
+        try:
+            desired = self.evaluation.desired(node.id)
+        except EvaluationError:
+            self.metrics.node_eval_errors.inc()
+            raise
+        finally:
+            self.metrics.node_eval_duration.observe(time.monotonic() - started)
+        if node.type is NodeType.COLLECTION and not isinstance(desired, Pending):
+            self.metrics.collection_size.observe(len(desired))
+        return desired
+
+    def _readiness(self, node_id: str) -> Readiness:
+        """readyWhen, counted as upstream's readiness checks (rows 10, 11)."""
+        self.metrics.ready_checks.inc()
+        readiness = self.evaluation.readiness(node_id)
+        if not readiness.ready:
+            self.metrics.not_ready.inc()
+        return readiness
+
+    async def _resolve(self, node: Node) -> None:
+        ignored = self._check_ignored(node)
         if isinstance(ignored, Pending):
             self.outcome.pending = True
             self._set(node.id, NODE_STATE_IN_PROGRESS, ignored.reason)
@@ -125,7 +160,7 @@ class InstancePass:
         if ignored:
             self._set(node.id, NODE_STATE_SKIPPED)
             return
-        desired = self.evaluation.desired(node.id)
+        desired = self._desired(node)
         if isinstance(desired, Pending):
             self.outcome.pending = True
             self._set(node.id, NODE_STATE_IN_PROGRESS, desired.reason)
@@ -133,7 +168,7 @@ class InstancePass:
         observed = await self._observe(node, desired)
         self.evaluation.observe(node.id, observed)
         if node.type.is_external:
-            readiness = self.evaluation.readiness(node.id)
+            readiness = self._readiness(node.id)
             self._set(
                 node.id,
                 NODE_STATE_SYNCED if readiness.ready else NODE_STATE_WAITING_FOR_READINESS,
@@ -228,7 +263,7 @@ class InstancePass:
             objects = [a.obj for a in applied if a is not None and a.obj is not None]
             node = self.graph.node(node_id)
             self.evaluation.observe(node_id, objects if node.type.is_list else objects[0])
-            readiness = self.evaluation.readiness(node_id)
+            readiness = self._readiness(node_id)
             self._set(
                 node_id,
                 NODE_STATE_SYNCED if readiness.ready else NODE_STATE_WAITING_FOR_READINESS,

@@ -1,0 +1,502 @@
+"""e2e/kro_harness.py: kro's controller running in-process against the session cluster.
+
+`ControllerThread` runs the whole controller (RGD, GraphRevision and dynamic controllers, probes
+and metrics on 127.0.0.1 port 0) on its own event loop in a background thread, built exactly as
+`kro controller` builds it (`app_options(parse_controller_args(...))` -> `KroApp` -> `Manager`),
+so a test's own event loop never shares a scheduler with the code under test, and a test can
+stop and start the controller mid-scenario (`restart`).
+
+`KroEnv` is what one test works with: its own Client, a fresh namespace, an API group and RGD
+name suffix nobody else uses (`<namespace>.e2e.kro.run`), builders for RGDs and instances, waits
+on conditions with deadlines (never fixed sleeps), and a clean-up that deletes instances first
+(so kro removes their children while it still serves the kind) and RGDs second.
+
+Each test module defines its own two small fixtures over `running_controller` (module scope:
+one controller per module, so modules never overlap) and `kro_env` (one per test); fixtures are
+never imported from a conftest, and helper modules have names unique across test folders.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import functools
+import threading
+import urllib.request
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from kro.cli.controller import app_options
+from kro.cli.flags import parse_controller_args
+from kro.controllers.app import KroApp
+from kro.controllers.crd import CRDS
+from kro.controllers.graphrevision import GRAPH_REVISIONS
+from kro.controllers.rgd import RGDS
+from kro.runtime.client import Client
+from kro.runtime.errors import KubeError, NotFound
+from kro.runtime.gvk import GVK, GVR
+from kro.runtime.logging import configure
+from kro.runtime.manager import Manager, ManagerOptions
+from kro.runtime.prometheus import PrometheusProvider
+from kro.testing.runlocal import install_crds
+
+T = TypeVar("T")
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+FIELD_MANAGER = "kro-e2e"
+VERSION = "v1alpha1"
+DEADLINE_S = 60.0
+POLL_S = 0.2
+
+CONFIGMAPS = GVR("", "v1", "configmaps")
+SERVICES = GVR("", "v1", "services")
+DEPLOYMENTS = GVR("apps", "v1", "deployments")
+NAMESPACES = GVR("", "v1", "namespaces")
+
+CONTROLLER_ARGS = (
+    "--metrics-bind-address=127.0.0.1:0",
+    "--health-probe-bind-address=127.0.0.1:0",
+    "--instance-requeue-interval=1s",
+    "--rgd-progress-requeue-delay=1s",
+    "--dynamic-controller-concurrent-reconciles=4",
+    "--allow-crd-deletion=true",
+    "--graceful-shutdown-timeout=10s",
+    "--feature-gates=InstanceConditionEvents=true",
+    "--log-level=info",
+)
+
+
+class ControllerThread:
+    """The kro controller on a private event loop in a daemon thread; start, stop, restart."""
+
+    def __init__(self, kubeconfig: Path, args: Sequence[str] = CONTROLLER_ARGS) -> None:
+        self.kubeconfig = kubeconfig
+        self.args = [*args, f"--kubeconfig={kubeconfig}"]
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._manager: Manager | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self.metrics_address = ""
+        self.app: KroApp | None = None
+
+    def start(self, timeout_s: float = DEADLINE_S) -> None:
+        self._ready.clear()
+        self._error = None
+        self._thread = threading.Thread(target=self._main, name="kro-controller", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(timeout_s):
+            raise TimeoutError(f"the kro controller did not start within {timeout_s}s")
+        if self._error is not None:
+            raise RuntimeError("the kro controller failed to start") from self._error
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        loop, manager, thread = self._loop, self._manager, self._thread
+        if loop is None or manager is None or thread is None:
+            return
+        with contextlib.suppress(RuntimeError):  # loop already closed
+            loop.call_soon_threadsafe(manager.stop)
+        thread.join(timeout_s)
+        if thread.is_alive():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(manager.stop)  # the second stop cancels outright
+            thread.join(timeout_s)
+        if thread.is_alive():
+            raise TimeoutError("the kro controller did not stop")
+        self._thread = self._loop = self._manager = None
+        if self._error is not None:
+            raise RuntimeError("the kro controller crashed") from self._error
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def scrape(self) -> str:
+        """The controller's /metrics page."""
+        url = f"http://{self.metrics_address}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return str(response.read().decode())
+
+    def _main(self) -> None:
+        try:
+            asyncio.run(self._run())
+        except BaseException as error:  # reported to the test thread
+            self._error = error
+        finally:
+            self._ready.set()
+
+    async def _run(self) -> None:
+        config = parse_controller_args(self.args)
+        configure("console", config.log_level)
+        metrics = PrometheusProvider()
+        client = await Client.from_kubeconfig(str(self.kubeconfig))
+        try:
+            await install_crds(client)
+            self.app = KroApp(client, app_options(config), metrics=metrics)
+            manager = Manager(
+                ManagerOptions(
+                    health_probe_bind_address=config.health_probe_bind_address,
+                    metrics_bind_address=config.metrics_bind_address,
+                    graceful_shutdown_timeout_s=config.graceful_shutdown_timeout_s,
+                    handle_signals=False,
+                    gc_tuning=None,
+                ),
+                client=client,
+                metrics=metrics,
+            )
+            self.app.install(manager)
+            self._manager = manager
+            self._loop = asyncio.get_running_loop()
+            task = asyncio.create_task(manager.run(), name="kro-e2e-manager")
+            await manager.wait_for_serving()
+            host, port = manager.addresses[0]
+            self.metrics_address = f"{host}:{port}"
+            for informer in self.app.informers:
+                await informer.wait_for_sync(DEADLINE_S)
+            self._ready.set()
+            await task
+        finally:
+            await client.close()
+
+
+@contextlib.contextmanager
+def running_controller(kubeconfig: Path) -> Iterator[ControllerThread]:
+    """A started controller, stopped on exit (one per test module)."""
+    controller = ControllerThread(kubeconfig)
+    controller.start()
+    try:
+        yield controller
+    finally:
+        controller.stop()
+
+
+# -- waiting ---------------------------------------------------------------------------------
+
+
+async def wait_for(
+    probe: Callable[[], Awaitable[T | None]],
+    *,
+    what: str,
+    timeout_s: float = DEADLINE_S,
+    interval_s: float = POLL_S,
+) -> T:
+    """Await `probe` until it returns something truthy; fail with `what` after the deadline.
+
+    NotFound counts as "not yet" (objects appear asynchronously).
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    last: object = None
+    while True:
+        try:
+            value = await probe()
+        except NotFound as error:
+            last = error
+        else:
+            if value:
+                return value
+            last = value
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}; last: {last!r}")
+        await asyncio.sleep(interval_s)
+
+
+def condition(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    """The condition of type `kind` on `obj` ({} if absent)."""
+    for item in (obj.get("status") or {}).get("conditions") or []:
+        if item.get("type") == kind:
+            return dict(item)
+    return {}
+
+
+def state(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("status") or {}).get("state") or "")
+
+
+def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def load_yaml(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
+
+
+# -- one test's world ------------------------------------------------------------------------
+
+
+class KroEnv:
+    """A namespace, an API group and RGD names of one test, and the objects it created."""
+
+    def __init__(self, client: Client, namespace: str, controller: ControllerThread) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.controller = controller
+        self.group = f"{namespace}.e2e.kro.run"
+        self.suffix = namespace.removeprefix("kro-test-")
+        self._rgds: list[str] = []
+        self._instances: list[tuple[GVR, str, str]] = []
+        self._extra: list[tuple[GVR, str, str]] = []
+
+    # -- RGDs --------------------------------------------------------------------------------
+
+    def rgd(
+        self,
+        name: str,
+        kind: str,
+        spec: Mapping[str, Any],
+        resources: Sequence[Mapping[str, Any]],
+        *,
+        status: Mapping[str, Any] | None = None,
+        annotations: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """An RGD in this test's group, named `<name>-<suffix>`."""
+        schema: dict[str, Any] = {
+            "apiVersion": VERSION,
+            "kind": kind,
+            "group": self.group,
+            "spec": dict(spec),
+        }
+        if status:
+            schema["status"] = dict(status)
+        metadata: dict[str, Any] = {"name": self.rgd_name(name)}
+        if annotations:
+            metadata["annotations"] = dict(annotations)
+        return {
+            "apiVersion": f"kro.run/{VERSION}",
+            "kind": "ResourceGraphDefinition",
+            "metadata": metadata,
+            "spec": {"schema": schema, "resources": [dict(r) for r in resources]},
+        }
+
+    def rgd_name(self, name: str) -> str:
+        return f"{name}-{self.suffix}"
+
+    def adapt(
+        self, rgd: Mapping[str, Any], *, groups: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
+        """An example RGD made private to this test: unique name, this test's group.
+
+        `groups` rewrites template apiVersions too (RGD chaining, whose templates name the
+        kinds of other RGDs by group).
+        """
+        out = copy.deepcopy(dict(rgd))
+        out["metadata"] = {"name": f"{meta(rgd)['name']}-{self.suffix}"}
+        out["spec"]["schema"]["group"] = self.group
+        for resource in out["spec"].get("resources") or []:
+            template = resource.get("template") or {}
+            api_version = str(template.get("apiVersion") or "")
+            group, _, version = api_version.rpartition("/")
+            if groups and group in groups:
+                template["apiVersion"] = f"{groups[group]}/{version}"
+        return out
+
+    async def apply_rgd(self, rgd: Mapping[str, Any]) -> dict[str, Any]:
+        name = str(meta(rgd)["name"])
+        if name not in self._rgds:
+            self._rgds.append(name)
+        return await self.client.apply(RGDS, rgd, field_manager=FIELD_MANAGER, force=True)
+
+    async def get_rgd(self, name: str) -> dict[str, Any]:
+        return await self.client.get(RGDS, name)
+
+    async def wait_rgd_active(self, name: str, *, generation: bool = True) -> dict[str, Any]:
+        """The RGD Active at its current generation (Ready observed it)."""
+
+        seen: list[Any] = [None]
+
+        async def probe() -> dict[str, Any] | None:
+            live = seen[0] = await self.get_rgd(name)
+            ready = condition(live, "Ready")
+            current = ready.get("observedGeneration") == meta(live).get("generation")
+            ok = state(live) == "Active" and ready.get("status") == "True"
+            return live if ok and (current or not generation) else None
+
+        try:
+            return await wait_for(probe, what=f"RGD {name} Active")
+        except AssertionError as error:
+            status = (seen[0] or {}).get("status")
+            raise AssertionError(f"{error}; RGD status: {status}") from None
+
+    async def revisions(self, rgd_name: str) -> list[dict[str, Any]]:
+        page = await self.client.list(
+            GRAPH_REVISIONS, field_selector=f"spec.snapshot.name={rgd_name}"
+        )
+        items = [i for i in page.get("items") or [] if not meta(i).get("deletionTimestamp")]
+        return sorted(items, key=lambda i: int(i["spec"]["revision"]))
+
+    # -- instances ---------------------------------------------------------------------------
+
+    def gvr(self, kind_plural: str, group: str | None = None) -> GVR:
+        return GVR(group or self.group, VERSION, kind_plural)
+
+    async def gvr_of(self, kind: str, group: str | None = None) -> GVR:
+        gvk = GVK(group or self.group, VERSION, kind)
+        try:
+            return (await self.client.mapper.resource_for(gvk)).gvr
+        except KubeError:
+            self.client.mapper.invalidate()
+            return (await self.client.mapper.resource_for(gvk)).gvr
+
+    async def apply_instance(
+        self,
+        kind: str,
+        name: str,
+        spec: Mapping[str, Any],
+        *,
+        namespace: str | None = None,
+        group: str | None = None,
+        annotations: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        gvr = await self.gvr_of(kind, group)
+        namespace = self.namespace if namespace is None else namespace
+        metadata: dict[str, Any] = {"name": name}
+        if namespace:
+            metadata["namespace"] = namespace
+        if annotations:
+            metadata["annotations"] = dict(annotations)
+        body = {
+            "apiVersion": f"{gvr.group}/{VERSION}",
+            "kind": kind,
+            "metadata": metadata,
+            "spec": dict(spec),
+        }
+        key = (gvr, namespace, name)
+        if key not in self._instances:
+            self._instances.append(key)
+        return await self.client.apply(
+            gvr, body, field_manager=FIELD_MANAGER, force=True, namespace=namespace or None
+        )
+
+    async def get(self, gvr: GVR, name: str, namespace: str | None = None) -> dict[str, Any]:
+        namespace = self.namespace if namespace is None else namespace
+        return await self.client.get(gvr, name, namespace=namespace or None)
+
+    async def wait_instance(
+        self,
+        gvr: GVR,
+        name: str,
+        predicate: Callable[[dict[str, Any]], bool] | None = None,
+        *,
+        what: str = "",
+        namespace: str | None = None,
+        timeout_s: float = DEADLINE_S,
+    ) -> dict[str, Any]:
+        """The instance once `predicate` holds (default: ACTIVE and Ready at its generation)."""
+        check = predicate or is_ready
+        seen: list[Any] = [None]
+
+        async def probe() -> dict[str, Any] | None:
+            live = seen[0] = await self.get(gvr, name, namespace)
+            return live if check(live) else None
+
+        try:
+            return await wait_for(
+                probe, what=what or f"{gvr.resource} {name} ready", timeout_s=timeout_s
+            )
+        except AssertionError as error:
+            status = (seen[0] or {}).get("status")
+            raise AssertionError(f"{error}; instance status: {status}") from None
+
+    async def wait_gone(
+        self, gvr: GVR, name: str, namespace: str | None = None, *, timeout_s: float = DEADLINE_S
+    ) -> None:
+        async def probe() -> bool:
+            try:
+                await self.get(gvr, name, namespace)
+            except NotFound:
+                return True
+            return False
+
+        await wait_for(probe, what=f"{gvr.resource} {name} gone", timeout_s=timeout_s)
+
+    def track(self, gvr: GVR, name: str, namespace: str = "") -> None:
+        """Delete this object at clean-up too (cluster-scoped helpers such as policies)."""
+        self._extra.append((gvr, namespace, name))
+
+    async def children(
+        self, gvr: GVR, instance_name: str, node_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        selector = f"kro.run/instance-name={instance_name}"
+        if node_id:
+            selector += f",kro.run/node-id={node_id}"
+        items, _ = await self.client.list_all(gvr, label_selector=selector)
+        return [i for i in items if not meta(i).get("deletionTimestamp")]
+
+    # -- clean-up ----------------------------------------------------------------------------
+
+    async def cleanup(self) -> None:
+        """Instances first (kro deletes their children), then RGDs (and their CRDs)."""
+        for gvr, namespace, name in reversed(self._instances):
+            with contextlib.suppress(NotFound):
+                await self.client.delete(gvr, name, namespace=namespace or None)
+        for gvr, namespace, name in reversed(self._instances):
+            with contextlib.suppress(AssertionError):
+                await self.wait_gone(gvr, name, namespace, timeout_s=30)
+        for gvr, namespace, name in self._extra:
+            with contextlib.suppress(NotFound):
+                await self.client.delete(gvr, name, namespace=namespace or None)
+        for name in self._rgds:
+            with contextlib.suppress(NotFound):
+                await self.client.delete(RGDS, name)
+        for name in self._rgds:
+            with contextlib.suppress(AssertionError):
+                await wait_for(
+                    functools.partial(_absent, self.client, RGDS, name),
+                    what=f"RGD {name} gone",
+                    timeout_s=30,
+                )
+
+
+async def _absent(client: Client, gvr: GVR, name: str) -> bool:
+    try:
+        await client.get(gvr, name)
+    except NotFound:
+        return True
+    return False
+
+
+def is_ready(obj: Mapping[str, Any]) -> bool:
+    """ACTIVE with Ready=True observed at the current generation."""
+    ready = condition(obj, "Ready")
+    return (
+        state(obj) == "ACTIVE"
+        and ready.get("status") == "True"
+        and ready.get("observedGeneration") == meta(obj).get("generation")
+    )
+
+
+@contextlib.asynccontextmanager
+async def kro_env(controller: ControllerThread, namespace: str) -> AsyncIterator[KroEnv]:
+    client = await Client.from_kubeconfig(str(controller.kubeconfig))
+    env = KroEnv(client, namespace, controller)
+    try:
+        yield env
+    finally:
+        try:
+            await env.cleanup()
+        finally:
+            await client.close()
+
+
+__all__ = [
+    "CONFIGMAPS",
+    "CRDS",
+    "DEPLOYMENTS",
+    "EXAMPLES",
+    "NAMESPACES",
+    "SERVICES",
+    "ControllerThread",
+    "KroEnv",
+    "condition",
+    "is_ready",
+    "kro_env",
+    "load_yaml",
+    "meta",
+    "running_controller",
+    "state",
+    "wait_for",
+]

@@ -1,0 +1,272 @@
+"""kro.controllers.metrics: upstream kro's controller metrics (§1.R rows 3-12, 30-36, 38-64).
+
+Names, types, label names and label-value formats copy upstream exactly, so dashboards built
+for upstream kro keep working: `gvr` is Go's `GroupVersionResource.String()`
+(`group/version, Resource=plural`), except on `instance_state_transitions_total`, whose `gvr`
+label upstream fills with the instance's GroupVersionKind string (`group/version, Kind=Kind`);
+`name` is the RGD's name. Everything is recorded through the injected MetricsProvider, so the
+controllers never import prometheus_client.
+
+Each class is created once per provider and shared by every reconciler that records into it
+(providers return the same metric for the same name).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+from kro.runtime.gvk import GVR
+from kro.runtime.metrics import NOOP, MetricsProvider
+
+RECONCILE_BUCKETS: Final = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+"""Upstream's instance reconcile buckets (0.01 ... 120 s)."""
+
+# Label values (upstream's constants).
+RESOLUTION_NOT_AVAILABLE: Final = "not_available"
+RESOLUTION_FAILED: Final = "failed"
+RESOLUTION_UNKNOWN_STATE: Final = "unknown_state"
+ISSUE_NO_REVISION: Final = "no_revision"
+ISSUE_SPEC_CHANGED: Final = "spec_changed"
+WAIT_WARMING_UP: Final = "warming_up"
+WAIT_COMPILING: Final = "compiling"
+WAIT_SETTLING: Final = "settling"
+RESULT_SERVE: Final = "serve"
+RESULT_ISSUE: Final = "issue"
+RESULT_WAIT: Final = "wait"
+RESULT_FAILED: Final = "failed"
+MISS_LATEST_NOT_WARMED: Final = "latest_not_warmed"
+MISS_RUNTIME_ENTRY_MISSING: Final = "runtime_entry_missing"
+COMPILE_SUCCESS: Final = "success"
+COMPILE_FAILED: Final = "failed"
+
+
+def gvr_string(gvr: GVR) -> str:
+    """Go's GVR.String(): `apps/v1, Resource=deployments`, core `/v1, Resource=configmaps`."""
+    return f"{gvr.group}/{gvr.version}, Resource={gvr.resource}"
+
+
+def gvk_string(group: str, version: str, kind: str) -> str:
+    """Go's GVK.String(): `platform.example.com/v1alpha1, Kind=NginxApp`."""
+    return f"{group}/{version}, Kind={kind}"
+
+
+class InstanceMetrics:
+    """Rows 30-36: instance reconciles, their outcome and the graph each one resolved."""
+
+    def __init__(self, provider: MetricsProvider = NOOP) -> None:
+        gvr = ("gvr",)
+        self.state_transitions = provider.counter(
+            "instance_state_transitions_total",
+            "Total number of instance state transitions",
+            ("gvr", "from_state", "to_state"),
+        )
+        self.reconcile_duration = provider.histogram(
+            "instance_reconcile_duration_seconds",
+            "Duration of instance reconciliations",
+            gvr,
+            RECONCILE_BUCKETS,
+        )
+        self.reconcile_total = provider.counter(
+            "instance_reconcile_total", "Total number of instance reconciliations", gvr
+        )
+        self.reconcile_errors = provider.counter(
+            "instance_reconcile_errors_total", "Total number of instance reconciliation errors", gvr
+        )
+        self.resolution_success = provider.counter(
+            "instance_graph_resolution_success_total",
+            "Total number of successful graph resolutions for instances",
+            gvr,
+        )
+        self.resolution_failures = provider.counter(
+            "instance_graph_resolution_failures_total",
+            "Total number of failed graph resolutions for instances",
+            ("gvr", "reason"),
+        )
+        self.resolution_pending = provider.counter(
+            "instance_graph_resolution_pending_total",
+            "Total number of graph resolutions that found the latest revision pending",
+            gvr,
+        )
+
+
+class RGDMetrics:
+    """Rows 38-49: graph builds, RGD state, deletions and GraphRevision resolution."""
+
+    def __init__(self, provider: MetricsProvider = NOOP) -> None:
+        name = ("name",)
+        self.build_total = provider.counter(
+            "rgd_graph_build_total", "Total number of graph builds per RGD", name
+        )
+        self.build_duration = provider.histogram(
+            "rgd_graph_build_duration_seconds", "Duration of graph builds per RGD", name
+        )
+        self.build_errors = provider.counter(
+            "rgd_graph_build_errors_total", "Total number of failed graph builds per RGD", name
+        )
+        self.state_transitions = provider.counter(
+            "rgd_state_transitions_total",
+            "Total number of RGD state transitions",
+            ("name", "from", "to"),
+        )
+        self.deletions = provider.counter(
+            "rgd_deletions_total", "Total number of RGD deletions", name
+        )
+        self.deletion_duration = provider.histogram(
+            "rgd_deletion_duration_seconds", "Duration of RGD deletion clean-up", name
+        )
+        self.revision_issue = provider.counter(
+            "rgd_graph_revision_issue_total",
+            "Total number of GraphRevisions issued, by reason",
+            ("reason",),
+        )
+        self.revision_wait = provider.counter(
+            "rgd_graph_revision_wait_total",
+            "Total number of reconciles that waited for a GraphRevision, by reason",
+            ("reason",),
+        )
+        self.revision_resolution = provider.counter(
+            "rgd_graph_revision_resolution_total",
+            "Total number of GraphRevision resolutions, by result",
+            ("result",),
+        )
+        self.registry_miss = provider.counter(
+            "rgd_graph_revision_registry_miss_total",
+            "Total number of revision registry lookups that found no usable entry",
+            ("reason",),
+        )
+        self.gc_deleted = provider.counter(
+            "rgd_graph_revision_gc_deleted_total", "Total number of GraphRevisions collected"
+        )
+        self.gc_errors = provider.counter(
+            "rgd_graph_revision_gc_errors_total",
+            "Total number of failed GraphRevision garbage collections",
+        )
+
+
+class GraphRevisionMetrics:
+    """Rows 50-54: compiling GraphRevisions into the registry."""
+
+    def __init__(self, provider: MetricsProvider = NOOP) -> None:
+        result = ("result",)
+        self.compile_total = provider.counter(
+            "graph_revision_compile_total", "Total number of GraphRevision compilations", result
+        )
+        self.compile_duration = provider.histogram(
+            "graph_revision_compile_duration_seconds",
+            "Duration of GraphRevision compilations",
+            result,
+        )
+        self.status_update_errors = provider.counter(
+            "graph_revision_status_update_errors_total",
+            "Total number of failed GraphRevision status updates",
+        )
+        self.activation_deferred = provider.counter(
+            "graph_revision_activation_deferred_total",
+            "Total number of activations deferred because the status update failed",
+        )
+        self.finalizer_evictions = provider.counter(
+            "graph_revision_finalizer_evictions_total",
+            "Total number of registry entries evicted by GraphRevision deletion",
+        )
+
+
+class RegistryMetrics:
+    """Rows 55-57: the in-memory revision registry."""
+
+    def __init__(self, provider: MetricsProvider = NOOP) -> None:
+        self.entries = provider.gauge(
+            "graph_revision_registry_entries",
+            "Number of graph revisions held in the registry, by state",
+            ("state",),
+        )
+        self.transitions = provider.counter(
+            "graph_revision_registry_transitions_total",
+            "Total number of registry state transitions",
+            ("from", "to"),
+        )
+        self.evictions = provider.counter(
+            "graph_revision_registry_evictions_total",
+            "Total number of registry entries evicted",
+        )
+
+    def record_counts(self, counts: Mapping[str, int]) -> None:
+        """Set the entries gauge for every state (states with no entry read 0)."""
+        for state, count in counts.items():
+            self.entries.set(count, state=str(state))
+
+
+COLLECTION_SIZE_BUCKETS: Final = tuple(float(2**i) for i in range(10))
+"""1, 2, 4 ... 512 items (row 12)."""
+SCHEMA_CALL_BUCKETS: Final = tuple(0.01 * 2**i for i in range(10))
+"""0.01 s doubling, 10 buckets (row 62)."""
+
+
+class RuntimeMetrics:
+    """Rows 3-12: per-instance graph evaluation (upstream's `pkg/runtime`), recorded by the
+    instance controller around `kro.graph.evaluate`, which itself stays pure."""
+
+    def __init__(self, provider: MetricsProvider = NOOP) -> None:
+        self.node_eval_total = provider.counter(
+            "runtime_node_eval_total", "Total number of node evaluations"
+        )
+        self.node_eval_duration = provider.histogram(
+            "runtime_node_eval_duration_seconds", "Duration of node evaluations"
+        )
+        self.node_eval_errors = provider.counter(
+            "runtime_node_eval_errors_total", "Total number of failed node evaluations"
+        )
+        self.creation_total = provider.counter(
+            "runtime_creation_total", "Total number of runtimes created from a graph"
+        )
+        self.creation_duration = provider.histogram(
+            "runtime_creation_duration_seconds", "Duration of runtime creation"
+        )
+        self.ignored_checks = provider.counter(
+            "runtime_node_ignored_check_total", "Total number of includeWhen checks"
+        )
+        self.ignored = provider.counter(
+            "runtime_node_ignored_total", "Total number of nodes skipped by includeWhen"
+        )
+        self.ready_checks = provider.counter(
+            "runtime_node_ready_check_total", "Total number of node readiness checks"
+        )
+        self.not_ready = provider.counter(
+            "runtime_node_not_ready_total",
+            "Total number of readiness checks that found a node not ready",
+        )
+        self.collection_size = provider.histogram(
+            "runtime_collection_size",
+            "Number of items a forEach collection expanded to",
+            (),
+            COLLECTION_SIZE_BUCKETS,
+        )
+
+
+class SchemaResolverMetrics:
+    """Rows 58-64: the controller's OpenAPI schema cache."""
+
+    def __init__(self, provider: MetricsProvider = NOOP) -> None:
+        self.hits = provider.counter(
+            "schema_resolver_cache_hits_total", "Total number of schema cache hits"
+        )
+        self.misses = provider.counter(
+            "schema_resolver_cache_misses_total", "Total number of schema cache misses"
+        )
+        self.size = provider.gauge("schema_resolver_cache_size", "Number of schemas cached")
+        self.evictions = provider.counter(
+            "schema_resolver_cache_evictions_total", "Total number of schemas evicted"
+        )
+        self.api_call_duration = provider.histogram(
+            "schema_resolver_api_call_duration_seconds",
+            "Duration of schema discovery calls to the API server",
+            (),
+            SCHEMA_CALL_BUCKETS,
+        )
+        self.deduplicated = provider.counter(
+            "schema_resolver_singleflight_deduplicated_total",
+            "Total number of concurrent schema lookups served by one in-flight call",
+        )
+        self.errors = provider.counter(
+            "schema_resolver_errors_total", "Total number of failed schema lookups"
+        )

@@ -1,0 +1,51 @@
+"""Fixtures for the kro.controllers unit tests: the in-process fake API server
+(tests/runtime/fakeapi.py) serving ConfigMaps, Events and the Greeter kind, a real Client on it,
+an Applier, a Prometheus provider to read metrics from, and a task-leak check."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "runtime"))
+
+from controllers_fakes import GROUP
+from fakeapi import DEFAULT_RESOURCES, FakeApiServer, FakeResource
+
+from kro.applyset import Applier, ApplierOptions, tooling_for
+from kro.runtime.client import Client, ClientOptions
+from kro.runtime.config import ConnectionConfig
+from kro.runtime.prometheus import PrometheusProvider
+
+GREETER = FakeResource(GROUP, "v1alpha1", "greeters", "Greeter")
+
+
+@pytest.fixture(autouse=True)
+def _fail_on_leaked_tasks(no_task_leaks: None) -> None:
+    """Every test here must stop the tasks it starts (see tests/conftest.py)."""
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[FakeApiServer]:
+    async with FakeApiServer((*DEFAULT_RESOURCES, GREETER)) as server:
+        yield server
+
+
+@pytest.fixture
+async def client(api: FakeApiServer) -> AsyncIterator[Client]:
+    options = ClientOptions(qps=10_000.0, burst=10_000, max_retries=0)
+    async with Client.from_config(ConnectionConfig(server=api.url), options) as c:
+        yield c
+
+
+@pytest.fixture
+def applier(client: Client) -> Applier:
+    return Applier(client, ApplierOptions(tooling=tooling_for("v0.9.3")))
+
+
+@pytest.fixture
+def provider() -> PrometheusProvider:
+    return PrometheusProvider(process_metrics=False)
