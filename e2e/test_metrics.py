@@ -41,14 +41,7 @@ METRICS_NOT_IMPLEMENTED_YET: frozenset[str] = frozenset(
 )
 
 # Series of exported names that are missing for one queue: (sample name, `name` label).
-# The dynamic controller never refreshes its queue's stuck-worker gauges (client-go does so every
-# 500ms for every queue; kro.runtime.Controller does for the two controller-runtime queues).
-QUEUE_SERIES_NOT_IMPLEMENTED_YET: frozenset[tuple[str, str]] = frozenset(
-    {
-        ("workqueue_unfinished_work_seconds", "dynamic-controller-queue"),
-        ("workqueue_longest_running_processor_seconds", "dynamic-controller-queue"),
-    }
-)
+QUEUE_SERIES_NOT_IMPLEMENTED_YET: frozenset[tuple[str, str]] = frozenset()
 
 # Reference §1.R: (name, type, label names). Rows 1-69 in order, then controller-runtime and
 # client-go workqueue metrics.

@@ -56,6 +56,7 @@ def app_options(config: ControllerConfig) -> AppOptions:
             retry_qps=float(config.rate_limiter_rate_limit),
             retry_burst=config.rate_limiter_burst_limit,
             max_retries=config.queue_max_retries,
+            unfinished_work_period_s=0.5,
         ),
         rgd_workers=config.rgd_concurrent_reconciles,
         graph_revision_workers=config.graph_revision_concurrent_reconciles,

@@ -39,36 +39,6 @@ def is_kro_owned(crd: Mapping[str, Any]) -> bool:
     )
 
 
-def without_status_defaults(crd: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of `crd` whose `status` schemas carry no `default`.
-
-    Status schemas inferred from a resource's OpenAPI (`${deployment.status.conditions}`) copy
-    the API server's `default: {}` on list items whose fields are required; the API server then
-    rejects the CRD ("items.default.type: Required value"). kro writes status itself, so a
-    status default can never apply and is dropped.
-    """
-    out = copy.deepcopy(dict(crd))
-    for version in (out.get("spec") or {}).get("versions") or []:
-        root = ((version.get("schema") or {}).get("openAPIV3Schema") or {}).get("properties")
-        if isinstance(root, dict) and isinstance(root.get("status"), dict):
-            _drop_defaults(root["status"])
-    return out
-
-
-def _drop_defaults(schema: dict[str, Any]) -> None:
-    schema.pop("default", None)
-    for child in (schema.get("properties") or {}).values():
-        if isinstance(child, dict):
-            _drop_defaults(child)
-    for key in ("items", "additionalProperties"):
-        if isinstance(schema.get(key), dict):
-            _drop_defaults(schema[key])
-    for key in ("allOf", "anyOf", "oneOf"):
-        for child in schema.get(key) or []:
-            if isinstance(child, dict):
-                _drop_defaults(child)
-
-
 def _is_established(crd: Mapping[str, Any]) -> bool:
     conditions = (crd.get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)

@@ -61,7 +61,6 @@ from kro.controllers.crd import (
     CRDError,
     delete_crd_if_owned,
     ensure_crd,
-    without_status_defaults,
 )
 from kro.controllers.events import RecorderPool, recorder_name
 from kro.controllers.graphrevision import GRAPH_REVISIONS
@@ -314,7 +313,7 @@ class RGDReconciler:
         self, rgd: dict[str, Any], status: dict[str, Any], graph: Graph, number: int, cond: Any
     ) -> Result:
         name, uid = str(_meta(rgd)["name"]), str(_meta(rgd).get("uid"))
-        crd = without_status_defaults(graph.instance.crd)
+        crd = copy.deepcopy(dict(graph.instance.crd))
         labels = crd.setdefault("metadata", {}).setdefault("labels", {})
         labels.update(
             {

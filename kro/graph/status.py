@@ -62,7 +62,8 @@ def _field_schema(
 ) -> dict[str, Any]:
     path = str(descriptor.path)
     if descriptor.standalone:
-        return parts[0].output_type.to_openapi()
+        schema: dict[str, Any] = without_defaults(parts[0].output_type.to_openapi())
+        return schema
     for part in parts:
         if not is_string_like(part.output_type):
             try:  # the concatenation gives upstream's message (C-03)
@@ -140,3 +141,29 @@ def compile_status(
         insert_schema(schema, field.path.segments, leaf)
         compiled.append(field)
     return CompiledStatus(tuple(compiled), schema)
+
+
+def without_defaults(schema: Any) -> Any:
+    """A copy of an inferred status schema without `default` keywords.
+
+    Schemas projected from a resource's OpenAPI (`${deployment.status.conditions}`) carry the
+    API server's `default: {}` on list items whose fields are required, and the API server then
+    rejects the CRD ("items.default.type: Required value"). kro writes status itself, so a
+    status default could never apply anyway. Property *names* (keys of `properties`) are kept,
+    even a property called `default`.
+    """
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "default":
+            continue
+        if key in ("properties", "patternProperties") and isinstance(value, dict):
+            out[key] = {name: without_defaults(sub) for name, sub in value.items()}
+        elif key in ("items", "additionalProperties", "not") and isinstance(value, dict):
+            out[key] = without_defaults(value)
+        elif key in ("allOf", "anyOf", "oneOf") and isinstance(value, list):
+            out[key] = [without_defaults(sub) for sub in value]
+        else:
+            out[key] = value
+    return out

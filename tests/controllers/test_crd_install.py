@@ -1,6 +1,6 @@
-"""The CRD the controller installs: status schemas lose every `default` (kro writes status
-itself, and defaults copied from a resource's OpenAPI can make the API server reject the CRD),
-while the spec keeps its SimpleSchema defaults."""
+"""The generated CRD: inferred status schemas lose every `default` (kro writes status itself,
+and defaults copied from a resource's OpenAPI can make the API server reject the CRD), while
+the spec keeps its SimpleSchema defaults."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 from controllers_fakes import RESOLVER
 
-from kro.controllers.crd import without_status_defaults
 from kro.graph.builder import build_graph
+from kro.graph.status import without_defaults
 
 
 def _application() -> dict[str, Any]:
@@ -66,8 +66,7 @@ def _defaults(schema: object) -> list[str]:
 
 def test_status_defaults_are_dropped_and_spec_defaults_kept() -> None:
     crd = build_graph(_application(), RESOLVER).instance.crd
-    installed = without_status_defaults(crd)
-    schema = installed["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
     assert _defaults(schema["status"]) == []
     assert schema["spec"]["properties"]["replicas"]["default"] == 3
     items = schema["status"]["properties"]["conditions_copy"]["items"]
@@ -75,30 +74,13 @@ def test_status_defaults_are_dropped_and_spec_defaults_kept() -> None:
 
 
 def test_a_property_named_default_is_not_a_keyword() -> None:
-    crd = {
-        "spec": {
-            "versions": [
-                {
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "properties": {
-                                "status": {
-                                    "type": "object",
-                                    "default": {},
-                                    "properties": {"default": {"type": "string", "default": "x"}},
-                                }
-                            }
-                        }
-                    }
-                }
-            ]
-        }
+    status = {
+        "type": "object",
+        "default": {},
+        "properties": {"default": {"type": "string", "default": "x"}},
     }
-    status = without_status_defaults(crd)["spec"]["versions"][0]["schema"]["openAPIV3Schema"][
-        "properties"
-    ]["status"]
-    assert status == {"type": "object", "properties": {"default": {"type": "string"}}}
-    assert (
-        crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]["default"]
-        == {}
-    )  # the input is not modified
+    assert without_defaults(status) == {
+        "type": "object",
+        "properties": {"default": {"type": "string"}},
+    }
+    assert status["default"] == {}  # the input is not modified
