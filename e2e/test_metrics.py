@@ -34,9 +34,6 @@ METRICS_NOT_IMPLEMENTED_YET: frozenset[str] = frozenset(
         "cel_expr_eval_duration_seconds",
         # row 37: feature gate InstanceConditionMetrics
         "instance_condition_current_status_seconds",
-        # rows 67-68: the client does not measure body sizes (docs/metrics.md says so)
-        "rest_client_request_size_bytes",
-        "rest_client_response_size_bytes",
     }
 )
 
@@ -130,8 +127,8 @@ SCHEMA_RESOLVER = [
 REST_CLIENT = [
     ("rest_client_request_duration_seconds", "histogram", ("verb", "host")),
     ("rest_client_rate_limiter_duration_seconds", "histogram", ("verb", "host")),
-    ("rest_client_request_size_bytes", "histogram", ("verb",)),
-    ("rest_client_response_size_bytes", "histogram", ("verb",)),
+    ("rest_client_request_size_bytes", "histogram", ("verb", "host")),
+    ("rest_client_response_size_bytes", "histogram", ("verb", "host")),
     ("rest_client_request_retries_total", "counter", ("code", "verb", "host")),
 ]
 CONTROLLER_RUNTIME = [

@@ -35,6 +35,8 @@ log = structlog.get_logger(__name__)
 
 LATENCY_BUCKETS: Final = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
 """client-go's buckets for rest_client_request_duration_seconds."""
+SIZE_BUCKETS: Final = tuple(64.0 * 2**n for n in range(16))
+"""Upstream's buckets for rest_client_request/response_size_bytes: 64 B x 2^n, 16 of them."""
 DEFAULT_RETRY_AFTER_S: Final = 1.0
 """Wait before retrying a 429/503 that carries no Retry-After header."""
 
@@ -101,6 +103,18 @@ class Transport:
             ("verb", "host"),
             LATENCY_BUCKETS,
         )
+        self._m_request_size = metrics.histogram(
+            "rest_client_request_size_bytes",
+            "Request size in bytes. Broken down by verb and host.",
+            ("verb", "host"),
+            SIZE_BUCKETS,
+        )
+        self._m_response_size = metrics.histogram(
+            "rest_client_response_size_bytes",
+            "Response size in bytes. Broken down by verb and host.",
+            ("verb", "host"),
+            SIZE_BUCKETS,
+        )
         self._m_retries = metrics.counter(
             "rest_client_request_retries_total",
             "Number of request retries, partitioned by status code, verb, and host.",
@@ -161,11 +175,11 @@ class Transport:
         timeout = aiohttp.ClientTimeout(
             total=opts.request_timeout_s, sock_connect=opts.connect_timeout_s
         )
-        resp = await self._with_retries(
-            _Call(method, path, params, body, content_type, accept, timeout, watch=False)
-        )
+        call = _Call(method, path, params, body, content_type, accept, timeout, watch=False)
+        resp = await self._with_retries(call)
         try:
             data = await self._read(resp, method)
+            self._m_response_size.observe(len(data), verb=call.verb, host=self._host)
         finally:
             resp.release()
         return Response(resp.status, resp.content_type, data)
@@ -282,6 +296,7 @@ class Transport:
         finally:
             self._m_requests.inc(code=code, method=method, host=self._host)
             self._m_duration.observe(time.perf_counter() - started, verb=verb, host=self._host)
+            self._m_request_size.observe(len(call.body or b""), verb=verb, host=self._host)
 
     async def _error(self, resp: aiohttp.ClientResponse, method: str) -> ApiError:
         try:
