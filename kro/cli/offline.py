@@ -16,12 +16,14 @@ platform's whole set of RGDs can be checked in CI.
   apply-order waves (deletion runs from the highest wave down, G-17) and the dependency edges.
 
 Exit codes: 0 ok, 1 invalid input, 2 usage errors (argparse's own, and unknown formats).
-Not offline yet: `--kubeconfig` to resolve kinds from a live cluster (TODO; CLI-01).
+`kro validate --kubeconfig K` also resolves kinds from a live cluster's OpenAPI (CLI-01), for
+RGDs that use CRDs installed there; the built-in bundle and `--crd` files are consulted first.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import copy
 import json
 import sys
@@ -39,7 +41,16 @@ from kro.graph.build_errors import ResourceBuildError
 from kro.graph.builder import BuildOptions, build_graph
 from kro.graph.errors import GraphError
 from kro.graph.model import Graph, NodeType
-from kro.graph.resolver import OfflineSchemaResolver, SchemaSourceError
+from kro.graph.resolver import (
+    GVK,
+    OfflineSchemaResolver,
+    ResolvedSchema,
+    SchemaNotFoundError,
+    SchemaResolver,
+    SchemaSourceError,
+    referenced_gvks,
+)
+from kro.runtime.errors import KubeError
 
 EXIT_OK: Final = 0
 EXIT_INVALID: Final = 1
@@ -166,12 +177,45 @@ def build_rgds(
     return [results[i] for i in range(len(rgds))]
 
 
+class _LiveBacked(OfflineSchemaResolver):
+    """The offline bundle and `--crd` files first, then the schemas prefetched from a cluster."""
+
+    def __init__(self, offline: OfflineSchemaResolver, live: SchemaResolver) -> None:
+        super().__init__()
+        self._entries = offline._entries
+        self._live = live
+
+    def resolve(self, gvk: GVK) -> ResolvedSchema:
+        try:
+            return super().resolve(gvk)
+        except SchemaNotFoundError:
+            return self._live.resolve(gvk)
+
+
+async def _live_resolver(
+    kubeconfig: str, offline: OfflineSchemaResolver, rgds: Sequence[dict[str, Any]]
+) -> OfflineSchemaResolver:
+    from kro.controllers.schemas import LiveSchemaResolver
+    from kro.runtime.client import Client
+
+    async with await Client.from_kubeconfig(kubeconfig) as client:
+        live = LiveSchemaResolver(client)
+        wanted = [gvk for rgd in rgds for gvk in referenced_gvks(rgd.get("spec") or {})]
+        await live.prefetch(wanted)
+    return _LiveBacked(offline, live)
+
+
 def _run(args: argparse.Namespace, render: Callable[[list[BuildResult]], int]) -> int:
     try:
         rgds = load_rgds(args.files)
         resolver = OfflineSchemaResolver.from_files(crd_paths=args.crd)
+        if getattr(args, "kubeconfig", None):
+            resolver = asyncio.run(_live_resolver(args.kubeconfig, resolver, rgds))
     except (InputError, SchemaSourceError) as error:
         print(f"error: {error}", file=sys.stderr)
+        return EXIT_INVALID
+    except KubeError as error:
+        print(f"error: cannot read schemas from the cluster: {error}", file=sys.stderr)
         return EXIT_INVALID
     return render(build_rgds(rgds, resolver, _options(args)))
 
@@ -342,6 +386,11 @@ def add_offline_commands(commands: Any) -> None:
     )
     validate.add_argument("target", nargs="?", choices=["rgd"], help="what to validate (rgd)")
     _common_arguments(validate)
+    validate.add_argument(
+        "--kubeconfig",
+        default=None,
+        help="also resolve kinds (e.g. installed CRDs) from this cluster's OpenAPI",
+    )
     validate.set_defaults(handler=_validate)
 
     generate = commands.add_parser("generate", help="generate artifacts from an RGD")
