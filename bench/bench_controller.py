@@ -25,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -48,31 +49,54 @@ RGD: dict[str, Any] = {
     "metadata": {"name": "benchapps"},
     "spec": {
         "schema": {
-            "apiVersion": "v1alpha1", "group": GROUP, "kind": "BenchApp",
+            "apiVersion": "v1alpha1",
+            "group": GROUP,
+            "kind": "BenchApp",
             "spec": {"replicas": "integer | default=1", "message": "string | default=hello"},
             "status": {"available": "${deployment.status.availableReplicas}"},
         },
         "resources": [
-            {"id": "config", "template": {
-                "apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": "${schema.metadata.name}"},
-                "data": {"message": "${schema.spec.message}"}}},
-            {"id": "deployment",
-             "readyWhen": ["${deployment.status.availableReplicas >= deployment.spec.replicas}"],
-             "template": {
-                 "apiVersion": "apps/v1", "kind": "Deployment",
-                 "metadata": {"name": "${schema.metadata.name}",
-                              "annotations": {"config": "${config.metadata.name}"}},
-                 "spec": {"replicas": "${schema.spec.replicas}",
-                          "selector": {"matchLabels": {"app": "${schema.metadata.name}"}},
-                          "template": {"metadata": {"labels": {"app": "${schema.metadata.name}"}},
-                                       "spec": {"containers": [{"name": "app",
-                                                                "image": "nginx"}]}}}}},
-            {"id": "service", "template": {
-                "apiVersion": "v1", "kind": "Service",
-                "metadata": {"name": "${schema.metadata.name}"},
-                "spec": {"selector": "${deployment.spec.selector.matchLabels}",
-                         "ports": [{"port": 80}]}}},
+            {
+                "id": "config",
+                "template": {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": "${schema.metadata.name}"},
+                    "data": {"message": "${schema.spec.message}"},
+                },
+            },
+            {
+                "id": "deployment",
+                "readyWhen": ["${deployment.status.availableReplicas >= deployment.spec.replicas}"],
+                "template": {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "metadata": {
+                        "name": "${schema.metadata.name}",
+                        "annotations": {"config": "${config.metadata.name}"},
+                    },
+                    "spec": {
+                        "replicas": "${schema.spec.replicas}",
+                        "selector": {"matchLabels": {"app": "${schema.metadata.name}"}},
+                        "template": {
+                            "metadata": {"labels": {"app": "${schema.metadata.name}"}},
+                            "spec": {"containers": [{"name": "app", "image": "nginx"}]},
+                        },
+                    },
+                },
+            },
+            {
+                "id": "service",
+                "template": {
+                    "apiVersion": "v1",
+                    "kind": "Service",
+                    "metadata": {"name": "${schema.metadata.name}"},
+                    "spec": {
+                        "selector": "${deployment.spec.selector.matchLabels}",
+                        "ports": [{"port": 80}],
+                    },
+                },
+            },
         ],
     },
 }
@@ -99,14 +123,34 @@ def _proc_usage(pid: int) -> tuple[float, int]:
     return cpu, peak
 
 
-def _start_controller(kubeconfig: str, workers: int) -> subprocess.Popen[bytes]:
+def _controller_requests(port: int) -> float:
+    """The controller's own API requests so far (its rest_client_requests_total)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("rest_client_requests_total{")
+    )
+
+
+def _start_controller(kubeconfig: str, workers: int, metrics_port: int) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "kro.cli.main", "controller", f"--kubeconfig={kubeconfig}",
-         f"--metrics-bind-address=127.0.0.1:{free_port()}",
-         f"--health-probe-bind-address=127.0.0.1:{free_port()}",
-         f"--dynamic-controller-concurrent-reconciles={workers}",
-         "--client-qps=500", "--client-burst=1000", "--log-level=warning"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "kro.cli.main",
+            "controller",
+            f"--kubeconfig={kubeconfig}",
+            f"--metrics-bind-address=127.0.0.1:{metrics_port}",
+            f"--health-probe-bind-address=127.0.0.1:{free_port()}",
+            f"--dynamic-controller-concurrent-reconciles={workers}",
+            "--client-qps=500",
+            "--client-burst=1000",
+            "--log-level=warning",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
 
 
@@ -124,19 +168,25 @@ async def _create(client: Client, namespace: str, names: list[str]) -> dict[str,
 
     async def one(name: str) -> None:
         async with limit:
-            await client.create(INSTANCES, {
-                "apiVersion": f"{GROUP}/v1alpha1", "kind": "BenchApp",
-                "metadata": {"name": name, "namespace": namespace}, "spec": {}},
-                namespace=namespace)
+            await client.create(
+                INSTANCES,
+                {
+                    "apiVersion": f"{GROUP}/v1alpha1",
+                    "kind": "BenchApp",
+                    "metadata": {"name": name, "namespace": namespace},
+                    "spec": {},
+                },
+                namespace=namespace,
+            )
             created[name] = time.monotonic()
 
     await asyncio.gather(*(one(n) for n in names))
     return created
 
 
-async def _wait_active(client: Client, namespace: str, count: int, timeout_s: float) -> (
-    dict[str, float]
-):
+async def _wait_active(
+    client: Client, namespace: str, count: int, timeout_s: float
+) -> dict[str, float]:
     """First time each instance was seen ACTIVE (polling lists every 0.5 s)."""
     active: dict[str, float] = {}
     deadline = time.monotonic() + timeout_s
@@ -152,18 +202,21 @@ async def _wait_active(client: Client, namespace: str, count: int, timeout_s: fl
 
 async def _versions(client: Client, namespace: str) -> dict[str, str]:
     out: dict[str, str] = {}
-    for gvr in (INSTANCES, GVR("", "v1", "configmaps"), GVR("apps", "v1", "deployments"),
-                GVR("", "v1", "services")):
+    for gvr in (
+        INSTANCES,
+        GVR("", "v1", "configmaps"),
+        GVR("apps", "v1", "deployments"),
+        GVR("", "v1", "services"),
+    ):
         items, _ = await client.list_all(gvr, namespace=namespace)
         for item in items:
-            out[f"{gvr.resource}/{item['metadata']['name']}"] = item["metadata"][
-                "resourceVersion"]
+            out[f"{gvr.resource}/{item['metadata']['name']}"] = item["metadata"]["resourceVersion"]
     return out
 
 
-async def run_once(kubeconfig: str, instances: int, workers: int, steady_s: float) -> dict[
-    str, Any
-]:
+async def run_once(
+    kubeconfig: str, instances: int, workers: int, steady_s: float
+) -> dict[str, Any]:
     client = await Client.from_kubeconfig(kubeconfig, options=ClientOptions(qps=0))
     namespace = f"bench-{int(time.time())}"
     try:
@@ -171,14 +224,17 @@ async def run_once(kubeconfig: str, instances: int, workers: int, steady_s: floa
             with contextlib.suppress(AlreadyExists):
                 await client.create(CRDS, crd)
             await wait_established(client, crd["metadata"]["name"])
-        await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
-                                         "metadata": {"name": namespace}})
-        controller = _start_controller(kubeconfig, workers)
+        await client.create(
+            NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+        )
+        metrics_port = free_port()
+        controller = _start_controller(kubeconfig, workers, metrics_port)
         try:
             await client.apply(RGDS, RGD, field_manager="bench", force=True)
             await _wait_rgd_active(client)
             await client.mapper.refresh()
             before = await _request_total(client)
+            controller_before = _controller_requests(metrics_port)
             cpu_before, _ = _proc_usage(controller.pid)
             started = time.monotonic()
             names = [f"app-{i:05d}" for i in range(instances)]
@@ -186,26 +242,37 @@ async def run_once(kubeconfig: str, instances: int, workers: int, steady_s: floa
             active = await _wait_active(client, namespace, instances, timeout_s=1800)
             all_active_s = max(active.values()) - started if len(active) == instances else None
             after = await _request_total(client)
+            controller_after = _controller_requests(metrics_port)
             cpu_after, peak = _proc_usage(controller.pid)
             latencies = sorted(active[n] - created[n] for n in active)
             versions = await _versions(client, namespace)
+            steady_before = _controller_requests(metrics_port)
             await asyncio.sleep(steady_s)
-            changed = [k for k, v in (await _versions(client, namespace)).items()
-                       if versions.get(k) != v]
+            changed = [
+                k for k, v in (await _versions(client, namespace)).items() if versions.get(k) != v
+            ]
+            steady_requests = _controller_requests(metrics_port) - steady_before
             return {
-                "instances": instances, "workers": workers, "active": len(active),
+                "instances": instances,
+                "workers": workers,
+                "active": len(active),
                 "all_active_s": all_active_s,
                 "throughput_per_s": len(active) / (max(active.values()) - started)
-                if active else 0.0,
+                if active
+                else 0.0,
                 "p50_create_to_active_s": statistics.median(latencies) if latencies else None,
                 "p99_create_to_active_s": latencies[int(0.99 * (len(latencies) - 1))]
-                if latencies else None,
+                if latencies
+                else None,
                 "api_requests_total": after - before,
                 "api_requests_per_instance": (after - before) / instances,
+                "controller_requests_per_instance": (controller_after - controller_before)
+                / instances,
                 "controller_cpu_s": cpu_after - cpu_before,
                 "controller_peak_rss_mib": peak / 2**20,
                 "steady_state_s": steady_s,
                 "steady_state_writes": len(changed),
+                "steady_state_controller_requests": steady_requests,
             }
         finally:
             stop_pid(controller.pid, reap=controller.poll)
@@ -233,13 +300,15 @@ async def _main(args: argparse.Namespace, kubeconfig: str) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--instances", type=int, default=200)
     parser.add_argument("--workers", type=int, default=16)
     parser.add_argument("--steady-seconds", type=float, default=60.0)
-    parser.add_argument("--scaling", type=int, default=0,
-                        help="instead: this many instances for each worker count")
+    parser.add_argument(
+        "--scaling", type=int, default=0, help="instead: this many instances for each worker count"
+    )
     args = parser.parse_args()
     kubeconfig = os.environ.get("KUBECONFIG")
     if kubeconfig:

@@ -328,7 +328,7 @@ class LocalCluster:
             f"--service-account-key-file={certs.service_account_key}",
             f"--service-account-signing-key-file={certs.service_account_key}",
             "--authorization-mode=RBAC",
-            "--service-cluster-ip-range=10.0.0.0/24",
+            "--service-cluster-ip-range=10.0.0.0/16",
             "--allow-privileged=true",
             "--enable-priority-and-fairness=false",
             "--max-requests-inflight=800",
