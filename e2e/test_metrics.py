@@ -29,9 +29,6 @@ from kro.testing.wait import wait_for
 # Names from the tables below that the controller does not export yet (see the module docstring).
 METRICS_NOT_IMPLEMENTED_YET: frozenset[str] = frozenset(
     {
-        # rows 1-2: CEL evaluation (kro.cel is pure and counts nothing)
-        "cel_expr_eval_total",
-        "cel_expr_eval_duration_seconds",
         # row 37: feature gate InstanceConditionMetrics
         "instance_condition_current_status_seconds",
     }

@@ -24,6 +24,7 @@ from kro.controllers.events import RecorderPool
 from kro.controllers.graphrevision import GRAPH_REVISIONS, GraphRevisionReconciler
 from kro.controllers.instance.labels import KRO_VERSION
 from kro.controllers.metrics import (
+    CelMetrics,
     GraphRevisionMetrics,
     InstanceMetrics,
     RegistryMetrics,
@@ -146,6 +147,7 @@ class KroApp:
             metrics=RGDMetrics(metrics),
             instance_metrics=InstanceMetrics(metrics),
             runtime_metrics=RuntimeMetrics(metrics),
+            cel_metrics=CelMetrics(metrics),
             recorders=self.recorders,
         )
         self.gr_reconciler = GraphRevisionReconciler(

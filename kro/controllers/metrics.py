@@ -13,7 +13,7 @@ Each class is created once per provider and shared by every reconciler that reco
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 from kro.runtime.gvk import GVR
@@ -200,6 +200,26 @@ COLLECTION_SIZE_BUCKETS: Final = tuple(float(2**i) for i in range(10))
 """1, 2, 4 ... 512 items (row 12)."""
 SCHEMA_CALL_BUCKETS: Final = tuple(0.01 * 2**i for i in range(10))
 """0.01 s doubling, 10 buckets (row 62)."""
+
+
+class CelMetrics:
+    """Rows 1-2: every CEL evaluation of an instance reconcile. kro.graph.evaluate keeps the
+    durations (it records nothing itself); the instance controller hands them over here."""
+
+    def __init__(self, provider: MetricsProvider = NOOP) -> None:
+        self.eval_total = provider.counter(
+            "cel_expr_eval_total", "Total number of CEL expression evaluations"
+        )
+        self.eval_duration = provider.histogram(
+            "cel_expr_eval_duration_seconds", "Duration of CEL expression evaluations"
+        )
+
+    def record(self, durations_s: Sequence[float]) -> None:
+        if not durations_s:
+            return
+        self.eval_total.inc(len(durations_s))
+        for duration in durations_s:
+            self.eval_duration.observe(duration)
 
 
 class RuntimeMetrics:

@@ -79,6 +79,7 @@ from kro.controllers.metrics import (
     WAIT_COMPILING,
     WAIT_SETTLING,
     WAIT_WARMING_UP,
+    CelMetrics,
     InstanceMetrics,
     RGDMetrics,
     RuntimeMetrics,
@@ -137,6 +138,7 @@ class RGDReconciler:
         metrics: RGDMetrics | None = None,
         instance_metrics: InstanceMetrics | None = None,
         runtime_metrics: RuntimeMetrics | None = None,
+        cel_metrics: CelMetrics | None = None,
         recorders: RecorderPool | None = None,
     ) -> None:
         self.client = client
@@ -148,6 +150,7 @@ class RGDReconciler:
         self.metrics = metrics or RGDMetrics()
         self.instance_metrics = instance_metrics or InstanceMetrics()
         self.runtime_metrics = runtime_metrics or RuntimeMetrics()
+        self.cel_metrics = cel_metrics or CelMetrics()
         self.recorders = recorders
         self._served: dict[str, _Served] = {}  # rgd uid -> what is registered for it
 
@@ -376,6 +379,7 @@ class RGDReconciler:
             options=self.options.instance,
             metrics=self.instance_metrics,
             runtime_metrics=self.runtime_metrics,
+            cel_metrics=self.cel_metrics,
             events=self.recorders.recorder(recorder_name(crd_name)) if self.recorders else None,
         )
         await self.dynamic.register(

@@ -17,6 +17,7 @@ that runs until the next change; iteration expressions of forEach items get thei
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -100,6 +101,21 @@ class InstanceEvaluation:
         self._ignored: set[str] = set()
         self._desired: dict[str, list[dict[str, Any]]] = {}
         self._activation: Activation | None = None
+        self.eval_durations_s: list[float] = []
+
+    # -- expression evaluation -------------------------------------------------------------
+
+    def _eval(
+        self, expression: CompiledExpression, activation: Activation, *, as_json: bool = True
+    ) -> Value | DataPending | ExpressionError:
+        """Evaluate and keep the duration: the controller reports them as upstream's
+        cel_expr_eval_total / cel_expr_eval_duration_seconds (this module records nothing)."""
+        started = time.perf_counter()
+        result = expression.evaluate_json(activation) if as_json else expression.evaluate(
+            activation
+        )
+        self.eval_durations_s.append(time.perf_counter() - started)
+        return result
 
     # -- observed state ------------------------------------------------------------------
 
@@ -151,7 +167,7 @@ class InstanceEvaluation:
                 )
         activation = self._bind()
         for expression in node.include_when:
-            result = expression.evaluate(activation)
+            result = self._eval(expression, activation, as_json=False)
             if isinstance(result, DataPending):
                 return Pending(node_id, f"includeWhen {result.reason}: {result.message}")
             value = _checked(result, node, "includeWhen")
@@ -205,7 +221,7 @@ class InstanceEvaluation:
         dimensions: list[list[Any]] = []
         size = 1
         for dimension in node.for_each:
-            result = dimension.expression.evaluate_json(activation)
+            result = self._eval(dimension.expression, activation)
             if isinstance(result, DataPending):
                 return Pending(node.id, f"waiting for unresolved resource: {result.message}")
             value = _checked(result, node, "forEach")
@@ -261,7 +277,7 @@ class InstanceEvaluation:
     ) -> Any:
         parts: list[Any] = []
         for expression in template_field.expressions:
-            result = expression.evaluate_json(activation)
+            result = self._eval(expression, activation)
             if isinstance(result, DataPending):
                 return Pending(node.id, f"waiting for unresolved resource: {result.message}")
             parts.append(_checked(result, node, str(template_field.path)))
@@ -313,7 +329,7 @@ class InstanceEvaluation:
             return _READY
         activation = bind(values)  # raw values, as upstream (C-34 exception)
         for expression in node.ready_when:
-            result = expression.evaluate(activation)
+            result = self._eval(expression, activation, as_json=False)
             if isinstance(result, DataPending):
                 return Readiness(False, f"readyWhen {result.reason}: {result.message}")
             value = _checked(result, node, "readyWhen")
@@ -338,7 +354,7 @@ class InstanceEvaluation:
         for template_field in self.graph.status_fields:
             parts: list[Any] = []
             for expression in template_field.expressions:
-                result = expression.evaluate_json(activation)
+                result = self._eval(expression, activation)
                 if not isinstance(result, Value):
                     break
                 parts.append(result.value)
@@ -362,7 +378,7 @@ class InstanceEvaluation:
         errors: list[str] = []
         pending = False
         for expression in self.graph.conditions:
-            result = expression.evaluate_json(activation)
+            result = self._eval(expression, activation)
             if isinstance(result, DataPending):
                 pending = True
                 continue

@@ -62,6 +62,7 @@ from kro.controllers.metrics import (
     RESOLUTION_FAILED,
     RESOLUTION_NOT_AVAILABLE,
     RESOLUTION_UNKNOWN_STATE,
+    CelMetrics,
     InstanceMetrics,
     RuntimeMetrics,
     gvk_string,
@@ -126,6 +127,7 @@ class InstanceReconciler:
         metrics: InstanceMetrics | None = None,
         events: EventRecorder | None = None,
         runtime_metrics: RuntimeMetrics | None = None,
+        cel_metrics: CelMetrics | None = None,
     ) -> None:
         """`events`: the recorder of condition-change Events (None: gate off, no Events)."""
         self.rgd_name = rgd_name
@@ -138,6 +140,7 @@ class InstanceReconciler:
         self.options = options or InstanceOptions()
         self.metrics = metrics or InstanceMetrics()
         self.runtime_metrics = runtime_metrics or RuntimeMetrics()
+        self.cel_metrics = cel_metrics or CelMetrics()
         self.events = events
         self._gvr_label = gvr_string(gvr)
         self._gvk_label = gvk_string(gvr.group, gvr.version, kind)
@@ -217,6 +220,19 @@ class InstanceReconciler:
             evaluation=evaluation,
             metrics=self.runtime_metrics,
         )
+        try:
+            return await self._run_pass(work, parent, graph, status, evaluation)
+        finally:
+            self.cel_metrics.record(evaluation.eval_durations_s)
+
+    async def _run_pass(
+        self,
+        work: InstancePass,
+        parent: ObjectRef,
+        graph: Graph,
+        status: InstanceStatus,
+        evaluation: InstanceEvaluation,
+    ) -> Result:
         try:
             outcome = await work.run()
         except ChildDeleting as deleting:
