@@ -16,6 +16,7 @@ from kro.api.names import (
     ALLOW_BREAKING_CHANGES_VALUE,
     ANNOTATION_ALLOW_BREAKING_CHANGES,
     FEATURE_INSTANCE_CONDITION_EVENTS,
+    FEATURE_INSTANCE_CONDITION_METRICS,
     LABEL_RGD_NAME,
 )
 from kro.applyset import Applier, ApplierOptions, tooling_for
@@ -25,6 +26,7 @@ from kro.controllers.graphrevision import GRAPH_REVISIONS, GraphRevisionReconcil
 from kro.controllers.instance.labels import KRO_VERSION
 from kro.controllers.metrics import (
     CelMetrics,
+    ConditionDurations,
     GraphRevisionMetrics,
     InstanceMetrics,
     RegistryMetrics,
@@ -148,6 +150,9 @@ class KroApp:
             instance_metrics=InstanceMetrics(metrics),
             runtime_metrics=RuntimeMetrics(metrics),
             cel_metrics=CelMetrics(metrics),
+            condition_durations=ConditionDurations(metrics)
+            if options.feature_gates.get(FEATURE_INSTANCE_CONDITION_METRICS)
+            else None,
             recorders=self.recorders,
         )
         self.gr_reconciler = GraphRevisionReconciler(

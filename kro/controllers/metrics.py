@@ -13,11 +13,12 @@ Each class is created once per provider and shared by every reconciler that reco
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Final
+import datetime as dt
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final
 
 from kro.runtime.gvk import GVR
-from kro.runtime.metrics import NOOP, MetricsProvider
+from kro.runtime.metrics import NOOP, CallbackGaugeProvider, MetricsProvider, Sample
 
 RECONCILE_BUCKETS: Final = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 """Upstream's instance reconcile buckets (0.01 ... 120 s)."""
@@ -290,3 +291,60 @@ class SchemaResolverMetrics:
         self.errors = provider.counter(
             "schema_resolver_errors_total", "Total number of failed schema lookups"
         )
+
+
+class ConditionDurations:
+    """Row 37 (`InstanceConditionMetrics` gate): seconds each instance condition has held its
+    current status, computed at scrape time from `lastTransitionTime`.
+
+    Series are labelled gvr, namespace, name, condition_type, condition_status, reason; they
+    disappear when the condition does, when the instance is gone and when its RGD is deleted.
+    Needs a provider that supports scrape-time gauges; with any other provider it records
+    nothing.
+    """
+
+    def __init__(self, provider: MetricsProvider = NOOP) -> None:
+        self._conditions: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
+        self.enabled = isinstance(provider, CallbackGaugeProvider)
+        if isinstance(provider, CallbackGaugeProvider):
+            provider.callback_gauge(
+                "instance_condition_current_status_seconds",
+                "Seconds since each instance condition last changed status",
+                ("gvr", "namespace", "name", "condition_type", "condition_status", "reason"),
+                self.samples,
+            )
+
+    def update(self, gvr: str, namespace: str, name: str, conditions: Sequence[Any]) -> None:
+        if self.enabled:
+            self._conditions[(gvr, namespace, name)] = [
+                c for c in conditions if isinstance(c, Mapping) and c.get("lastTransitionTime")
+            ]
+
+    def evict(self, gvr: str, namespace: str, name: str) -> None:
+        self._conditions.pop((gvr, namespace, name), None)
+
+    def evict_gvr(self, gvr: str) -> None:
+        for key in [k for k in self._conditions if k[0] == gvr]:
+            del self._conditions[key]
+
+    def samples(self) -> Iterator[Sample]:
+        now = dt.datetime.now(dt.UTC)
+        for (gvr, namespace, name), conditions in list(self._conditions.items()):
+            for condition in conditions:
+                try:
+                    since = dt.datetime.fromisoformat(
+                        str(condition["lastTransitionTime"]).replace("Z", "+00:00")
+                    )
+                except ValueError:
+                    continue
+                yield (
+                    {
+                        "gvr": gvr,
+                        "namespace": namespace,
+                        "name": name,
+                        "condition_type": str(condition.get("type", "")),
+                        "condition_status": str(condition.get("status", "")),
+                        "reason": str(condition.get("reason", "")),
+                    },
+                    max((now - since).total_seconds(), 0.0),
+                )

@@ -80,9 +80,11 @@ from kro.controllers.metrics import (
     WAIT_SETTLING,
     WAIT_WARMING_UP,
     CelMetrics,
+    ConditionDurations,
     InstanceMetrics,
     RGDMetrics,
     RuntimeMetrics,
+    gvr_string,
 )
 from kro.controllers.registry import RevisionRegistry, RevisionState
 from kro.controllers.revisions import collect_revisions, list_revisions, revision_manifest
@@ -139,6 +141,7 @@ class RGDReconciler:
         instance_metrics: InstanceMetrics | None = None,
         runtime_metrics: RuntimeMetrics | None = None,
         cel_metrics: CelMetrics | None = None,
+        condition_durations: ConditionDurations | None = None,
         recorders: RecorderPool | None = None,
     ) -> None:
         self.client = client
@@ -151,6 +154,7 @@ class RGDReconciler:
         self.instance_metrics = instance_metrics or InstanceMetrics()
         self.runtime_metrics = runtime_metrics or RuntimeMetrics()
         self.cel_metrics = cel_metrics or CelMetrics()
+        self.condition_durations = condition_durations
         self.recorders = recorders
         self._served: dict[str, _Served] = {}  # rgd uid -> what is registered for it
 
@@ -380,6 +384,7 @@ class RGDReconciler:
             metrics=self.instance_metrics,
             runtime_metrics=self.runtime_metrics,
             cel_metrics=self.cel_metrics,
+            condition_durations=self.condition_durations,
             events=self.recorders.recorder(recorder_name(crd_name)) if self.recorders else None,
         )
         await self.dynamic.register(
@@ -397,6 +402,8 @@ class RGDReconciler:
         served = self._served.pop(uid, None)
         if served is not None:
             await self.dynamic.deregister(served.gvr)
+            if self.condition_durations is not None:
+                self.condition_durations.evict_gvr(gvr_string(served.gvr))
         if self.options.allow_crd_deletion:
             entry = self.registry.latest(name)
             if entry is not None and entry.graph is not None:

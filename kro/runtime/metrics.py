@@ -10,8 +10,8 @@ exactly; this module only carries them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Protocol, runtime_checkable
 
 
 class Counter(Protocol):
@@ -88,3 +88,25 @@ class NoopProvider:
 
 
 NOOP: MetricsProvider = NoopProvider()
+
+
+Sample = tuple[Mapping[str, str], float]
+"""One gauge sample: its label values and its value."""
+
+
+@runtime_checkable
+class CallbackGaugeProvider(Protocol):
+    """A provider that can compute a gauge at scrape time (a custom collector).
+
+    For values that are a function of time, like "seconds since a condition's last
+    transition": computing them when scraped keeps them exact without a ticking task, and a
+    series disappears as soon as `collect` stops yielding it.
+    """
+
+    def callback_gauge(
+        self,
+        name: str,
+        documentation: str,
+        labels: Sequence[str],
+        collect: Callable[[], Iterable[Sample]],
+    ) -> None: ...

@@ -11,7 +11,7 @@ different type or label set is a programming error and raises ValueError.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final
 
 from prometheus_client import (
@@ -25,8 +25,9 @@ from prometheus_client import (
 from prometheus_client import Counter as _PromCounter
 from prometheus_client import Gauge as _PromGauge
 from prometheus_client import Histogram as _PromHistogram
+from prometheus_client.core import GaugeMetricFamily
 
-from .metrics import Counter, Gauge, Histogram
+from .metrics import Counter, Gauge, Histogram, Sample
 
 CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
 
@@ -63,6 +64,29 @@ class _Adapter:
 
     def observe(self, value: float, **labels: str) -> None:
         self._child(labels).observe(value)
+
+
+class _CallbackCollector:
+    """A prometheus_client collector that asks a function for its samples at scrape time."""
+
+    def __init__(
+        self,
+        name: str,
+        documentation: str,
+        labels: tuple[str, ...],
+        collect: Callable[[], Iterable[Sample]],
+    ) -> None:
+        self._name, self._documentation, self._labels = name, documentation, labels
+        self._collect = collect
+
+    def describe(self) -> list[GaugeMetricFamily]:
+        return [GaugeMetricFamily(self._name, self._documentation, labels=self._labels)]
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(self._name, self._documentation, labels=self._labels)
+        for labels, value in self._collect():
+            family.add_metric([labels.get(name, "") for name in self._labels], value)
+        yield family
 
 
 class PrometheusProvider:
@@ -113,6 +137,19 @@ class PrometheusProvider:
             return _PromHistogram(name, documentation, ln, registry=self.registry, buckets=buckets)
 
         return self._get("histogram", name, labels, make)
+
+    def callback_gauge(
+        self,
+        name: str,
+        documentation: str,
+        labels: Sequence[str],
+        collect: Callable[[], Iterable[Sample]],
+    ) -> None:
+        """A gauge whose samples `collect` computes at every scrape (CallbackGaugeProvider)."""
+        if name in self._metrics:
+            raise ValueError(f"metric {name} already exists")
+        self.registry.register(_CallbackCollector(name, documentation, tuple(labels), collect))
+        self._metrics[name] = ("callback_gauge", tuple(labels), _Adapter(None, tuple(labels)))
 
     def render(self) -> bytes:
         """The registry in Prometheus text exposition format (serve with CONTENT_TYPE)."""

@@ -63,6 +63,7 @@ from kro.controllers.metrics import (
     RESOLUTION_NOT_AVAILABLE,
     RESOLUTION_UNKNOWN_STATE,
     CelMetrics,
+    ConditionDurations,
     InstanceMetrics,
     RuntimeMetrics,
     gvk_string,
@@ -128,6 +129,7 @@ class InstanceReconciler:
         events: EventRecorder | None = None,
         runtime_metrics: RuntimeMetrics | None = None,
         cel_metrics: CelMetrics | None = None,
+        condition_durations: ConditionDurations | None = None,
     ) -> None:
         """`events`: the recorder of condition-change Events (None: gate off, no Events)."""
         self.rgd_name = rgd_name
@@ -141,6 +143,7 @@ class InstanceReconciler:
         self.metrics = metrics or InstanceMetrics()
         self.runtime_metrics = runtime_metrics or RuntimeMetrics()
         self.cel_metrics = cel_metrics or CelMetrics()
+        self.condition_durations = condition_durations
         self.events = events
         self._gvr_label = gvr_string(gvr)
         self._gvk_label = gvk_string(gvr.group, gvr.version, kind)
@@ -171,7 +174,7 @@ class InstanceReconciler:
                     self.gvr, request.name, namespace=request.namespace or None
                 )
             except NotFound:
-                await self.watches.forget(parent)
+                await self._forget(parent)
                 return Result()
             if (instance.get("metadata") or {}).get("deletionTimestamp"):
                 return await self._delete(instance, parent)
@@ -394,7 +397,7 @@ class InstanceReconciler:
     async def _delete(self, instance: dict[str, Any], parent: ObjectRef) -> Result:
         """Delete children wave by wave from the inventory, then drop the finalizer (§1.L)."""
         if FINALIZER not in ((instance.get("metadata") or {}).get("finalizers") or []):
-            await self.watches.forget(parent)
+            await self._forget(parent)
             return Result()
         status = InstanceStatus(instance)
         try:
@@ -410,7 +413,7 @@ class InstanceReconciler:
             await self._deletion_blocked(instance, status, reason)
             raise ReconcileFailed(f"deletion blocked: {reason}")
         if progress.done:
-            await self.watches.forget(parent)
+            await self._forget(parent)
             await remove_finalizer(self.client, self.gvr, instance, FINALIZER)
             log.info("instance.deleted")
             return Result()
@@ -442,6 +445,14 @@ class InstanceReconciler:
         and (gate InstanceConditionEvents) one Event per condition whose status moved.
         """
         current: Mapping[str, Any] = instance
+        meta = instance.get("metadata") or {}
+        if self.condition_durations is not None:
+            self.condition_durations.update(
+                self._gvr_label,
+                str(meta.get("namespace") or ""),
+                str(meta.get("name") or ""),
+                desired.get("conditions") or [],
+            )
         for attempt in (1, 2):
             if not status_changed(current.get("status"), desired):
                 return
@@ -459,6 +470,12 @@ class InstanceReconciler:
                 current = await self.client.get(self.gvr, meta["name"], namespace=namespace)
             except NotFound:
                 return
+
+    async def _forget(self, parent: ObjectRef) -> None:
+        """The instance is gone (or no longer ours): drop its watches and metric series."""
+        await self.watches.forget(parent)
+        if self.condition_durations is not None:
+            self.condition_durations.evict(self._gvr_label, parent.namespace, parent.name)
 
     def _report(self, instance: Mapping[str, Any], desired: Mapping[str, Any]) -> None:
         previous = instance.get("status") or {}
