@@ -388,7 +388,11 @@ class InstanceReconciler:
             mutated=outcome.mutated,
             pending=outcome.pending,
         )
-        if outcome.mutated or outcome.pending or outcome.apply_errors:
+        # Waiting for data needs no timer: everything a pass reads (the instance, children,
+        # collections, external refs) is watched, so the change that unblocks a pending node
+        # enqueues the instance. Upstream also requeues on pending data every interval; that
+        # costs ~4 requests per instance per interval while Deployments roll out.
+        if outcome.mutated or outcome.apply_errors or outcome.retry:
             return self._requeue()
         return Result()
 

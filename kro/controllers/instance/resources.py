@@ -59,6 +59,7 @@ class PassOutcome:
     pending: bool = False
     mutated: bool = False
     apply_errors: bool = False
+    retry: bool = False  # something failed in a way only a later pass can fix (prune conflict)
 
 
 def node_gvr(node: Node) -> GVR:
@@ -284,4 +285,4 @@ class InstancePass:
             if written is not None:
                 self.instance = written
         if pruned.conflicts or pruned.failures:
-            self.outcome.pending = True  # come back: upstream requeues on prune conflicts
+            self.outcome.retry = True  # come back: upstream requeues on prune conflicts
