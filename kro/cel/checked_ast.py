@@ -189,14 +189,42 @@ def decode(serialized: bytes, *, with_positions: bool = False) -> Tree:
             payload = _blob(value)
     checked = type_url.endswith("CheckedExpr")
     expr_field, info_field = (4, 5) if checked else (2, 3)
-    root: Node = Node(0, Unknown())
-    positions: dict[int, int] = {}
-    for number, _, value in _fields(payload):
-        if number == expr_field:
-            root = _expr(_blob(value))
-        elif number == info_field and with_positions:
-            positions = _positions(_blob(value))
+    wanted = _messages(payload, (expr_field, info_field) if with_positions else (expr_field,))
+    expr, info = wanted.get(expr_field), wanted.get(info_field)
+    root = _expr(expr) if expr is not None else Node(0, Unknown())
+    positions = _positions(info) if info is not None else {}
     return Tree(root=root, positions=positions, checked=checked)
+
+
+def _messages(buf: bytes, numbers: tuple[int, ...]) -> dict[int, bytes]:
+    """The last value of each length-delimited field in `numbers`; other fields (a checked
+    expression's reference and type maps, most of its bytes) are skipped without copying."""
+    out: dict[int, bytes] = {}
+    i, n = 0, len(buf)
+    while i < n:
+        key = buf[i]
+        i += 1
+        if key >= 0x80:
+            key, i = _varint_rest(buf, i, key)
+        wire = key & 7
+        if wire == 2:
+            size = buf[i]
+            i += 1
+            if size >= 0x80:
+                size, i = _varint_rest(buf, i, size)
+            if key >> 3 in numbers:
+                out[key >> 3] = buf[i : i + size]
+            i += size
+        elif wire == 0:
+            value = buf[i]
+            i += 1
+            if value >= 0x80:
+                _, i = _varint_rest(buf, i, value)
+        elif wire in (1, 5):
+            i += 8 if wire == 1 else 4
+        else:  # groups are never used by cel.expr protos
+            raise ValueError(f"unsupported protobuf wire type {wire}")
+    return out
 
 
 def _positions(source_info: bytes) -> dict[int, int]:

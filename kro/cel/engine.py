@@ -3,10 +3,14 @@ for evaluation.
 
 Two kinds of engine environment, one library set (docs/design in cel-engine.md):
 
-- a *check* environment per `CelEnvironment`: variables typed from OpenAPI schemas through
-  synthetic protobuf descriptors (`types`), library functions typed precisely (`library`).
-  Compiling there parses, type-checks and yields the checked tree, from which we read the
-  output type and dependencies once;
+- a *check* environment per set of declarations: variables typed from OpenAPI schemas
+  through synthetic protobuf descriptors (`types`, translated once by `declarations`),
+  library functions typed precisely (`library`). Compiling there parses, type-checks and
+  yields the checked tree, from which we read the output type and dependencies once. Every
+  `CelEnvironment` declaring the same set shares that environment and its compiled
+  expressions (`_CheckSet`), and an `extend()`ed one reuses its parent's for expressions that
+  do not name the added variables: building the checker is the costly step (milliseconds),
+  compiling the cheap one (tens of microseconds);
 - one process-wide *evaluation* environment: no variable declarations, runtime library
   implementations only. Checked expressions are deserialized into it, so every compiled
   expression, whatever environment checked it, runs against the same kind of `Activation`
@@ -22,7 +26,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -43,20 +47,16 @@ from kro.cel import (
     lib_semver,
     lib_url,
 )
-from kro.cel.checked_ast import Call, Tree, decode, walk
-from kro.cel.convert import InputConverter, to_json_value
+from kro.cel.checked_ast import Call, Ident, Tree, decode, walk
+from kro.cel.convert import to_json_value
+from kro.cel.declarations import Declaration, declaration_of
 from kro.cel.deps import Dependency, dependencies
-from kro.cel.errors import (
-    CelCompileError,
-    CelConversionError,
-    CelDeclarationError,
-    UnsupportedFunctionError,
-)
+from kro.cel.errors import CelCompileError, CelConversionError, UnsupportedFunctionError
 from kro.cel.lib_conditions import ConditionRead, NewCondition
 from kro.cel.library import Overload, check_extension, runtime_extension
 from kro.cel.opaque import LIBRARY_POOL, new_pool
 from kro.cel.results import EvalResult, ExpressionError, Value, classify
-from kro.cel.types import DYN, CelType, SchemaTranslator, engine_type, parse_engine_type
+from kro.cel.types import CelType, parse_engine_type
 
 # cel-go's BaseDeclarations() minus what kro adds itself (C-18). Not enabled upstream, so
 # not here either: math, sets, regex (cel-cpp's regex.* is not k8s's find/findAll), protos.
@@ -90,7 +90,6 @@ UNSUPPORTED: Final[Mapping[str, str]] = {
     "transformMapEntry": "cel-expr-python 0.1.3 lacks the runtime helper cel.@mapInsert",
 }
 _UNSUPPORTED_CALL: Final = re.compile(r"\.\s*(transformMapEntry|transformMap)\s*\(")
-_IDENTIFIER: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _OPTIONAL_VAR: Final = "kro_optional__"
 _MAP_INSERT: Final = "cel.@mapInsert"
 
@@ -109,9 +108,14 @@ class _Engine:
 
     def __init__(self) -> None:
         self.check_extension = check_extension("kro-check", LIBRARY_OVERLOADS)
+        self.config = _config()
+        # Parses only (no variables): the same syntax and macros as every check environment.
+        self.parse_env = cel.NewEnv(
+            LIBRARY_POOL, config=self.config, extensions=[self.check_extension]
+        )
         self.eval_env = cel.NewEnv(
             LIBRARY_POOL,
-            config=_config(),
+            config=self.config,
             extensions=[runtime_extension("kro-runtime", LIBRARY_OVERLOADS)],
         )
 
@@ -133,16 +137,6 @@ class CelOptions:
     """
 
     omit_function: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class _Declaration:
-    cel_type: CelType
-    engine_type: Any
-    proto_file: bytes
-    messages: Mapping[str, Mapping[str, Any]]
-    converter: InputConverter
-    hint: str = ""
 
 
 class Activation:
@@ -171,6 +165,7 @@ class CompiledExpression:
     expression: the source as written (without `${}`).
     output_type: the checked result type (`.cel_name`, `.to_openapi()`).
     dependencies: (root, path) reads, comprehension variables excluded.
+    roots: the variables it reads (upstream's "references"), from `dependencies`.
     functions: names of every function and operator called (`random.seededString`, `_+_`).
     uses_omit: calls `omit()` (only legal in resource templates, C-31).
     new_conditions / condition_reads: `runtime.newCondition` / `runtime.condition` calls.
@@ -186,11 +181,10 @@ class CompiledExpression:
     _program: Any = field(repr=False)
     _unwrap_optional: bool = field(repr=False)
     _string_result: bool = field(repr=False)
+    roots: frozenset[str] = field(init=False, repr=False)
 
-    @property
-    def roots(self) -> frozenset[str]:
-        """The variables the expression reads (upstream's "references")."""
-        return frozenset(d.root for d in self.dependencies)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "roots", frozenset(d.root for d in self.dependencies))
 
     def evaluate(self, activation: Activation) -> EvalResult:
         """Evaluate to a CEL-native Python value (timestamps are datetimes, bytes bytes)."""
@@ -234,11 +228,114 @@ def evaluate(compiled: CompiledExpression, activation: Activation) -> EvalResult
     return compiled.evaluate(activation)
 
 
+class _CheckSet:
+    """Variables over a set of descriptor files: the engine environment that checks against
+    them (built on the first compile that needs it; 1-4 ms, most of it converting the
+    variables' message types) and every expression compiled in it. Shared by every
+    `CelEnvironment` with the same variables and files, across graph builds of this process
+    (the RGD controller and the GraphRevision controller each build every spec)."""
+
+    __slots__ = ("_env", "_messages", "_universe", "compiled", "files", "variables")
+
+    def __init__(
+        self,
+        variables: Mapping[str, Declaration],
+        files: tuple[bytes, ...],
+        universe: Iterable[Declaration],
+    ) -> None:
+        self.variables = variables
+        self.files = files
+        self.compiled: dict[tuple[CelOptions, str], CompiledExpression] = {}
+        self._universe = tuple(universe)
+        self._env: Any = None
+        self._messages: dict[str, Mapping[str, Any]] = {}
+
+    def env(self) -> Any:
+        if self._env is None:
+            self._messages = {
+                k: v
+                for m in {id(d.messages): d.messages for d in self._universe}.values()
+                for k, v in m.items()
+            }
+            self._env = cel.NewEnv(
+                _pool(self.files),
+                config=_Engine.get().config,
+                extensions=[_Engine.get().check_extension],
+                variables={n: d.engine_type for n, d in self.variables.items()},
+            )
+        return self._env
+
+    @property
+    def messages(self) -> Mapping[str, Mapping[str, Any]]:
+        self.env()
+        return self._messages
+
+    def remember(self, key: tuple[CelOptions, str], compiled: CompiledExpression) -> None:
+        if len(self.compiled) >= _COMPILED_PER_SET:
+            self.compiled.clear()
+        self.compiled[key] = compiled
+
+
+_CHECK_SETS_SIZE: Final = 8
+_COMPILED_PER_SET: Final = 8192
+_SetKey = tuple[tuple[bytes, ...], tuple[tuple[str, Declaration], ...]]
+_check_sets: OrderedDict[_SetKey, _CheckSet] = OrderedDict()
+_check_sets_lock: Final = threading.Lock()
+
+
+def _check_set(
+    variables: Mapping[str, Declaration], universe: Mapping[str, Declaration]
+) -> _CheckSet:
+    """The shared check set declaring `variables` over the descriptor files (and message
+    names) of every declaration in `universe` (declarations compare by identity)."""
+    files = _files(universe)
+    key = (files, tuple(sorted(variables.items(), key=_by_name)))
+    with _check_sets_lock:
+        found = _check_sets.get(key)
+        if found is not None:
+            _check_sets.move_to_end(key)
+            return found
+        found = _CheckSet(dict(variables), files, universe.values())
+        _check_sets[key] = found
+        if len(_check_sets) > _CHECK_SETS_SIZE:
+            _check_sets.popitem(last=False)
+        return found
+
+
+def _by_name(item: tuple[str, Declaration]) -> str:
+    return item[0]
+
+
+def _files(declarations: Mapping[str, Declaration]) -> tuple[bytes, ...]:
+    return tuple(sorted({d.proto_file for d in declarations.values() if d.proto_file}))
+
+
+_POOLS_SIZE: Final = 8
+_pools: OrderedDict[tuple[bytes, ...], Any] = OrderedDict()
+
+
+def _pool(files: tuple[bytes, ...]) -> Any:
+    """A descriptor pool of these files (about a millisecond with a large kind), shared by
+    check environments over the same files: a graph's environment and its extensions."""
+    with _check_sets_lock:
+        found = _pools.get(files)
+        if found is not None:
+            _pools.move_to_end(files)
+            return found
+    found = new_pool(*files)
+    with _check_sets_lock:
+        _pools[files] = found
+        if len(_pools) > _POOLS_SIZE:
+            _pools.popitem(last=False)
+    return found
+
+
 class CelEnvironment:
     """Declared variables plus kro's libraries: the context expressions are compiled in.
 
-    Declare every variable first, then compile; a declaration after a compile rebuilds the
-    checking environment (about a millisecond). Compiles are cached per source text.
+    Environments that declare the same variables (the same translations) share one engine
+    check environment and one compile cache, so declaring, extending and rebuilding a graph
+    cost nothing once a set has been seen. Declare every variable first, then compile.
     """
 
     def __init__(
@@ -247,10 +344,15 @@ class CelEnvironment:
         declarations: Mapping[str, Mapping[str, Any] | CelType | None] | None = None,
     ) -> None:
         self.options = options or CelOptions()
-        self._declarations: dict[str, _Declaration] = {}
-        self._check_env: Any = None
-        self._messages: dict[str, Mapping[str, Any]] = {}
-        self._cache: dict[str, CompiledExpression] = {}
+        self._declarations: dict[str, Declaration] = {}
+        self._set: _CheckSet | None = None
+        # extend(): a pattern matching the names this one adds or redeclares, and the
+        # parent's set. An expression naming none of them checks identically in the parent
+        # (given the same descriptor files); one naming them is checked with only the
+        # variables it names (`_narrowed_set`).
+        self._added: re.Pattern[str] | None = None
+        self._parent: _CheckSet | None = None
+        self._narrowed: dict[str, _CheckSet] = {}
         for name, schema in (declarations or {}).items():
             self.declare(name, schema)
 
@@ -258,19 +360,11 @@ class CelEnvironment:
 
     def declare(self, name: str, schema: Mapping[str, Any] | CelType | None = None) -> CelType:
         """Declare a variable from an OpenAPI v3 schema, a CelType, or None (`dyn`)."""
-        if not _IDENTIFIER.match(name):
-            raise CelDeclarationError(name=name, message="not a CEL identifier")
-        if schema is None:
-            declaration = _Declaration(DYN, cel.Type.DYN, b"", {}, InputConverter(None))
-        elif isinstance(schema, CelType):
-            declaration = _Declaration(schema, engine_type(schema), b"", {}, InputConverter(None))
-        elif isinstance(schema, Mapping):
-            declaration = _translate(name, schema)
-        else:
-            raise CelDeclarationError(name=name, message=f"unsupported schema {type(schema)}")
+        declaration = declaration_of(name, schema)
         self._declarations[name] = declaration
-        self._check_env = None
-        self._cache.clear()
+        self._set = None
+        self._added = self._parent = None
+        self._narrowed = {}
         return declaration.cel_type
 
     def extend(
@@ -281,81 +375,59 @@ class CelEnvironment:
         child._declarations = dict(self._declarations)
         for name, schema in declarations.items():
             child.declare(name, schema)
+        changed = [n for n, d in child._declarations.items() if self._declarations.get(n) is not d]
+        if changed:
+            names = "|".join(re.escape(n) for n in changed)
+            child._added = re.compile(rf"(?<![\w.])(?:{names})(?!\w)")
+            if _files(child._declarations) == _files(self._declarations):
+                child._parent = self._check_set()
         return child
 
     @property
     def variables(self) -> Mapping[str, CelType]:
         return {name: d.cel_type for name, d in self._declarations.items()}
 
-    def _env(self) -> Any:
-        if self._check_env is None:
-            files = list(
-                dict.fromkeys(d.proto_file for d in self._declarations.values() if d.proto_file)
-            )
-            self._messages = {
-                k: v for d in self._declarations.values() for k, v in d.messages.items()
-            }
-            self._check_env = cel.NewEnv(
-                new_pool(*files),
-                config=_config(),
-                extensions=[_Engine.get().check_extension],
-                variables={n: d.engine_type for n, d in self._declarations.items()},
-            )
-        return self._check_env
+    def _check_set(self) -> _CheckSet:
+        if self._set is None:
+            self._set = _check_set(self._declarations, self._declarations)
+        return self._set
+
+    def _target(self, expression: str) -> _CheckSet:
+        """Where `expression` is checked; every choice gives the result the full set would."""
+        if self._added is None:
+            return self._check_set()
+        if self._added.search(expression) is None:
+            return self._parent or self._check_set()
+        found = self._narrowed.get(expression)
+        if found is None:
+            found = self._narrowed[expression] = self._narrowed_set(expression)
+        return found
+
+    def _narrowed_set(self, expression: str) -> _CheckSet:
+        """A set declaring only the variables `expression` names, over all the files.
+
+        The checker resolves an identifier to a variable or, failing that, to a type name in
+        the descriptor files; a variable the expression never names cannot change anything.
+        Leaving the others out spares converting their message types (milliseconds for a
+        graph's worth of kinds, against well under one for an iterator and `schema`).
+        """
+        names = _identifiers(expression)
+        if names is None:  # does not parse: the full set reports it
+            return self._check_set()
+        variables = {n: d for n, d in self._declarations.items() if n in names}
+        return _check_set(variables, self._declarations)
 
     # --------------------------------------------------------------------- compile
 
     def compile(self, expression: str) -> CompiledExpression:
         """Parse and type-check; raises CelCompileError (or UnsupportedFunctionError)."""
-        cached = self._cache.get(expression)
-        if cached is not None:
-            return cached
-        env = self._env()
-        source, new_conditions = expression, tuple[NewCondition, ...]()
-        if "newCondition" in expression:
-            parse = self._engine_compile(env, expression, parse_only=True)
-            parsed = decode(parse.serialize(), with_positions=True)
-            source, new_conditions = lib_conditions.rewrite_new_conditions(expression, parsed)
-        checked = self._engine_compile(env, source, original=expression)
-        serialized = checked.serialize()
-        tree = decode(serialized)
-        functions = _functions(tree)
-        if _MAP_INSERT in functions:
-            raise _unsupported(expression)
-        uses_omit = lib_omit.check_omit(
-            tree, enabled=self.options.omit_function, expression=expression
-        )
-        output_type = parse_engine_type(checked.return_type().name(), self._messages)
-        unwrap = output_type.kind == "optional"
-        if unwrap:
-            wrapper = (
-                f"cel.bind({_OPTIONAL_VAR}, {source}, {_OPTIONAL_VAR}.hasValue() ? "
-                f"[{_OPTIONAL_VAR}.value()] : [])"
-            )
-            serialized = self._engine_compile(env, wrapper, original=expression).serialize()
-        compiled = CompiledExpression(
-            expression=expression,
-            output_type=output_type,
-            dependencies=dependencies(tree),
-            functions=functions,
-            uses_omit=uses_omit,
-            new_conditions=new_conditions,
-            condition_reads=lib_conditions.condition_reads(tree),
-            _program=_Engine.get().eval_env.deserialize(serialized),
-            _unwrap_optional=unwrap,
-            _string_result=output_type.kind in _MAY_BE_STRING,
-        )
-        self._cache[expression] = compiled
-        return compiled
-
-    @staticmethod
-    def _engine_compile(
-        env: Any, source: str, *, parse_only: bool = False, original: str | None = None
-    ) -> Any:
-        try:
-            return env.compile(source, disable_check=parse_only)
-        except RuntimeError as err:
-            raise _compile_error(original or source, str(err)) from None
+        target = self._target(expression)
+        key = (self.options, expression)
+        cached = target.compiled.get(key)
+        if cached is None:
+            cached = _compile(target, expression, self.options)
+            target.remember(key, cached)
+        return cached
 
     # ------------------------------------------------------------------------ bind
 
@@ -368,68 +440,60 @@ class CelEnvironment:
         return Activation(converted)
 
 
-_DECLARATION_CACHE_SIZE: Final = 512
-_declarations: OrderedDict[int, tuple[Mapping[str, Any], _Declaration]] = OrderedDict()
-
-
-def _type_hint(name: str, schema: Mapping[str, Any]) -> str:
-    """Name synthetic messages after the kind when the schema says which kind it is, so one
-    translation serves every variable of that kind (`kro.t3.deployment_spec`)."""
-    gvks = schema.get("x-kubernetes-group-version-kind")
-    if isinstance(gvks, list) and len(gvks) == 1 and isinstance(gvks[0], Mapping):
-        kind = str(gvks[0].get("kind") or "")
-        if _IDENTIFIER.match(kind):
-            return kind.lower()
-    return name
-
-
-def _translate(name: str, schema: Mapping[str, Any]) -> _Declaration:
-    """Translate a schema once per schema object: a resolver hands out the same object for a
-    kind every time, and translation (protobuf descriptors, input converter, probe) is the
-    expensive part of building a graph. Kind-named schemas are shared by every variable."""
-    hint = _type_hint(name, schema)
-    key = id(schema)
-    cached = _declarations.get(key)
-    if cached is not None and cached[0] is schema and (hint != name or cached[1].hint == name):
-        _declarations.move_to_end(key)
-        return cached[1]
-    declaration = _translate_uncached(hint, schema)
-    if hint != name:  # only kind-named translations are reusable across variable names
-        _declarations[key] = (schema, declaration)
-        if len(_declarations) > _DECLARATION_CACHE_SIZE:
-            _declarations.popitem(last=False)
-    return declaration
-
-
-def _translate_uncached(name: str, schema: Mapping[str, Any]) -> _Declaration:
-    translator = SchemaTranslator(name)
-    engine, cel_type = translator.translate(schema)
-    proto_file = b""
-    if translator.file.message_type:
-        proto_file = translator.file.SerializeToString()
-        _probe_descriptors(name, translator)
-    return _Declaration(
-        cel_type, engine, proto_file, translator.messages, InputConverter(schema), name
+def _compile(target: _CheckSet, expression: str, options: CelOptions) -> CompiledExpression:
+    env = target.env()
+    source, new_conditions = expression, tuple[NewCondition, ...]()
+    if "newCondition" in expression:
+        parse = _engine_compile(env, expression, parse_only=True)
+        parsed = decode(parse.serialize(), with_positions=True)
+        source, new_conditions = lib_conditions.rewrite_new_conditions(expression, parsed)
+    checked = _engine_compile(env, source, original=expression)
+    serialized = checked.serialize()
+    tree = decode(serialized)
+    functions = _functions(tree)
+    if _MAP_INSERT in functions:
+        raise _unsupported(expression)
+    uses_omit = lib_omit.check_omit(tree, enabled=options.omit_function, expression=expression)
+    output_type = parse_engine_type(checked.return_type().name(), target.messages)
+    unwrap = output_type.kind == "optional"
+    if unwrap:
+        wrapper = (
+            f"cel.bind({_OPTIONAL_VAR}, {source}, {_OPTIONAL_VAR}.hasValue() ? "
+            f"[{_OPTIONAL_VAR}.value()] : [])"
+        )
+        serialized = _engine_compile(env, wrapper, original=expression).serialize()
+    return CompiledExpression(
+        expression=expression,
+        output_type=output_type,
+        dependencies=dependencies(tree),
+        functions=functions,
+        uses_omit=uses_omit,
+        new_conditions=new_conditions,
+        condition_reads=lib_conditions.condition_reads(tree),
+        _program=_Engine.get().eval_env.deserialize(serialized),
+        _unwrap_optional=unwrap,
+        _string_result=output_type.kind in _MAY_BE_STRING,
     )
 
 
-def _probe_descriptors(name: str, translator: SchemaTranslator) -> None:
-    """Fail now if the engine's C++ protobuf rejects the synthetic file.
-
-    A rejected file is only logged by the engine and its types silently become opaque, which
-    would turn every later field selection into a confusing compile error.
-    """
-    first = translator.file.message_type[0]
-    if not first.field:
-        return
+def _engine_compile(
+    env: Any, source: str, *, parse_only: bool = False, original: str | None = None
+) -> Any:
     try:
-        pool = new_pool(translator.file.SerializeToString())
-        probe = cel.NewEnv(
-            pool, variables={"probe": cel.Type(f"{translator.package}.{first.name}")}
-        )
-        probe.compile(f"probe.{first.field[0].name}")
-    except (RuntimeError, TypeError, ValueError) as err:
-        raise CelDeclarationError(name=name, message=f"schema not representable: {err}") from None
+        return env.compile(source, disable_check=parse_only)
+    except RuntimeError as err:
+        raise _compile_error(original or source, str(err)) from None
+
+
+def _identifiers(expression: str) -> frozenset[str] | None:
+    """Every identifier of the parsed expression (variables, iteration variables, the roots of
+    qualified names), or None if it does not parse."""
+    try:
+        parsed = _Engine.get().parse_env.compile(expression, disable_check=True)
+    except RuntimeError:
+        return None
+    tree = decode(parsed.serialize())
+    return frozenset(n.kind.name for n in walk(tree.root) if isinstance(n.kind, Ident))
 
 
 def _functions(tree: Tree) -> frozenset[str]:

@@ -19,7 +19,7 @@ iteration (G-28) so evaluation can cache what does not change between items.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kro.cel import CelCompileError, CelEnvironment, CelType, CompiledExpression
@@ -60,10 +60,10 @@ class NodeContext:
     base: CelEnvironment
     index_of: Mapping[str, int]
     instance_namespaced: bool
+    resource_ids: frozenset[str] = field(init=False)
 
-    @property
-    def resource_ids(self) -> frozenset[str]:
-        return frozenset(self.index_of)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "resource_ids", frozenset(self.index_of))
 
 
 def _validation(detail: str, rule: str, rid: str, ctx: NodeContext, **fields: Any) -> Exception:
@@ -129,9 +129,14 @@ def _check_omit(typed: TypedField, parsed: ParsedResource, ctx: NodeContext, exp
 
 
 def _check_field_type(
-    typed: TypedField, compiled: CompiledExpression, env: CelEnvironment, rid: str, ctx: NodeContext
+    typed: TypedField,
+    compiled: CompiledExpression,
+    env: CelEnvironment,
+    rid: str,
+    ctx: NodeContext,
+    *,
+    path: str,
 ) -> None:
-    path = str(typed.path)
     where = {"field_path": path, "expression": compiled.expression}
     output = compiled.output_type
     if typed.descriptor.standalone:
@@ -177,10 +182,14 @@ def compile_field(
     env: CelEnvironment,
     iterators: frozenset[str],
     ctx: NodeContext,
+    *,
+    allowed: frozenset[str] | None = None,
 ) -> TemplateField:
-    """Compile, scope-check and type-check one templated value of a resource."""
+    """Compile, scope-check and type-check one templated value of a resource; `allowed` is
+    what it may read (default: every resource, `schema` and `iterators`)."""
     rid, path = parsed.id, str(typed.path)
-    allowed = ctx.resource_ids | iterators | {SCHEMA_VARIABLE}
+    if allowed is None:
+        allowed = ctx.resource_ids | iterators | {SCHEMA_VARIABLE}
     compiled_parts: list[CompiledExpression] = []
     roots: frozenset[str] = frozenset()
     for source in typed.descriptor.expressions:
@@ -192,7 +201,7 @@ def compile_field(
             raise _self_reference(rid, ctx, source)
         if compiled.uses_omit:
             _check_omit(typed, parsed, ctx, source)
-        _check_field_type(typed, compiled, env, rid, ctx)
+        _check_field_type(typed, compiled, env, rid, ctx, path=path)
         compiled_parts.append(compiled)
         roots |= compiled.roots
     return TemplateField(
@@ -308,7 +317,8 @@ def compile_node(parsed: ParsedResource, ctx: NodeContext) -> Node:
         extra[EACH_VARIABLE] = _item_type(ctx, rid)
     env = ctx.base.extend(extra) if extra else ctx.base
     iterators = frozenset(for_each.iterator_types)
-    fields = [compile_field(t, parsed, env, iterators, ctx) for t in parsed.fields]
+    allowed = readable | iterators
+    fields = [compile_field(t, parsed, env, iterators, ctx, allowed=allowed) for t in parsed.fields]
     if for_each.dimensions:
         check_identity(
             fields,

@@ -61,6 +61,22 @@ def serialize_external_ref(ref: Mapping[str, Any]) -> dict[str, Any]:
     return {"apiVersion": ref.get("apiVersion"), "kind": ref.get("kind"), "metadata": out}
 
 
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+
+
+def copy_tree(value: Any) -> Any:
+    """A deep copy of decoded YAML/JSON: dicts and lists are rebuilt, scalars shared, anything
+    else deep-copied. Several times faster than `copy.deepcopy`, which memoises every node."""
+    kind = type(value)
+    if kind is dict:
+        return {key: copy_tree(item) for key, item in value.items()}
+    if kind is list:
+        return [copy_tree(item) for item in value]
+    if kind in _SCALARS:
+        return value
+    return copy.deepcopy(value)
+
+
 def _node_type(resource: ResourceInput, obj: Mapping[str, Any]) -> NodeType:
     if resource.external_ref is None:
         return NodeType.COLLECTION if resource.for_each else NodeType.RESOURCE
@@ -93,7 +109,7 @@ def parse_resource(
         obj: Mapping[str, Any] = serialize_external_ref(resource.external_ref)
     else:
         assert resource.template is not None
-        obj = copy.deepcopy(dict(resource.template))  # the Graph is shared; callers may mutate
+        obj = copy_tree(dict(resource.template))  # the Graph is shared; callers may mutate
     validate_object_structure(obj, resource.id, rgd)
     gvk = GVK.from_api_version(obj["apiVersion"], obj["kind"])
     resolved = _resolve(resolver, gvk, resource.id, rgd)

@@ -29,11 +29,23 @@ from typing import Any, Final
 
 from kro.graph.build_errors import ResourceBuildError
 from kro.graph.errors import TemplateError
-from kro.graph.template import ROOT, FieldDescriptor, FieldPath, extract_fields, parse_template
+from kro.graph.template import (
+    ROOT,
+    FieldDescriptor,
+    FieldPath,
+    Segment,
+    extract_fields,
+    parse_template,
+)
 
 PRESERVE_UNKNOWN: Final = "x-kubernetes-preserve-unknown-fields"
 INT_OR_STRING: Final = "x-kubernetes-int-or-string"
 _STRUCTURE_KEYS: Final = ("type", "properties", "additionalProperties", "items", "anyOf", "oneOf")
+_SHAPE_KEYS: Final = (*_STRUCTURE_KEYS, INT_OR_STRING)
+# JSON types of decoded YAML/JSON values, looked up before the (slower) isinstance chain.
+_EXACT_TYPES: Final[Mapping[type, str]] = {
+    bool: "boolean", int: "integer", float: "number", str: "string", dict: "object", list: "array",
+}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +91,7 @@ def is_schemaless(schema: Mapping[str, Any] | None) -> bool:
     """True when anything is accepted below this node."""
     if schema is None or schema.get(PRESERVE_UNKNOWN):
         return True
-    return not any(key in schema for key in (*_STRUCTURE_KEYS, INT_OR_STRING))
+    return not any(key in schema for key in _SHAPE_KEYS)
 
 
 def schema_types(schema: Mapping[str, Any]) -> frozenset[str]:
@@ -105,6 +117,9 @@ def schema_types(schema: Mapping[str, Any]) -> frozenset[str]:
 
 
 def _value_type(value: Any) -> str:
+    exact = _EXACT_TYPES.get(type(value))
+    if exact is not None:
+        return exact
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, int):
@@ -124,9 +139,12 @@ def _accepts(types: frozenset[str], value_type: str) -> bool:
     return value_type == "integer" and "number" in types
 
 
-def _expect(schema: Mapping[str, Any], value: Any, value_type: str, path: FieldPath) -> None:
+def _expect(
+    schema: Mapping[str, Any], value: Any, value_type: str, segments: tuple[Segment, ...]
+) -> None:
     types = schema_types(schema)
     if not _accepts(types, value_type):
+        path = FieldPath(segments)
         expected = " or ".join(sorted(types))
         raise _Failure(f"expected {expected} type for path {path}, got {go_type_name(value)}", path)
 
@@ -157,35 +175,53 @@ def field_schema(schema: Mapping[str, Any], name: str, path: FieldPath) -> Mappi
 
 
 def _walk(
-    value: Any, schema: Mapping[str, Any] | None, path: FieldPath, out: list[TypedField]
+    value: Any,
+    schema: Mapping[str, Any] | None,
+    segments: tuple[Segment, ...],
+    out: list[TypedField],
 ) -> None:
+    """Check `value` against `schema` and collect its expression fields; paths are built as
+    plain tuples and only become `FieldPath`s where one is kept or reported."""
     if value is None:
         return
     if isinstance(value, str) and "${" in value:
         try:
             template = parse_template(value)
         except TemplateError as err:
-            raise err.with_context(field_path=str(path)) from None
+            raise err.with_context(field_path=str(FieldPath(segments))) from None
         if template.has_expressions:
             if not template.is_standalone and not is_schemaless(schema):
                 assert schema is not None
-                _expect(schema, value, "string", path)
-            out.append(TypedField(FieldDescriptor(path, template), schema))
+                _expect(schema, value, "string", segments)
+            out.append(TypedField(FieldDescriptor(FieldPath(segments), template), schema))
             return
     if is_schemaless(schema):
-        out.extend(TypedField(d, None) for d in extract_fields(value, base=path))
+        base = FieldPath(segments)
+        out.extend(TypedField(d, None) for d in extract_fields(value, base=base))
         return
     assert schema is not None
     value_type = _value_type(value)
-    _expect(schema, value, value_type, path)
+    _expect(schema, value, value_type, segments)
     if value_type == "object":
         for key, sub in value.items():
-            child = path.child(str(key))
-            _walk(sub, field_schema(schema, str(key), child), child, out)
+            child = (*segments, str(key))
+            _walk(sub, _field_schema(schema, str(key), child), child, out)
     elif value_type == "array":
         items = schema.get("items")
+        items = items if isinstance(items, Mapping) else None
         for i, sub in enumerate(value):
-            _walk(sub, items if isinstance(items, Mapping) else None, path.child(i), out)
+            _walk(sub, items, (*segments, i), out)
+
+
+def _field_schema(
+    schema: Mapping[str, Any], name: str, segments: tuple[Segment, ...]
+) -> Mapping[str, Any]:
+    properties = schema.get("properties")
+    if type(properties) is dict:  # fast path of `field_schema`, without building a path
+        sub = properties.get(name)
+        if type(sub) is dict:
+            return sub
+    return field_schema(schema, name, FieldPath(segments))
 
 
 def _raise(err: _Failure | TemplateError, resource_id: str, rgd: str) -> ResourceBuildError:
@@ -216,7 +252,7 @@ def parse_template_fields(
     fields in document order. `metadata_only` is G-11 (CRD templates)."""
     out: list[TypedField] = []
     try:
-        _walk(obj, schema, ROOT, out)
+        _walk(obj, schema, ROOT.segments, out)
     except (_Failure, TemplateError) as err:
         raise _raise(err, resource_id, rgd) from err
     if metadata_only:

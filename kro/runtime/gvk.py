@@ -52,6 +52,8 @@ class GVR:
         return f"{self.group}/{self.version}" if self.group else self.version
 
     def __str__(self) -> str:
-        return f"{self.resource}.{self.version}.{self.group}" if self.group else (
-            f"{self.resource}.{self.version}"
+        return (
+            f"{self.resource}.{self.version}.{self.group}"
+            if self.group
+            else (f"{self.resource}.{self.version}")
         )
