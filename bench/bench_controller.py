@@ -290,13 +290,22 @@ def _report(result: dict[str, Any]) -> None:
 
 
 async def _main(args: argparse.Namespace, kubeconfig: str) -> None:
-    if args.scaling:
-        for workers in (1, 2, 4, 8, 16, 32):
-            print(f"== {args.scaling} instances, {workers} workers")
-            _report(await run_once(kubeconfig, args.scaling, workers, 0))
-        return
     print(f"== {args.instances} instances, {args.workers} workers")
     _report(await run_once(kubeconfig, args.instances, args.workers, args.steady_seconds))
+
+
+def _scaling(instances: int) -> None:
+    """Throughput per worker count, each on a fresh cluster so runs do not see each other."""
+    rows = []
+    for workers in (1, 2, 4, 8, 16, 32):
+        print(f"== {instances} instances, {workers} workers")
+        with LocalCluster(options=ClusterOptions(nodes=1)) as state:
+            result = asyncio.run(run_once(state.kubeconfig, instances, workers, 0))
+        _report(result)
+        rows.append((workers, result["throughput_per_s"], result["controller_cpu_s"]))
+    print("workers  instances/s  controller CPU s")
+    for workers, throughput, cpu in rows:
+        print(f"{workers:7}  {throughput:11.2f}  {cpu:16.2f}")
 
 
 def main() -> None:
@@ -310,6 +319,9 @@ def main() -> None:
         "--scaling", type=int, default=0, help="instead: this many instances for each worker count"
     )
     args = parser.parse_args()
+    if args.scaling:
+        _scaling(args.scaling)
+        return
     kubeconfig = os.environ.get("KUBECONFIG")
     if kubeconfig:
         asyncio.run(_main(args, kubeconfig))
