@@ -138,6 +138,16 @@ def _cm(env: CelEnvironment, **kw: Any) -> Node:
     )
 
 
+def _deploy(env: CelEnvironment, **kw: Any) -> Node:
+    """A Deployment named after the ConfigMap `cm`, so it depends on it."""
+    template = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "${cm.metadata.name}"},
+    }
+    return _node(env, "deploy", 1, template, deps=("cm",), **kw)
+
+
 def test_renders_templates_and_defaults_the_namespace() -> None:
     env = _env()
     evaluation = InstanceEvaluation(_graph([_cm(env)]), INSTANCE)
@@ -158,18 +168,7 @@ def test_schema_never_exposes_status() -> None:
 
 def test_dependent_waits_until_its_dependency_is_observed_and_ready() -> None:
     env = _env()
-    deploy = _node(
-        env,
-        "deploy",
-        1,
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": "${cm.metadata.name}"},
-        },
-        deps=("cm",),
-        ready_when=("deploy.status.ready == true",),
-    )
+    deploy = _deploy(env, ready_when=("deploy.status.ready == true",))
     evaluation = InstanceEvaluation(_graph([_cm(env), deploy]), INSTANCE)
     waiting = evaluation.desired("deploy")
     assert isinstance(waiting, Pending)
@@ -187,17 +186,7 @@ def test_dependent_waits_until_its_dependency_is_observed_and_ready() -> None:
 def test_include_when_false_skips_the_node_and_its_dependents() -> None:
     env = _env()
     cm = _cm(env, include_when=("schema.spec.replicas > 5",))
-    deploy = _node(
-        env,
-        "deploy",
-        1,
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": "${cm.metadata.name}"},
-        },
-        deps=("cm",),
-    )
+    deploy = _deploy(env)
     evaluation = InstanceEvaluation(_graph([cm, deploy]), INSTANCE)
     assert evaluation.check_ignored("cm") is True
     assert evaluation.check_ignored("deploy") is True
