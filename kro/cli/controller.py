@@ -83,12 +83,10 @@ def _leader_election(config: ControllerConfig) -> LeaderElectionConfig | None:
 
 async def run_controller(config: ControllerConfig) -> int:
     """Run until stopped; returns the process exit code."""
-    # --zap-devel: zap's development preset (console output, debug level) unless the encoder or
-    # level were chosen explicitly.
-    development = config.log_development
-    encoder = "console" if development and config.log_encoder == "json" else config.log_encoder
-    level = "debug" if development and config.log_level == "info" else config.log_level
-    configure("json" if encoder == "json" else "console", level)
+    # --zap-devel: zap's development preset raises the default level to debug (the default
+    # encoder is already the console one).
+    level = "debug" if config.log_development and config.log_level == "info" else config.log_level
+    configure("json" if config.log_encoder == "json" else "console", level)
     metrics = PrometheusProvider()
     client = await Client.from_kubeconfig(
         config.kubeconfig or os.environ.get("KUBECONFIG") or None,
