@@ -13,10 +13,16 @@ latest run of each mode is kept; never asserted):
 * sync        wall time from `Informer.run()` to `has_synced()` for all objects (paginated LIST,
               pages of 500, decode, transform, store), full objects and metadata-only, the
               median of 3 runs;
-* events      MODIFIED events delivered to a handler per second while a writer changes objects
-              as fast as it can, and this process's CPU per event over the same window (against
-              a real server the writer and kube-apiserver set the pace, so events/s is a floor
-              and CPU/event is the informer's cost);
+* events      this process's CPU per MODIFIED event delivered to a handler (watch read, decode,
+              managedFields stripped, store update, handler call), and events/s, two ways:
+              - replayed: the informer lists, then its watch is held back while the writer makes
+                all its changes; the watch then starts from the list's version and the server
+                replays them in one burst, many events per wakeup: the CPU of handling an event;
+              - live: the writer changes objects while the informer watches, so events arrive at
+                the writer's pace and each wakeup of this process handles only a few: the CPU
+                per event then includes waking up (`wakeups_per_event` counts voluntary context
+                switches; on a shared 2-core VM one costs ~50 us at ~1,000 wakeups/s).
+              Against a real server the writer is a child process, so its CPU is not counted.
 * memory      tracemalloc bytes an informer's cache retains per 1,000 objects: full objects
               with managedFields stripped (the default transform), full with managedFields,
               and metadata-only (PartialObjectMetadata, stripped).
@@ -31,6 +37,7 @@ import contextlib
 import gc
 import json
 import os
+import resource
 import secrets
 import statistics
 import sys
@@ -66,29 +73,58 @@ def configmap(name: str, namespace: str) -> dict[str, Any]:
 
 
 class Counter:
-    """Counts MODIFIED events; notes the time of the first and the last."""
+    """Counts MODIFIED events; notes time, CPU and sleeps at the first and at the target-th."""
 
-    def __init__(self) -> None:
+    def __init__(self, target: int) -> None:
         self.updates = 0
-        self.first = self.last = 0.0
-        self.cpu_first = self.cpu_last = 0.0
-        self.target = 0
+        self.target = target
+        self.first: tuple[float, float, int] = (0.0, 0.0, 0)
+        self.last = self.first
         self.done = asyncio.Event()
 
     def on_add(self, obj: dict[str, Any]) -> None:
         pass
 
     def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        now, cpu = time.perf_counter(), time.process_time()
-        if self.updates == 0:
-            self.first, self.cpu_first = now, cpu
         self.updates += 1
-        self.last, self.cpu_last = now, cpu
-        if self.updates >= self.target:
+        if self.updates == 1:
+            self.first = _sample()
+        elif self.updates == self.target:
+            self.last = _sample()
             self.done.set()
 
     def on_delete(self, obj: dict[str, Any]) -> None:
         pass
+
+    def figures(self) -> dict[str, float]:
+        """Per event after the first: rates count the intervals between events."""
+        (wall0, cpu0, sleeps0), (wall1, cpu1, sleeps1) = self.first, self.last
+        n = self.target - 1
+        return {
+            "count": self.target,
+            "events_per_s": n / (wall1 - wall0) if wall1 > wall0 else 0.0,
+            "cpu_us_per_event": (cpu1 - cpu0) / n * 1e6,
+            "wakeups_per_event": (sleeps1 - sleeps0) / n,
+        }
+
+
+def _sample() -> tuple[float, float, int]:
+    """(wall s, CPU s, voluntary context switches) of this process."""
+    sleeps = resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw
+    return time.perf_counter(), time.process_time(), sleeps
+
+
+class HeldInformer(Informer):
+    """An informer whose watches wait for `release`: changes made meanwhile are replayed by the
+    server from the list's resourceVersion as one burst (the reading path is unchanged)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.release = asyncio.Event()
+
+    async def _watch(self) -> bool:
+        await self.release.wait()
+        return await super()._watch()
 
 
 @contextlib.asynccontextmanager
@@ -145,25 +181,29 @@ async def bench_memory(client: Client, ns: str, count: int) -> dict[str, float]:
 
 
 async def bench_events(
-    client: Client, ns: str, events: int, produce: Callable[[], Coroutine[Any, Any, None]]
+    client: Client,
+    ns: str,
+    events: int,
+    produce: Callable[[], Coroutine[Any, Any, None]],
+    *,
+    replayed: bool,
 ) -> dict[str, float]:
-    informer = Informer(client, CONFIGMAPS, namespace=ns)
-    counter = Counter()
-    counter.target = events
+    """`events` changes made by `produce`, watched live or replayed after it finished."""
+    informer = HeldInformer(client, CONFIGMAPS, namespace=ns)
+    counter = Counter(events)
     informer.add_handler(counter)
+    if not replayed:
+        informer.release.set()
     async with synced(informer):
         producer = asyncio.create_task(produce(), name="bench.producer")
         try:
+            if replayed:
+                await producer
+                informer.release.set()
             await asyncio.wait_for(counter.done.wait(), timeout=120)
         finally:
             await producer
-    window = counter.last - counter.first
-    delivered = counter.updates - 1  # rates count the intervals after the first event
-    return {
-        "count": counter.updates,
-        "events_per_s": delivered / window if window else 0.0,
-        "cpu_us_per_event": (counter.cpu_last - counter.cpu_first) / delivered * 1e6,
-    }
+    return counter.figures()
 
 
 async def seed_over_http(client: Client, ns: str, names: list[str]) -> float:
@@ -189,13 +229,18 @@ async def run_against_server(args: argparse.Namespace) -> dict[str, Any]:
         seed_rate = await seed_over_http(client, ns, names)
         sync = await bench_sync(client, ns, args.objects)
 
-        async def produce() -> None:
-            writer = await asyncio.create_subprocess_exec(
-                sys.executable, __file__, "--writer", ns, str(args.events), str(args.objects)
-            )
-            await writer.wait()
+        events = {}
+        for mode in ("replayed", "live"):
 
-        events = await bench_events(client, ns, args.events, produce)
+            async def produce(tag: str = mode) -> None:
+                argv = ["--writer", ns, str(args.events), str(args.objects), tag]
+                writer = await asyncio.create_subprocess_exec(sys.executable, __file__, *argv)
+                if await writer.wait():
+                    raise RuntimeError(f"writer exited with {writer.returncode}")
+
+            events[mode] = await bench_events(
+                client, ns, args.events, produce, replayed=mode == "replayed"
+            )
         memory = await bench_memory(client, ns, args.objects)
         return {
             "mode": "api-server (KUBECONFIG)",
@@ -211,14 +256,15 @@ async def run_against_server(args: argparse.Namespace) -> dict[str, Any]:
         await client.close()
 
 
-async def write(ns: str, events: int, objects: int) -> None:
-    """The writer process: `events` merge patches spread over the objects, 32 in flight."""
+async def write(ns: str, events: int, objects: int, tag: str) -> None:
+    """The writer process: `events` merge patches spread over the objects, 32 in flight; `tag`
+    makes each round's values new, so every patch is a change and produces an event."""
     async with await Client.from_kubeconfig(options=OPTIONS) as client:
         pending = iter(range(events))
 
         async def worker() -> None:
             for i in pending:
-                patch = {"metadata": {"annotations": {"bench.kro.run/touch": str(i)}}}
+                patch = {"metadata": {"annotations": {"bench.kro.run/touch": f"{tag}-{i}"}}}
                 await client.patch(CONFIGMAPS, f"bench-{i % objects:05d}", patch, namespace=ns)
 
         async with asyncio.TaskGroup() as group:
@@ -237,16 +283,21 @@ async def run_against_fake(args: argparse.Namespace) -> dict[str, Any]:
         async with client:
             sync = await bench_sync(client, ns, args.objects)
 
-            async def produce() -> None:
-                for i in range(args.events):
-                    obj = objs[i % len(objs)]
-                    obj["metadata"]["annotations"]["bench.kro.run/touch"] = str(i)
-                    obj["metadata"].pop("resourceVersion", None)
-                    api.modify(CONFIGMAPS, obj)
-                    if i % 50 == 49:
-                        await asyncio.sleep(0)  # let the server stream what is queued
+            events = {}
+            for mode in ("replayed", "live"):
 
-            events = await bench_events(client, ns, args.events, produce)
+                async def produce(tag: str = mode) -> None:
+                    for i in range(args.events):
+                        obj = objs[i % len(objs)]
+                        obj["metadata"]["annotations"]["bench.kro.run/touch"] = f"{tag}-{i}"
+                        obj["metadata"].pop("resourceVersion", None)
+                        api.modify(CONFIGMAPS, obj)
+                        if i % 50 == 49:
+                            await asyncio.sleep(0)  # let the server stream what is queued
+
+                events[mode] = await bench_events(
+                    client, ns, args.events, produce, replayed=mode == "replayed"
+                )
             api.requests.clear()  # the fake records every request; not part of the cache
             memory = await bench_memory(client, ns, args.objects)
     return {
@@ -265,11 +316,12 @@ def report(figures: dict[str, Any], args: argparse.Namespace) -> None:
         print(f"seed           {n} ConfigMaps at {figures['seed_creates_per_s']:.0f} creates/s")
     for label, seconds in figures["sync_s"].items():
         print(f"sync {label:<14}{n} objects in {seconds * 1e3:7.0f} ms  ({n / seconds:8.0f} obj/s)")
-    events = figures["events"]
-    print(
-        f"events         {events['events_per_s']:8.0f} events/s sustained over {events['count']},"
-        f" {events['cpu_us_per_event']:.0f} us CPU/event"
-    )
+    for mode, events in figures["events"].items():
+        print(
+            f"events {mode:<8}{events['cpu_us_per_event']:6.0f} us CPU/event,"
+            f" {events['events_per_s']:6.0f} events/s over {events['count']},"
+            f" {events['wakeups_per_event']:.2f} wakeups/event"
+        )
     print("memory per 1,000 cached objects (tracemalloc):")
     for label, mib in figures["memory_mib_per_1000"].items():
         print(f"  {label:<40}{mib:7.2f} MiB")
@@ -279,12 +331,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--objects", type=int, default=5000)
     parser.add_argument("--events", type=int, default=5000)
-    parser.add_argument("--writer", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--writer", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     configure_logging("console", "warning")
     if args.writer:
-        ns, events, objects = args.writer
-        asyncio.run(write(ns, int(events), int(objects)))
+        ns, events, objects, tag = args.writer
+        asyncio.run(write(ns, int(events), int(objects), tag))
         return
     began = time.perf_counter()
     real = bool(os.environ.get("KUBECONFIG"))

@@ -277,6 +277,7 @@ class Client:
         allow_bookmarks: bool = True,
         timeout_s: int | None = 300,
         metadata_only: bool = False,
+        drop_managed_fields: bool = False,
     ) -> AsyncGenerator[WatchEvent, None]:
         """Stream changes after `resource_version` until the server closes (after `timeout_s`).
 
@@ -298,7 +299,7 @@ class Client:
         )
         with contextlib.closing(resp):
             async for line in iter_lines(resp, max_line_bytes=self.options.max_line_bytes):
-                yield decode_event(line)
+                yield decode_event(line, drop_managed_fields=drop_managed_fields)
 
     # -- writes ---------------------------------------------------------------------------------
 

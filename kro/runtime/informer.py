@@ -110,7 +110,7 @@ class Informer:
         self._backoff_base_s = backoff_base_s
         self._backoff_cap_s = backoff_cap_s
         self._rng = rng or random.Random()
-        self._handlers: list[EventHandler] = []
+        self._handlers: tuple[EventHandler, ...] = ()  # replaced, never mutated: safe to iterate
         self._synced = asyncio.Event()
         self._resource_version = ""
         self._running = False
@@ -138,13 +138,15 @@ class Informer:
 
     def add_handler(self, handler: EventHandler) -> None:
         """Register a handler; objects already cached are replayed to it as on_add."""
-        self._handlers.append(handler)
+        self._handlers = (*self._handlers, handler)
         for obj in self.store.list():
             self._call(handler, "on_add", obj)
 
     def remove_handler(self, handler: EventHandler) -> None:
+        handlers = list(self._handlers)
         with contextlib.suppress(ValueError):
-            self._handlers.remove(handler)
+            handlers.remove(handler)
+            self._handlers = tuple(handlers)
 
     async def run(self) -> None:
         """List and watch until cancelled. Never returns otherwise; errors are retried."""
@@ -251,6 +253,7 @@ class Informer:
             allow_bookmarks=True,
             timeout_s=timeout_s,
             metadata_only=self.metadata_only,
+            drop_managed_fields=self._transform is strip_managed_fields,
         )
         async with contextlib.aclosing(events):
             async for event in events:
@@ -259,13 +262,16 @@ class Informer:
         return received
 
     def _apply(self, event: WatchEvent) -> None:
-        if event.type == "BOOKMARK":
-            rv = _resource_version(event.object)
+        # The per-event hot path (bench/bench_informer.py): it calls no helper it can do without.
+        kind, obj = event.type, event.object
+        if kind == "BOOKMARK":
+            rv = _resource_version(obj)
             if rv:
                 self._resource_version = rv
             return
-        obj = self._prepare(event.object)
-        if event.type == "DELETED":
+        if self._transform is not None:
+            obj = self._transform(obj)
+        if kind == "DELETED":
             self.store.delete(object_key(obj))
             self._dispatch("on_delete", obj)
         else:
@@ -293,8 +299,11 @@ class Informer:
     # -- fan-out --------------------------------------------------------------------------------
 
     def _dispatch(self, method: str, *args: Obj) -> None:
-        for handler in tuple(self._handlers):
-            self._call(handler, method, *args)
+        for handler in self._handlers:  # a snapshot: a handler may add or remove handlers
+            try:
+                getattr(handler, method)(*args)
+            except Exception:
+                self._log.exception("informer.handler_failed", handler_method=method)
 
     def _call(self, handler: EventHandler, method: str, *args: Obj) -> None:
         try:

@@ -20,6 +20,8 @@ IndexFunc = Callable[[Mapping[str, Any]], Iterable[str]]
 """Returns the index values an object is filed under (several values are allowed)."""
 
 NAMESPACE_INDEX: Final = "namespace"
+_COMPARABLE: Final = (tuple, list, set, frozenset)
+"""Index function results that `==` compares by value (a generator never equals another)."""
 
 
 def object_key(obj: Mapping[str, Any]) -> str:
@@ -93,11 +95,13 @@ class Store:
     def add(self, obj: Obj) -> Obj | None:
         """Insert or replace; returns the previous object under the same key."""
         key = object_key(obj)
-        old = self._items.get(key)
-        if old is not None:
-            self._unindex(key, old)
-        self._items[key] = obj
-        self._index(key, obj)
+        items = self._items
+        old = items.get(key)
+        items[key] = obj
+        if old is None:
+            self._index(key, obj)
+        else:
+            self._reindex(key, old, obj)
         return old
 
     update = add
@@ -121,18 +125,35 @@ class Store:
             self._indices[name] = index
         return previous
 
+    def _reindex(self, key: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+        # The common update (a watch MODIFIED) files the object under the same values again:
+        # comparing them costs less than taking the key out of every index and putting it back.
+        for name, fn in self._indexers.items():
+            before, after = fn(old), fn(new)
+            if type(before) is type(after) and type(after) in _COMPARABLE and before == after:
+                continue
+            index = self._indices[name]
+            _remove(index, key, before)
+            _file(index, key, after)
+
     def _index(self, key: str, obj: Mapping[str, Any]) -> None:
         for name, fn in self._indexers.items():
-            index = self._indices[name]
-            for value in fn(obj):
-                index.setdefault(value, set()).add(key)
+            _file(self._indices[name], key, fn(obj))
 
     def _unindex(self, key: str, obj: Mapping[str, Any]) -> None:
         for name, fn in self._indexers.items():
-            index = self._indices[name]
-            for value in fn(obj):
-                keys = index.get(value)
-                if keys is not None:
-                    keys.discard(key)
-                    if not keys:
-                        del index[value]
+            _remove(self._indices[name], key, fn(obj))
+
+
+def _file(index: dict[str, set[str]], key: str, values: Iterable[str]) -> None:
+    for value in values:
+        index.setdefault(value, set()).add(key)
+
+
+def _remove(index: dict[str, set[str]], key: str, values: Iterable[str]) -> None:
+    for value in values:
+        keys = index.get(value)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del index[value]
