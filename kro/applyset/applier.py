@@ -34,6 +34,7 @@ from kro.api.names import (
     FIELD_MANAGER_APPLYSET_PARENT,
     LABEL_APPLYSET_PART_OF,
 )
+from kro.api.objects import metadata as _meta
 from kro.applyset._tasks import run_all
 from kro.applyset.cache import AppliedCache, digest
 from kro.applyset.errors import ApplySetError, DuplicateResources, OwnershipConflict
@@ -47,9 +48,6 @@ __all__ = ["AppliedResource", "Applier", "ApplierOptions", "ApplyResult", "Desir
 
 log = structlog.get_logger(__name__)
 
-
-def _meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return (obj or {}).get("metadata") or {}
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from kro.api.names import (
     RGD_KIND,
     V1ALPHA1,
 )
+from kro.api.objects import metadata as _meta
 from kro.controllers.graphrevision import GRAPH_REVISIONS
 from kro.controllers.instance.labels import KRO_VERSION
 from kro.controllers.metrics import RGDMetrics
@@ -35,9 +36,6 @@ from kro.runtime.errors import KubeError
 
 log = structlog.get_logger(__name__)
 
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
 
 
 def owner_reference(rgd: Mapping[str, Any]) -> dict[str, Any]:

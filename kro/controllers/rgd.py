@@ -56,6 +56,7 @@ from kro.api.names import (
     STATUS_UNKNOWN,
     V1ALPHA1,
 )
+from kro.api.objects import metadata as _meta
 from kro.applyset import Applier, remove_finalizer
 from kro.controllers.crd import (
     CRDError,
@@ -120,9 +121,6 @@ class _Served:
     gvr: GVR
     revision: int
 
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
 
 
 class RGDReconciler:

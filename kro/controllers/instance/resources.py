@@ -26,6 +26,7 @@ from kro.api.names import (
     NODE_STATE_SYNCED,
     NODE_STATE_WAITING_FOR_READINESS,
 )
+from kro.api.objects import metadata as _meta
 from kro.applyset import Applier, ApplyResult, Desired, prune
 from kro.controllers.instance.labels import child_labels, collection_selector, decorate
 from kro.controllers.metrics import RuntimeMetrics
@@ -65,9 +66,6 @@ class PassOutcome:
 def node_gvr(node: Node) -> GVR:
     return GVR(node.gvk.group, node.gvk.version, node.resource)
 
-
-def _meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return (obj or {}).get("metadata") or {}
 
 
 def _identity(obj: Mapping[str, Any]) -> tuple[str, str]:
