@@ -116,7 +116,14 @@ async def run_controller(config: ControllerConfig) -> int:
             health=config.health_probe_bind_address,
             leader_elect=config.leader_elect,
         )
-        await manager.run()
+        try:
+            await manager.run()
+        except Exception as exc:
+            # The manager logged it (manager.fatal) and stopped everything: exit non-zero so
+            # that the kubelet starts a fresh process (leadership lost, a cache that cannot
+            # sync, a component that failed).
+            log.error("controller.exiting", reason=type(exc).__name__, exit_code=1)
+            return 1
     finally:
         await client.close()
     return 0

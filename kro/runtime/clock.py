@@ -92,6 +92,13 @@ class FakeClock:
         self._now = target
         await _settle()
 
+    def jump(self, seconds: float) -> None:
+        """Move time forward without waking anyone, as if the process had been paused
+        (SIGSTOP, a frozen VM): sleepers past their deadline wake at the next `advance`."""
+        if seconds < 0:
+            raise ValueError("a clock cannot go backwards")
+        self._now += seconds
+
     @property
     def sleepers(self) -> int:
         """How many tasks are currently sleeping on this clock."""

@@ -14,6 +14,11 @@ Outcomes, per key:
 * any other exception          -> rate-limited re-add until `max_retries`,
                                   then dropped with `queue.item_dropped`  (result="error")
 
+Leadership: the manager gives the controller a work gate (`set_work_gate`), asked before each
+key. While it is closed (leadership in doubt or lost, the process failing) the key goes back to
+the queue untouched and the worker waits `gate_poll_s`: a replica that may have been replaced
+never starts a reconcile.
+
 Go has panics and errors; Python has only exceptions. We count as a "panic"
 (controller_runtime_reconcile_panics_total) the exception types that signal a bug in the
 reconciler rather than a failure of the world (`_BUG_TYPES`); they are still retried like errors.
@@ -23,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Generic, Protocol, TypeVar
 
 import structlog
@@ -109,6 +114,7 @@ class Controller(Generic[K]):
     max_retries: failures of one key after which it is dropped (None: retry forever with backoff,
     as controller-runtime does). A dropped key returns with its next event.
     unfinished_work_period_s: how often the queue's stuck-worker gauges are refreshed.
+    gate_poll_s: how long a worker waits before asking a closed work gate again.
     """
 
     def __init__(
@@ -122,6 +128,7 @@ class Controller(Generic[K]):
         clock: Clock | None = None,
         metrics: MetricsProvider = NOOP,
         unfinished_work_period_s: float = 0.5,
+        gate_poll_s: float = 0.1,
     ) -> None:
         if workers < 1:
             raise ValueError("a controller needs at least one worker")
@@ -133,6 +140,12 @@ class Controller(Generic[K]):
         self._clock: Clock = clock or RealClock()
         self._metrics = _ControllerMetrics(metrics)
         self._unfinished_period_s = unfinished_work_period_s
+        self._gate: Callable[[], bool] = _always_open
+        self._gate_poll_s = gate_poll_s
+
+    def set_work_gate(self, gate: Callable[[], bool]) -> None:
+        """Ask `gate()` before each reconcile; keys wait in the queue while it says no."""
+        self._gate = gate
 
     async def run(self) -> None:
         """Work until the queue is shut down and drained; returns (re-raising) on cancellation."""
@@ -161,6 +174,12 @@ class Controller(Generic[K]):
                 item = await queue.get()
             except QueueShutDown:
                 return
+            if not self._gate():
+                queue.done(item)
+                queue.add(item)
+                log.debug("controller.gate_closed", controller=self.name)
+                await self._clock.sleep(self._gate_poll_s)
+                continue
             try:
                 await self._reconcile_one(item)
             except asyncio.CancelledError:
@@ -230,3 +249,7 @@ class Controller(Generic[K]):
         while True:
             self.queue.update_unfinished_work()
             await self._clock.sleep(self._unfinished_period_s)
+
+
+def _always_open() -> bool:
+    return True

@@ -12,9 +12,14 @@ own clock since then. The timestamps we write (RFC3339, microseconds, UTC) are f
 
 Timing (client-go defaults): the leader renews every `retry_period_s`; if it cannot renew for
 `renew_deadline_s` it steps down, which is before any other candidate (waiting
-`lease_duration_s` from its own observation) may take over. Every write carries the
-resourceVersion we read, so two candidates racing for an expired Lease cannot both win: the
-loser gets Conflict and simply tries again next period.
+`lease_duration_s` from its own observation) may take over. Unlike client-go, the renew deadline
+counts from the last *successful* renewal, not from the start of a renewal round, and
+`is_leader` turns false as soon as that deadline has passed on our own clock: a leader that was
+paused (SIGSTOP, a stalled VM, a blocked event loop) knows it may have been replaced the moment
+it runs again, before any renewal attempt, so its workers can refuse to reconcile.
+
+Every write carries the resourceVersion we read, so two candidates racing for an expired Lease
+cannot both win: the loser gets Conflict and simply tries again next period.
 """
 
 from __future__ import annotations
@@ -38,6 +43,16 @@ log = structlog.get_logger(__name__)
 
 LEASES = GVR("coordination.k8s.io", "v1", "leases")
 JITTER_FACTOR = 1.2  # client-go: retries while not leading wait retry_period * (1 + rand*1.2)
+
+
+class LeaderElectionLost(Exception):
+    """This replica held the Lease and lost it; the process should exit (controller-runtime).
+
+    Raised by `LeaderElector.run(campaign_again=False)`. Everything that ran for the lost term is
+    stopped by then. Exiting, so that the kubelet starts a fresh process, is the only way to be
+    sure no state of the old term (queues, registrations, caches of what was applied) leaks into
+    a new one.
+    """
 
 
 class LeaseClient(Protocol):
@@ -127,13 +142,19 @@ class LeaderElector:
         self._lease: dict[str, Any] | None = None  # the last Lease we read or wrote
         self._observed_spec: dict[str, Any] = {}
         self._observed_at = 0.0  # our clock when the record last changed, or we renewed
+        self._renewed_at = -math.inf  # our clock when we last wrote the Lease as its holder
         self._leading = False
 
     # -- state ----------------------------------------------------------------------------------
 
     @property
     def is_leader(self) -> bool:
-        return self._leading
+        """True while we hold the Lease *and* renewed it within `renew_deadline_s` on our clock.
+
+        Turns false before the renew loop notices a loss, e.g. right after the process was paused
+        for longer than the deadline: another replica may be leading by then.
+        """
+        return self._leading and self._clock.now() - self._renewed_at < self.config.renew_deadline_s
 
     @property
     def leader(self) -> str:
@@ -149,11 +170,20 @@ class LeaderElector:
 
     # -- the campaign ---------------------------------------------------------------------------
 
-    async def run(self) -> None:
-        """Acquire, lead until the Lease is lost, campaign again; returns on cancellation."""
+    async def run(self, *, campaign_again: bool = True) -> None:
+        """Acquire, lead until the Lease is lost, then campaign again; returns on cancellation.
+
+        campaign_again=False: raise LeaderElectionLost after the first lost term instead (what a
+        manager wants: the process exits and a fresh one campaigns).
+        """
         while True:
             await self._acquire()
             await self._lead()
+            if not campaign_again:
+                raise LeaderElectionLost(
+                    f"leader election lost: lease {self.config.lease_namespace}/"
+                    f"{self.config.lease_name} (now held by {self.leader or 'nobody'})"
+                )
 
     async def _acquire(self) -> None:
         cfg = self.config
@@ -184,11 +214,16 @@ class LeaderElector:
         log.warning("leaderelection.lost", lease=self.config.lease_name, leader=self.leader)
 
     async def _renew_until_lost(self) -> None:
-        """Renew every retry period; return once a renewal round misses the renew deadline."""
+        """Renew every retry period; return once no renewal succeeded for `renew_deadline_s`."""
         cfg = self.config
         while True:
             await self._clock.sleep(cfg.retry_period_s)
-            deadline = self._clock.now() + cfg.renew_deadline_s
+            deadline = self._renewed_at + cfg.renew_deadline_s
+            if self._clock.now() >= deadline:
+                # We did not run for a whole deadline (paused, starved): someone else may lead
+                # now. Step down without asking; the next campaign finds out who holds it.
+                log.warning("leaderelection.renew_deadline_passed", lease=cfg.lease_name)
+                return
             while not await self._renew_before(deadline):
                 if self.leader not in ("", cfg.identity):
                     return  # someone else holds it: no point retrying until the deadline
@@ -282,8 +317,11 @@ class LeaderElector:
     def _accept(self, lease: dict[str, Any]) -> None:
         """We wrote this Lease: it is now the observed record, observed now."""
         self._lease = lease
-        self._observe(lease, dict(lease.get("spec") or {}))
+        spec = dict(lease.get("spec") or {})
+        self._observe(lease, spec)
         self._observed_at = self._clock.now()
+        if spec.get("holderIdentity") == self.config.identity:
+            self._renewed_at = self._observed_at
 
     def _observe(self, lease: dict[str, Any], spec: dict[str, Any]) -> None:
         self._lease = lease

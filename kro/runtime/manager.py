@@ -5,8 +5,16 @@ The manager owns every long-lived task of the process (controller-runtime's Mana
 * informers and other runnables run for the whole life of the process, leader or not, so a
   replica that takes over leadership has warm caches;
 * controllers run only while this replica holds the leader Lease (kro.runtime.leaderelection),
-  or always when leader election is off; on losing the Lease they are cancelled, their in-flight
-  keys handed back to their queues, and they start again if the Lease comes back;
+  or always when leader election is off, and only once every informer has synced (a sync that
+  does not finish within `cache_sync_timeout_s` is fatal, naming the informers);
+* losing the Lease is fatal, as in controller-runtime: controllers are cancelled at once and
+  `run` raises LeaderElectionLost, so the process exits non-zero and the kubelet starts a fresh
+  one. Nothing of the old term (queues shut down, registrations dropped, caches of what was
+  applied) can then leak into a new one, and no replica ever leads without reconciling. Workers
+  also ask `may_reconcile()` before each key, which is false as soon as the renew deadline has
+  passed on our clock: a leader resumed after a pause reconciles nothing before it steps down;
+* any informer, runnable or controller that fails is fatal too: `run` stops everything and
+  raises it, so a broken process never keeps answering probes as if it worked;
 * one aiohttp server answers /healthz, /readyz (informers synced and custom checks pass) and
   /metrics (kro.runtime.prometheus), on one or two addresses;
 * SIGTERM/SIGINT (or `stop()`) begin a graceful stop: readiness fails, controller queues stop
@@ -24,15 +32,15 @@ import asyncio
 import contextlib
 import gc
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import structlog
 from aiohttp import web
 
 from .clock import Clock, RealClock, wait_with_timeout
-from .leaderelection import LeaderElectionConfig, LeaderElector, LeaseClient
+from .leaderelection import LeaderElectionConfig, LeaderElectionLost, LeaderElector, LeaseClient
 from .prometheus import CONTENT_TYPE, PrometheusProvider
 
 log = structlog.get_logger(__name__)
@@ -57,6 +65,37 @@ class Syncable(Protocol):
     """A cache that reports when its first full list is in (an Informer)."""
 
     def has_synced(self) -> bool: ...
+
+
+@runtime_checkable
+class Gated(Protocol):
+    """A controller that asks before each reconcile whether it may still work (a Controller)."""
+
+    def set_work_gate(self, gate: Callable[[], bool]) -> None: ...
+
+
+class CacheSyncTimeout(Exception):
+    """Informers did not finish their first sync in time; controllers never started."""
+
+
+class ControllersStopped(Exception):
+    """Controllers returned while this replica should be running them (a bug, never silent)."""
+
+
+__all__ = [
+    "CacheSyncTimeout",
+    "ControllersStopped",
+    "Drainable",
+    "Gated",
+    "GcTuning",
+    "LeaderElectionLost",
+    "Manager",
+    "ManagerOptions",
+    "Runnable",
+    "Syncable",
+    "parse_bind_address",
+    "tune_gc",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,7 +134,9 @@ class ManagerOptions:
     graceful_shutdown_timeout_s: how long controllers may drain their queues on stop.
     handle_signals: install SIGTERM/SIGINT handlers while `run` runs (main thread only).
     gc_tuning: applied once after the initial cache sync; None leaves the collector alone.
-    sync_poll_s: how often readiness of the initial sync is checked for the GC hook.
+    sync_poll_s: how often the initial sync is checked (controller start, GC hook).
+    cache_sync_timeout_s: how long controllers wait for every informer's first sync before the
+        manager gives up with CacheSyncTimeout (controller-runtime's CacheSyncTimeout, 2 min).
     """
 
     health_probe_bind_address: str = "127.0.0.1:8079"
@@ -105,6 +146,7 @@ class ManagerOptions:
     handle_signals: bool = True
     gc_tuning: GcTuning | None = field(default_factory=GcTuning)
     sync_poll_s: float = 0.1
+    cache_sync_timeout_s: float = 120.0
 
 
 def parse_bind_address(address: str) -> tuple[str | None, int] | None:
@@ -151,6 +193,7 @@ class Manager:
         self._runner: web.AppRunner | None = None
         self._run_task: asyncio.Task[None] | None = None
         self._serving = asyncio.Event()
+        self._fatal: BaseException | None = None
         if self.options.leader_election is not None:
             self._health_checks["leaderElection"] = self._elector_healthy
 
@@ -165,7 +208,12 @@ class Manager:
         self._runnables.append(runnable)
 
     def add_controller(self, controller: Drainable) -> None:
-        """Run `controller` only while leading; drained on graceful stop."""
+        """Run `controller` only while leading; drained on graceful stop.
+
+        A `Gated` controller is given `may_reconcile` to ask before each key.
+        """
+        if isinstance(controller, Gated):
+            controller.set_work_gate(self.may_reconcile)
         self._controllers.append(controller)
 
     def add_health_check(self, name: str, check: Check) -> None:
@@ -189,6 +237,15 @@ class Manager:
             return not self._controllers_idle.is_set()
         return self._elector is not None and self._elector.is_leader
 
+    def may_reconcile(self) -> bool:
+        """May a worker start a reconcile now? False once leadership is in doubt or lost,
+        and after a fatal failure (the process is on its way out)."""
+        if self._fatal is not None:
+            return False
+        if self.options.leader_election is None:
+            return True
+        return self._elector is not None and self._elector.is_leader
+
     async def wait_for_serving(self) -> None:
         """Wait until `run` has bound its probe/metrics sockets (or found none to bind)."""
         await self._serving.wait()
@@ -197,7 +254,12 @@ class Manager:
         return not self._failing(self._ready_checks)
 
     def _informers_synced(self) -> bool:
-        return all(i.has_synced() for i in self._informers if isinstance(i, Syncable))
+        return not self._unsynced()
+
+    def _unsynced(self) -> list[str]:
+        return [
+            _describe(i) for i in self._informers if isinstance(i, Syncable) and not i.has_synced()
+        ]
 
     def _failing(self, checks: dict[str, Check]) -> list[str]:
         failing = []
@@ -224,7 +286,11 @@ class Manager:
         self._stop_requested.set()
 
     async def run(self) -> None:
-        """Serve and run everything until `stop()` or a signal; returns (re-raises) on cancel."""
+        """Serve and run everything until `stop()` or a signal; returns (re-raises) on cancel.
+
+        Raises what was fatal: LeaderElectionLost, CacheSyncTimeout, ControllersStopped, or the
+        exception of a failed informer, runnable or controller, after stopping everything else.
+        """
         self._run_task = asyncio.current_task()
         self._install_signal_handlers()
         try:
@@ -233,15 +299,21 @@ class Manager:
             try:
                 async with asyncio.TaskGroup() as tg:
                     background = [
-                        tg.create_task(r.run(), name=f"manager:informer-{i}")
+                        tg.create_task(
+                            self._guard(r.run(), "informer"), name=f"manager:informer-{i}"
+                        )
                         for i, r in enumerate(self._informers)
                     ]
                     background += [
-                        tg.create_task(r.run(), name=f"manager:runnable-{i}")
+                        tg.create_task(
+                            self._guard(r.run(), "runnable"), name=f"manager:runnable-{i}"
+                        )
                         for i, r in enumerate(self._runnables)
                     ]
                     background.append(tg.create_task(self._tune_gc_after_sync(), name="manager:gc"))
-                    leader = tg.create_task(self._lead(), name="manager:leader")
+                    leader = tg.create_task(
+                        self._guard(self._lead(), "leader"), name="manager:leader"
+                    )
                     await self._stop_requested.wait()
                     await self._shutdown(leader)
                     for task in background:
@@ -250,7 +322,28 @@ class Manager:
                 await self._stop_server()
         finally:
             self._remove_signal_handlers()
-            log.info("manager.stopped")
+            log.info("manager.stopped", failed=self._fatal is not None)
+        if self._fatal is not None:
+            raise self._fatal
+
+    async def _guard(self, work: Coroutine[Any, Any, None], what: str) -> None:
+        """Run `work`; if it fails, record the failure and stop the manager (never silently)."""
+        try:
+            await work
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._fail(exc, what)
+
+    def _fail(self, exc: BaseException, what: str) -> None:
+        if self._fatal is None:
+            self._fatal = exc
+            if isinstance(exc, LeaderElectionLost | CacheSyncTimeout | ControllersStopped):
+                log.error("manager.fatal", part=what, error=str(exc))
+            else:
+                log.error("manager.fatal", part=what, error=str(exc), exc_info=exc)
+        self._stopping = True  # readiness fails from now on
+        self._stop_requested.set()
 
     async def _lead(self) -> None:
         cfg = self.options.leader_election
@@ -265,22 +358,46 @@ class Manager:
             clock=self._clock,
             metrics=self.metrics,
         )
-        await self._elector.run()
+        await self._elector.run(campaign_again=False)
 
     def _elector_healthy(self) -> bool:
         return self._elector is None or self._elector.is_healthy(tolerance_s=20.0)
 
     async def _run_controllers(self) -> None:
-        if self._stopping:
+        if self._stopping or not await self._wait_for_cache_sync():
             return
         self._controllers_idle.clear()
-        log.info("manager.controllers_starting", controllers=len(self._controllers))
         try:
-            async with asyncio.TaskGroup() as tg:
-                for i, controller in enumerate(self._controllers):
-                    tg.create_task(controller.run(), name=f"manager:controller-{i}")
+            log.info("manager.controllers_starting", controllers=len(self._controllers))
+            try:
+                async with asyncio.TaskGroup() as tg:
+                    for i, controller in enumerate(self._controllers):
+                        tg.create_task(controller.run(), name=f"manager:controller-{i}")
+            except BaseExceptionGroup as group:
+                # One controller failed and the others were cancelled: surface the cause itself.
+                first = group.exceptions[0]
+                raise first from group
         finally:
             self._controllers_idle.set()
+        if not self._stopping and self._controllers:
+            raise ControllersStopped("every controller returned while the manager was running")
+
+    async def _wait_for_cache_sync(self) -> bool:
+        """Controllers start on a complete cache, as controller-runtime's WaitForCacheSync.
+
+        False when the manager began stopping meanwhile (nothing is started then).
+        """
+        timeout_s = self.options.cache_sync_timeout_s
+        deadline = self._clock.now() + timeout_s
+        while unsynced := self._unsynced():
+            if self._stopping:
+                return False
+            if self._clock.now() >= deadline:
+                raise CacheSyncTimeout(
+                    f"caches did not sync within {timeout_s:g}s: {', '.join(unsynced)}"
+                )
+            await self._clock.sleep(self.options.sync_poll_s)
+        return not self._stopping
 
     async def _shutdown(self, leader: asyncio.Task[None]) -> None:
         """Drain controllers within the grace period, then release leadership."""
@@ -363,3 +480,12 @@ class Manager:
 
     async def _metrics(self, request: web.Request) -> web.Response:
         return web.Response(body=self.metrics.render(), headers={"Content-Type": CONTENT_TYPE})
+
+
+def _describe(informer: object) -> str:
+    """A name for an informer in errors: its GVR (and namespace) when it has them."""
+    gvr = getattr(informer, "gvr", None)
+    if gvr is None:
+        return type(informer).__name__
+    namespace = getattr(informer, "namespace", None)
+    return f"{gvr} in {namespace}" if namespace else str(gvr)

@@ -17,6 +17,7 @@ from kro.runtime.errors import Conflict, InternalError
 from kro.runtime.leaderelection import (
     LEASES,
     LeaderElectionConfig,
+    LeaderElectionLost,
     LeaderElector,
     format_micro_time,
 )
@@ -286,3 +287,31 @@ async def test_a_hung_acquire_attempt_is_abandoned_and_retried() -> None:
         await h.clock.advance(10.0)  # the renew deadline bounds the hung attempt
         h.client.hang.clear()
         await h.advance_until(h.started.is_set)
+
+
+async def test_a_paused_leader_stops_leading_before_it_runs_again() -> None:
+    h = Harness()
+    async with running(h):
+        await asyncio.wait_for(h.started.wait(), timeout=2.0)
+        assert h.elector.is_leader
+        h.clock.jump(10.5)  # stopped past the renew deadline: another replica may lead now
+        assert not h.elector.is_leader
+        # The Lease still names us, so a renewal would succeed: stepping down anyway is the point
+        # (the paused term may overlap another leader's).
+        await h.clock.advance(0)
+        await asyncio.wait_for(h.stopped.wait(), timeout=2.0)
+        assert h.work_cancelled.is_set()
+
+
+async def test_without_campaigning_again_a_lost_term_raises() -> None:
+    h = Harness()
+    task = asyncio.create_task(h.elector.run(campaign_again=False))
+    await asyncio.wait_for(h.started.wait(), timeout=2.0)
+    lease = h.lease()
+    lease["spec"]["holderIdentity"] = "usurper"
+    h.client.put(LEASES, lease)
+    await h.clock.advance(2.0)
+    with pytest.raises(LeaderElectionLost, match="now held by usurper"):
+        await asyncio.wait_for(task, timeout=2.0)
+    assert h.work_cancelled.is_set()
+    assert not h.elector.is_leader

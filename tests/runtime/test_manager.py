@@ -16,8 +16,15 @@ from fakes_control import FakeKubeClient
 
 from kro.runtime.clock import FakeClock
 from kro.runtime.controller import Controller
-from kro.runtime.leaderelection import LEASES, LeaderElectionConfig
-from kro.runtime.manager import GcTuning, Manager, ManagerOptions, parse_bind_address
+from kro.runtime.leaderelection import LEASES, LeaderElectionConfig, LeaderElectionLost
+from kro.runtime.manager import (
+    CacheSyncTimeout,
+    ControllersStopped,
+    GcTuning,
+    Manager,
+    ManagerOptions,
+    parse_bind_address,
+)
 from kro.runtime.ratelimit import ItemExponentialBackoff
 from kro.runtime.reconcile import Request, Result
 from kro.runtime.workqueue import WorkQueue
@@ -344,3 +351,143 @@ def test_bind_addresses_parse(address: str, parsed: tuple[str | None, int] | Non
 def test_a_bind_address_without_port_is_refused() -> None:
     with pytest.raises(ValueError, match="host:port"):
         parse_bind_address("localhost")
+
+
+# -- leadership is fatal to lose; controllers start on synced caches --------------------------
+
+
+def steal_lease(client: FakeKubeClient, holder: str) -> None:
+    lease = client.stored(LEASES, "kro-system", "kro")
+    lease["spec"]["holderIdentity"] = holder
+    client.put(LEASES, lease)
+
+
+async def test_losing_the_lease_stops_reconciling_and_ends_run_then_a_new_process_regains() -> None:
+    clock = FakeClock()
+    client = FakeKubeClient()
+    first = lease_manager(client, clock, "one")
+    reconciler = Reconciler()
+    controller = make_controller(clock, reconciler)
+    controller.queue.add(Request("ns", "before"))
+    first.add_controller(controller)
+    task = asyncio.create_task(first.run())
+    await asyncio.wait_for(reconciler.called.wait(), timeout=2.0)
+
+    steal_lease(client, "usurper")
+    await clock.advance(2.0)  # the next renewal sees the usurper
+    with pytest.raises(LeaderElectionLost, match="usurper"):
+        await asyncio.wait_for(task, timeout=2.0)
+    assert not first.is_leader
+    assert not first.may_reconcile()
+    controller.queue.add(Request("ns", "after"))
+    await clock.advance(5.0)
+    assert [r.name for r in reconciler.seen] == ["before"]
+
+    # The kubelet restarts the process: a fresh manager and controller, which take the Lease
+    # back once the usurper releases it, and reconcile.
+    steal_lease(client, "")
+    second = lease_manager(client, clock, "one-restarted")
+    fresh = Reconciler()
+    again = make_controller(clock, fresh)
+    again.queue.add(Request("ns", "after"))
+    second.add_controller(again)
+    task = asyncio.create_task(second.run())
+    for _ in range(10):
+        if fresh.called.is_set():
+            break
+        await clock.advance(1.0)
+    assert second.is_leader
+    assert [r.name for r in fresh.seen] == ["after"]
+    second.stop()
+    await asyncio.wait_for(task, timeout=2.0)
+
+
+async def test_a_leader_resumed_after_a_pause_reconciles_nothing_before_it_steps_down() -> None:
+    clock = FakeClock()
+    client = FakeKubeClient()
+    manager = lease_manager(client, clock, "one")
+    reconciler = Reconciler()
+    controller = make_controller(clock, reconciler)
+    manager.add_controller(controller)
+    task = asyncio.create_task(manager.run())
+    for _ in range(10):
+        if manager.is_leader:
+            break
+        await clock.advance(0.5)
+    assert manager.is_leader
+
+    clock.jump(11.0)  # SIGSTOP past the renew deadline; another replica may lead by now
+    controller.queue.add(Request("ns", "arrived-during-the-pause"))
+    for _ in range(10):
+        await clock.advance(0.5)
+        if task.done():
+            break
+    with pytest.raises(LeaderElectionLost):
+        await asyncio.wait_for(task, timeout=2.0)
+    assert reconciler.seen == []
+
+
+async def test_controllers_start_only_once_informers_have_synced() -> None:
+    clock = FakeClock()
+    manager = Manager(options(health_probe_bind_address="0", metrics_bind_address="0"), clock=clock)
+    informer = FakeInformer()
+    manager.add_informer(informer)
+    reconciler = Reconciler()
+    controller = make_controller(clock, reconciler)
+    controller.queue.add(Request("ns", "a"))
+    manager.add_controller(controller)
+    task = asyncio.create_task(manager.run())
+    await clock.advance(5.0)
+    assert not reconciler.called.is_set()
+    informer.sync.set()
+    await clock.advance(0.1)
+    await asyncio.wait_for(reconciler.called.wait(), timeout=2.0)
+    manager.stop()
+    await asyncio.wait_for(task, timeout=2.0)
+
+
+async def test_a_cache_that_never_syncs_is_fatal_and_named() -> None:
+    clock = FakeClock()
+    manager = Manager(
+        options(health_probe_bind_address="0", metrics_bind_address="0", cache_sync_timeout_s=30),
+        clock=clock,
+    )
+    informer = FakeInformer()
+    informer.gvr = "apps/v1, Resource=deployments"  # type: ignore[attr-defined]
+    manager.add_informer(informer)
+    reconciler = Reconciler()
+    manager.add_controller(make_controller(clock, reconciler))
+    task = asyncio.create_task(manager.run())
+    await clock.advance(31.0)
+    with pytest.raises(CacheSyncTimeout, match=r"within 30s: apps/v1, Resource=deployments"):
+        await asyncio.wait_for(task, timeout=2.0)
+    assert not reconciler.called.is_set()
+    assert informer.cancelled
+
+
+class BrokenInformer(FakeInformer):
+    async def run(self) -> None:
+        raise RuntimeError("watch handler bug")
+
+
+async def test_a_failing_informer_stops_the_process_instead_of_leaving_it_half_alive() -> None:
+    clock = FakeClock()
+    manager = Manager(options(), clock=clock)
+    manager.add_informer(BrokenInformer())
+    controller = make_controller(clock, Reconciler())
+    manager.add_controller(controller)
+    with pytest.raises(RuntimeError, match="watch handler bug"):
+        await asyncio.wait_for(manager.run(), timeout=2.0)
+    assert not manager.is_ready()
+
+
+async def test_controllers_that_stop_on_their_own_are_fatal() -> None:
+    clock = FakeClock()
+    manager = Manager(options(health_probe_bind_address="0", metrics_bind_address="0"), clock=clock)
+    controller = make_controller(clock, Reconciler())
+    manager.add_controller(controller)
+    task = asyncio.create_task(manager.run())
+    await clock.advance(0.1)
+    controller.queue.shutdown()  # someone else shut the queue: nobody reconciles any more
+    with pytest.raises(ControllersStopped):
+        await asyncio.wait_for(task, timeout=2.0)
