@@ -231,7 +231,9 @@ def load_yaml(path: Path) -> list[dict[str, Any]]:
 class KroEnv:
     """A namespace, an API group and RGD names of one test, and the objects it created."""
 
-    def __init__(self, client: Client, namespace: str, controller: ControllerThread) -> None:
+    def __init__(
+        self, client: Client, namespace: str, controller: ControllerThread | None = None
+    ) -> None:
         self.client = client
         self.namespace = namespace
         self.controller = controller

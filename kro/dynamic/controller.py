@@ -31,9 +31,14 @@ dynamic_controller_handler_errors_total, and those that signal a bug in the hand
 a failure of the world (`_BUG_TYPES`) also in dynamic_controller_reconcile_panics_total. No
 exception ever ends a worker.
 
+Leadership: like kro.runtime.Controller, a work gate set by the manager (`set_work_gate`) is
+asked before each item; while it is closed the item goes back to the queue untouched.
+
 Shutdown (W-10): `shutdown()` stops the queue; workers finish what is queued, then `run()`
 returns after releasing every informer. Cancelling `run()` is the hard stop; a deadline on a
-graceful shutdown is the owner's (`asyncio.timeout` around the task).
+graceful shutdown is the owner's (`asyncio.timeout` around the task). Either way the controller
+is spent: its queue is shut down and its registrations are gone, so `run()` refuses a second
+call (a new term needs a new controller, which is why losing leadership ends the process).
 """
 
 from __future__ import annotations
@@ -121,6 +126,7 @@ class DynamicControllerOptions:
     max_retries: int = 20
     informer_sync_timeout_s: float = 30.0
     unfinished_work_period_s: float | None = None
+    gate_poll_s: float = 0.1
 
 
 @dataclass(slots=True)
@@ -193,6 +199,8 @@ class DynamicController:
         self.watches = WatchCoordinator(self._pool, self.enqueue, self._metrics)
         """Child and external watches; handlers call `watch`/`done`/`forget` on it."""
         self._registrations: dict[GVR, _Registration] = {}
+        self._gate: Callable[[], bool] = _always_open
+        self._ran = False
         self._locks: defaultdict[GVR, asyncio.Lock] = defaultdict(asyncio.Lock)
 
     # -- registration ---------------------------------------------------------------------------
@@ -231,17 +239,24 @@ class DynamicController:
 
         Queued items of `gvr` are dropped when a worker reaches them.
         """
-        async with self._locks[gvr]:
-            registration = self._registrations.pop(gvr, None)
-            if registration is None:
-                return
-            await self.watches.forget_kind(gvr)
-            if registration.events is not None:
-                registration.informer.remove_handler(registration.events)
-                self._metrics.handler_detach.inc(type=PARENT)
-            await self._pool.release(registration.informer)
-            self._count_registrations()
-            log.info("dynamic.handler_deregistered", gvr=gvr_key(gvr))
+        lock = self._locks[gvr]
+        try:
+            async with lock:
+                registration = self._registrations.pop(gvr, None)
+                if registration is None:
+                    return
+                await self.watches.forget_kind(gvr)
+                if registration.events is not None:
+                    registration.informer.remove_handler(registration.events)
+                    self._metrics.handler_detach.inc(type=PARENT)
+                await self._pool.release(registration.informer)
+                self._count_registrations()
+                log.info("dynamic.handler_deregistered", gvr=gvr_key(gvr))
+        finally:
+            # Kinds come and go with their RGDs: drop the lock once nobody holds or awaits it
+            # (a caller still queued on it must not meet a second lock for the same kind).
+            if gvr not in self._registrations and not lock.locked() and not lock._waiters:
+                self._locks.pop(gvr, None)
 
     def is_registered(self, gvr: GVR) -> bool:
         return gvr in self._registrations
@@ -249,6 +264,10 @@ class DynamicController:
     def registered(self) -> frozenset[GVR]:
         """The parent GVRs with a handler."""
         return frozenset(self._registrations)
+
+    def set_work_gate(self, gate: Callable[[], bool]) -> None:
+        """Ask `gate()` before each item; items wait in the queue while it says no."""
+        self._gate = gate
 
     def enqueue(self, ref: ObjectRef) -> None:
         """Queue `ref` for its handler (de-duplicated while it waits)."""
@@ -260,8 +279,12 @@ class DynamicController:
     async def run(self) -> None:
         """Work the queue with `options.workers` tasks until `shutdown()` or cancellation.
 
-        On the way out every registration is dropped and every informer released.
+        On the way out every registration is dropped and every informer released, and the
+        controller cannot run again.
         """
+        if self._ran:
+            raise RuntimeError("a DynamicController runs once; build a new one for a new term")
+        self._ran = True
         log.info("controller.started", controller=CONTROLLER_NAME, workers=self.options.workers)
         try:
             async with asyncio.TaskGroup() as workers:
@@ -300,6 +323,11 @@ class DynamicController:
             except QueueShutDown:
                 return
             self._metrics.queue_length.set(len(self.queue))
+            if not self._gate():
+                self.queue.done(item)
+                self.queue.add(item)
+                await self._clock.sleep(self.options.gate_poll_s)
+                continue
             try:
                 await self._process(item)
             except asyncio.CancelledError:
@@ -327,6 +355,7 @@ class DynamicController:
             reconcile_id=secrets.token_hex(4),
         ):
             self._metrics.reconcile_total.inc(gvr=key)
+            log.debug("dynamic.reconcile")
             started = self._clock.now()
             try:
                 result = await registration.handler(item.request)
@@ -372,3 +401,7 @@ class DynamicController:
     def _count_registrations(self) -> None:
         self._metrics.gvr_count.set(len(self._registrations))
         self._metrics.handler_count.set(len(self._registrations), type=PARENT)
+
+
+def _always_open() -> bool:
+    return True

@@ -220,3 +220,29 @@ async def test_queue_length_gauge_follows_the_queue(
     async with running(dynamic):
         await wait_until_idle(dynamic)
     assert metrics.value("dynamic_controller_queue_length") == 0
+
+
+async def test_a_closed_work_gate_holds_items_until_it_opens(
+    dynamic: DynamicController, clock: FakeClock
+) -> None:
+    leading = [False]
+    dynamic.set_work_gate(lambda: leading[0])
+    handler = Recorder()
+    await dynamic.register(WIDGETS, handler)
+    async with running(dynamic):
+        dynamic.enqueue(A)
+        await clock.advance(1.0)
+        assert handler.calls == []  # not leading (or leadership in doubt): nothing reconciled
+        leading[0] = True
+        await clock.advance(0.1)
+        await handler.wait_for_calls(1)
+    assert handler.calls == [Request("default", "a")]
+
+
+async def test_a_stopped_controller_cannot_be_run_for_a_second_term(
+    dynamic: DynamicController,
+) -> None:
+    async with running(dynamic):
+        pass
+    with pytest.raises(RuntimeError, match="runs once"):
+        await dynamic.run()
