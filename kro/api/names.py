@@ -201,6 +201,8 @@ REASON_NOT_READY: Final = "NotReady"
 REASON_RESOURCE_DELETING: Final = "ResourceDeleting"
 REASON_RECONCILIATION_SUSPENDED: Final = "ReconciliationSuspended"
 REASON_UNDER_DELETION: Final = "UnderDeletion"
+REASON_RESOURCE_GRAPH_DEFINITION_DELETED: Final = "ResourceGraphDefinitionDeleted"
+"""InstanceManaged=False on an instance whose RGD was deleted: kro only serves its deletion."""
 
 # --- States ------------------------------------------------------------------------------------
 

@@ -4,6 +4,10 @@ Three controllers share one client: the RGD controller (informers on RGDs, Graph
 CRD metadata feed its queue, P-01), the GraphRevision controller (N-01), and the dynamic
 controller that hosts every RGD's instance reconciler (W-01). The CLI builds a `KroApp` from
 its flags; tests and operators embedding kro can build one directly.
+
+Beyond upstream's triggers, an RGD is also reconciled when it disappears and when a kro-owned
+CRD naming it is listed (every one at start-up): that is how the instances of a deleted RGD are
+found and served until they are gone (kro.controllers.instance.kinds), also after a restart.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from kro.controllers.registry import RevisionRegistry
 from kro.controllers.rgd import RGDS, RGDOptions, RGDReconciler
 from kro.controllers.schemas import LiveSchemaResolver
 from kro.dynamic import DynamicController, DynamicControllerOptions
+from kro.graph.resolver import SchemaResolver
 from kro.runtime.client import Client
 from kro.runtime.clock import RealClock
 from kro.runtime.controller import Controller
@@ -114,7 +119,16 @@ def rgd_update_matters(old: Obj, new: Obj) -> bool:
 class KroApp:
     """Every kro controller, ready to be installed on a Manager."""
 
-    def __init__(self, client: Client, options: AppOptions, *, metrics: MetricsProvider) -> None:
+    def __init__(
+        self,
+        client: Client,
+        options: AppOptions,
+        *,
+        metrics: MetricsProvider,
+        resolver: SchemaResolver | None = None,
+    ) -> None:
+        """`resolver`: where graphs find the schemas of the kinds they use (default: the
+        cluster's OpenAPI, cached; tests pass an offline one)."""
         clock = RealClock()
         self.client = client
         self.registry = RevisionRegistry(RegistryMetrics(metrics))
@@ -123,7 +137,8 @@ class KroApp:
             if options.feature_gates.get(FEATURE_INSTANCE_CONDITION_EVENTS)
             else None
         )
-        self.resolver = LiveSchemaResolver(client, metrics=SchemaResolverMetrics(metrics))
+        self.schemas = LiveSchemaResolver(client, metrics=SchemaResolverMetrics(metrics))
+        self.resolver: SchemaResolver = resolver or self.schemas
         self.factory = SharedInformerFactory(client, resync_period_s=options.resync_period_s)
         self.dynamic = DynamicController(self.factory, options=options.dynamic, metrics=metrics)
         self.applier = Applier(client, ApplierOptions(tooling=tooling_for(KRO_VERSION)))
@@ -154,6 +169,7 @@ class KroApp:
             if options.feature_gates.get(FEATURE_INSTANCE_CONDITION_METRICS)
             else None,
             recorders=self.recorders,
+            enqueue_rgd=self.enqueue_rgd,
         )
         self.gr_reconciler = GraphRevisionReconciler(
             client=client,
@@ -193,6 +209,7 @@ class KroApp:
                 on_update=lambda old, new: (
                     self.enqueue_rgd(_name(new)) if rgd_update_matters(old, new) else None
                 ),
+                on_delete=lambda o: self.enqueue_rgd(_name(o)),
             )
         )
         revisions = Informer(self.client, GRAPH_REVISIONS)
@@ -206,7 +223,7 @@ class KroApp:
         crds = Informer(self.client, CRDS, metadata_only=True)
         crds.add_handler(
             _Handler(
-                on_add=lambda crd: self._forget_schemas(),
+                on_add=self._crd_added,
                 on_update=lambda old, new: self._crd_changed(new),
                 on_delete=self._crd_changed,
             )
@@ -226,11 +243,20 @@ class KroApp:
     def _forget_schemas(self) -> None:
         """A CRD appeared or changed: kinds and schemas cached before are stale."""
         self.client.mapper.invalidate()
-        self.resolver.invalidate()
+        self.schemas.invalidate()
+
+    def _crd_added(self, crd: Obj) -> None:
+        """A new CRD, or one listed at start-up: if kro generated it, its RGD is reconciled,
+        which finds the instances of a kind whose RGD is gone."""
+        self._forget_schemas()
+        self._enqueue_owner(crd)
 
     def _crd_changed(self, crd: Obj) -> None:
         """CRD watch healing (P-12): a kro-owned CRD changed or vanished; reconcile its RGD."""
         self._forget_schemas()
+        self._enqueue_owner(crd)
+
+    def _enqueue_owner(self, crd: Obj) -> None:
         if is_kro_owned(crd):
             self.enqueue_rgd(
                 str(((crd.get("metadata") or {}).get("labels") or {}).get(LABEL_RGD_NAME, ""))

@@ -8,13 +8,22 @@ controller, garbage-collect old revisions (P-10). Conditions and state per P-08.
 
 An invalid RGD update never issues a revision, so the previous one keeps serving instances while
 the RGD reports `GraphAccepted=False` and `Inactive` (N-07, N-30).
+
+Deletion (P-11): the RGD goes at once and its CRD stays (unless `--allow-crd-deletion`), as
+upstream; unlike upstream, a kind with instances left keeps a controller that marks them
+(`InstanceManaged=False` `ResourceGraphDefinitionDeleted`) and still deletes them properly,
+until the last one is gone (kro.controllers.instance.kinds). The RGD's metric series go with it.
+
+Finalizer writes carry the resourceVersion: a JSON merge patch replaces the whole list, so
+without it a finalizer someone else added meanwhile could be lost. A Conflict re-reads through
+the queue.
 """
 
 from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,9 +72,10 @@ from kro.controllers.crd import (
     delete_crd_if_owned,
     ensure_crd,
 )
-from kro.controllers.events import RecorderPool, recorder_name
+from kro.controllers.events import RecorderPool
 from kro.controllers.graphrevision import GRAPH_REVISIONS
-from kro.controllers.instance import InstanceOptions, InstanceReconciler, should_enqueue_update
+from kro.controllers.instance import InstanceOptions
+from kro.controllers.instance.kinds import InstanceControllers, Kind
 from kro.controllers.instance.labels import KRO_VERSION
 from kro.controllers.instance.status import now_rfc3339
 from kro.controllers.metrics import (
@@ -85,7 +95,6 @@ from kro.controllers.metrics import (
     InstanceMetrics,
     RGDMetrics,
     RuntimeMetrics,
-    gvr_string,
 )
 from kro.controllers.registry import RevisionRegistry, RevisionState
 from kro.controllers.revisions import collect_revisions, list_revisions, revision_manifest
@@ -96,7 +105,7 @@ from kro.graph.hashing import spec_hash
 from kro.graph.model import Graph
 from kro.graph.resolver import SchemaResolver
 from kro.runtime.client import Client
-from kro.runtime.errors import KubeError, NotFound
+from kro.runtime.errors import Conflict, KubeError, NotFound
 from kro.runtime.gvk import GVR
 from kro.runtime.reconcile import Request, Result
 
@@ -114,13 +123,6 @@ class RGDOptions:
     progress_requeue_delay_s: float = 3.0
     build: BuildOptions = field(default_factory=BuildOptions)
     instance: InstanceOptions = field(default_factory=InstanceOptions)
-
-
-@dataclass(slots=True)
-class _Served:
-    gvr: GVR
-    revision: int
-
 
 
 class RGDReconciler:
@@ -141,7 +143,10 @@ class RGDReconciler:
         cel_metrics: CelMetrics | None = None,
         condition_durations: ConditionDurations | None = None,
         recorders: RecorderPool | None = None,
+        enqueue_rgd: Callable[[str], None] | None = None,
     ) -> None:
+        """`enqueue_rgd(name)` brings an RGD back to this reconciler's queue; the kind of a
+        deleted RGD calls it when one of its instances is gone."""
         self.client = client
         self.registry = registry
         self.resolver = resolver
@@ -154,7 +159,19 @@ class RGDReconciler:
         self.cel_metrics = cel_metrics or CelMetrics()
         self.condition_durations = condition_durations
         self.recorders = recorders
-        self._served: dict[str, _Served] = {}  # rgd uid -> what is registered for it
+        self.kinds = InstanceControllers(
+            client=client,
+            registry=registry,
+            applier=applier,
+            dynamic=dynamic,
+            options=self.options.instance,
+            metrics=self.instance_metrics,
+            runtime_metrics=self.runtime_metrics,
+            cel_metrics=self.cel_metrics,
+            condition_durations=condition_durations,
+            recorders=recorders,
+            enqueue_rgd=enqueue_rgd,
+        )
 
     def _wait(self, reason: str) -> Result:
         self.metrics.revision_wait.inc(reason=reason)
@@ -162,14 +179,21 @@ class RGDReconciler:
         return Result(requeue_after_s=self.options.progress_requeue_delay_s)
 
     async def reconcile(self, request: Request) -> Result:
-        try:
-            rgd = await self.client.get(RGDS, request.name)
-        except NotFound:
-            return Result()
         with structlog.contextvars.bound_contextvars(rgd=request.name):
+            try:
+                rgd = await self.client.get(RGDS, request.name)
+            except NotFound:  # gone (maybe without us seeing its deletion): let go of it
+                await self.kinds.release(request.name)
+                self.metrics.forget(request.name)
+                return Result()
             if _meta(rgd).get("deletionTimestamp"):
                 return await self._delete(rgd)
-            rgd = await self._ensure_finalizer(rgd)
+            try:
+                rgd = await self._ensure_finalizer(rgd)
+            except Conflict:
+                log.info("rgd.finalizer_conflict")
+                return Result(requeue=True)  # re-read on the next attempt
+            await self.kinds.settle(request.name)
             status = copy.deepcopy(rgd.get("status") or {})
             try:
                 result = await self._resolve(rgd, status)
@@ -361,52 +385,27 @@ class RGDReconciler:
 
     async def _register(self, rgd: Mapping[str, Any], graph: Graph, number: int) -> None:
         """Register (or re-register on a new revision) the instance controller (P-07, R-19)."""
-        uid, name = str(_meta(rgd).get("uid")), str(_meta(rgd)["name"])
         gvr = GVR(graph.instance.group, graph.instance.version, graph.instance.plural)
-        served = self._served.get(uid)
-        if served is not None and served.gvr == gvr and served.revision == number:
-            return
-        if served is not None and served.gvr != gvr:
-            await self.dynamic.deregister(served.gvr)  # the RGD now generates another kind
         crd_name = str(graph.instance.crd["metadata"]["name"])
-        reconciler = InstanceReconciler(
-            rgd_name=name,
-            rgd_uid=uid,
-            gvr=gvr,
-            kind=graph.instance.kind,
-            client=self.client,
-            registry=self.registry,
-            applier=self.applier,
-            watches=self.dynamic.watches,
-            options=self.options.instance,
-            metrics=self.instance_metrics,
-            runtime_metrics=self.runtime_metrics,
-            cel_metrics=self.cel_metrics,
-            condition_durations=self.condition_durations,
-            events=self.recorders.recorder(recorder_name(crd_name)) if self.recorders else None,
+        kind = Kind(
+            gvr, graph.instance.kind, crd_name, str(_meta(rgd)["name"]), str(_meta(rgd)["uid"])
         )
-        await self.dynamic.register(
-            gvr, reconciler.reconcile, should_enqueue_update=should_enqueue_update
-        )
-        self._served[uid] = _Served(gvr, number)
-        log.info("rgd.serving", revision=number, gvr=str(gvr))
+        await self.kinds.serve(kind, number)
 
     # -- deletion, finalizer, status ---------------------------------------------------------
 
     async def _delete(self, rgd: dict[str, Any]) -> Result:
-        """Deregister, delete the CRD only when allowed and owned, drop the finalizer (P-11)."""
-        uid, name = str(_meta(rgd).get("uid")), str(_meta(rgd)["name"])
+        """Delete the CRD only when allowed and owned, hand the instances to a draining
+        reconciler, drop the RGD's series and its finalizer (P-11; see the module)."""
+        name = str(_meta(rgd)["name"])
         started = time.monotonic()
-        served = self._served.pop(uid, None)
-        if served is not None:
-            await self.dynamic.deregister(served.gvr)
-            if self.condition_durations is not None:
-                self.condition_durations.evict_gvr(gvr_string(served.gvr))
         if self.options.allow_crd_deletion:
             entry = self.registry.latest(name)
             if entry is not None and entry.graph is not None:
                 crd_name = str(entry.graph.instance.crd["metadata"]["name"])
                 await delete_crd_if_owned(self.client, crd_name, rgd_name=name)
+        await self.kinds.release(name)
+        self.metrics.forget(name)
         await remove_finalizer(self.client, RGDS, rgd, FINALIZER)
         self.metrics.deletions.inc(name=name)
         self.metrics.deletion_duration.observe(time.monotonic() - started, name=name)
@@ -414,11 +413,17 @@ class RGDReconciler:
         return Result()
 
     async def _ensure_finalizer(self, rgd: dict[str, Any]) -> dict[str, Any]:
+        """Add kro's finalizer; the resourceVersion makes a concurrent write a Conflict."""
         finalizers = list(_meta(rgd).get("finalizers") or [])
         if FINALIZER in finalizers:
             return rgd
-        patch = {"metadata": {"finalizers": [*finalizers, FINALIZER]}}
-        return await self.client.patch(RGDS, str(_meta(rgd)["name"]), patch)
+        patch = {
+            "metadata": {
+                "resourceVersion": _meta(rgd).get("resourceVersion"),
+                "finalizers": [*finalizers, FINALIZER],
+            }
+        }
+        return await self.client.patch(RGDS, str(_meta(rgd)["name"]), patch, patch_type="merge")
 
     async def _write_status(self, rgd: Mapping[str, Any], status: dict[str, Any]) -> None:
         """Root Ready + state (P-08), then write only when different."""

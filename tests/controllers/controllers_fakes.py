@@ -11,7 +11,7 @@ from typing import Any
 from kro.graph.builder import build_graph
 from kro.graph.model import Graph
 from kro.graph.resolver import OfflineSchemaResolver
-from kro.runtime.errors import NotFound
+from kro.runtime.errors import Conflict, NotFound
 from kro.runtime.gvk import GVR
 from kro.runtime.prometheus import PrometheusProvider
 
@@ -93,7 +93,8 @@ def sample(provider: PrometheusProvider, metric: str, **labels: str) -> float:
 
 class DictClient:
     """A dict-backed client with the calls the RGD controller makes; `field_selector`
-    supports `spec.snapshot.name=<rgd>` (what GraphRevisions are listed by)."""
+    supports `spec.snapshot.name=<rgd>` (what GraphRevisions are listed by), and a patch
+    carrying `metadata.resourceVersion` is refused with Conflict when it is stale."""
 
     def __init__(self) -> None:
         self.objects: dict[tuple[GVR, str], dict[str, Any]] = {}
@@ -145,6 +146,14 @@ class DictClient:
     ) -> dict[str, Any]:
         self.writes.append(("patch", gvr, name))
         stored = self.objects[(gvr, name)]
+        expected = (patch.get("metadata") or {}).get("resourceVersion")
+        if expected is not None and expected != stored["metadata"]["resourceVersion"]:
+            raise Conflict(
+                status=409,
+                reason="Conflict",
+                message=f"{name}: the object has been modified; please apply your changes "
+                "to the latest version and try again",
+            )
         for key, value in (patch.get("metadata") or {}).items():
             if key != "resourceVersion":
                 stored["metadata"][key] = copy.deepcopy(value)

@@ -380,3 +380,69 @@ async def test_rgd_deletion_is_counted_and_timed(provider: PrometheusProvider) -
     assert client.objects[(RGDS, "greeter")]["metadata"]["finalizers"] == []
     assert sample(provider, "rgd_deletions_total", name="greeter") == 1
     assert sample(provider, "rgd_deletion_duration_seconds_count", name="greeter") == 1
+
+
+# -- series of deleted RGDs and kinds ------------------------------------------------------------
+
+
+def test_an_rgd_s_series_go_with_it_and_come_back_for_a_new_one(
+    provider: PrometheusProvider,
+) -> None:
+    metrics = RGDMetrics(provider)
+    metrics.build_total.inc(name="a")
+    metrics.build_total.inc(name="b")
+    metrics.state_transitions.inc(name="a", **{"from": "Active", "to": "Inactive"})
+    metrics.deletions.inc(name="a")
+
+    metrics.forget("a")
+    assert provider.registry.get_sample_value("rgd_graph_build_total", {"name": "a"}) is None
+    labels = {"name": "a", "from": "Active", "to": "Inactive"}
+    assert provider.registry.get_sample_value("rgd_state_transitions_total", labels) is None
+    assert sample(provider, "rgd_graph_build_total", name="b") == 1
+    assert sample(provider, "rgd_deletions_total", name="a") == 1  # the deletion's record
+
+    metrics.build_total.inc(name="a")  # an RGD of the same name, created again
+    assert sample(provider, "rgd_graph_build_total", name="a") == 1
+
+
+def test_a_kind_s_instance_series_go_with_it(provider: PrometheusProvider) -> None:
+    metrics = InstanceMetrics(provider)
+    other = "other.kro.run/v1alpha1, Resource=others"
+    for gvr in (GVR_LABEL, other):
+        metrics.reconcile_total.inc(gvr=gvr)
+        metrics.reconcile_duration.observe(0.1, gvr=gvr)
+        metrics.resolution_failures.inc(gvr=gvr, reason="failed")
+    metrics.state_transitions.inc(gvr=GVK_LABEL, from_state="", to_state="ACTIVE")
+
+    metrics.forget(GVR_LABEL, GVK_LABEL)
+    for name, labels in (
+        ("instance_reconcile_total", {"gvr": GVR_LABEL}),
+        ("instance_reconcile_duration_seconds_count", {"gvr": GVR_LABEL}),
+        ("instance_graph_resolution_failures_total", {"gvr": GVR_LABEL, "reason": "failed"}),
+        (
+            "instance_state_transitions_total",
+            {"gvr": GVK_LABEL, "from_state": "", "to_state": "ACTIVE"},
+        ),
+    ):
+        assert provider.registry.get_sample_value(name, labels) is None, name
+    assert sample(provider, "instance_reconcile_total", gvr=other) == 1
+    assert sample(provider, "instance_reconcile_duration_seconds_count", gvr=other) == 1
+
+
+def test_forgetting_records_nothing_without_a_prometheus_provider() -> None:
+    metrics = RGDMetrics()  # the no-op provider
+    metrics.build_total.inc(name="a")
+    metrics.forget("a")
+    metrics.forget("never-seen")
+    assert metrics.build_total.owners() == frozenset()
+
+
+def test_two_metric_sets_on_one_provider_agree_on_forgotten_series(
+    provider: PrometheusProvider,
+) -> None:
+    first, second = RGDMetrics(provider), RGDMetrics(provider)
+    first.build_total.inc(name="a")
+    second.build_total.inc(name="a")
+    first.forget("a")
+    second.build_total.inc(name="a")  # not lost on a child the first one removed
+    assert sample(provider, "rgd_graph_build_total", name="a") == 1

@@ -8,7 +8,7 @@ from controllers_fakes import CONFIGMAPS, GREETERS, NS, RecordingWatches, greete
 from fakeapi import FakeApiServer, Fault
 
 from kro.applyset import Applier
-from kro.controllers.instance import InstanceReconciler
+from kro.controllers.instance import InstanceReconciler, should_enqueue_update
 from kro.controllers.instance.reconciler import ReconcileFailed
 from kro.controllers.registry import RevisionRegistry
 from kro.runtime.client import Client
@@ -81,3 +81,24 @@ async def test_a_forbidden_list_is_reported_as_deletion_blocked(
     await reconciler.reconcile(HI)  # allowed again: the deletion proceeds
     with pytest.raises(NotFound):
         await client.get(CONFIGMAPS, "hi", namespace=NS)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "enqueued"),
+    [
+        ({"generation": 1}, {"generation": 1, "deletionTimestamp": "t"}, True),
+        ({"generation": 1}, {"generation": 2, "deletionTimestamp": "t"}, True),
+        (
+            {"generation": 1, "deletionTimestamp": "t"},
+            {"generation": 1, "deletionTimestamp": "t"},
+            False,
+        ),
+        ({"generation": 1}, {"generation": 1, "labels": {"a": "b"}}, False),
+    ],
+    ids=["deletion-started", "deletion-with-new-generation", "still-deleting", "labels-only"],
+)
+def test_the_start_of_a_deletion_is_always_seen(
+    old: dict[str, object], new: dict[str, object], enqueued: bool
+) -> None:
+    """The API server bumps the generation when deletion starts; kro does not depend on it."""
+    assert should_enqueue_update({"metadata": old}, {"metadata": new}) is enqueued

@@ -103,11 +103,14 @@ def is_suspended(instance: Mapping[str, Any]) -> bool:
 
 
 def should_enqueue_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    """Parent updates that matter: a new generation or a flip of suspension (W-06)."""
-    generation = (old.get("metadata") or {}).get("generation") != (new.get("metadata") or {}).get(
-        "generation"
+    """Parent updates that matter: a new generation or a flip of suspension (W-06), and the
+    start of deletion (the API server bumps the generation then too; this does not rely on it)."""
+    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    return (
+        old_meta.get("generation") != new_meta.get("generation")
+        or is_suspended(old) != is_suspended(new)
+        or bool(old_meta.get("deletionTimestamp")) != bool(new_meta.get("deletionTimestamp"))
     )
-    return generation or is_suspended(old) != is_suspended(new)
 
 
 class InstanceReconciler:

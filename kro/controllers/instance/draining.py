@@ -1,0 +1,73 @@
+"""kro.controllers.instance.draining: the instances of a deleted RGD, until none is left.
+
+Upstream kro deregisters an RGD's instance controller the moment the RGD is deleted (P-11) and,
+by default, keeps the CRD: the instances stay, still `ACTIVE` and `Ready=True` although nobody
+reconciles them, and deleting one hangs on its `kro.run/finalizer` forever. kro instead keeps
+the kind registered with this reconciler until its last instance is gone (see `kro.controllers.
+rgd`). It serves exactly two things and needs no graph for either:
+
+* every live instance says so: `InstanceManaged=False`, reason `ResourceGraphDefinitionDeleted`,
+  a message naming the RGD and what to do, so root `Ready=False` and `state=ERROR`; children
+  are neither applied nor pruned, and their watches are dropped;
+* deleting an instance works as always (§1.L: it reads only the ApplySet inventory, D-02):
+  children go in reverse waves, then the finalizer.
+
+Every time an instance is gone, `on_instance_gone()` tells the RGD controller, which
+deregisters the kind once no instance is left. A re-created RGD registers its normal
+reconciler over this one and takes the instances back (InstanceManaged=True again).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+
+from kro.api.names import (
+    CONDITION_INSTANCE_MANAGED,
+    INSTANCE_STATE_ERROR,
+    REASON_RESOURCE_GRAPH_DEFINITION_DELETED,
+    STATUS_FALSE,
+)
+from kro.controllers.instance.reconciler import InstanceReconciler
+from kro.controllers.instance.status import InstanceStatus
+from kro.dynamic import ObjectRef
+from kro.runtime.reconcile import Result
+
+log = structlog.get_logger(__name__)
+
+
+def rgd_deleted_message(rgd_name: str) -> str:
+    """What an instance of a deleted RGD tells its user."""
+    return (
+        f'ResourceGraphDefinition "{rgd_name}" was deleted; kro no longer reconciles this '
+        "instance. Delete the instance to delete its resources, or re-create the "
+        "ResourceGraphDefinition to resume reconciliation"
+    )
+
+
+class DrainingReconciler(InstanceReconciler):
+    """Marks the instances of a deleted RGD and serves their deletion; see the module."""
+
+    def __init__(self, *, on_instance_gone: Callable[[], None], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._on_instance_gone = on_instance_gone
+
+    async def _reconcile(self, instance: dict[str, Any], parent: ObjectRef) -> Result:
+        await self.watches.forget(parent)  # no graph any more: children are not followed
+        status = InstanceStatus(instance)
+        status.set(
+            CONDITION_INSTANCE_MANAGED,
+            STATUS_FALSE,
+            REASON_RESOURCE_GRAPH_DEFINITION_DELETED,
+            rgd_deleted_message(self.rgd_name),
+        )
+        await self._write_status(instance, status.build(INSTANCE_STATE_ERROR, None))
+        log.debug("instance.rgd_deleted")
+        return Result()
+
+    async def _forget(self, parent: ObjectRef) -> None:
+        """The instance is gone (or its deletion done): one fewer to wait for."""
+        await super()._forget(parent)
+        self._on_instance_gone()

@@ -1,0 +1,245 @@
+"""kro.controllers.instance.kinds: which reconciler serves each kind an RGD generates.
+
+The RGD controller decides *when* (a served revision, a deletion); `InstanceControllers` keeps
+*what* is registered with the dynamic controller for every generated kind, and what is kept per
+kind besides (metric series, condition-duration series):
+
+* `serve(kind, revision)`: the normal `InstanceReconciler` of a live RGD (P-07); registering it
+  over a draining reconciler takes the instances back.
+* `release(rgd_name)`: the RGD is going or gone (P-11). Upstream deregisters at once and, by
+  default, keeps the CRD, which leaves instances claiming `Ready=True` with nobody reconciling
+  them and deletions hanging on `kro.run/finalizer`. Here every kind of the RGD that still has
+  instances is handed to a `DrainingReconciler` (kro.controllers.instance.draining), and a
+  kind with none left is deregistered. The kinds come from what this process serves and, for
+  a kind nobody served since a restart, from the kro-owned CRDs labelled with the RGD's name.
+* The draining reconciler calls `enqueue_rgd(rgd_name)` whenever an instance is gone; the RGD
+  controller answers with `release` again, which deregisters the kind once it is empty.
+
+All registration changes happen inside RGD reconciles, which the RGD work queue serialises per
+RGD name; nothing here runs concurrently for one RGD.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from kro.api.names import LABEL_RGD_ID, LABEL_RGD_NAME
+from kro.api.objects import metadata as _meta
+from kro.applyset import Applier
+from kro.controllers.crd import CRDS
+from kro.controllers.events import RecorderPool, recorder_name
+from kro.controllers.instance.draining import DrainingReconciler
+from kro.controllers.instance.reconciler import (
+    InstanceOptions,
+    InstanceReconciler,
+    should_enqueue_update,
+)
+from kro.controllers.metrics import (
+    CelMetrics,
+    ConditionDurations,
+    InstanceMetrics,
+    RuntimeMetrics,
+    gvk_string,
+    gvr_string,
+)
+from kro.controllers.registry import RevisionRegistry
+from kro.dynamic import DynamicController
+from kro.runtime.client import Client
+from kro.runtime.errors import NotFound
+from kro.runtime.gvk import GVR
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    """A kind an RGD generates: its GVR, Kind and CRD, and the RGD it belongs to."""
+
+    gvr: GVR
+    kind: str
+    crd_name: str
+    rgd_name: str
+    rgd_uid: str
+
+    @classmethod
+    def of_crd(cls, crd: Mapping[str, Any]) -> Kind | None:
+        """The kind a kro-generated CRD serves (None if it serves no version)."""
+        spec, labels = crd.get("spec") or {}, _meta(crd).get("labels") or {}
+        versions = [v for v in spec.get("versions") or [] if v.get("served", True)]
+        if not versions:
+            return None
+        version = next((v for v in versions if v.get("storage")), versions[0])
+        names = spec.get("names") or {}
+        return cls(
+            GVR(str(spec.get("group") or ""), str(version["name"]), str(names.get("plural"))),
+            str(names.get("kind") or ""),
+            str(_meta(crd).get("name")),
+            str(labels.get(LABEL_RGD_NAME) or ""),
+            str(labels.get(LABEL_RGD_ID) or ""),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Served:
+    kind: Kind
+    revision: int
+
+
+class InstanceControllers:
+    """The instance reconcilers registered per generated kind; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        client: Client,
+        registry: RevisionRegistry,
+        applier: Applier,
+        dynamic: DynamicController,
+        options: InstanceOptions,
+        metrics: InstanceMetrics,
+        runtime_metrics: RuntimeMetrics,
+        cel_metrics: CelMetrics,
+        condition_durations: ConditionDurations | None = None,
+        recorders: RecorderPool | None = None,
+        enqueue_rgd: Callable[[str], None] | None = None,
+    ) -> None:
+        """`enqueue_rgd(name)`: bring an RGD back to its controller's queue (None: a draining
+        kind is let go of only at that RGD's next reconcile)."""
+        self._client = client
+        self._registry = registry
+        self._applier = applier
+        self._dynamic = dynamic
+        self._options = options
+        self._metrics = metrics
+        self._runtime_metrics = runtime_metrics
+        self._cel_metrics = cel_metrics
+        self._condition_durations = condition_durations
+        self._recorders = recorders
+        self._enqueue_rgd = enqueue_rgd
+        self._served: dict[str, _Served] = {}  # rgd uid -> the kind registered for it
+        self._draining: dict[GVR, Kind] = {}  # kinds of deleted RGDs that still have instances
+
+    def served(self) -> dict[str, GVR]:
+        """RGD uid -> the kind served for that live RGD."""
+        return {uid: s.kind.gvr for uid, s in self._served.items()}
+
+    def draining(self) -> frozenset[GVR]:
+        """Kinds of deleted RGDs still served for their remaining instances."""
+        return frozenset(self._draining)
+
+    # -- live RGDs -------------------------------------------------------------------------------
+
+    async def serve(self, kind: Kind, revision: int) -> None:
+        """Register (or re-register on a new revision) the instance reconciler (P-07, R-19)."""
+        served = self._served.get(kind.rgd_uid)
+        if served is not None and served.kind.gvr == kind.gvr and served.revision == revision:
+            return
+        if served is not None and served.kind.gvr != kind.gvr:
+            del self._served[kind.rgd_uid]
+            await self._deregister(served.kind)  # the RGD now generates another kind
+        reconciler = InstanceReconciler(**self._reconciler_args(kind))
+        await self._dynamic.register(
+            kind.gvr, reconciler.reconcile, should_enqueue_update=should_enqueue_update
+        )
+        if self._draining.pop(kind.gvr, None) is not None:
+            log.info("rgd.instances_taken_over", gvr=str(kind.gvr))
+        self._served[kind.rgd_uid] = _Served(kind, revision)
+        log.info("rgd.serving", revision=revision, gvr=str(kind.gvr))
+        for uid, stale in list(self._served.items()):
+            if uid != kind.rgd_uid and stale.kind.rgd_name == kind.rgd_name:
+                del self._served[uid]  # an earlier RGD of this name whose deletion we missed
+                if stale.kind.gvr != kind.gvr:
+                    await self._drain(stale.kind)
+
+    async def settle(self, rgd_name: str) -> None:
+        """Kinds of an earlier RGD of this name still draining: let go of those with no
+        instance left (the RGD was re-created, but its graph does not serve yet)."""
+        for kind in [k for k in self._draining.values() if k.rgd_name == rgd_name]:
+            await self._drain(kind)
+
+    # -- deleted RGDs ----------------------------------------------------------------------------
+
+    async def release(self, rgd_name: str) -> None:
+        """The RGD is going or gone: drain each of its kinds that has instances, let go of
+        the others."""
+        kinds = {k.gvr: k for k in self._draining.values() if k.rgd_name == rgd_name}
+        for uid, served in list(self._served.items()):
+            if served.kind.rgd_name == rgd_name:
+                del self._served[uid]
+                kinds[served.kind.gvr] = served.kind
+        page = await self._client.list(CRDS, label_selector=f"{LABEL_RGD_NAME}={rgd_name}")
+        for crd in page.get("items") or []:
+            kind = Kind.of_crd(crd)
+            if kind is not None and kind.gvr not in kinds and not self._is_served(kind.gvr):
+                kinds[kind.gvr] = kind
+        for kind in kinds.values():
+            await self._drain(kind)
+
+    async def _drain(self, kind: Kind) -> None:
+        """Serve `kind` with a DrainingReconciler while it has instances; else deregister."""
+        if await self._has_instances(kind.gvr):
+            if kind.gvr in self._draining:
+                return
+            reconciler = DrainingReconciler(
+                on_instance_gone=lambda: self._instance_gone(kind.rgd_name),
+                **self._reconciler_args(kind),
+            )
+            await self._dynamic.register(
+                kind.gvr, reconciler.reconcile, should_enqueue_update=should_enqueue_update
+            )
+            self._draining[kind.gvr] = kind
+            log.info("rgd.draining", gvr=str(kind.gvr))
+            return
+        self._draining.pop(kind.gvr, None)
+        await self._deregister(kind)
+
+    def _instance_gone(self, rgd_name: str) -> None:
+        if self._enqueue_rgd is not None:
+            self._enqueue_rgd(rgd_name)
+
+    async def _has_instances(self, gvr: GVR) -> bool:
+        try:
+            page = await self._client.list(gvr, limit=1, metadata_only=True)
+        except NotFound:  # the CRD is gone, and its instances with it
+            return False
+        return bool(page.get("items"))
+
+    def _is_served(self, gvr: GVR) -> bool:
+        return any(s.kind.gvr == gvr for s in self._served.values())
+
+    async def _deregister(self, kind: Kind) -> None:
+        """Stop reconciling `kind` and drop what was kept for it (unless an RGD serves it)."""
+        if self._is_served(kind.gvr):
+            return
+        if self._dynamic.is_registered(kind.gvr):
+            await self._dynamic.deregister(kind.gvr)
+            log.info("rgd.kind_released", gvr=str(kind.gvr))
+        gvr = gvr_string(kind.gvr)
+        self._metrics.forget(gvr, gvk_string(kind.gvr.group, kind.gvr.version, kind.kind))
+        if self._condition_durations is not None:
+            self._condition_durations.evict_gvr(gvr)
+
+    def _reconciler_args(self, kind: Kind) -> dict[str, Any]:
+        """What every instance reconciler of `kind` is built with."""
+        return {
+            "rgd_name": kind.rgd_name,
+            "rgd_uid": kind.rgd_uid,
+            "gvr": kind.gvr,
+            "kind": kind.kind,
+            "client": self._client,
+            "registry": self._registry,
+            "applier": self._applier,
+            "watches": self._dynamic.watches,
+            "options": self._options,
+            "metrics": self._metrics,
+            "runtime_metrics": self._runtime_metrics,
+            "cel_metrics": self._cel_metrics,
+            "condition_durations": self._condition_durations,
+            "events": (
+                self._recorders.recorder(recorder_name(kind.crd_name)) if self._recorders else None
+            ),
+        }
