@@ -8,7 +8,8 @@ old status of a condition that did not exist. Each generated kind reports as
 
 Instance controllers come and go with their RGDs, so their recorders do too: `RecorderPool`
 hands out one `kro.runtime.events.EventRecorder` per reporting name and runs every recorder's
-sender task itself, under the manager (it is a runnable).
+sender task itself, under the manager (it is a runnable); `release(name)` ends both when the
+kind is deregistered.
 """
 
 from __future__ import annotations
@@ -17,11 +18,18 @@ import asyncio
 import os
 import socket
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import structlog
 
 from kro.runtime.events import EventClient, EventRecorder, EventRecorderOptions, EventType
 
+log = structlog.get_logger(__name__)
+
 NONE_STATUS = "none"
+RELEASE_FLUSH_S: Final = 10.0
+"""How long a released recorder may go on sending what it was given before its release."""
 
 
 def recorder_name(crd_name: str) -> str:
@@ -59,34 +67,80 @@ def record_condition_changes(
         recorder.record(instance, event_type, kind, f"{old} -> {new}: {reason}")
 
 
+@dataclass(slots=True)
+class _Sender:
+    """A recorder and the signal that its kind is gone."""
+
+    recorder: EventRecorder
+    released: asyncio.Event = field(default_factory=asyncio.Event)
+
+
 class RecorderPool:
     """One EventRecorder per reporting name, all sent by `run` (a manager runnable).
 
-    A recorder lives as long as the process, also after its RGD is deleted: it is small, and
-    an RGD re-created under the same name reports through it again.
+    A recorder lives while its kind is registered. `release(name)` (the kind was deregistered)
+    lets it send the Events it already holds, the last ones about the kind's instances, for at
+    most `flush_timeout_s`, then stops its sender and forgets it: otherwise every kind ever
+    generated would keep a recorder and an idle task until the process exits. A kind
+    registered again under the same name gets a new recorder.
     """
 
-    def __init__(self, client: EventClient, *, reporting_instance: str | None = None) -> None:
+    def __init__(
+        self,
+        client: EventClient,
+        *,
+        reporting_instance: str | None = None,
+        flush_timeout_s: float = RELEASE_FLUSH_S,
+    ) -> None:
         self._client = client
         self._instance = reporting_instance or os.environ.get("POD_NAME") or socket.gethostname()
-        self._recorders: dict[str, EventRecorder] = {}
-        self._new: asyncio.Queue[EventRecorder] = asyncio.Queue()
+        self._flush_timeout_s = flush_timeout_s
+        self._senders: dict[str, _Sender] = {}
+        self._new: asyncio.Queue[_Sender] = asyncio.Queue()
 
     def recorder(self, name: str) -> EventRecorder:
         """The recorder reporting as `name`; created (and started by `run`) on first use."""
-        recorder = self._recorders.get(name)
-        if recorder is None:
+        sender = self._senders.get(name)
+        if sender is None:
             options = EventRecorderOptions(
                 reporting_controller=name, reporting_instance=self._instance, api="v1"
             )
-            recorder = self._recorders[name] = EventRecorder(self._client, options)
-            self._new.put_nowait(recorder)
-        return recorder
+            sender = self._senders[name] = _Sender(EventRecorder(self._client, options))
+            self._new.put_nowait(sender)
+        return sender.recorder
+
+    def release(self, name: str) -> None:
+        """Let go of the recorder reporting as `name` (see the class); unknown names are
+        ignored. Events recorded on it after this are dropped once its sender has stopped."""
+        sender = self._senders.pop(name, None)
+        if sender is not None:
+            sender.released.set()
+
+    def names(self) -> frozenset[str]:
+        """The reporting names with a recorder."""
+        return frozenset(self._senders)
 
     async def run(self) -> None:
         """Run every recorder's sender until cancelled, starting new ones as they appear."""
         async with asyncio.TaskGroup() as senders:
             while True:
-                recorder = await self._new.get()
-                name = recorder.options.reporting_controller
-                senders.create_task(recorder.run(), name=f"events:{name}")
+                sender = await self._new.get()
+                name = sender.recorder.options.reporting_controller
+                senders.create_task(self._send(sender), name=f"events:{name}")
+
+    async def _send(self, sender: _Sender) -> None:
+        """Send `sender`'s Events until it is released and has sent what it held."""
+        recorder = sender.recorder
+        async with asyncio.TaskGroup() as group:
+            sending = group.create_task(recorder.run())
+            await sender.released.wait()
+            try:
+                async with asyncio.timeout(self._flush_timeout_s):
+                    await recorder.flush()
+            except TimeoutError:
+                log.warning(
+                    "events.dropped_on_release",
+                    reporting_controller=recorder.options.reporting_controller,
+                    pending=recorder.pending,
+                )
+            sending.cancel()

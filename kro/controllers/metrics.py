@@ -11,16 +11,15 @@ Each class is created once per provider and shared by every reconciler that reco
 (providers return the same metric for the same name).
 
 Series labelled by an RGD's name or by a generated kind go away with it (`RGDMetrics.forget`,
-`InstanceMetrics.forget`), so churning RGDs does not grow /metrics without bound. The only
-exception is the record of the deletion itself, `rgd_deletions_total` and
-`rgd_deletion_duration_seconds`: removing those right after counting would make them invisible
-to every scrape.
+`InstanceMetrics.forget`, through the provider's `remove`), so churning RGDs does not grow
+/metrics without bound. The only exception is the record of the deletion itself,
+`rgd_deletions_total` and `rgd_deletion_duration_seconds`: removing those right after counting
+would make them invisible to every scrape.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
@@ -28,10 +27,8 @@ from kro.runtime.gvk import GVR
 from kro.runtime.metrics import (
     NOOP,
     CallbackGaugeProvider,
-    Counter,
-    Gauge,
-    Histogram,
     MetricsProvider,
+    Removable,
     Sample,
 )
 
@@ -67,142 +64,51 @@ def gvk_string(group: str, version: str, kind: str) -> str:
     return f"{group}/{version}, Kind={kind}"
 
 
-_LabelSet = tuple[tuple[str, str], ...]
-_Series = dict[str, dict[_LabelSet, Any]]
-
-_SERIES: weakref.WeakKeyDictionary[Any, _Series] = weakref.WeakKeyDictionary()
-"""Recorded series per metric family, shared by every OwnedSeries over that family (two
-wrappers of one family must agree on which children exist, or one would keep recording on a
-child the other removed)."""
-
-
-class OwnedSeries:
-    """A labelled metric whose series belong to the value of one label (`owner`: an RGD name, a
-    kind) and can be removed together with `forget(value)`.
-
-    It remembers every label set recorded per owner value, because some families carry more
-    labels than the owner (`from`/`to` of a state transition) and removal needs them all. With
-    kro.runtime.prometheus's provider it records on the prometheus_client family behind the
-    adapter (its public `metric` and `labelnames`) and keeps the child per label set itself,
-    so no cache outside this module holds a removed child; a provider whose metrics offer
-    `remove(**labels)` is asked to remove; with any other provider (the no-op one) there is
-    nothing to remove and nothing is remembered.
-    """
-
-    def __init__(self, metric: Counter | Gauge | Histogram, owner: str) -> None:
-        self._metric: Any = metric
-        self._owner = owner
-        family = getattr(metric, "metric", None)
-        names = getattr(metric, "labelnames", None)
-        self._family: Any = family if hasattr(family, "labels") and names else None
-        self._labelnames: tuple[str, ...] = tuple(names or ())
-        self._remove: Any = None if self._family is not None else getattr(metric, "remove", None)
-        tracked = self._family if self._family is not None else metric
-        self._series: _Series | None = None
-        if self._family is not None or callable(self._remove):
-            self._series = _SERIES.setdefault(tracked, {})
-
-    def inc(self, amount: float = 1.0, **labels: str) -> None:
-        child = self._child(labels)
-        if child is None:
-            self._metric.inc(amount, **labels)
-        else:
-            child.inc(amount)
-
-    def observe(self, value: float, **labels: str) -> None:
-        child = self._child(labels)
-        if child is None:
-            self._metric.observe(value, **labels)
-        else:
-            child.observe(value)
-
-    def _child(self, labels: Mapping[str, str]) -> Any:
-        """The family's child for `labels` (None: record through the provider's metric)."""
-        if self._series is None:
-            return None
-        series = self._series.setdefault(labels[self._owner], {})
-        key = tuple(labels.items())
-        if key not in series:
-            series[key] = self._family.labels(**labels) if self._family is not None else None
-        return series[key]
-
-    def owners(self) -> frozenset[str]:
-        """The owner values with at least one series."""
-        return frozenset(self._series or ())
-
-    def forget(self, owner: str) -> None:
-        """Remove every series whose owner label is `owner` (nothing recorded: a no-op)."""
-        if self._series is None:
-            return
-        for key in self._series.pop(owner, {}):
-            labels = dict(key)
-            if self._family is not None:
-                self._family.remove(*(labels[name] for name in self._labelnames))
-            else:
-                self._remove(**labels)
-
-
 class InstanceMetrics:
     """Rows 30-36: instance reconciles, their outcome and the graph each one resolved."""
 
     def __init__(self, provider: MetricsProvider = NOOP) -> None:
         gvr = ("gvr",)
-
-        def owned(metric: Counter | Histogram) -> OwnedSeries:
-            return OwnedSeries(metric, "gvr")
-
-        self.state_transitions = owned(
-            provider.counter(
-                "instance_state_transitions_total",
-                "Total number of instance state transitions",
-                ("gvr", "from_state", "to_state"),
-            )
+        self.state_transitions = provider.counter(
+            "instance_state_transitions_total",
+            "Total number of instance state transitions",
+            ("gvr", "from_state", "to_state"),
         )
-        self.reconcile_duration = owned(
-            provider.histogram(
-                "instance_reconcile_duration_seconds",
-                "Duration of instance reconciliations",
-                gvr,
-                RECONCILE_BUCKETS,
-            )
+        self.reconcile_duration = provider.histogram(
+            "instance_reconcile_duration_seconds",
+            "Duration of instance reconciliations",
+            gvr,
+            RECONCILE_BUCKETS,
         )
-        self.reconcile_total = owned(
-            provider.counter(
-                "instance_reconcile_total", "Total number of instance reconciliations", gvr
-            )
+        self.reconcile_total = provider.counter(
+            "instance_reconcile_total", "Total number of instance reconciliations", gvr
         )
-        self.reconcile_errors = owned(
-            provider.counter(
-                "instance_reconcile_errors_total",
-                "Total number of instance reconciliation errors",
-                gvr,
-            )
+        self.reconcile_errors = provider.counter(
+            "instance_reconcile_errors_total",
+            "Total number of instance reconciliation errors",
+            gvr,
         )
-        self.resolution_success = owned(
-            provider.counter(
-                "instance_graph_resolution_success_total",
-                "Total number of successful graph resolutions for instances",
-                gvr,
-            )
+        self.resolution_success = provider.counter(
+            "instance_graph_resolution_success_total",
+            "Total number of successful graph resolutions for instances",
+            gvr,
         )
-        self.resolution_failures = owned(
-            provider.counter(
-                "instance_graph_resolution_failures_total",
-                "Total number of failed graph resolutions for instances",
-                ("gvr", "reason"),
-            )
+        self.resolution_failures = provider.counter(
+            "instance_graph_resolution_failures_total",
+            "Total number of failed graph resolutions for instances",
+            ("gvr", "reason"),
         )
-        self.resolution_pending = owned(
-            provider.counter(
-                "instance_graph_resolution_pending_total",
-                "Total number of graph resolutions that found the latest revision pending",
-                gvr,
-            )
+        self.resolution_pending = provider.counter(
+            "instance_graph_resolution_pending_total",
+            "Total number of graph resolutions that found the latest revision pending",
+            gvr,
         )
 
     def forget(self, gvr: str, gvk: str) -> None:
-        """Drop the series of one generated kind (its `gvr` label; `gvk` on transitions)."""
-        self.state_transitions.forget(gvk)
+        """Drop the series of one generated kind (its `gvr` label; `gvk` on transitions), with
+        whatever other labels (`reason`, `from_state`/`to_state`) they were recorded under."""
+        self.state_transitions.remove(gvr=gvk)
+        family: Removable
         for family in (
             self.reconcile_duration,
             self.reconcile_total,
@@ -211,7 +117,7 @@ class InstanceMetrics:
             self.resolution_failures,
             self.resolution_pending,
         ):
-            family.forget(gvr)
+            family.remove(gvr=gvr)
 
 
 class RGDMetrics:
@@ -219,29 +125,19 @@ class RGDMetrics:
 
     def __init__(self, provider: MetricsProvider = NOOP) -> None:
         name = ("name",)
-        self.build_total = OwnedSeries(
-            provider.counter("rgd_graph_build_total", "Total number of graph builds per RGD", name),
-            "name",
+        self.build_total = provider.counter(
+            "rgd_graph_build_total", "Total number of graph builds per RGD", name
         )
-        self.build_duration = OwnedSeries(
-            provider.histogram(
-                "rgd_graph_build_duration_seconds", "Duration of graph builds per RGD", name
-            ),
-            "name",
+        self.build_duration = provider.histogram(
+            "rgd_graph_build_duration_seconds", "Duration of graph builds per RGD", name
         )
-        self.build_errors = OwnedSeries(
-            provider.counter(
-                "rgd_graph_build_errors_total", "Total number of failed graph builds per RGD", name
-            ),
-            "name",
+        self.build_errors = provider.counter(
+            "rgd_graph_build_errors_total", "Total number of failed graph builds per RGD", name
         )
-        self.state_transitions = OwnedSeries(
-            provider.counter(
-                "rgd_state_transitions_total",
-                "Total number of RGD state transitions",
-                ("name", "from", "to"),
-            ),
-            "name",
+        self.state_transitions = provider.counter(
+            "rgd_state_transitions_total",
+            "Total number of RGD state transitions",
+            ("name", "from", "to"),
         )
         self.deletions = provider.counter(
             "rgd_deletions_total", "Total number of RGD deletions", name
@@ -279,13 +175,14 @@ class RGDMetrics:
 
     def forget(self, name: str) -> None:
         """Drop the series of a deleted RGD, except the record of its deletion (see module)."""
+        family: Removable
         for family in (
             self.build_total,
             self.build_duration,
             self.build_errors,
             self.state_transitions,
         ):
-            family.forget(name)
+            family.remove(name=name)
 
 
 class GraphRevisionMetrics:

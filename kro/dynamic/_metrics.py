@@ -4,6 +4,11 @@ Names, types and label names copy upstream exactly, and so do the two label-valu
 uses for a resource, which differ by metric (§1.S): `gvr_key` for the reconcile/requeue/error
 families and Go's `GroupVersionResource.String()` (`gvr_string`) for informer and routing
 families. Everything is recorded through the injected MetricsProvider.
+
+Series of a GVR go when kro stops using it, because parent kinds come and go with their RGDs:
+a deregistered parent's (`forget_parent`), a GVR no parent watches any more
+(`forget_routes`), an informer the pool no longer holds (`forget_informer`). The per-GVR
+gauges of kro.dynamic.watches are removed by it when they fall to zero.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 from typing import Final
 
 from kro.runtime.gvk import GVR
-from kro.runtime.metrics import MetricsProvider
+from kro.runtime.metrics import MetricsProvider, Removable
 
 RECONCILE_BUCKETS: Final = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
@@ -106,3 +111,28 @@ class DynamicMetrics:
             "Total number of routed events that matched at least one instance",
             gvr,
         )
+
+    def forget_parent(self, gvr: GVR) -> None:
+        """Drop the series of a deregistered parent kind: its reconciles, requeues, handler
+        errors and informer events (whatever their other labels)."""
+        key, label = gvr_key(gvr), gvr_string(gvr)
+        family: Removable
+        for family in (
+            self.reconcile_total,
+            self.requeue_total,
+            self.reconcile_duration,
+            self.handler_errors,
+            self.panics,
+        ):
+            family.remove(gvr=key)
+        self.informer_events.remove(gvr=label)
+
+    def forget_routes(self, gvr: GVR) -> None:
+        """Drop the routing series of a GVR that no parent watches any more."""
+        label = gvr_string(gvr)
+        self.route_total.remove(gvr=label)
+        self.route_match_total.remove(gvr=label)
+
+    def forget_informer(self, gvr: GVR) -> None:
+        """Drop the sync duration of a GVR whose informer nobody holds any more."""
+        self.informer_sync_duration.remove(gvr=gvr_string(gvr))

@@ -235,9 +235,13 @@ class DynamicController:
             log.info("dynamic.handler_registered", gvr=gvr_key(gvr), objects=len(informer.store))
 
     async def deregister(self, gvr: GVR) -> None:
-        """Stop reconciling `gvr`: drop its watches, detach, release its informer. Idempotent.
+        """Stop reconciling `gvr`: drop its watches, detach, release its informer and remove
+        its metric series (kinds come and go with their RGDs). Idempotent.
 
-        Queued items of `gvr` are dropped when a worker reaches them.
+        Queued items of `gvr` are dropped when a worker reaches them. A controller that is
+        shutting down keeps the kind's reconcile, requeue, error and event series: stopping
+        is not the kind going away, and they are the term's record for the last scrapes (the
+        watch series follow the watches, which end either way).
         """
         lock = self._locks[gvr]
         try:
@@ -250,6 +254,10 @@ class DynamicController:
                     registration.informer.remove_handler(registration.events)
                     self._metrics.handler_detach.inc(type=PARENT)
                 await self._pool.release(registration.informer)
+                if not self.queue.is_shutting_down:
+                    self._metrics.forget_parent(gvr)
+                    if gvr not in self._pool.gvrs():  # else watched as another kind's child
+                        self._metrics.forget_informer(gvr)
                 self._count_registrations()
                 log.info("dynamic.handler_deregistered", gvr=gvr_key(gvr))
         finally:
@@ -373,8 +381,11 @@ class DynamicController:
             finally:
                 self._metrics.reconcile_duration.observe(self._clock.now() - started, gvr=key)
         if item.gvr not in self._registrations:
-            # Deregistered while the handler ran: whatever it watched meanwhile must go too.
+            # Deregistered while the handler ran: whatever it watched meanwhile must go too,
+            # and so must the series recorded above after `deregister` removed them.
             await self.watches.forget(item)
+            if not self.queue.is_shutting_down:
+                self._metrics.forget_parent(item.gvr)
 
     def _on_result(self, item: ObjectRef, key: str, result: Result) -> None:
         self.queue.forget(item)

@@ -26,6 +26,11 @@ child is exactly what a parent waiting on readiness needs to see.
 
 Invariant: every (parent, request) in the routing index holds one reference on its GVR's
 informer, and the informer is released when the last such reference goes.
+
+Nothing is kept for a GVR nobody uses: parent kinds come and go with their RGDs, and so do the
+kinds they watch. The per-GVR lock goes when nobody holds or awaits it; the routing series of
+a GVR go with the last reference on it, its informer's sync series once the pool holds it no
+more; the watch-count gauges of a GVR are removed, not set to 0, when they fall to zero.
 """
 
 from __future__ import annotations
@@ -298,16 +303,23 @@ class WatchCoordinator:
 
     async def _hold(self, gvr: GVR) -> None:
         """Take one reference on the informer of `gvr`, acquiring and listing it if needed."""
-        async with self._locks[gvr]:
-            held = self._held.get(gvr)
-            if held is None:
-                informer = await self._pool.acquire(gvr)
-                router = _Router(self, gvr)
-                # Replays the cache as adds; no request of this GVR is indexed yet, so they
-                # only count as routed events.
-                informer.add_handler(router)
-                held = self._held[gvr] = _Held(informer, router)
-            held.refs += 1
+        lock = self._locks[gvr]
+        try:
+            async with lock:
+                held = self._held.get(gvr)
+                if held is None:
+                    informer = await self._pool.acquire(gvr)
+                    router = _Router(self, gvr)
+                    # Replays the cache as adds; no request of this GVR is indexed yet, so
+                    # they only count as routed events.
+                    informer.add_handler(router)
+                    held = self._held[gvr] = _Held(informer, router)
+                held.refs += 1
+        finally:
+            # Drop the lock once nobody holds or awaits it, or the map would keep one per GVR
+            # ever watched (a caller queued on it must not meet a second lock for the GVR).
+            if not lock.locked() and not lock._waiters and self._locks.get(gvr) is lock:
+                del self._locks[gvr]
 
     async def _drop_refs(self, gvrs: list[GVR]) -> None:
         self._release_later(gvrs)
@@ -321,25 +333,33 @@ class WatchCoordinator:
             if held.refs == 0:
                 del self._held[gvr]
                 held.informer.remove_handler(held.router)
+                self._metrics.forget_routes(gvr)  # no router of ours counts for it any more
                 self._releasing.append(held.informer)
 
     async def _drain_releases(self) -> None:
         while self._releasing:
-            await self._pool.release(self._releasing.pop())
+            informer = self._releasing.pop()
+            await self._pool.release(informer)
+            if informer.gvr not in self._pool.gvrs():  # not a registered parent kind either
+                self._metrics.forget_informer(informer.gvr)
 
     def _count_request(self, request: WatchRequest, delta: int) -> None:
         key = (request.gvr, _kind_of(request))
         self._request_counts[key] += delta
-        self._metrics.watch_request_count.set(
-            self._request_counts[key], gvr=gvr_string(request.gvr), type=key[1]
-        )
-        if self._request_counts[key] <= 0:
+        count = self._request_counts[key]
+        labels = {"gvr": gvr_string(request.gvr), "type": key[1]}
+        if count > 0:
+            self._metrics.watch_request_count.set(count, **labels)
+        else:
             del self._request_counts[key]
+            self._metrics.watch_request_count.remove(**labels)
 
     def _count_parent(self, parent_gvr: GVR, delta: int) -> None:
         self._parent_counts[parent_gvr] += delta
-        self._metrics.instance_watch_count.set(
-            self._parent_counts[parent_gvr], parent_gvr=gvr_string(parent_gvr)
-        )
-        if self._parent_counts[parent_gvr] <= 0:
+        count = self._parent_counts[parent_gvr]
+        label = gvr_string(parent_gvr)
+        if count > 0:
+            self._metrics.instance_watch_count.set(count, parent_gvr=label)
+        else:
             del self._parent_counts[parent_gvr]
+            self._metrics.instance_watch_count.remove(parent_gvr=label)

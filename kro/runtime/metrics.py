@@ -6,6 +6,11 @@ entry point (a manager, `kro controller`) installs `kro.runtime.prometheus.Prome
 
 Metric names are chosen by the caller and copy client-go / controller-runtime / upstream kro
 exactly; this module only carries them.
+
+Series labelled by something that comes and goes (an RGD, a generated kind, a watched GVR) are
+removed with `remove(**labels)` when it goes, as client-go's `DeleteLabelValues` /
+`DeletePartialMatch` and prometheus_client's `remove` / `remove_by_labels` do: otherwise every
+RGD ever created would keep its series on /metrics until the process exits.
 """
 
 from __future__ import annotations
@@ -14,13 +19,28 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 
-class Counter(Protocol):
+class Removable(Protocol):
+    """A labelled metric whose series can be removed."""
+
+    def remove(self, **labels: str) -> None:
+        """Remove every series whose labels include all of `labels` (an exact series when
+        every label is given; no such series: nothing happens). Recording on a removed
+        series afterwards starts it again from zero.
+
+        Raises ValueError when `labels` is empty or names a label the metric was not created
+        with (the no-op provider checks nothing): removing everything, or nothing because of a
+        typo, is never what the caller meant.
+        """
+        ...
+
+
+class Counter(Removable, Protocol):
     """A monotonically increasing value, optionally split by labels."""
 
     def inc(self, amount: float = 1.0, **labels: str) -> None: ...
 
 
-class Gauge(Protocol):
+class Gauge(Removable, Protocol):
     """A value that goes up and down, optionally split by labels."""
 
     def set(self, value: float, **labels: str) -> None: ...
@@ -30,7 +50,7 @@ class Gauge(Protocol):
     def dec(self, amount: float = 1.0, **labels: str) -> None: ...
 
 
-class Histogram(Protocol):
+class Histogram(Removable, Protocol):
     """A distribution of observations (durations in seconds, sizes)."""
 
     def observe(self, value: float, **labels: str) -> None: ...
@@ -65,9 +85,12 @@ class _NoopMetric:
     def observe(self, value: float, **labels: str) -> None:
         return None
 
+    def remove(self, **labels: str) -> None:
+        return None
+
 
 class NoopProvider:
-    """The default: every metric accepts observations and drops them."""
+    """The default: every metric accepts observations and removals and drops them."""
 
     _metric = _NoopMetric()
 

@@ -5,8 +5,9 @@ kro.runtime.metrics). Each provider owns its own CollectorRegistry rather than t
 one, so two managers, or two tests, never collide; the manager serves `render()` at /metrics.
 
 Asking twice for the same name returns the same metric, because several queues and controllers
-share one metric family and tell their series apart by labels. Asking for the same name with a
-different type or label set is a programming error and raises ValueError.
+share one metric family and tell their series apart by labels; so removing a series through one
+of them removes it for all. Asking for the same name with a different type or label set is a
+programming error and raises ValueError.
 """
 
 from __future__ import annotations
@@ -36,21 +37,22 @@ class _Adapter:
     """Maps our `**labels` calls onto prometheus_client children, caching children per label set.
 
     The cache matters: `.labels()` takes a lock and rebuilds a tuple on every call, and the work
-    queue records several metrics per item.
+    queue records several metrics per item. The prometheus_client family stays private, so every
+    removal goes through `remove`, which keeps the cache in step with the family.
     """
 
     def __init__(self, metric: Any, labelnames: tuple[str, ...]) -> None:
-        self.metric = metric
-        self.labelnames = labelnames
+        self._metric = metric
+        self._labelnames = labelnames
         self._children: dict[tuple[tuple[str, str], ...], Any] = {}
 
     def _child(self, labels: dict[str, str]) -> Any:
         if not labels:
-            return self.metric
+            return self._metric
         key = tuple(labels.items())
         child = self._children.get(key)
         if child is None:
-            child = self._children[key] = self.metric.labels(**labels)
+            child = self._children[key] = self._metric.labels(**labels)
         return child
 
     def inc(self, amount: float = 1.0, **labels: str) -> None:
@@ -64,6 +66,22 @@ class _Adapter:
 
     def observe(self, value: float, **labels: str) -> None:
         self._child(labels).observe(value)
+
+    def remove(self, **labels: str) -> None:
+        """Remove the series matching `labels` (see kro.runtime.metrics.Removable).
+
+        The cached children of those series go too: a cached child outlives its removal from
+        the family, and recording on it afterwards would never show on /metrics again.
+        """
+        if not labels:
+            raise ValueError("remove() needs the labels of the series to remove")
+        unknown = sorted(set(labels) - set(self._labelnames))
+        if unknown:
+            raise ValueError(f"unknown labels {unknown}; the metric has {list(self._labelnames)}")
+        self._metric.remove_by_labels(labels)
+        wanted = labels.items()
+        for key in [key for key in self._children if dict(key).items() >= wanted]:
+            del self._children[key]
 
 
 class _CallbackCollector:

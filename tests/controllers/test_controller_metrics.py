@@ -21,6 +21,7 @@ from controllers_fakes import (
     sample,
 )
 from fakeapi import FakeApiServer
+from fakes_control import RecordingMetrics
 
 from kro.applyset import Applier
 from kro.controllers.graphrevision import GRAPH_REVISIONS, GraphRevisionReconciler
@@ -429,12 +430,28 @@ def test_a_kind_s_instance_series_go_with_it(provider: PrometheusProvider) -> No
     assert sample(provider, "instance_reconcile_duration_seconds_count", gvr=other) == 1
 
 
-def test_forgetting_records_nothing_without_a_prometheus_provider() -> None:
-    metrics = RGDMetrics()  # the no-op provider
-    metrics.build_total.inc(name="a")
-    metrics.forget("a")
-    metrics.forget("never-seen")
-    assert metrics.build_total.owners() == frozenset()
+def test_forgetting_what_was_never_recorded_is_harmless(provider: PrometheusProvider) -> None:
+    RGDMetrics(provider).forget("never-seen")
+    InstanceMetrics(provider).forget(GVR_LABEL, GVK_LABEL)
+    RGDMetrics().forget("a")  # the no-op provider
+    InstanceMetrics().forget(GVR_LABEL, GVK_LABEL)
+
+
+def test_forgetting_goes_through_the_provider_api() -> None:
+    """Any MetricsProvider's `remove` will do, not only kro.runtime.prometheus's."""
+    recorded = RecordingMetrics()
+    rgds, instances = RGDMetrics(recorded), InstanceMetrics(recorded)
+    rgds.build_total.inc(name="a")
+    rgds.build_duration.observe(0.1, name="a")
+    rgds.state_transitions.inc(1, name="a", **{"from": "Active", "to": "Inactive"})
+    rgds.build_total.inc(name="b")
+    instances.resolution_failures.inc(gvr=GVR_LABEL, reason="failed")
+    instances.state_transitions.inc(gvr=GVK_LABEL, from_state="", to_state="ACTIVE")
+
+    rgds.forget("a")
+    instances.forget(GVR_LABEL, GVK_LABEL)
+    assert list(recorded.values) == [("rgd_graph_build_total", frozenset({("name", "b")}))]
+    assert recorded.observations == {}
 
 
 def test_two_metric_sets_on_one_provider_agree_on_forgotten_series(

@@ -229,6 +229,21 @@ class _Metric:
     def __init__(self, owner: Metrics, name: str) -> None:
         self._owner, self._name = owner, name
 
+    def remove(self, **labels: str) -> None:
+        """Drop the recorded series matching `labels`, refusing what PrometheusProvider
+        refuses (no labels, or a label the metric was not declared with)."""
+        if not labels:
+            raise ValueError("remove() needs the labels of the series to remove")
+        declared = self._owner.labels[self._name]
+        unknown = sorted(set(labels) - set(declared))
+        if unknown:
+            raise ValueError(f"unknown labels {unknown}; {self._name} has {list(declared)}")
+        wanted = labels.items()
+        stores: tuple[dict[MetricKey, Any], ...] = (self._owner.values, self._owner.observations)
+        for store in stores:
+            for key in [k for k in store if k[0] == self._name and dict(k[1]).items() >= wanted]:
+                del store[key]
+
     def inc(self, amount: float = 1.0, **labels: str) -> None:
         key = (self._name, frozenset(labels.items()))
         self._owner.values[key] = self._owner.values.get(key, 0.0) + amount
@@ -246,7 +261,8 @@ class _Metric:
 
 
 class Metrics:
-    """A MetricsProvider that keeps every value and observation, with declared label names."""
+    """A MetricsProvider that keeps every value and observation, with declared label names;
+    `remove` drops them as the real provider drops series."""
 
     def __init__(self) -> None:
         self.values: dict[MetricKey, float] = {}

@@ -29,10 +29,27 @@ async def yield_until(predicate: Callable[[], bool], max_yields: int = 10_000) -
     raise AssertionError("condition not reached")
 
 
+def remove_series(
+    stores: Sequence[dict[Key, Any]], name: str, declared: Sequence[str], labels: Mapping[str, str]
+) -> None:
+    """What PrometheusProvider's `remove(**labels)` does, on recorded values: drop every key of
+    metric `name` whose labels include `labels`, and refuse what it refuses."""
+    if not labels:
+        raise ValueError("remove() needs the labels of the series to remove")
+    unknown = sorted(set(labels) - set(declared))
+    if unknown:
+        raise ValueError(f"unknown labels {unknown}; {name} has {list(declared)}")
+    wanted = labels.items()
+    for store in stores:
+        for key in [k for k in store if k[0] == name and dict(k[1]).items() >= wanted]:
+            del store[key]
+
+
 class _Metric:
-    def __init__(self, owner: RecordingMetrics, name: str) -> None:
+    def __init__(self, owner: RecordingMetrics, name: str, labels: Sequence[str]) -> None:
         self._owner = owner
         self._name = name
+        self._labels = tuple(labels)
 
     def inc(self, amount: float = 1.0, **labels: str) -> None:
         key = (self._name, frozenset(labels.items()))
@@ -48,24 +65,29 @@ class _Metric:
         key = (self._name, frozenset(labels.items()))
         self._owner.observations.setdefault(key, []).append(value)
 
+    def remove(self, **labels: str) -> None:
+        owner = self._owner
+        remove_series([owner.values, owner.observations], self._name, self._labels, labels)
+
 
 class RecordingMetrics:
-    """A MetricsProvider that keeps every value and observation for assertions."""
+    """A MetricsProvider that keeps every value and observation for assertions; `remove`
+    drops them as the real provider drops series."""
 
     def __init__(self) -> None:
         self.values: dict[Key, float] = {}
         self.observations: dict[Key, list[float]] = {}
         self.names: set[str] = set()
 
-    def _metric(self, name: str) -> _Metric:
+    def _metric(self, name: str, labels: Sequence[str]) -> _Metric:
         self.names.add(name)
-        return _Metric(self, name)
+        return _Metric(self, name, labels)
 
     def counter(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Counter:
-        return self._metric(name)
+        return self._metric(name, labels)
 
     def gauge(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Gauge:
-        return self._metric(name)
+        return self._metric(name, labels)
 
     def histogram(
         self,
@@ -74,7 +96,7 @@ class RecordingMetrics:
         labels: Sequence[str] = (),
         buckets: Sequence[float] | None = None,
     ) -> Histogram:
-        return self._metric(name)
+        return self._metric(name, labels)
 
     def value(self, metric: str, /, **labels: str) -> float:
         return self.values.get((metric, frozenset(labels.items())), 0.0)

@@ -218,6 +218,8 @@ class InstanceControllers:
         if self._dynamic.is_registered(kind.gvr):
             await self._dynamic.deregister(kind.gvr)
             log.info("rgd.kind_released", gvr=str(kind.gvr))
+        if self._recorders is not None:
+            self._recorders.release(recorder_name(kind.crd_name))
         gvr = gvr_string(kind.gvr)
         self._metrics.forget(gvr, gvk_string(kind.gvr.group, kind.gvr.version, kind.kind))
         if self._condition_durations is not None:
