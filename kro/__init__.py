@@ -12,7 +12,10 @@ Layers (imports point downwards only; `make lint` checks it with import-linter):
     kro.api                            API types and every label/annotation/condition name
     kro.runtime                        a controller-runtime-style library with no kro knowledge
 
-`kro.testing` is the local control-plane harness; production code never imports it.
+`kro._redact` (credential scrubbing for logs, Events, conditions and errors) sits below every
+layer and imports nothing of kro, so that the pure `kro.api` and the standalone `kro.runtime`
+can share one implementation. `kro.testing` is the local control-plane harness; production code
+never imports it.
 """
 
 __version__ = "0.1.0"

@@ -7,13 +7,21 @@ condition; the type names themselves live in `kro.api.names`.
 
 The helpers are pure: the caller passes `now` (an RFC3339 timestamp) rather than this module
 reading a clock, so status computation stays deterministic and testable.
+
+`set_condition` is the one door through which kro writes a condition, so it is where messages
+are scrubbed of credentials and capped at `CONDITION_MESSAGE_LIMIT` bytes (4 KiB): a status is
+readable by everyone who may read the object, and it is copied into every watch event of it.
+The scrubber is `kro._redact` (shared with kro.runtime's Events and logs; this package may not
+import kro.runtime).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, MutableMapping, Sequence
-from typing import Any, TypedDict, cast
+from typing import Any, Final, TypedDict, cast
 
+from kro._redact import CONDITION_MESSAGE_LIMIT as _LIMIT
+from kro._redact import scrub
 from kro.api.names import (
     CONDITION_READY,
     REASON_AWAITING_RECONCILIATION,
@@ -22,6 +30,9 @@ from kro.api.names import (
     STATUS_TRUE,
     STATUS_UNKNOWN,
 )
+
+CONDITION_MESSAGE_LIMIT: Final = _LIMIT
+"""Bytes a condition message may take; longer ones are cut and end in " [truncated]"."""
 
 
 class Condition(TypedDict, total=False):
@@ -76,7 +87,9 @@ def set_condition(
     """Create or update a condition in place; returns whether anything changed.
 
     `lastTransitionTime` moves to `now` only when the status value changes (T-09), so a
-    condition that is re-asserted keeps telling when it last flipped.
+    condition that is re-asserted keeps telling when it last flipped. `message` is stored
+    scrubbed of credentials and cut to `CONDITION_MESSAGE_LIMIT` bytes; scrubbing is
+    idempotent, so re-asserting the same message is still no change.
     """
     conditions = status.get("conditions")
     if not isinstance(conditions, list):
@@ -86,7 +99,7 @@ def set_condition(
         "type": condition_type,
         "status": condition_status,
         "reason": reason,
-        "message": message,
+        "message": scrub(message, CONDITION_MESSAGE_LIMIT),
     }
     if observed_generation is not None:
         desired["observedGeneration"] = observed_generation

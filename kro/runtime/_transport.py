@@ -9,10 +9,19 @@ bounded pool, watches get their own unbounded one, so 100 open watches never blo
 Retries live here and nowhere else: 429 and 503 (and any 5xx that carries Retry-After) wait
 for Retry-After, bounded by `max_retry_wait_s` and `max_retries`; a 401 invalidates credentials
 and is retried once; a failed connection is retried only for GET (a write may have landed).
+
+Failures are described, never dumped (`describe_failure`): aiohttp's exception reprs include the
+request's headers, Authorization among them, and its HTTP parser errors quote the bytes it
+received. A TransportError therefore names the method, the path, the HTTP status if a response
+head arrived, the failure's class and a description made of library text only; the aiohttp
+exception is chained as the cause only when its text cannot quote received bytes.
 """
 
 from __future__ import annotations
 
+import errno
+import re
+import ssl
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -178,7 +187,7 @@ class Transport:
         call = _Call(method, path, params, body, content_type, accept, timeout, watch=False)
         resp = await self._with_retries(call)
         try:
-            data = await self._read(resp, method)
+            data = await self._read(resp, method, path)
             self._m_response_size.observe(len(data), verb=call.verb, host=self._host)
         finally:
             resp.release()
@@ -200,13 +209,14 @@ class Transport:
             _Call("GET", path, params, None, None, accept, timeout, watch=True)
         )
 
-    async def _read(self, resp: aiohttp.ClientResponse, method: str) -> bytes:
+    async def _read(self, resp: aiohttp.ClientResponse, method: str, path: str) -> bytes:
         try:
             return await resp.read()
         except TimeoutError as e:
-            raise RequestTimeout(f"{method} {resp.url.path}: timed out reading the body") from e
+            late = "body not received in time"
+            raise _failure(RequestTimeout, method, path, e, status=resp.status, detail=late) from e
         except aiohttp.ClientError as e:
-            raise TransportError(f"{method} {resp.url.path}: {e!r}") from e
+            raise _failure(TransportError, method, path, e, status=resp.status) from _cause(e)
 
     async def _with_retries(self, call: _Call) -> aiohttp.ClientResponse:
         verb = call.verb
@@ -228,7 +238,7 @@ class Transport:
                 continue
             if resp.status < 400:
                 return resp
-            error = await self._error(resp, call.method)
+            error = await self._error(resp, call.method, call.path)
             if resp.status == 401 and self._config.auth is not None and not reauthenticated:
                 reauthenticated = True
                 self._config.auth.invalidate()
@@ -288,19 +298,19 @@ class Transport:
             code = str(resp.status)
             return resp
         except TimeoutError as e:
-            raise RequestTimeout(f"{method} {path}: no response in time") from e
+            raise _failure(RequestTimeout, method, path, e, detail="no response in time") from e
         except aiohttp.ClientSSLError as e:
-            raise _TLSFailure(f"{method} {path}: TLS failed: {e!r}") from e
+            raise _failure(_TLSFailure, method, path, e) from e
         except aiohttp.ClientError as e:
-            raise TransportError(f"{method} {path}: {e!r}") from e
+            raise _failure(TransportError, method, path, e) from _cause(e)
         finally:
             self._m_requests.inc(code=code, method=method, host=self._host)
             self._m_duration.observe(time.perf_counter() - started, verb=verb, host=self._host)
             self._m_request_size.observe(len(call.body or b""), verb=verb, host=self._host)
 
-    async def _error(self, resp: aiohttp.ClientResponse, method: str) -> ApiError:
+    async def _error(self, resp: aiohttp.ClientResponse, method: str, path: str) -> ApiError:
         try:
-            raw = await self._read(resp, method)
+            raw = await self._read(resp, method, path)
         finally:
             resp.release()
         body: Mapping[str, Any] | bytes = raw
@@ -326,9 +336,131 @@ def _retry_after(value: str | None) -> float | None:
         return None
 
 
-def decode_json(data: bytes, what: str) -> Any:
-    """orjson, with undecodable bodies mapped to TransportError (a proxy's HTML error page)."""
+def decode_json(
+    data: bytes, method: str, path: str, *, status: int | None = None, content_type: str = ""
+) -> Any:
+    """orjson, with undecodable bodies mapped to TransportError (a proxy's HTML error page).
+
+    The message gives the body's size and content type and the decoder's complaint (library
+    text with a position), not the body: it may be anything, a Secret's data included.
+    """
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as e:
-        raise TransportError(f"{what}: response is not JSON: {data[:200]!r}") from e
+        kind = f", {content_type}" if content_type else ""
+        raise _failure(
+            TransportError,
+            method,
+            path,
+            e,
+            status=status,
+            detail=f"response is not JSON ({len(data)} bytes{kind}): {e.msg} at byte {e.pos}",
+        ) from None
+
+
+# -- describing failures without quoting them -----------------------------------------------
+
+_PARSER_REASON: Final = re.compile(r"[A-Za-z][A-Za-z ,/-]{2,60}")
+"""aiohttp's parser messages start with fixed text ("Bad status line", "Invalid header token",
+"Invalid character in chunk size") before the quoted bytes; only such a prefix is kept."""
+_SSL_REASON: Final = re.compile(r"[A-Z0-9_]{2,64}")
+_PAYLOAD_ERRORS: Final[Mapping[str, str]] = {
+    "TransferEncodingError": "chunked body broken or cut short",
+    "ContentLengthError": "body shorter than its Content-Length",
+    "ContentEncodingError": "body cannot be decompressed",
+}
+
+
+def describe_failure(error: BaseException) -> str:
+    """`<class>: <description>` of a failed request, safe to put in any message.
+
+    Not `repr(error)` nor `str(error)`: for aiohttp errors those can carry the request headers
+    or the bytes received. The description comes from the error's class and from fields that
+    only ever hold library text: an errno, an OpenSSL reason code, the verifier's message,
+    aiohttp's fixed parser wording.
+    """
+    return f"{type(error).__name__}: {_detail(error)}"
+
+
+def _detail(error: BaseException) -> str:
+    if isinstance(error, aiohttp.ClientConnectorCertificateError):
+        return "certificate verification failed" + _verify_message(error.certificate_error)
+    if isinstance(error, aiohttp.ClientSSLError):
+        return "TLS failed" + _ssl_reason(error.os_error)
+    if isinstance(error, ssl.SSLError):
+        return "TLS failed" + _ssl_reason(error)
+    if isinstance(error, aiohttp.ServerDisconnectedError):
+        return "the server closed the connection without a complete response"
+    if isinstance(error, TimeoutError):
+        return "timed out"
+    if isinstance(error, aiohttp.ClientConnectorError):
+        return "cannot connect" + _os_reason(error.os_error)
+    if isinstance(error, aiohttp.ClientPayloadError):
+        cause = error.__cause__
+        if isinstance(cause, ssl.SSLError):
+            return "response body unreadable: TLS failed" + _ssl_reason(cause)
+        if isinstance(cause, OSError):
+            return "response body unreadable" + _os_reason(cause)
+        name = type(cause).__name__ if cause is not None else ""
+        return f"response body unreadable: {_PAYLOAD_ERRORS.get(name, 'incomplete')}"
+    if isinstance(error, aiohttp.ClientResponseError):
+        first = re.split(r"[:'\"\n]", error.message, maxsplit=1)[0].strip()
+        what = first if _PARSER_REASON.fullmatch(first) else "unparseable"
+        return f"malformed response: {what}"
+    if isinstance(error, aiohttp.InvalidURL):
+        return "invalid URL"
+    if isinstance(error, OSError):
+        return "connection failed" + _os_reason(error)
+    return "request failed"
+
+
+def _os_reason(error: OSError | None) -> str:
+    if isinstance(error, ssl.SSLError):
+        return ": TLS failed" + _ssl_reason(error)
+    code = getattr(error, "errno", None)
+    if isinstance(code, int) and code in errno.errorcode:
+        return f": {errno.errorcode[code]}"
+    return ""
+
+
+def _ssl_reason(error: BaseException | None) -> str:
+    reason = getattr(error, "reason", None)
+    return f": {reason}" if isinstance(reason, str) and _SSL_REASON.fullmatch(reason) else ""
+
+
+def _verify_message(error: BaseException | None) -> str:
+    message = getattr(error, "verify_message", None)
+    return f": {message[:200]}" if isinstance(message, str) and message else ""
+
+
+def _cause(error: aiohttp.ClientError) -> BaseException | None:
+    """The error to chain as `__cause__`, or None when its text may quote received bytes.
+
+    Tracebacks print the cause's text; parser and payload errors quote what the server (or
+    anything in between) sent, so they are left out and only described.
+    """
+    if isinstance(error, aiohttp.ClientResponseError | aiohttp.ClientPayloadError):
+        return None
+    return error
+
+
+def _failure(
+    cls: type[TransportError],
+    method: str,
+    path: str,
+    error: BaseException,
+    *,
+    status: int | None = None,
+    detail: str | None = None,
+) -> TransportError:
+    """`cls` for `error` on `method path`, with the fields set and a message built from them."""
+    reason = type(error).__name__
+    head = f"{method} {path}" + (f" (HTTP {status})" if status else "")
+    what = f"{reason}: {detail}" if detail else describe_failure(error)
+    return cls(
+        f"{head}: {what}",
+        method=method,
+        path=path,
+        status=status,
+        reason=reason,
+    )

@@ -33,6 +33,7 @@ from typing import Any, Final
 import aiohttp
 import orjson
 
+from kro.runtime._transport import describe_failure
 from kro.runtime.errors import RequestTimeout, TransportError, error_from_status
 
 EVENT_TYPES: Final = ("ADDED", "MODIFIED", "DELETED", "BOOKMARK")
@@ -152,7 +153,7 @@ async def iter_lines(resp: aiohttp.ClientResponse, *, max_line_bytes: int) -> As
     except TimeoutError as e:
         raise RequestTimeout("watch: no data within the idle timeout") from e
     except aiohttp.ClientError as e:
-        raise TransportError(f"watch: connection failed: {e!r}") from e
+        raise TransportError(f"watch: connection failed: {describe_failure(e)}") from e
     finally:
         if watchdog is not None:
             watchdog.cancel()
@@ -172,9 +173,10 @@ def decode_event(line: bytes, *, drop_managed_fields: bool = False) -> WatchEven
         try:
             raw = orjson.loads(line)
         except orjson.JSONDecodeError as e:
-            raise TransportError(f"watch: undecodable line: {line[:200]!r}") from e
+            # Never the bytes: a torn line of a Secret watch would carry Secret data.
+            raise TransportError(f"watch: undecodable line of {len(line)} bytes: {e}") from None
     if type(raw) is not dict:  # orjson builds exact dicts: no subclass to allow for
-        raise TransportError(f"watch: unexpected line: {line[:200]!r}")
+        raise TransportError(f"watch: unexpected line of {len(line)} bytes: not a JSON object")
     kind = raw.get("type")
     obj = raw.get("object")
     if kind in EVENT_TYPES and type(obj) is dict:
@@ -187,7 +189,7 @@ def decode_event(line: bytes, *, drop_managed_fields: bool = False) -> WatchEven
         status = obj if isinstance(obj, dict) else {}
         code = status.get("code")
         raise error_from_status(code if isinstance(code, int) else 500, status)
-    raise TransportError(f"watch: unexpected event: {line[:200]!r}")
+    raise TransportError(f"watch: unexpected event of type {str(kind)[:40]!r}")
 
 
 _MANAGED_FIELDS: Final = b'"managedFields":[{'

@@ -163,7 +163,9 @@ class Client:
         if not resp.body:
             return None
         if "json" in resp.content_type:
-            return decode_json(resp.body, f"{method} {path}")
+            return decode_json(
+                resp.body, method.upper(), path, status=resp.status, content_type=resp.content_type
+            )
         return resp.body.decode("utf-8", errors="replace")
 
     async def _json(
@@ -182,9 +184,18 @@ class Client:
         resp = await self._transport.send(
             method, path, params=params, body=data, content_type=content_type, accept=accept
         )
-        result = decode_json(resp.body, f"{method} {path}")
+        result = decode_json(
+            resp.body, method, path, status=resp.status, content_type=resp.content_type
+        )
         if not isinstance(result, dict):
-            raise TransportError(f"{method} {path}: expected a JSON object")
+            raise TransportError(
+                f"{method} {path} (HTTP {resp.status}): expected a JSON object, "
+                f"got {type(result).__name__}",
+                method=method,
+                path=path,
+                status=resp.status,
+                reason="UnexpectedBody",
+            )
         return result
 
     # -- reads ----------------------------------------------------------------------------------

@@ -238,7 +238,8 @@ async def load_kubeconfig(
     except ConfigException as e:
         raise ConfigError(f"cannot load kubeconfig {path}: {e}") from e
     except Exception as e:  # the loader signals bad files with asserts, KeyErrors, yaml errors
-        raise ConfigError(f"cannot load kubeconfig {path}: {e!r}") from e
+        # Not the parser's text: it can quote the file (tokens, keys) around the error.
+        raise ConfigError(f"cannot load kubeconfig {path}: {type(e).__name__}") from None
     auth = _auth_for(loader, cfg)
     tls = None
     if str(cfg.host).startswith("https"):

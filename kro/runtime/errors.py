@@ -13,18 +13,24 @@
     │   ├── TooManyRequests       429: throttled (priority & fairness); retry after .retry_after_s
     │   ├── ServerTimeout         504 / reason Timeout: the server gave up; retry may help
     │   └── InternalError         5xx: the server failed; retry may help
-    ├── TransportError            no usable answer: connection, TLS, undecodable body
+    ├── TransportError            no usable answer: connection, TLS, undecodable body (fields:
+    │   │                         method, path, status, reason)
     │   └── RequestTimeout        no answer in time; also a TimeoutError
     └── NoKindMatch               discovery knows no resource for a kind or resource name
 
-Mapping happens at one place: `error_from_status` (a Status body plus an HTTP code). Messages are
-truncated to about 1 KiB because they travel into logs, Events and conditions.
+Mapping happens at one place: `error_from_status` (a Status body plus an HTTP code). Messages
+travel into logs, Events and conditions, so every message is scrubbed of credentials
+(`kro.runtime.redact`) and cut to `MAX_MESSAGE_BYTES` when the error is built. A TransportError
+says what failed (method, path, HTTP status when one arrived, the failure's class and a fixed
+description), never what was sent or received: no headers, no bodies.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any, Final, TypedDict
+
+from kro.runtime.redact import scrub
 
 MAX_MESSAGE_BYTES: Final = 1024
 
@@ -144,7 +150,25 @@ class TransportError(KubeError):
     """No usable answer: connection refused or reset, TLS failure, or an undecodable body.
 
     The request may or may not have reached the server, so a write may have happened.
+    Fields (empty when not known): `method` and `path` of the request (no query string), `status`
+    when a response head arrived before the failure, and `reason`, the class name of the
+    underlying failure (`ServerDisconnectedError`, `ClientPayloadError`, `TimeoutError`, ...).
     """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        method: str = "",
+        path: str = "",
+        status: int | None = None,
+        reason: str = "",
+    ) -> None:
+        self.method = method
+        self.path = path
+        self.status = status
+        self.reason = reason
+        super().__init__(scrub(message, MAX_MESSAGE_BYTES))
 
 
 class RequestTimeout(TransportError, TimeoutError):
@@ -204,8 +228,12 @@ _REASON_FOR_STATUS: Final[Mapping[int, str]] = {
 
 
 def truncate(text: str, limit: int = MAX_MESSAGE_BYTES) -> str:
-    """Cut `text` to about `limit` characters, marking the cut."""
-    return text if len(text) <= limit else text[:limit] + "...(truncated)"
+    """`text` without credentials, cut to `limit` UTF-8 bytes with the cut marked (`scrub`).
+
+    Server messages are scrubbed too: an admission webhook or a proxy in front of the API
+    server may echo what it was sent.
+    """
+    return scrub(text, limit)
 
 
 def error_from_status(

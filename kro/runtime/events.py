@@ -11,6 +11,10 @@ bounded buffer to one sender task (`run`, owned by the manager), which:
   update carries the total;
 * logs and drops on any failure: an Event is a courtesy, never a reason to fail a reconcile.
 
+Every message is scrubbed of credentials and cut to the API server's 1 KiB limit when it is
+recorded (`kro.runtime.redact.scrub`): Events are readable by anyone who may list them in the
+namespace, a wider audience than the controller's logs.
+
 Neighbours: kro.runtime.client (the `create`/`patch` calls, via the `EventClient` Protocol).
 """
 
@@ -29,12 +33,13 @@ from .clock import Clock, RealClock
 from .errors import NotFound
 from .gvk import GVR
 from .ratelimit import TokenBucket
+from .redact import EVENT_MESSAGE_LIMIT, scrub
 
 log = structlog.get_logger(__name__)
 
 EVENTS_V1: Final = GVR("events.k8s.io", "v1", "events")
 CORE_EVENTS: Final = GVR("", "v1", "events")
-MAX_NOTE_BYTES: Final = 1024  # events.k8s.io/v1 validation limit for `note`
+MAX_NOTE_BYTES: Final = EVENT_MESSAGE_LIMIT  # events.k8s.io/v1 validation limit for `note`
 _MAX_NAME = 253
 
 EventType = Literal["Normal", "Warning"]
@@ -121,13 +126,6 @@ def reference_to(obj: Mapping[str, Any]) -> dict[str, str]:
     return ref
 
 
-def _truncate(text: str) -> str:
-    raw = text.encode()
-    if len(raw) <= MAX_NOTE_BYTES:
-        return text
-    return raw[: MAX_NOTE_BYTES - 3].decode(errors="ignore") + "..."
-
-
 def _micro(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -165,13 +163,14 @@ class EventRecorder:
         *,
         action: str = "",
     ) -> None:
-        """Queue an Event about `regarding`; never raises, never blocks."""
+        """Queue an Event about `regarding`; never raises, never blocks. `message` is scrubbed
+        of credentials and cut to `MAX_NOTE_BYTES` here, before anything can hold it."""
         try:
             pending = _Pending(
                 regarding=reference_to(regarding),
                 type=event_type,
                 reason=reason,
-                message=_truncate(message),
+                message=scrub(message, MAX_NOTE_BYTES),
                 action=action or reason,
                 at=self._wall(),
                 at_mono=self._clock.now(),
