@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -42,17 +43,34 @@ def _crd(group: str) -> dict[str, Any]:
 
 def _established(admin: AdminApi, name: str) -> bool:
     crd = admin.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}") or {}
-    return any(c["type"] == "Established" and c["status"] == "True"
-               for c in crd.get("status", {}).get("conditions", []))
+    # A CRD just created has `status.conditions: null` until the API server's controllers act.
+    return any(c.get("type") == "Established" and c.get("status") == "True"
+               for c in (crd.get("status") or {}).get("conditions") or [])
+
+
+def _open_watch(admin: AdminApi, url: str) -> Any:
+    """A watch response; retried while the API server answers 429 (the watch cache of a kind
+    that was just established may still be initialising: "storage is (re)initializing")."""
+
+    def attempt() -> Any:
+        request = urllib.request.Request(url)
+        request.add_header("Authorization", f"Bearer {admin._token}")
+        try:
+            return urllib.request.urlopen(request, timeout=40, context=admin._context)
+        except urllib.error.HTTPError as error:
+            if error.code != 429:
+                raise
+            error.close()
+            return None
+
+    return wait_for(attempt, timeout_s=30, interval_s=0.5, what=f"a watch on {url}")
 
 
 def _watch_events(admin: AdminApi, path: str, resource_version: str, count: int) -> list[str]:
     """Read `count` events from a real watch stream."""
-    request = urllib.request.Request(
-        f"{admin.server}{path}?watch=1&resourceVersion={resource_version}&timeoutSeconds=30")
-    request.add_header("Authorization", f"Bearer {admin._token}")
+    url = f"{admin.server}{path}?watch=1&resourceVersion={resource_version}&timeoutSeconds=30"
     names: list[str] = []
-    with urllib.request.urlopen(request, timeout=40, context=admin._context) as stream:
+    with _open_watch(admin, url) as stream:
         for line in stream:
             event = json.loads(line)
             names.append(f"{event['type']} {event['object']['metadata']['name']}")
@@ -126,7 +144,7 @@ def test_a_deployment_becomes_available_on_fake_nodes(
     })
     deployment = wait_for(
         lambda: (d := kube_admin.get(f"{path}/web")) and
-        d.get("status", {}).get("availableReplicas") == 2 and d,
+        (d.get("status") or {}).get("availableReplicas") == 2 and d,
         timeout_s=120, what="2 available replicas")
     assert deployment["status"]["readyReplicas"] == 2
 
@@ -152,16 +170,21 @@ def test_kubectl_from_the_cache_talks_to_the_cluster(kubectl: Any, kube_namespac
 def test_every_component_listens_on_loopback_only(kube_cluster: ClusterHandle) -> None:
     if not kube_cluster.owned:
         pytest.skip("the cluster was not started by this test run")
-    listening = _listening_addresses()
+    assert kube_cluster.run_dir is not None
+    listening = _listening_addresses(str(kube_cluster.run_dir))
     assert listening, "found no listening sockets"
     assert all(ipaddress.ip_address(addr).is_loopback for addr in listening), listening
 
 
-def _listening_addresses() -> set[str]:
-    """Local addresses of listening TCP sockets owned by control-plane processes."""
+def _listening_addresses(run_dir: str) -> set[str]:
+    """Local addresses of listening TCP sockets owned by this cluster's processes."""
     inodes: set[str] = set()
-    for pid, _ in control_plane_processes(cache_root()):
-        for fd in Path(f"/proc/{pid}/fd").iterdir():
+    for pid, _ in control_plane_processes(cache_root(), [run_dir]):
+        try:  # a process may exit meanwhile (another cluster on this machine stopping)
+            fds = list(Path(f"/proc/{pid}/fd").iterdir())
+        except OSError:
+            continue
+        for fd in fds:
             try:
                 target = os.readlink(fd)
             except OSError:

@@ -216,17 +216,28 @@ async def test_for_each_scales_up_and_down(kro: KroEnv) -> None:
     async def items_are(names: list[str]) -> None:
         await kro.apply_instance("Fanout", "fan", {"names": names})
 
-        async def probe() -> list[dict[str, Any]] | None:
-            items = await kro.children(CONFIGMAPS, "fan", "entries")
-            found = sorted(meta(i)["name"] for i in items)
-            return items if found == sorted(f"fan-{n}" for n in names) else None
+        wanted = {
+            f"fan-{name}": (str(index), str(len(names))) for index, name in enumerate(names)
+        }
 
-        items = await wait_for(probe, what=f"items {names}")
+        async def positions() -> dict[str, tuple[str, str]]:
+            items = await kro.children(CONFIGMAPS, "fan", "entries")
+            return {
+                meta(i)["name"]: (
+                    meta(i)["labels"].get("kro.run/collection-index", ""),
+                    meta(i)["labels"].get("kro.run/collection-size", ""),
+                )
+                for i in items
+            }
+
+        async def probe() -> bool:
+            # Names and labels together: the new items may exist a moment before the kept ones
+            # are relabelled with their new index and the new size.
+            return await positions() == wanted
+
+        await wait_for(probe, what=f"items {names} with their index and size labels")
         await kro.wait_instance(gvr, "fan")
-        labels = {meta(i)["name"]: meta(i)["labels"] for i in items}
-        for index, name in enumerate(names):
-            assert labels[f"fan-{name}"]["kro.run/collection-index"] == str(index)
-            assert labels[f"fan-{name}"]["kro.run/collection-size"] == str(len(names))
+        assert await positions() == wanted
 
     await items_are(["a", "b"])
     await items_are(["a", "b", "c", "d"])

@@ -23,7 +23,7 @@ from inprocess_controller import InProcessController, Scrape
 from nginxapp_example import DYNAMIC_GVR_KEY, GVR_STRING, NginxApp, install_kro_crds
 
 from kro.testing.adminapi import AdminApi
-from kro.testing.pytest_plugin import ClusterHandle
+from kro.testing.pytest_plugin import ClusterHandle, create_namespace
 from kro.testing.wait import wait_for
 
 # Names from the tables below that the controller does not export yet (see the module docstring).
@@ -159,6 +159,7 @@ assert {name for name, _, _ in ALL_METRICS} >= METRICS_NOT_IMPLEMENTED_YET
 CONTROLLERS = ("ResourceGraphDefinition", "graphrevision")  # controller-runtime `controller`
 DYNAMIC_QUEUE = "dynamic-controller-queue"
 INSTANCE_GVK = "platform.example.com/v1alpha1, Kind=NginxApp"  # what instance_* `gvr` holds
+RGD_NAME = "reviewed-nginxapps"  # examples/nginxapp/rgd.yaml
 
 
 @dataclass(frozen=True)
@@ -178,10 +179,7 @@ class Scrapes:
 @pytest.fixture(scope="module")
 def scrapes(kube_cluster: ClusterHandle, kube_admin: AdminApi) -> Iterator[Scrapes]:
     namespace = f"kro-metrics-{secrets.token_hex(4)}"
-    kube_admin.create(
-        "/api/v1/namespaces",
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
-    )
+    create_namespace(kube_admin, namespace)
     install_kro_crds(kube_admin)
     app = NginxApp(kube_admin, namespace)
     controller = InProcessController(
@@ -190,15 +188,25 @@ def scrapes(kube_cluster: ClusterHandle, kube_admin: AdminApi) -> Iterator[Scrap
     try:
         app.apply_rgd()
         app.apply_instance()
-        # The reconcile that wrote ACTIVE records its metrics as it returns.
+        # The reconcile that wrote ACTIVE records the transition once the API server answered
+        # its status write, a moment after ACTIVE can be read back: wait for the record.
         def reconciled() -> Scrape | None:
             scrape = controller.metrics()
             found = scrape.total("dynamic_controller_reconcile_total", gvr=DYNAMIC_GVR_KEY)
-            return scrape if found > 0 else None
+            moved = scrape.total(
+                "instance_state_transitions_total", gvr=INSTANCE_GVK, to_state="ACTIVE"
+            )
+            return scrape if found > 0 and moved > 0 else None
 
-        active = wait_for(reconciled, timeout_s=15, what="the instance's reconciles in /metrics")
+        active = wait_for(reconciled, timeout_s=30, what="the instance's reconciles in /metrics")
         app.delete()
-        deleted = controller.metrics()
+        # Likewise the RGD's deletion is counted after its finalizer is gone, i.e. after the
+        # RGD already reads as deleted.
+        def deletion_counted() -> Scrape | None:
+            scrape = controller.metrics()
+            return scrape if scrape.total("rgd_deletions_total", name=RGD_NAME) > 0 else None
+
+        deleted = wait_for(deletion_counted, timeout_s=30, what="the RGD deletion in /metrics")
         yield Scrapes(active=active, deleted=deleted)
     finally:
         try:
@@ -344,7 +352,7 @@ def test_instance_condition_metrics_follow_the_feature_gate(scrapes: Scrapes) ->
 
 def test_rgd_and_graph_revision_metrics(scrapes: Scrapes) -> None:
     active, deleted = scrapes.active, scrapes.deleted
-    rgd = "reviewed-nginxapps"
+    rgd = RGD_NAME
     require(scrapes, "rgd_graph_build_total")
     assert active.total("rgd_graph_build_total", name=rgd) >= 1
     require(scrapes, "rgd_graph_revision_resolution_total")

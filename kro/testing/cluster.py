@@ -12,7 +12,9 @@ namespace and ServiceAccount, a Ready node) instead of sleeping.
 `up` detaches: the cluster keeps running until `down`. In-process users (the pytest plugin,
 `make run`) use `LocalCluster` as a context manager and their children die with them.
 `LocalCluster.restart(component)` stops one component and starts it again with the same flags,
-ports and data (a crash-and-recover drill for clients: their URLs stay valid).
+ports and data (a crash-and-recover drill for clients: their URLs stay valid);
+`stop(component)` and `start(component)` do the same in two steps, for an outage of a chosen
+length (etcd away for 20 s while kube-apiserver keeps answering, with errors).
 """
 
 from __future__ import annotations
@@ -148,8 +150,15 @@ class LocalCluster:
 
     # -- start -------------------------------------------------------------------------------
 
-    def start(self) -> ClusterState:
-        """Start every component; retries once with new ports if one was taken meanwhile."""
+    def start(self, component: str | None = None, *, timeout_s: float = 120.0) -> ClusterState:
+        """Start every component; retries once with new ports if one was taken meanwhile.
+
+        With `component`: start again that one component, stopped by `stop(component)`, with
+        its flags, ports and data directory, and return once its readiness probes pass (within
+        `timeout_s`).
+        """
+        if component is not None:
+            return self._start_component(component, timeout_s)
         started = time.monotonic()
         binaries = testbin.ensure(self._binary_names())
         for attempt in (1, 2):
@@ -415,20 +424,9 @@ class LocalCluster:
         rolling restart; kube-apiserver stops listening at once but may take long to exit).
         Only components this LocalCluster started can be restarted (not a detached `up`).
         """
-        child = self._children.get(component)
-        if child is None or component not in self._argv:
-            raise ValueError(f"{component!r} is not running in this cluster: {sorted(self._argv)}")
         began = time.monotonic()
-        if kill:
-            with contextlib.suppress(ProcessLookupError):
-                child.kill()
-            child.wait(timeout=30)
-        else:
-            processes.stop_pid(child.pid, timeout_s=grace_s, reap=child.poll)
-        self._spawn(component, self._argv[component])
-        deadline = time.monotonic() + timeout_s
-        for probe in self._probes.get(component, ()):
-            self._wait(component, deadline, probe)
+        self.stop(component, kill=kill, grace_s=grace_s)
+        self._start_component(component, timeout_s)
         return time.monotonic() - began
 
     def restart_apiserver(self, *, kill: bool = False, grace_s: float = 10.0) -> float:
@@ -437,12 +435,56 @@ class LocalCluster:
 
     # -- stop --------------------------------------------------------------------------------
 
-    def stop(self) -> None:
-        """Stop components in reverse start order; safe to call twice."""
+    def _stop_component(self, component: str, *, kill: bool, grace_s: float) -> None:
+        child = self._children.get(component)
+        if child is None or component not in self._argv:
+            raise ValueError(f"{component!r} is not running in this cluster: {self._running()}")
+        if kill:
+            with contextlib.suppress(ProcessLookupError):
+                child.kill()
+            child.wait(timeout=30)
+        else:
+            processes.stop_pid(child.pid, timeout_s=grace_s, reap=child.poll)
+        # Forget the pid at once: stop() must never signal a number the kernel may reuse.
+        del self._children[component]
+        if self.state is not None:
+            self.state.pids.pop(component, None)
+            self.state.save()
+
+    def _start_component(self, component: str, timeout_s: float) -> ClusterState:
+        if component not in self._argv:
+            raise ValueError(f"{component!r} was never started in this cluster: {self._running()}")
+        child = self._children.get(component)
+        if child is not None and child.poll() is None:
+            raise ValueError(f"{component!r} is already running")
+        assert self.state is not None
+        self._spawn(component, self._argv[component])
+        deadline = time.monotonic() + timeout_s
+        for probe in self._probes.get(component, ()):
+            self._wait(component, deadline, probe)
+        return self.state
+
+    def _running(self) -> list[str]:
+        return sorted(self._children)
+
+    def stop(
+        self, component: str | None = None, *, kill: bool = False, grace_s: float = 10.0
+    ) -> None:
+        """Stop components in reverse start order; safe to call twice.
+
+        With `component`: stop only that one (SIGTERM, SIGKILL after `grace_s`; at once with
+        `kill`), keeping its flags, ports and data for `start(component)`. The rest of the
+        cluster keeps running: stopping etcd leaves kube-apiserver up, answering with errors.
+        """
+        if component is not None:
+            self._stop_component(component, kill=kill, grace_s=grace_s)
+            return
         pids = (
             dict(self.state.pids) if self.state else {n: c.pid for n, c in self._children.items()}
         )
-        for name in reversed(list(pids)):
+        # In reverse order of first start, also for a component started again since.
+        first_start = {name: index for index, name in enumerate(self._argv)}
+        for name in sorted(pids, key=lambda n: first_start.get(n, len(first_start)), reverse=True):
             child = self._children.get(name)
             processes.stop_pid(pids[name], reap=child.poll if child else None)
         self._children.clear()

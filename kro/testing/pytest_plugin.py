@@ -5,18 +5,22 @@ Installed as a pytest11 entry point, so any project that installs `kro` gets the
     kube_cluster     session: the running cluster (started on first use, or the one named by
                      KRO_TEST_KUBECONFIG / KUBECONFIG, which is then never stopped by us)
     kube_admin       session: an AdminApi with admin credentials
-    kube_namespace   function: a new namespace, deleted after the test
+    kube_namespace   function: a new namespace, settled (see `create_namespace`), deleted after
+                     the test
     kubectl          session: run the cached kubectl against the cluster
 
 and helpers `service_account_token()` / `service_account_kubeconfig()` for least-privilege
-identities. Children of a cluster started here die with the test process (PDEATHSIG), and the
-cluster is also stopped on normal exit, on a failed test and on SIGTERM/SIGINT.
+identities, `create_namespace()` for namespaces a test makes itself, and `private_cluster()` for
+modules that stop or restart control-plane components. Children of a cluster started here die
+with the test process (PDEATHSIG), and the cluster is also stopped on normal exit, on a failed
+test and on SIGTERM/SIGINT.
 """
 
 from __future__ import annotations
 
 import atexit
 import base64
+import contextlib
 import os
 import secrets
 import signal
@@ -34,7 +38,11 @@ import yaml
 
 from kro.testing import testbin
 from kro.testing.adminapi import AdminApi
-from kro.testing.cluster import ClusterOptions, LocalCluster, write_kubeconfig
+from kro.testing.cluster import ClusterOptions, ClusterState, LocalCluster, write_kubeconfig
+from kro.testing.wait import wait_for
+
+NAMESPACE_SETTLE_TIMEOUT_S = 60.0
+"""How long kube-controller-manager may take to publish a new namespace's defaults."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +78,38 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt if signum == signal.SIGINT else SystemExit(128 + signum)
 
 
+def _record_run_dir(cluster: LocalCluster) -> None:
+    record = os.environ.get("KRO_TEST_RUN_DIRS_FILE")
+    if record:  # lets `make e2e` check afterwards that nothing of this cluster survived
+        with open(record, "a") as stream:
+            stream.write(f"{cluster.run_dir}\n")
+
+
+@contextlib.contextmanager
+def private_cluster(
+    run_dir: Path, options: ClusterOptions | None = None
+) -> Iterator[tuple[LocalCluster, ClusterState]]:
+    """A control plane of the caller's own, for tests that stop or restart its components:
+    those must never disturb the session cluster that other test modules share.
+
+    Like the session cluster it is stopped on exit (a failure or Ctrl-C included), on SIGTERM
+    while the session cluster's handler is installed and at interpreter exit; its children die
+    with the test process in any case (PDEATHSIG). Its run directory is recorded for `make
+    e2e`'s check that no control-plane process survived the run.
+    Typical use is a module-scoped fixture over `tmp_path_factory.mktemp(...)`.
+    """
+    cluster = LocalCluster(run_dir, options or ClusterOptions(nodes=0))
+    _started.append(cluster)
+    atexit.register(_stop_started)
+    _record_run_dir(cluster)
+    try:
+        yield cluster, cluster.start()
+    finally:
+        with contextlib.suppress(ValueError):
+            _started.remove(cluster)
+        cluster.stop()
+
+
 @pytest.fixture(scope="session")
 def kube_cluster() -> Iterator[ClusterHandle]:
     existing = existing_kubeconfig()
@@ -83,10 +123,7 @@ def kube_cluster() -> Iterator[ClusterHandle]:
     previous = signal.signal(signal.SIGTERM, _on_signal)
     try:
         began = time.monotonic()
-        record = os.environ.get("KRO_TEST_RUN_DIRS_FILE")
-        if record:  # lets `make e2e` check afterwards that nothing of this cluster survived
-            with open(record, "a") as stream:
-                stream.write(f"{cluster.run_dir}\n")
+        _record_run_dir(cluster)
         state = cluster.start()
         _report.append(
             f"local control plane (binaries + start) ready in {time.monotonic() - began:.1f}s "
@@ -112,12 +149,43 @@ def _namespace_manifest(name: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
 
 
+def namespace_settled(admin: AdminApi, name: str) -> bool:
+    """Whether kube-controller-manager has given namespace `name` what it gives every namespace:
+    the `kube-root-ca.crt` ConfigMap (root-ca-cert-publisher) and the `default` ServiceAccount
+    (serviceaccount controller)."""
+    base = f"/api/v1/namespaces/{name}"
+    return admin.exists(f"{base}/configmaps/kube-root-ca.crt") and admin.exists(
+        f"{base}/serviceaccounts/default"
+    )
+
+
+def create_namespace(
+    admin: AdminApi, name: str, *, timeout_s: float = NAMESPACE_SETTLE_TIMEOUT_S
+) -> None:
+    """Create namespace `name` and return once it is settled (`namespace_settled`).
+
+    Both objects appear asynchronously, a moment after the namespace: a test that lists a
+    namespace's ConfigMaps twice, or creates a Pod at once, would otherwise race
+    kube-controller-manager (a ConfigMap that "appeared" between two reads; a Pod refused
+    because its ServiceAccount does not exist yet).
+    """
+    admin.create("/api/v1/namespaces", _namespace_manifest(name))
+    wait_for(
+        lambda: namespace_settled(admin, name),
+        timeout_s=timeout_s,
+        interval_s=0.05,
+        what=f"namespace {name}'s kube-root-ca.crt ConfigMap and default ServiceAccount "
+        "(is kube-controller-manager running?)",
+    )
+
+
 @pytest.fixture
 def kube_namespace(kube_admin: AdminApi) -> Iterator[str]:
-    """A namespace for this test only; deleted afterwards without waiting."""
+    """A settled namespace for this test only (`create_namespace`); deleted afterwards without
+    waiting."""
     name = f"kro-test-{secrets.token_hex(4)}"
-    kube_admin.create("/api/v1/namespaces", _namespace_manifest(name))
     try:
+        create_namespace(kube_admin, name)
         yield name
     finally:
         kube_admin.delete(f"/api/v1/namespaces/{name}")
