@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from kro.testing.processes import _die_with_parent
+from kro.testing.processes import die_with_parent
 
 # Short leader-election timings keep failovers within seconds (upstream's flags, smaller values).
 FAST_LEASE_ARGS = (
@@ -64,7 +64,7 @@ class KroProcess:
             argv,
             stdout=self._out,
             stderr=subprocess.STDOUT,
-            preexec_fn=_die_with_parent,  # noqa: PLW1509 (prctl only)
+            preexec_fn=die_with_parent,  # noqa: PLW1509 (prctl only)
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         return self

@@ -21,7 +21,8 @@ from pathlib import Path
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
+    """preexec_fn for a child that must not outlive us: the kernel kills it when we die."""
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
@@ -45,7 +46,7 @@ def start(
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=None if detached else _die_with_parent,  # noqa: PLW1509 (prctl only)
+            preexec_fn=None if detached else die_with_parent,  # noqa: PLW1509 (prctl only)
         )
     finally:
         log.close()
