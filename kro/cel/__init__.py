@@ -20,6 +20,9 @@ Entry points:
 - `compiled.evaluate(activation)` / `compiled.evaluate_json(activation)` ->
   `Value | DataPending | ExpressionError`; `to_json_value()` is the C-35 output conversion
   and `OMIT` the marker `omit()` produces.
+- `EvaluationLimits` (set through `CelOptions(limits=...)`): what one evaluation may cost
+  (time, memory, sizes of generated values). Going over a limit is an `ExpressionError`
+  with code `RESOURCE_EXHAUSTED` whose message names the limit; upstream has no limits.
 
 Example::
 
@@ -55,6 +58,7 @@ from kro.cel.errors import CelEvaluationError as CelEvaluationError
 from kro.cel.errors import UnsupportedFunctionError as UnsupportedFunctionError
 from kro.cel.lib_conditions import ConditionRead as ConditionRead
 from kro.cel.lib_conditions import NewCondition as NewCondition
+from kro.cel.limits import EvaluationLimits as EvaluationLimits
 from kro.cel.opaque import OMIT as OMIT
 from kro.cel.results import DataPending as DataPending
 from kro.cel.results import EvalResult as EvalResult
@@ -79,6 +83,7 @@ __all__ = [
     "DataPending",
     "Dependency",
     "EvalResult",
+    "EvaluationLimits",
     "ExpressionError",
     "InputConverter",
     "NewCondition",

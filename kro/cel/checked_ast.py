@@ -2,12 +2,13 @@
 
 cel-expr-python exposes the parsed or checked AST only as bytes (`Expression.serialize()`: a
 `google.protobuf.Any` wrapping `cel.expr.CheckedExpr` or `cel.expr.ParsedExpr`). We have no
-generated classes for those protos, so this module reads the protobuf wire format directly;
-it is a few dozen lines and needs nothing but the bytes. Decoding happens once per compile,
+generated classes for those protos, so this module reads the protobuf wire format directly
+(`wire`); it needs nothing but the bytes. Decoding happens once per compile,
 never per evaluation.
 
 Neighbours: `deps` walks these nodes for dependency paths, `engine` for the functions an
-expression calls, `lib_conditions` for the `runtime.newCondition` literal rules.
+expression calls, `lib_conditions` for the `runtime.newCondition` literal rules, kro.graph's
+cost estimator for comprehensions; `instrument` rewrites the same bytes before evaluation.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+
+from kro.cel.wire import read_fields as _fields
+from kro.cel.wire import varint_rest as _varint_rest
 
 # cel.expr.Expr oneof field numbers.
 _CONST, _IDENT, _SELECT, _CALL, _LIST, _STRUCT, _COMPREHENSION = 3, 4, 5, 6, 7, 8, 9
@@ -111,55 +115,6 @@ class Tree:
     root: Node
     positions: dict[int, int] = field(default_factory=dict)
     checked: bool = False
-
-
-def _fields(buf: bytes) -> list[tuple[int, int, int | bytes]]:
-    """(field number, wire type, value) for one message's bytes.
-
-    A list and inlined one-byte varints rather than a generator: decoding is most of the
-    cost of a compile after the engine's own work.
-    """
-    out: list[tuple[int, int, int | bytes]] = []
-    i, n = 0, len(buf)
-    while i < n:
-        key = buf[i]
-        i += 1
-        if key >= 0x80:
-            key, i = _varint_rest(buf, i, key)
-        wire = key & 7
-        if wire == 2:
-            size = buf[i]
-            i += 1
-            if size >= 0x80:
-                size, i = _varint_rest(buf, i, size)
-            out.append((key >> 3, 2, buf[i : i + size]))
-            i += size
-        elif wire == 0:
-            value = buf[i]
-            i += 1
-            if value >= 0x80:
-                value, i = _varint_rest(buf, i, value)
-            out.append((key >> 3, 0, value))
-        elif wire == 1:
-            out.append((key >> 3, 1, buf[i : i + 8]))
-            i += 8
-        elif wire == 5:
-            out.append((key >> 3, 5, buf[i : i + 4]))
-            i += 4
-        else:  # groups are never used by cel.expr protos
-            raise ValueError(f"unsupported protobuf wire type {wire}")
-    return out
-
-
-def _varint_rest(buf: bytes, i: int, first: int) -> tuple[int, int]:
-    result, shift = first & 0x7F, 7
-    while True:
-        b = buf[i]
-        i += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, i
-        shift += 7
 
 
 def _signed(value: int) -> int:

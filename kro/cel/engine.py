@@ -19,10 +19,18 @@ Two kinds of engine environment, one library set (docs/design in cel-engine.md):
 
 Evaluation returns `Value | DataPending | ExpressionError` (see `results`) and never
 raises for data problems.
+
+Every evaluation that can cost more than a few microseconds (it has a comprehension, calls
+`lists.range` or one of kro's functions) runs under a `budget` (`EvaluationLimits`, from
+`CelOptions.limits`): its checked tree is rewritten once, at compile time, to call budget
+hooks in every loop (`instrument`), and the bound variables it reads are converted before
+the budget starts, so a large observed object is never charged to the expression that
+happens to read it first.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from collections import OrderedDict
@@ -33,6 +41,8 @@ from typing import Any, Final
 from cel_expr_python import cel
 
 from kro.cel import (
+    budget,
+    instrument,
     lib_conditions,
     lib_hash,
     lib_ip,
@@ -54,6 +64,7 @@ from kro.cel.deps import Dependency, dependencies
 from kro.cel.errors import CelCompileError, CelConversionError, UnsupportedFunctionError
 from kro.cel.lib_conditions import ConditionRead, NewCondition
 from kro.cel.library import Overload, check_extension, runtime_extension
+from kro.cel.limits import DEFAULT_LIMITS, EvaluationLimits
 from kro.cel.opaque import LIBRARY_POOL, new_pool
 from kro.cel.results import EvalResult, ExpressionError, Value, classify
 from kro.cel.types import CelType, parse_engine_type
@@ -92,6 +103,8 @@ UNSUPPORTED: Final[Mapping[str, str]] = {
 _UNSUPPORTED_CALL: Final = re.compile(r"\.\s*(transformMapEntry|transformMap)\s*\(")
 _OPTIONAL_VAR: Final = "kro_optional__"
 _MAP_INSERT: Final = "cel.@mapInsert"
+# Functions implemented in Python: an expression calling one runs under a budget.
+_PYTHON_FUNCTIONS: Final = frozenset(o.function for o in LIBRARY_OVERLOADS)
 
 
 def _config() -> Any:
@@ -116,8 +129,19 @@ class _Engine:
         self.eval_env = cel.NewEnv(
             LIBRARY_POOL,
             config=self.config,
-            extensions=[runtime_extension("kro-runtime", LIBRARY_OVERLOADS)],
+            extensions=[
+                runtime_extension("kro-runtime", LIBRARY_OVERLOADS),
+                instrument.extension(),
+            ],
         )
+        self._touch: dict[str, Any] = {}
+
+    def touch_program(self, name: str) -> Any:
+        """`type(name)`: evaluating it makes the engine convert the bound value of `name`."""
+        program = self._touch.get(name)
+        if program is None:
+            program = self._touch[name] = self.eval_env.compile(f"type({name})", disable_check=True)
+        return program
 
     @classmethod
     def get(cls) -> _Engine:
@@ -134,9 +158,12 @@ class CelOptions:
 
     omit_function: the CELOmitFunction feature gate (default off, like upstream). When off,
     `omit()` is a compile error; when on, the graph compiler decides where it may appear.
+    limits: what one evaluation of an expression compiled here may cost (time, memory,
+    value sizes); see `kro.cel.limits`. Upstream has no such limits.
     """
 
     omit_function: bool = False
+    limits: EvaluationLimits = DEFAULT_LIMITS
 
 
 class Activation:
@@ -146,11 +173,28 @@ class Activation:
     object lazily on first use and keeps the result for later evaluations.
     """
 
-    __slots__ = ("_engine", "values")
+    __slots__ = ("_converted", "_engine", "_memory", "values")
 
     def __init__(self, values: Mapping[str, Any]) -> None:
         self.values = dict(values)
         self._engine = _Engine.get().eval_env.Activation(self.values)
+        self._converted: set[str] = set()
+        self._memory = budget.MemoryAccount()
+
+    def prepare(self, names: frozenset[str]) -> None:
+        """Have the engine convert the bound values of `names` now, outside any budget.
+
+        Conversion of a large object (a 1000-item collection takes a few hundred
+        milliseconds) is the cost of the data, not of the expression that reads it first.
+        """
+        if names <= self._converted:
+            return
+        engine = _Engine.get()
+        for name in names - self._converted:
+            if name in self.values:
+                with contextlib.suppress(*_ENGINE_FAILURES):  # the evaluation reports it
+                    engine.touch_program(name).eval(self._engine)
+            self._converted.add(name)
 
 
 def bind(values: Mapping[str, Any]) -> Activation:
@@ -169,6 +213,8 @@ class CompiledExpression:
     functions: names of every function and operator called (`random.seededString`, `_+_`).
     uses_omit: calls `omit()` (only legal in resource templates, C-31).
     new_conditions / condition_reads: `runtime.newCondition` / `runtime.condition` calls.
+    limits: the evaluation budget, or None for expressions that cannot run long (no
+    comprehension, no kro function): they skip the bookkeeping.
     """
 
     expression: str
@@ -181,17 +227,33 @@ class CompiledExpression:
     _program: Any = field(repr=False)
     _unwrap_optional: bool = field(repr=False)
     _string_result: bool = field(repr=False)
+    _checked: bytes = field(default=b"", repr=False)
+    limits: EvaluationLimits | None = field(default=None, repr=False)
     roots: frozenset[str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "roots", frozenset(d.root for d in self.dependencies))
 
+    def checked_tree(self) -> Tree:
+        """The checked expression tree as written (before budget instrumentation)."""
+        return decode(self._checked)
+
     def evaluate(self, activation: Activation) -> EvalResult:
         """Evaluate to a CEL-native Python value (timestamps are datetimes, bytes bytes)."""
+        if self.limits is None:
+            return self._evaluate(activation)
+        activation.prepare(self.roots)
+        previous = budget.begin(self.limits, activation._memory)
+        try:
+            return self._evaluate(activation)
+        finally:
+            budget.end(previous)
+
+    def _evaluate(self, activation: Activation) -> EvalResult:
         try:
             result = self._program.eval(activation._engine)
-        except RuntimeError as err:  # e.g. a library function returned an unusable value
-            return classify(self.expression, str(err))
+        except _ENGINE_FAILURES as err:  # a library function returned an unusable value, or
+            return classify(self.expression, str(err))  # a C++ exception inside the engine
         # An error comes back as a value whose plain form is its message (a str). Asking for
         # the type costs a third of an evaluation, so only string-typed results pay for it.
         try:
@@ -216,6 +278,8 @@ class CompiledExpression:
 
 
 _ERROR: Final = cel.Type.ERROR
+# What pybind11 turns C++ exceptions into (std::length_error -> ValueError, ...).
+_ENGINE_FAILURES: Final = (RuntimeError, ValueError, IndexError, OverflowError, MemoryError)
 _UNCONVERTIBLE: Final = (
     "the result contains a value the engine cannot hand over (an optional nested in a list "
     "or map); use [?x] / {?k: v} or orValue()"
@@ -456,12 +520,18 @@ def _compile(target: _CheckSet, expression: str, options: CelOptions) -> Compile
     uses_omit = lib_omit.check_omit(tree, enabled=options.omit_function, expression=expression)
     output_type = parse_engine_type(checked.return_type().name(), target.messages)
     unwrap = output_type.kind == "optional"
+    program_bytes = serialized
     if unwrap:
         wrapper = (
             f"cel.bind({_OPTIONAL_VAR}, {source}, {_OPTIONAL_VAR}.hasValue() ? "
             f"[{_OPTIONAL_VAR}.value()] : [])"
         )
-        serialized = _engine_compile(env, wrapper, original=expression).serialize()
+        program_bytes = _engine_compile(env, wrapper, original=expression).serialize()
+    hooked = instrument.needs_instrumenting(tree)
+    if hooked:
+        program_tree = tree if program_bytes is serialized else decode(program_bytes)
+        program_bytes = instrument.instrument(program_bytes, program_tree)
+    budgeted = hooked or not functions.isdisjoint(_PYTHON_FUNCTIONS)
     return CompiledExpression(
         expression=expression,
         output_type=output_type,
@@ -470,9 +540,11 @@ def _compile(target: _CheckSet, expression: str, options: CelOptions) -> Compile
         uses_omit=uses_omit,
         new_conditions=new_conditions,
         condition_reads=lib_conditions.condition_reads(tree),
-        _program=_Engine.get().eval_env.deserialize(serialized),
+        _program=_Engine.get().eval_env.deserialize(program_bytes),
         _unwrap_optional=unwrap,
         _string_result=output_type.kind in _MAY_BE_STRING,
+        _checked=serialized,
+        limits=options.limits if budgeted else None,
     )
 
 

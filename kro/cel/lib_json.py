@@ -5,6 +5,9 @@ in objects and hashes, so it must be byte-identical: keys sorted, no spaces, `<`
 `&` escaped as `\\u003c`..., whole doubles without `.0`, floats in Go's shortest form
 (`1e+21`, `1e-7`), bytes as base64, timestamps RFC3339Nano, durations as nanoseconds.
 unmarshal follows Go's `interface{}` decoding: every number is a double.
+
+marshal is a Python walk (about 0.3 s for a 1.4 MB object), so it checks the evaluation's
+time budget at every map and list it enters.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any, Final
 
 from google.protobuf.message import Message
 
+from kro.cel import budget
 from kro.cel.library import Overload
 from kro.cel.opaque import opaque_text
 
@@ -51,6 +55,7 @@ def _write(value: Any, out: list[str]) -> None:
     elif isinstance(value, (bytes, bytearray)):
         out.append(go_string(base64.b64encode(bytes(value)).decode()))
     elif isinstance(value, dict):
+        budget.enter("json.marshal")
         if not all(isinstance(k, str) for k in value):
             raise ValueError("json.marshal: map keys must be strings")
         out.append("{")
@@ -62,6 +67,7 @@ def _write(value: Any, out: list[str]) -> None:
             _write(value[key], out)
         out.append("}")
     elif isinstance(value, list):
+        budget.enter("json.marshal")
         out.append("[")
         for i, item in enumerate(value):
             if i:

@@ -6,17 +6,23 @@ string, computed like `resource.Quantity.String()`: binary suffixes stay binary 
 value is a whole multiple of 1024 (`1024Mi` -> `1Gi`), decimal values use the largest SI
 suffix that keeps an integer mantissa (`1500m` stays, `1000` -> `1k`), and values are
 rounded up to nano precision like resource.Quantity.
+
+Parsing is linear in the input (the shape is matched with RE2: Python's backtracking `re`
+takes seconds on a crafted 40 KB string) and never builds a huge number: like
+resource.ParseQuantity, magnitudes above MaxInt64 are capped to it, and an exponent that
+puts the value out of that range or below one nano is recognised before `10**exponent` is
+computed (`quantity("1e9999999")` would otherwise take minutes).
 """
 
 from __future__ import annotations
 
 import functools
 import math
-import re
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Final, Literal
 
+import re2
 from google.protobuf.message import Message
 
 from kro.cel.library import Overload
@@ -28,9 +34,9 @@ _BINARY: Final = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _DECIMAL: Final = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15,
                    "E": 18}  # fmt: skip
 _DECIMAL_BY_EXP: Final = {v: k for k, v in _DECIMAL.items()}
-_SHAPE: Final = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
-_NUMBER: Final = re.compile(r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)$")
-_EXPONENT: Final = re.compile(r"^[eE]([-+]?[0-9]+)$")
+_SHAPE: Final = re2.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
+_NUMBER: Final = re2.compile(r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)$")
+_EXPONENT: Final = re2.compile(r"^[eE]([-+]?[0-9]+)$")
 FORMAT_WRONG: Final = (
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 )
@@ -57,18 +63,37 @@ def parse(text: str) -> Amount:
     if suffix in _BINARY:
         value, fmt = base * (1 << _BINARY[suffix]), "BinarySI"
     elif suffix in _DECIMAL:
-        value, fmt = base * Fraction(10) ** _DECIMAL[suffix], "DecimalSI"
+        value, fmt = _scale(base, _DECIMAL[suffix], len(number)), "DecimalSI"
     else:
         exponent = _EXPONENT.match(suffix)
         if exponent is None:
             raise ValueError("unable to parse quantity's suffix")
-        value, fmt = base * Fraction(10) ** int(exponent.group(1)), "DecimalExponent"
+        value = _scale(base, int(exponent.group(1)), len(number))
+        fmt = "DecimalExponent"
     # resource.Quantity keeps nano precision, rounding away from zero.
     scaled = value * 10**9
     if scaled.denominator != 1:
         rounded = math.ceil(abs(scaled))
         value = Fraction(rounded if value > 0 else -rounded, 10**9)
+    if abs(value) > _MAX_INT64:  # ParseQuantity: "The max is just a simple cap."
+        value = Fraction(_MAX_INT64 if value > 0 else -_MAX_INT64)
     return Amount(value, fmt)
+
+
+def _scale(base: Fraction, power: int, digits: int) -> Fraction:
+    """`base * 10**power`, where `base` was written with `digits` characters.
+
+    A non-zero base lies in [10**-digits, 10**digits), so a power above digits + 19 puts the
+    value beyond MaxInt64 (capped by the caller) and one below -(digits + 10) under one nano
+    (rounded up to it by the caller): both are answered without computing `10**power`.
+    """
+    if base == 0:
+        return base
+    if power > digits + 19:
+        return Fraction(2 * _MAX_INT64 if base > 0 else -2 * _MAX_INT64)
+    if power < -(digits + 10):
+        return Fraction(1 if base > 0 else -1, 10**10)
+    return base * Fraction(10) ** power
 
 
 def canonical(amount: Amount) -> str:

@@ -4,6 +4,11 @@ Deterministic "random" values derived from a seed (usually the instance UID or n
 generated password or node port stays the same across reconciles. The algorithms match
 upstream `pkg/cel/library/random.go` bit for bit, including the quirk that seededString
 repeats with period 8 (the re-hash branch for `start + 4 > 32` can never run).
+
+That period is also why a long string costs nothing to build: the first eight characters
+are computed as upstream computes every one, then repeated. Upstream has no length limit;
+here a length above the per-value size limit (3 MiB by default, `limits`) fails before
+anything is built, naming the function and the limit.
 """
 
 from __future__ import annotations
@@ -11,18 +16,28 @@ from __future__ import annotations
 import hashlib
 from typing import Final
 
+from kro.cel import budget
 from kro.cel.library import Overload
 
 ALPHABET: Final = "0123456789abcdefghijklmnopqrstuvwxyz"
 _U64: Final = (1 << 64) - 1
+_PERIOD: Final = 8  # 32 digest bytes / 4 bytes per character
 
 
 def seeded_string(length: int, seed: str) -> str:
     if length <= 0:
         raise ValueError("random.seededString length must be positive")
+    budget.check_length("random.seededString", "length", length)
+    period = _period(seed)
+    repeats, rest = divmod(length, len(period))
+    return period * repeats + period[:rest]
+
+
+def _period(seed: str) -> str:
+    """Characters 0..7 of upstream's sequence; character i is character i % 8."""
     digest = hashlib.sha256(seed.encode()).digest()
     out = []
-    for i in range(length):
+    for i in range(_PERIOD):
         start = (i * 4) % len(digest)
         if start + 4 > len(digest):  # unreachable: 32 % 4 == 0; kept to mirror upstream
             digest = hashlib.sha256(digest).digest()

@@ -13,6 +13,10 @@ Python implementation. This module turns the union of them into two engine exten
 Two quirks of cel-expr-python 0.1.3 shape this: `dyn` parameters only dispatch when
 registered through a `CelExtension` (not `functions=`), and type parameters (`list(T)`)
 neither bind in the checker nor dispatch at runtime, so generic functions use `dyn`.
+
+Every runtime implementation is wrapped by `_guarded`: before the call it checks the
+evaluation's time budget, after it charges the result against the per-value and
+per-evaluation size limits (`budget`), so no kro function can be the step that runs away.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any, Final
 
 from cel_expr_python import cel
 
+from kro.cel import budget
 from kro.cel.opaque import MESSAGE_CLASSES
 
 _SCALAR_KINDS: Final = frozenset(
@@ -82,7 +87,7 @@ def runtime_extension(name: str, overloads: Iterable[Overload]) -> Any:
     by_function: dict[str, list[Any]] = {}
     for (function, member, _), members in groups.items():
         first = members[0]
-        impl = first.impl if len(members) == 1 else _dispatcher(members)
+        impl = _guarded(function, first.impl if len(members) == 1 else _dispatcher(members))
         # The binding checks returned values against the declared result type.
         result = first.result if len({o.result for o in members}) == 1 else "dyn"
         by_function.setdefault(function, []).append(
@@ -111,3 +116,15 @@ def _dispatcher(members: list[Overload]) -> Callable[..., Any]:
         raise TypeError(f"no matching overload for {members[0].function}({names})")
 
     return dispatch
+
+
+def _guarded(function: str, impl: Callable[..., Any]) -> Callable[..., Any]:
+    """`impl` under the evaluation budget: time checked on entry, the result's size charged."""
+
+    def guarded(*args: Any) -> Any:
+        budget.enter(function)
+        result = impl(*args)
+        budget.charge(function, result)
+        return result
+
+    return guarded

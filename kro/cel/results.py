@@ -6,8 +6,11 @@ by zero: report it). The engine signals both as an error *value* whose only dist
 feature is its message, so this module classifies messages. Upstream does the same with
 cel-go texts (`pkg/runtime/errors.go`: `no such key`, `no such field`, `no such attribute`,
 `index out of bounds`); the table below maps cel-cpp's wording onto those four reasons.
-Every pattern has a test in tests/cel/test_results.py: an engine upgrade that changes a
+Every pattern has a test in tests/cel/test_cel_results.py: an engine upgrade that changes a
 text fails there, not in a reconcile.
+
+Failures of an evaluation limit (kro.cel.limits) are expression errors with the code
+`RESOURCE_EXHAUSTED`; the engine's own iteration limit is reworded to say which limit it is.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final, NoReturn
 
+from kro.cel.budget import BUDGET_EXCEEDED
 from kro.cel.errors import CelDataPendingError, CelEvaluationError
+from kro.cel.limits import ENGINE_MAX_ITERATIONS
 
 # (pattern, upstream reason). Searched, not anchored: the engine prefixes a status code.
 PENDING_PATTERNS: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
@@ -31,6 +36,13 @@ PENDING_PATTERNS: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
 )
 
 _STATUS_PREFIX: Final = re.compile(r"^(?P<code>[A-Z][A-Z_]+): ")
+_ENGINE_ITERATION_LIMIT: Final = re.compile(r"Iteration budget exceeded")
+ITERATION_LIMIT_MESSAGE: Final = (
+    f"{BUDGET_EXCEEDED}: more than {ENGINE_MAX_ITERATIONS} comprehension iterations in one "
+    "evaluation (the engine's fixed limit)"
+)
+_LIMIT_MESSAGE: Final = re.compile(rf"^{BUDGET_EXCEEDED}: |^[\w.]+: .* exceeds the limit of ")
+LIMIT_CODE: Final = "RESOURCE_EXHAUSTED"
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +90,12 @@ def classify(expression: str, engine_text: str) -> DataPending | ExpressionError
     if prefix is not None:
         code = prefix.group("code")
         message = engine_text[prefix.end() :]
+    if _ENGINE_ITERATION_LIMIT.search(message):
+        return ExpressionError(
+            expression=expression, message=ITERATION_LIMIT_MESSAGE, code=LIMIT_CODE
+        )
+    if _LIMIT_MESSAGE.search(message):
+        return ExpressionError(expression=expression, message=message, code=LIMIT_CODE)
     for pattern, reason in PENDING_PATTERNS:
         if pattern.search(message):
             return DataPending(expression=expression, message=message, reason=reason)

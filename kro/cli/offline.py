@@ -9,7 +9,10 @@ platform's whole set of RGDs can be checked in CI.
 
 * `kro validate [rgd] -f FILE [-f FILE ...] [--crd FILE ...]` checks admission rules (§1.A)
   and builds every RGD (§1.E). Prints `Validation successful! The ResourceGraphDefinition is
-  valid.` per RGD, or `validation failed: <error>`; exit 0 when all are valid, else 1.
+  valid.` per RGD, or `validation failed: <error>`; exit 0 when all are valid, else 1. Valid
+  RGDs whose expressions may be expensive at run time (`kro.graph.cost`: nested
+  comprehensions over lists the schema does not bound, generated lengths computed at run
+  time) get a `warning: ...` line on stderr each; warnings never change the exit code.
 * `kro generate crd -f FILE [-o yaml|json]` prints each RGD's CRD with the annotation
   `kro.run/cli-version: dev`.
 * `kro graph -f FILE [--format text|mermaid|dot]` prints the topological order, the
@@ -39,6 +42,7 @@ from kro.api.v1alpha1 import InvalidObjectError, parse_resource_graph_definition
 from kro.cli.flags import parse_feature_gates
 from kro.graph.build_errors import ResourceBuildError
 from kro.graph.builder import BuildOptions, build_graph
+from kro.graph.cost import graph_warnings
 from kro.graph.errors import GraphError
 from kro.graph.model import Graph, NodeType
 from kro.graph.resolver import (
@@ -237,9 +241,18 @@ def _validate(args: argparse.Namespace) -> int:
             if result.error is None:
                 prefix = f"{result.name}: " if len(results) > 1 and result.name else ""
                 print(prefix + VALID_MESSAGE)
+        _report_cost_warnings(results)
         return EXIT_INVALID if _report_failures(results) else EXIT_OK
 
     return _run(args, render)
+
+
+def _report_cost_warnings(results: Sequence[BuildResult]) -> None:
+    """Expressions whose run-time cost the schema does not bound (advice, not an error)."""
+    for result in results:
+        if result.graph is not None:
+            for warning in graph_warnings(result.graph):
+                print(f"warning: {warning}", file=sys.stderr)
 
 
 # --- generate crd ------------------------------------------------------------------------------

@@ -394,11 +394,23 @@ class InstanceEvaluation:
         return ConditionResults(tuple(produced), pending, tuple(errors))
 
 
+_CONTEXTS: Final = frozenset({"includeWhen", "readyWhen", "forEach"})
+
+
 def _checked(result: Value | DataPending | ExpressionError, node: Node, where: str) -> Any:
+    """The value, or an EvaluationError that says which resource, field and expression failed.
+
+    The message ends up in the instance's ResourcesReady condition. A field path is quoted:
+    unquoted, `data.password: random.seededString: ...` reads like a credential to the
+    redaction every condition goes through, and the reason would be lost.
+    """
     if isinstance(result, ExpressionError):
+        location = where if where in _CONTEXTS else f'path "{where}"'
         raise EvaluationError(
-            f'failed to evaluate expression "{result.expression}" in {where}: {result.message}',
+            f'node "{node.id}": failed to evaluate expression "{result.expression}" in '
+            f"{location}: {result.message}",
             resource_id=node.id,
+            field_path=where,
             expression=result.expression,
         )
     assert isinstance(result, Value)

@@ -95,3 +95,35 @@ def test_unwrap() -> None:
         ExpressionError("e", "boom").unwrap()
     assert not isinstance(info.value, CelDataPendingError)
     assert info.value.expression == "e"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "INTERNAL: Iteration budget exceeded [INTERNAL]",
+            "evaluation budget exceeded: more than 10000 comprehension iterations in one "
+            "evaluation (the engine's fixed limit)",
+        ),
+        (
+            "UNKNOWN: evaluation budget exceeded: the expression ran longer than the time "
+            "budget of 100ms (in a comprehension)",
+            "evaluation budget exceeded: the expression ran longer than the time budget of "
+            "100ms (in a comprehension)",
+        ),
+        (
+            "UNKNOWN: random.seededString: length 9 exceeds the limit of 8 (8 bytes per value)",
+            "random.seededString: length 9 exceeds the limit of 8 (8 bytes per value)",
+        ),
+    ],
+    ids=["engine-iterations", "budget", "value-size"],
+)
+def test_limit_texts_are_resource_exhausted(text: str, message: str) -> None:
+    assert classify("e", text) == ExpressionError(
+        expression="e", message=message, code="RESOURCE_EXHAUSTED"
+    )
+
+
+def test_a_limit_message_is_never_data_pending() -> None:
+    text = "evaluation budget exceeded: ... (Key not found in map : x)"
+    assert isinstance(classify("e", text), ExpressionError)
