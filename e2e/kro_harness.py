@@ -43,6 +43,7 @@ from kro.runtime.logging import configure
 from kro.runtime.manager import Manager, ManagerOptions
 from kro.runtime.prometheus import PrometheusProvider
 from kro.testing.runlocal import install_crds
+from kro.testing.waiting import eventually
 
 T = TypeVar("T")
 
@@ -188,21 +189,7 @@ async def wait_for(
 
     NotFound counts as "not yet" (objects appear asynchronously).
     """
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    last: object = None
-    while True:
-        try:
-            value = await probe()
-        except NotFound as error:
-            last = error
-        else:
-            if value:
-                return value
-            last = value
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}; last: {last!r}")
-        await asyncio.sleep(interval_s)
+    return await eventually(probe, what=what, timeout_s=timeout_s, interval_s=interval_s)
 
 
 def condition(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from kro.runtime.client import Client
 from kro.runtime.gvk import GVR
 from kro.runtime.informer import Informer
 from kro.runtime.store import object_key
+from kro.testing import waiting
 
 CONFIGMAPS = GVR("", "v1", "configmaps")
 NAMESPACES = GVR("", "v1", "namespaces")
@@ -38,15 +39,7 @@ async def eventually(
     interval_s: float = 0.2,
 ) -> T:
     """Await `probe()` until it returns something truthy; fail after `timeout_s`."""
-    deadline = time.monotonic() + timeout_s
-    last: T | None = None
-    while True:
-        last = await probe()
-        if last:
-            return last
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}; last: {last!r}")
-        await asyncio.sleep(interval_s)
+    return await waiting.eventually(probe, what=what, timeout_s=timeout_s, interval_s=interval_s)
 
 
 async def concurrently(

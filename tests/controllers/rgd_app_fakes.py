@@ -22,6 +22,7 @@ from kro.controllers.rgd import RGDS, RGDOptions
 from kro.runtime.client import Client
 from kro.runtime.errors import NotFound
 from kro.runtime.metrics import MetricsProvider
+from kro.testing import waiting
 
 T = TypeVar("T")
 
@@ -108,21 +109,7 @@ async def eventually(
     probe: Callable[[], Awaitable[T | None]], *, what: str, timeout_s: float = DEADLINE_S
 ) -> T:
     """Await `probe` until it returns something truthy (NotFound: not yet)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    last: object = None
-    while True:
-        try:
-            value = await probe()
-        except NotFound as error:
-            last = error
-        else:
-            if value:
-                return value
-            last = value
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
-        await asyncio.sleep(0.02)
+    return await waiting.eventually(probe, what=what, timeout_s=timeout_s, interval_s=0.02)
 
 
 def kind_rgd(name: str, kind: str) -> dict[str, Any]:
