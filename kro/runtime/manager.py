@@ -336,6 +336,8 @@ class Manager:
             self._fail(exc, what)
 
     def _fail(self, exc: BaseException, what: str) -> None:
+        while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+            exc = exc.exceptions[0]  # a TaskGroup's wrapping (the elector's): report the cause
         if self._fatal is None:
             self._fatal = exc
             if isinstance(exc, LeaderElectionLost | CacheSyncTimeout | ControllersStopped):

@@ -491,3 +491,30 @@ async def test_controllers_that_stop_on_their_own_are_fatal() -> None:
     controller.queue.shutdown()  # someone else shut the queue: nobody reconciles any more
     with pytest.raises(ControllersStopped):
         await asyncio.wait_for(task, timeout=2.0)
+
+
+async def test_a_cache_that_never_syncs_on_a_leader_is_reported_as_itself() -> None:
+    clock = FakeClock()
+    client = FakeKubeClient()
+    election = LeaderElectionConfig(lease_name="kro", lease_namespace="kro-system", identity="x")
+    manager = Manager(
+        options(
+            leader_election=election,
+            health_probe_bind_address="0",
+            metrics_bind_address="0",
+            cache_sync_timeout_s=30,
+        ),
+        client=client,
+        clock=clock,
+    )
+    manager.add_informer(FakeInformer())
+    manager.add_controller(make_controller(clock, Reconciler()))
+    task = asyncio.create_task(manager.run())
+    for _ in range(40):
+        await clock.advance(1.0)
+        if task.done():
+            break
+    # Not an ExceptionGroup from the elector's task group: the cause, as the CLI logs it.
+    with pytest.raises(CacheSyncTimeout, match="within 30s: FakeInformer"):
+        await asyncio.wait_for(task, timeout=2.0)
+    assert client.stored(LEASES, "kro-system", "kro")["spec"]["holderIdentity"] == ""  # released
