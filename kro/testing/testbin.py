@@ -1,8 +1,8 @@
 """kro.testing.testbin: build the control-plane binaries from the committed wrapper Go modules.
 
 Why wrapper modules: `k8s.io/kubernetes` and etcd's server module carry `replace` directives, so
-`go install pkg@version` cannot build them (see ../shared/spec/control-plane.md §1). Each wrapper
-under `gomod/` is a main module that pins one tool and commits its go.sum.
+`go install pkg@version` cannot build them (replace directives apply only in a main module). Each
+wrapper under `gomod/` is a main module that pins one tool and commits its go.sum.
 
 Binaries are cached outside the repository, one directory per component keyed by everything that
 went into them (go.mod, go.sum, Go version, ldflags, tags), written into a temporary directory and

@@ -1,4 +1,4 @@
-"""The CEL probe list from /work/shared/spec/cel-engine.md §1, run through kro.cel.
+"""A probe list of CEL features (syntax, extensions, kro functions), run through kro.cel.
 
 This is the upgrade guard for the engine pin: if a cel-expr-python release changes any of
 these results, this table says which. Outcomes follow kro's environment (C-18), which is
