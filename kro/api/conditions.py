@@ -179,10 +179,24 @@ def aggregate_ready(
 
 
 def ordered_conditions(
-    conditions: Sequence[Condition], *, root_type: str = CONDITION_READY
+    conditions: Sequence[Condition],
+    *,
+    dependents: Sequence[str] = (),
+    root_type: str = CONDITION_READY,
 ) -> list[Condition]:
-    """Wire order: by lastTransitionTime ascending, the root condition always last (T-09)."""
+    """Wire order (T-09, N-28): by lastTransitionTime ascending, the root condition last.
+
+    Transition times have a resolution of one second, so conditions set in the same pass tie;
+    ties keep the order of `dependents` (the order in which upstream initialises them:
+    InstanceManaged, GraphResolved, ResourcesReady on instances), and any other type keeps its
+    position among its equals (the sort is stable). This is the one ordering function: every
+    controller that writes `status.conditions` passes its list through it.
+    """
+    rank = {condition_type: index for index, condition_type in enumerate(dependents)}
     others = [c for c in conditions if c.get("type") != root_type]
     roots = [c for c in conditions if c.get("type") == root_type]
-    others.sort(key=lambda c: c.get("lastTransitionTime", ""))
+    last = len(rank)
+    others.sort(
+        key=lambda c: (str(c.get("lastTransitionTime", "")), rank.get(str(c.get("type")), last))
+    )
     return others + roots

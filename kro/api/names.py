@@ -139,6 +139,10 @@ CONDITION_GRAPH_VERIFIED: Final = "GraphVerified"
 CONDITION_INSTANCE_MANAGED: Final = "InstanceManaged"
 CONDITION_GRAPH_RESOLVED: Final = "GraphResolved"
 CONDITION_RESOURCES_READY: Final = "ResourcesReady"
+CONDITION_FIELD_CONFLICT: Final = "FieldConflict"
+"""kro-py's own, present only while kro has yielded a field another field manager keeps
+rewriting (kro.applyset.contest); not aggregated into Ready, so upstream's lists are unchanged
+whenever there is no fight."""
 
 RGD_DEPENDENT_CONDITIONS: Final = (
     CONDITION_GRAPH_REVISIONS_RESOLVED,
@@ -203,6 +207,8 @@ REASON_RECONCILIATION_SUSPENDED: Final = "ReconciliationSuspended"
 REASON_UNDER_DELETION: Final = "UnderDeletion"
 REASON_RESOURCE_GRAPH_DEFINITION_DELETED: Final = "ResourceGraphDefinitionDeleted"
 """InstanceManaged=False on an instance whose RGD was deleted: kro only serves its deletion."""
+REASON_FIELD_YIELDED: Final = "FieldYielded"
+"""FieldConflict=True, and the Warning Event: kro stopped applying a contested field."""
 
 # --- States ------------------------------------------------------------------------------------
 

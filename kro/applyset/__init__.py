@@ -35,7 +35,8 @@ Example (one reconcile pass of a namespaced instance with one ConfigMap child):
             await applier.ensure_inventory(result.parent, result.parent_obj, pruned.inventory)
 
 Modules: `identity` (ID and hash formulas, Parent, GroupKind), `inventory` (parent metadata),
-`cache` (skip-unchanged proof), `applier`, `members` (listing and deleting members), `prune`,
+`cache` (skip-unchanged proof), `contest` (fields another controller keeps rewriting: counted,
+backed off, then yielded), `applier`, `members` (listing and deleting members), `prune`,
 `deletion`, `errors`.
 """
 
@@ -46,6 +47,8 @@ from kro.applyset.applier import ApplyResult as ApplyResult
 from kro.applyset.applier import Desired as Desired
 from kro.applyset.applier import check_duplicates as check_duplicates
 from kro.applyset.cache import AppliedCache as AppliedCache
+from kro.applyset.contest import Contest as Contest
+from kro.applyset.contest import ContestPolicy as ContestPolicy
 from kro.applyset.deletion import DeletionProgress as DeletionProgress
 from kro.applyset.deletion import apply_order as apply_order
 from kro.applyset.deletion import delete_next_wave as delete_next_wave
@@ -82,6 +85,8 @@ __all__ = [
     "ApplierOptions",
     "ApplyResult",
     "ApplySetError",
+    "Contest",
+    "ContestPolicy",
     "DeleteOutcome",
     "DeletionProgress",
     "Desired",

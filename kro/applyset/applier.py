@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import structlog
@@ -37,6 +37,13 @@ from kro.api.names import (
 from kro.api.objects import metadata as _meta
 from kro.applyset._tasks import run_all
 from kro.applyset.cache import AppliedCache, digest
+from kro.applyset.contest import (
+    Contest,
+    ContestPolicy,
+    FieldContests,
+    Review,
+    without_paths,
+)
 from kro.applyset.errors import ApplySetError, DuplicateResources, OwnershipConflict
 from kro.applyset.identity import GroupKind, Parent
 from kro.applyset.inventory import Inventory, is_rendered, project, read_inventory, render
@@ -108,6 +115,8 @@ class AppliedResource:
     changed: the object was created or its resourceVersion moved (R-12).
     skipped: no request was sent because nothing would change.
     error: an API error, or OwnershipConflict; None on success.
+    contests: fields of this object another manager keeps changing (`kro.applyset.contest`).
+    retry_after_s: a contested field was left out for a backoff; apply again after this long.
     """
 
     resource_id: str
@@ -115,6 +124,8 @@ class AppliedResource:
     changed: bool = False
     skipped: bool = False
     error: KubeError | ApplySetError | None = None
+    contests: tuple[Contest, ...] = ()
+    retry_after_s: float | None = None
 
     @property
     def uid(self) -> str:
@@ -158,15 +169,29 @@ class ApplyResult:
     def get(self, resource_id: str) -> AppliedResource | None:
         return next((r for r in self.resources if r.resource_id == resource_id), None)
 
+    @property
+    def contests(self) -> tuple[Contest, ...]:
+        """Every contested field of this pass, in resource order."""
+        return tuple(c for r in self.resources for c in r.contests)
+
+    @property
+    def retry_after_s(self) -> float | None:
+        """The soonest a field left out for a backoff should be applied again."""
+        waits = [r.retry_after_s for r in self.resources if r.retry_after_s is not None]
+        return min(waits) if waits else None
+
 
 @dataclass(frozen=True, kw_only=True)
 class ApplierOptions:
     """tooling: the `applyset.kubernetes.io/tooling` value, `kro/<version>` (`tooling_for`).
     cache_entries: how many objects the skip-unchanged cache remembers (LRU; default 16384).
-        Forgetting one only costs one redundant apply."""
+        Forgetting one only costs one redundant apply.
+    contest_policy: how many rounds a field another controller keeps rewriting is re-applied
+        before kro yields it (`kro.applyset.contest`)."""
 
     tooling: str
     cache_entries: int = 16384
+    contest_policy: ContestPolicy = field(default_factory=ContestPolicy)
 
 
 def check_duplicates(desired: Sequence[Desired]) -> None:
@@ -191,6 +216,7 @@ class Applier:
         self._client = client
         self._options = options
         self._cache = AppliedCache(options.cache_entries)
+        self._contests = FieldContests(FIELD_MANAGER_APPLYSET, options.contest_policy)
 
     @property
     def tooling(self) -> str:
@@ -263,9 +289,13 @@ class Applier:
         body = copy.deepcopy(dict(item.obj))
         metadata = body.setdefault("metadata", {})
         metadata["labels"] = {**(metadata.get("labels") or {}), LABEL_APPLYSET_PART_OF: parent.id}
+        review = self._contests.review(item.resource_id, body, observed)
+        if review.omit:
+            body = without_paths(body, review.omit)
         body_digest = digest(body)
         if observed is not None and self._cache.is_current(observed, body_digest):
-            return AppliedResource(item.resource_id, copy.deepcopy(dict(observed)), skipped=True)
+            skipped = AppliedResource(item.resource_id, copy.deepcopy(dict(observed)), skipped=True)
+            return _reviewed(skipped, review)
         try:
             applied = await self._client.apply(
                 item.gvr,
@@ -279,9 +309,15 @@ class Applier:
             log.debug(
                 "applyset.apply_failed", resource_id=item.resource_id, error=type(err).__name__
             )
-            return AppliedResource(item.resource_id, None, error=err)
+            return _reviewed(AppliedResource(item.resource_id, None, error=err), review)
         self._cache.remember(applied, body_digest)
         before = _meta(observed).get("resourceVersion")
         changed = observed is None or _meta(applied).get("resourceVersion") != before
         log.debug("applyset.resource_applied", resource_id=item.resource_id, changed=changed)
-        return AppliedResource(item.resource_id, applied, changed=changed)
+        return _reviewed(AppliedResource(item.resource_id, applied, changed=changed), review)
+
+
+def _reviewed(resource: AppliedResource, review: Review) -> AppliedResource:
+    if not review.contests and review.retry_after_s is None:
+        return resource
+    return replace(resource, contests=review.contests, retry_after_s=review.retry_after_s)

@@ -19,7 +19,6 @@ from typing import Any
 from kro.api.names import (
     ALLOW_BREAKING_CHANGES_VALUE,
     ANNOTATION_ALLOW_BREAKING_CHANGES,
-    FEATURE_INSTANCE_CONDITION_EVENTS,
     FEATURE_INSTANCE_CONDITION_METRICS,
     LABEL_RGD_NAME,
 )
@@ -132,11 +131,10 @@ class KroApp:
         clock = RealClock()
         self.client = client
         self.registry = RevisionRegistry(RegistryMetrics(metrics))
-        self.recorders = (
-            RecorderPool(client)
-            if options.feature_gates.get(FEATURE_INSTANCE_CONDITION_EVENTS)
-            else None
-        )
+        # Always there: Warnings of kro-py's own (a field another controller keeps rewriting)
+        # are recorded whatever the gates; the gate InstanceConditionEvents only decides the
+        # per-condition Events (InstanceOptions.condition_events).
+        self.recorders: RecorderPool | None = RecorderPool(client)
         self.schemas = LiveSchemaResolver(client, metrics=SchemaResolverMetrics(metrics))
         self.resolver: SchemaResolver = resolver or self.schemas
         self.factory = SharedInformerFactory(client, resync_period_s=options.resync_period_s)

@@ -16,7 +16,7 @@ from typing import Any
 
 import structlog
 
-from kro.api.conditions import set_condition
+from kro.api.conditions import conditions_of, ordered_conditions, set_condition
 from kro.api.names import (
     CONDITION_GRAPH_VERIFIED,
     CONDITION_READY,
@@ -117,6 +117,7 @@ class GraphRevisionReconciler:
         rgd = {"metadata": {"name": rgd_name}, "spec": snapshot.get("spec") or {}}
         status: dict[str, Any] = copy.deepcopy(revision.get("status") or {})
         now = now_rfc3339()
+        generation = (revision.get("metadata") or {}).get("generation")
         started = time.monotonic()
         try:
             graph = await build_graph_async(rgd, self.resolver, options=self.options)
@@ -129,6 +130,7 @@ class GraphRevisionReconciler:
                 CONDITION_GRAPH_VERIFIED,
                 STATUS_FALSE,
                 now=now,
+                observed_generation=generation,
                 reason=REASON_INVALID_GRAPH,
                 message=message,
             )
@@ -137,6 +139,7 @@ class GraphRevisionReconciler:
                 CONDITION_READY,
                 STATUS_FALSE,
                 now=now,
+                observed_generation=generation,
                 reason=REASON_INVALID_GRAPH,
                 message=message,
             )
@@ -152,7 +155,14 @@ class GraphRevisionReconciler:
             reason=REASON_VERIFIED,
             message="graph revision compiled and verified",
         )
-        set_condition(status, CONDITION_READY, STATUS_TRUE, now=now, reason=REASON_READY)
+        set_condition(
+            status,
+            CONDITION_READY,
+            STATUS_TRUE,
+            now=now,
+            reason=REASON_READY,
+            observed_generation=generation,
+        )
         status["topologicalOrder"] = list(graph.topological_order)
         status["resources"] = graph.resources_status()
         try:
@@ -169,6 +179,7 @@ class GraphRevisionReconciler:
         self.metrics.compile_duration.observe(time.monotonic() - started, result=result)
 
     async def _write_status(self, revision: dict[str, Any], status: dict[str, Any]) -> None:
+        status["conditions"] = ordered_conditions(conditions_of(status))
         if revision.get("status") == status:
             return
         body = copy.deepcopy(revision)

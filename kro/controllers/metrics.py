@@ -88,6 +88,12 @@ class InstanceMetrics:
             "Total number of instance reconciliation errors",
             gvr,
         )
+        self.field_conflicts = provider.counter(
+            "instance_field_conflicts_total",
+            "Rounds in which another field manager changed a field kro applies, by what kro "
+            "did: reapplied it, or yielded it for good (kro-py)",
+            ("gvr", "manager", "outcome"),
+        )
         self.resolution_success = provider.counter(
             "instance_graph_resolution_success_total",
             "Total number of successful graph resolutions for instances",

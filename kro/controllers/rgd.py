@@ -29,7 +29,13 @@ from typing import Any
 
 import structlog
 
-from kro.api.conditions import aggregate_ready, is_condition_true, set_condition
+from kro.api.conditions import (
+    aggregate_ready,
+    conditions_of,
+    is_condition_true,
+    ordered_conditions,
+    set_condition,
+)
 from kro.api.names import (
     ALLOW_BREAKING_CHANGES_VALUE,
     ANNOTATION_ALLOW_BREAKING_CHANGES,
@@ -247,26 +253,24 @@ class RGDReconciler:
             .get("labels", {})
             .get(LABEL_GRAPH_REVISION_HASH, "")
         )
+        entry = self.registry.get(name, latest_number) if latest is not None else None
         if latest is None or latest_hash != wanted_hash:
+            if entry is not None:
+                # The revision serving now is evaluated at this generation too, so that an
+                # update that fails validation leaves no condition stamped with an old one.
+                self._revision_condition(entry.state, entry.graph, latest_number, cond)
             self.metrics.revision_resolution.inc(result=RESULT_ISSUE)
             reason = ISSUE_NO_REVISION if latest is None else ISSUE_SPEC_CHANGED
             return await self._issue(rgd, status, wanted_hash, latest_number, cond, reason=reason)
-        entry = self.registry.get(name, latest_number)
         assert entry is not None
+        self._revision_condition(entry.state, entry.graph, latest_number, cond)
         if entry.state is RevisionState.PENDING:
-            cond(
-                CONDITION_GRAPH_REVISIONS_RESOLVED,
-                STATUS_UNKNOWN,
-                REASON_WAITING_FOR_GRAPH_REVISION_COMPILATION,
-                f"waiting for graph revision {latest_number} to compile",
-            )
             return self._wait(WAIT_COMPILING)
         if entry.state is RevisionState.ACTIVE and entry.graph is None:
             self.metrics.registry_miss.inc(reason=MISS_RUNTIME_ENTRY_MISSING)
         if entry.state is RevisionState.FAILED or entry.graph is None:
             self.metrics.revision_resolution.inc(result=RESULT_FAILED)
             message = f"latest graph revision {latest_number} failed compilation"
-            cond(CONDITION_GRAPH_REVISIONS_RESOLVED, STATUS_FALSE, REASON_FAILED, message)
             cond(
                 CONDITION_GRAPH_ACCEPTED,
                 STATUS_FALSE,
@@ -275,12 +279,6 @@ class RGDReconciler:
             )
             return Result()
         cond(
-            CONDITION_GRAPH_REVISIONS_RESOLVED,
-            STATUS_TRUE,
-            REASON_RESOLVED,
-            f"revision {latest_number} compiled and active",
-        )
-        cond(
             CONDITION_GRAPH_ACCEPTED,
             STATUS_TRUE,
             REASON_VALID,
@@ -288,6 +286,29 @@ class RGDReconciler:
         )
         self.metrics.revision_resolution.inc(result=RESULT_SERVE)
         return await self._serve(rgd, status, entry.graph, latest_number, cond)
+
+    @staticmethod
+    def _revision_condition(
+        state: RevisionState, graph: Graph | None, number: int, cond: Any
+    ) -> None:
+        """GraphRevisionsResolved for the latest revision, from its registry state (P-05)."""
+        if state is RevisionState.PENDING:
+            cond(
+                CONDITION_GRAPH_REVISIONS_RESOLVED,
+                STATUS_UNKNOWN,
+                REASON_WAITING_FOR_GRAPH_REVISION_COMPILATION,
+                f"waiting for graph revision {number} to compile",
+            )
+        elif state is RevisionState.FAILED or graph is None:
+            message = f"latest graph revision {number} failed compilation"
+            cond(CONDITION_GRAPH_REVISIONS_RESOLVED, STATUS_FALSE, REASON_FAILED, message)
+        else:
+            cond(
+                CONDITION_GRAPH_REVISIONS_RESOLVED,
+                STATUS_TRUE,
+                REASON_RESOLVED,
+                f"revision {number} compiled and active",
+            )
 
     async def _issue(
         self,
@@ -438,6 +459,9 @@ class RGDReconciler:
             reason=str(root.get("reason", "")),
             message=str(root.get("message", "")),
             observed_generation=generation,
+        )
+        status["conditions"] = ordered_conditions(
+            conditions_of(status), dependents=RGD_DEPENDENT_CONDITIONS
         )
         active = all(
             is_condition_true(status, c)

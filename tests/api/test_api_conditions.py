@@ -142,3 +142,31 @@ def test_wire_order_is_by_transition_time_with_ready_last() -> None:
         {"type": "A", "lastTransitionTime": T1},
     ]
     assert [c["type"] for c in ordered_conditions(conditions)] == ["A", "B", "Ready"]
+
+
+def test_conditions_set_in_the_same_second_keep_the_dependents_order() -> None:
+    """Upstream initialises dependents in order, so tied times read in that order (T-09)."""
+    conditions: list[Condition] = [
+        {"type": "Ready", "lastTransitionTime": T0},
+        {"type": "ResourcesReady", "lastTransitionTime": T0},
+        {"type": "GraphResolved", "lastTransitionTime": T0},
+        {"type": "InstanceManaged", "lastTransitionTime": T0},
+    ]
+    wire = ordered_conditions(conditions, dependents=names.INSTANCE_DEPENDENT_CONDITIONS)
+    assert [c["type"] for c in wire] == [
+        "InstanceManaged",
+        "GraphResolved",
+        "ResourcesReady",
+        "Ready",
+    ]
+
+
+def test_a_later_transition_still_sorts_after_the_dependents_order() -> None:
+    conditions: list[Condition] = [
+        {"type": "InstanceManaged", "lastTransitionTime": T1},
+        {"type": "GraphResolved", "lastTransitionTime": T0},
+        {"type": "Custom", "lastTransitionTime": T0},
+        {"type": "Ready", "lastTransitionTime": T0},
+    ]
+    wire = ordered_conditions(conditions, dependents=names.INSTANCE_DEPENDENT_CONDITIONS)
+    assert [c["type"] for c in wire] == ["GraphResolved", "Custom", "InstanceManaged", "Ready"]

@@ -227,6 +227,9 @@ class InstanceControllers:
 
     def _reconciler_args(self, kind: Kind) -> dict[str, Any]:
         """What every instance reconciler of `kind` is built with."""
+        recorder = (
+            self._recorders.recorder(recorder_name(kind.crd_name)) if self._recorders else None
+        )
         return {
             "rgd_name": kind.rgd_name,
             "rgd_uid": kind.rgd_uid,
@@ -241,7 +244,6 @@ class InstanceControllers:
             "runtime_metrics": self._runtime_metrics,
             "cel_metrics": self._cel_metrics,
             "condition_durations": self._condition_durations,
-            "events": (
-                self._recorders.recorder(recorder_name(kind.crd_name)) if self._recorders else None
-            ),
+            "events": recorder if self._options.condition_events else None,
+            "warnings": recorder,
         }

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +31,7 @@ from kro.api.names import (
     INSTANCE_STATE_IN_PROGRESS,
     NODE_TERMINAL_STATES,
     REASON_ALL_RESOURCES_READY,
+    REASON_FIELD_YIELDED,
     REASON_MANAGED,
     REASON_MANAGEMENT_FAILED,
     REASON_NOT_READY,
@@ -48,6 +49,7 @@ from kro.api.names import (
 from kro.applyset import (
     Applier,
     ApplySetError,
+    Contest,
     Parent,
     delete_next_wave,
     empty_inventory_metadata,
@@ -55,6 +57,7 @@ from kro.applyset import (
     remove_finalizer,
 )
 from kro.controllers.events import record_condition_changes
+from kro.controllers.instance import contests
 from kro.controllers.instance.labels import instance_labels
 from kro.controllers.instance.resources import ChildDeleting, InstancePass, PassOutcome
 from kro.controllers.instance.status import InstanceStatus, node_state_summary, status_changed
@@ -88,10 +91,13 @@ class ReconcileFailed(Exception):
 
 @dataclass(frozen=True, kw_only=True)
 class InstanceOptions:
-    """requeue_interval_s: `--instance-requeue-interval` (0 disables delayed requeues)."""
+    """requeue_interval_s: `--instance-requeue-interval` (0 disables delayed requeues).
+    condition_events: one Event per condition change (feature gate InstanceConditionEvents);
+        Warnings kro-py adds of its own (a field fight) are recorded regardless."""
 
     requeue_interval_s: float = 3.0
     max_collection_size: int = 1000
+    condition_events: bool = False
 
 
 def is_suspended(instance: Mapping[str, Any]) -> bool:
@@ -133,8 +139,11 @@ class InstanceReconciler:
         runtime_metrics: RuntimeMetrics | None = None,
         cel_metrics: CelMetrics | None = None,
         condition_durations: ConditionDurations | None = None,
+        warnings: EventRecorder | None = None,
     ) -> None:
-        """`events`: the recorder of condition-change Events (None: gate off, no Events)."""
+        """`events`: the recorder of condition-change Events (None: gate off, no Events).
+        `warnings`: the recorder of kro-py's own Warnings (a yielded field), whatever the gates.
+        """
         self.rgd_name = rgd_name
         self.rgd_uid = rgd_uid
         self.gvr = gvr
@@ -148,6 +157,7 @@ class InstanceReconciler:
         self.cel_metrics = cel_metrics or CelMetrics()
         self.condition_durations = condition_durations
         self.events = events
+        self.warnings = warnings
         self._gvr_label = gvr_string(gvr)
         self._gvk_label = gvk_string(gvr.group, gvr.version, kind)
 
@@ -379,6 +389,7 @@ class InstanceReconciler:
                 REASON_NOT_READY,
                 f"awaiting resource readiness: {reasons}",
             )
+        self._report_contests(instance, status, outcome.contests)
         author = (
             evaluation.author_conditions(status.builtin_conditions()) if graph.conditions else None
         )
@@ -397,7 +408,34 @@ class InstanceReconciler:
         # costs ~4 requests per instance per interval while Deployments roll out.
         if outcome.mutated or outcome.apply_errors or outcome.retry:
             return self._requeue()
+        if outcome.retry_after_s is not None:
+            return Result(requeue_after_s=outcome.retry_after_s)
         return Result()
+
+    def _report_contests(
+        self, instance: Mapping[str, Any], status: InstanceStatus, found: Sequence[Contest]
+    ) -> None:
+        """Fields another manager keeps rewriting: condition, Warning Event, counter."""
+        yielded = [c for c in found if c.yielded]
+        status.set_field_conflict(contests.condition_message(yielded) if yielded else None)
+        for contest in found:
+            if not contest.fresh:
+                continue
+            self.metrics.field_conflicts.inc(
+                gvr=self._gvr_label, manager=contest.manager, outcome=contests.outcome(contest)
+            )
+            log.warning(
+                "instance.field_contested",
+                resource_id=contest.resource_id,
+                field=contest.path,
+                manager=contest.manager,
+                rounds=contest.rounds,
+                yielded=contest.yielded,
+            )
+            if contest.yielded and self.warnings is not None:
+                self.warnings.record(
+                    instance, "Warning", REASON_FIELD_YIELDED, contests.event_message(contest)
+                )
 
     # -- deletion ----------------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ from kro.api.names import (
     NODE_STATE_WAITING_FOR_READINESS,
 )
 from kro.api.objects import metadata as _meta
-from kro.applyset import Applier, ApplyResult, Desired, prune
+from kro.applyset import Applier, ApplyResult, Contest, Desired, prune
 from kro.controllers.instance.labels import child_labels, collection_selector, decorate
 from kro.controllers.metrics import RuntimeMetrics
 from kro.dynamic import LabelSelector, ObjectRef, ScalarWatch, SelectorWatch, WatchCoordinator
@@ -61,6 +61,8 @@ class PassOutcome:
     mutated: bool = False
     apply_errors: bool = False
     retry: bool = False  # something failed in a way only a later pass can fix (prune conflict)
+    contests: list[Contest] = field(default_factory=list)  # fields another manager rewrites
+    retry_after_s: float | None = None  # a contested field waits out a backoff
 
 
 def node_gvr(node: Node) -> GVR:
@@ -249,6 +251,8 @@ class InstancePass:
 
     def _record(self, result: ApplyResult) -> None:
         """R-14: per node, an apply error is ERROR; otherwise observe the applied objects."""
+        self.outcome.contests.extend(result.contests)
+        self.outcome.retry_after_s = result.retry_after_s
         for node_id, resource_ids in self._items.items():
             applied = [result.get(r) for r in resource_ids]
             errors = [a for a in applied if a is not None and a.error is not None]

@@ -18,17 +18,19 @@ from typing import Any, cast
 from kro.api.conditions import (
     Condition,
     aggregate_ready,
-    get_condition,
+    awaiting_reconciliation,
     ordered_conditions,
     set_condition,
 )
 from kro.api.names import (
+    CONDITION_FIELD_CONFLICT,
     CONDITION_READY,
     INSTANCE_DEPENDENT_CONDITIONS,
     INSTANCE_STATE_ACTIVE,
     INSTANCE_STATE_ERROR,
     INSTANCE_STATE_IN_PROGRESS,
     NODE_STATE_ERROR,
+    REASON_FIELD_YIELDED,
     STATUS_TRUE,
 )
 from kro.graph.evaluate import ConditionResults
@@ -59,14 +61,57 @@ class InstanceStatus:
                 if isinstance(c, Mapping) and c.get("type") in INSTANCE_DEPENDENT_CONDITIONS
             ]
         }
+        self._initialise_missing()
+        self._extra: dict[str, Any] = {
+            "conditions": [
+                copy.deepcopy(c)
+                for c in self.previous.get("conditions") or []
+                if isinstance(c, Mapping) and c.get("type") == CONDITION_FIELD_CONFLICT
+            ]
+        }
+
+    def set_field_conflict(self, message: str | None) -> None:
+        """kro-py's FieldConflict condition: True with `message` while fields are yielded,
+        absent otherwise. It is not a dependent of Ready: yielding ends a fight, it does not
+        make the instance fail."""
+        if message is None:
+            self._extra["conditions"] = []
+            return
+        set_condition(
+            self._extra,
+            CONDITION_FIELD_CONFLICT,
+            STATUS_TRUE,
+            now=self.now,
+            reason=REASON_FIELD_YIELDED,
+            message=message,
+            observed_generation=self.generation,
+        )
+
+    def _initialise_missing(self) -> None:
+        """Every dependent exists from the first pass on, `Unknown` until set (T-07).
+
+        They are added in `INSTANCE_DEPENDENT_CONDITIONS` order, stamped with the object's
+        creationTimestamp (T-09): on a new instance all conditions then tie on their transition
+        time and the stable wire sort keeps InstanceManaged, GraphResolved, ResourcesReady,
+        Ready, whichever of them a pass happens to set first.
+        """
+        conditions = self._builtin["conditions"]
+        present = {c.get("type") for c in conditions}
+        for condition_type in INSTANCE_DEPENDENT_CONDITIONS:
+            if condition_type in present:
+                continue
+            condition: dict[str, Any] = dict(awaiting_reconciliation(condition_type))
+            condition["lastTransitionTime"] = self._created
+            if self.generation is not None:
+                condition["observedGeneration"] = self.generation
+            conditions.append(condition)
 
     def set(self, condition_type: str, status: str, reason: str, message: str = "") -> None:
-        first = get_condition(self._builtin, condition_type) is None
         set_condition(
             self._builtin,
             condition_type,
             status,
-            now=self._created if first else self.now,
+            now=self.now,
             reason=reason,
             message=message,
             observed_generation=self.generation,
@@ -94,7 +139,10 @@ class InstanceStatus:
             message=str(root.get("message", "")),
             observed_generation=self.generation,
         )
-        return ordered_conditions([*conditions, *holder["conditions"]])
+        return ordered_conditions(
+            [*conditions, *self._extra["conditions"], *holder["conditions"]],
+            dependents=INSTANCE_DEPENDENT_CONDITIONS,
+        )
 
     def is_ready(self) -> bool:
         ready = next(c for c in self.builtin_conditions() if c["type"] == CONDITION_READY)

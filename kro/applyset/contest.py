@@ -1,0 +1,360 @@
+"""kro.applyset.contest: notice fields another controller keeps rewriting, and stop fighting.
+
+kro applies every child with server-side apply and `force: true`, so it takes back any field
+of its template that someone else changed (drift correction, R-20). That is right for a human's
+one-off `kubectl edit`, and wrong for a field another controller maintains: kube-controller-
+manager owns `metadata.annotations["deployment.kubernetes.io/revision"]` on Deployments, an
+autoscaler owns `spec.replicas`. Each side then rewrites the field on every change of the other,
+forever (several writes a second, each one a new watch event for every client of the object).
+Upstream kro has no guard against this.
+
+The rule, per child object and field path:
+
+1. Before an apply, the live object's `managedFields` say who owns each field. A field of kro's
+   apply body that another manager owns with a *different* value than kro's was taken over
+   since kro's last apply (an Update by another manager removes the field from kro's set).
+   Each takeover seen at a new resourceVersion is one round.
+2. Round 1 is re-applied at once (drift correction, as upstream). Later rounds are re-applied
+   only after a backoff that doubles each round (`backoff_s`, 2 s, 4 s, ...); until then the
+   field is left out of kro's apply body and the caller is asked to retry at the end of it.
+3. After `limit` rounds (3) within `window_s` (10 minutes) kro yields: the field is left out
+   of every later apply, so the other manager keeps it and the writes stop. Leaving a field out
+   of an apply body only drops kro's ownership; since the other manager owns the field, its
+   value stays.
+4. A change of kro's desired value for the field (a new template or instance spec) starts the
+   count again: the user asked for something new.
+
+Yielded fields are reported (`Contest`) so the instance controller can say so in a condition,
+an Event and a metric; the fix is to drop the field from the template (or write the value the
+other controller writes). The state lives in memory: after a restart kro re-applies a contested
+field for up to `limit` rounds again before it yields.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import orjson
+
+__all__ = [
+    "Contest",
+    "ContestPolicy",
+    "FieldContests",
+    "Review",
+    "contested_paths",
+    "display_path",
+    "without_paths",
+]
+
+PathKey = tuple[str, ...]
+"""A field path as managedFields spell it: `("f:metadata", "f:annotations", "f:x")`."""
+
+_MISSING: Final = object()
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+@dataclass(frozen=True, slots=True)
+class ContestPolicy:
+    """How many rounds kro fights for a field, and how fast."""
+
+    limit: int = 3
+    window_s: float = 600.0
+    backoff_s: float = 2.0
+    forget_after_s: float = 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class Contest:
+    """One field of one child that another manager changed while kro applies it."""
+
+    resource_id: str
+    path: str  # for people: metadata.annotations["deployment.kubernetes.io/revision"]
+    manager: str
+    rounds: int
+    yielded: bool
+    fresh: bool = False  # this review counted a new round (for counters and Events)
+
+
+@dataclass(frozen=True, slots=True)
+class Review:
+    """What to do with one apply body: paths to leave out now, and what to report."""
+
+    omit: tuple[PathKey, ...] = ()
+    contests: tuple[Contest, ...] = ()
+    retry_after_s: float | None = None
+
+
+@dataclass(slots=True)
+class _Field:
+    manager: str
+    desired: bytes
+    rounds: int = 0
+    first_round: float = 0.0
+    last_round: float = 0.0
+    last_version: str = ""
+    yielded: bool = False
+    display: str = ""
+
+
+@dataclass(slots=True)
+class _Object:
+    fields: dict[PathKey, _Field] = field(default_factory=dict)
+    touched: float = 0.0
+
+
+class FieldContests:
+    """Per child UID and field path: rounds of takeover, backoff and yield (module docstring)."""
+
+    def __init__(
+        self,
+        own_manager: str,
+        policy: ContestPolicy | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._own = own_manager
+        self._policy = policy or ContestPolicy()
+        self._clock = clock
+        self._objects: dict[str, _Object] = {}
+
+    def __len__(self) -> int:
+        return len(self._objects)
+
+    def review(
+        self, resource_id: str, body: Mapping[str, Any], live: Mapping[str, Any] | None
+    ) -> Review:
+        """Compare kro's apply `body` with the `live` object; say which paths to leave out."""
+        meta = (live or {}).get("metadata") or {}
+        uid = str(meta.get("uid") or "")
+        if not uid:
+            return Review()
+        now = self._clock()
+        self._expire(now)
+        state = self._objects.get(uid)
+        takeovers = contested_paths(live or {}, body, self._own)
+        if state is None and not takeovers:
+            return Review()
+        if state is None:
+            state = self._objects[uid] = _Object()
+        state.touched = now
+        version = str(meta.get("resourceVersion") or "")
+        omit: list[PathKey] = []
+        contests: list[Contest] = []
+        retry: list[float] = []
+        fresh: set[PathKey] = set()
+        for path, known in list(state.fields.items()):
+            desired = _value_at(body, path)
+            if desired is _MISSING or _encode(desired) != known.desired:
+                del state.fields[path]  # kro wants something else now: a fresh start
+        for path, manager in takeovers.items():
+            tracked = state.fields.setdefault(
+                path,
+                _Field(
+                    manager=manager,
+                    desired=_encode(_value_at(body, path)),
+                    display=display_path(path),
+                ),
+            )
+            if tracked.yielded or tracked.last_version == version:
+                continue  # a takeover already counted (or given up on): no new round
+            if tracked.rounds and now - tracked.first_round > self._policy.window_s:
+                tracked.rounds = 0  # the last rounds were long ago: not a fight
+            tracked.rounds += 1
+            fresh.add(path)
+            tracked.manager = manager
+            tracked.last_version = version
+            tracked.last_round = now
+            if tracked.rounds == 1:
+                tracked.first_round = now
+            if tracked.rounds >= self._policy.limit:
+                tracked.yielded = True
+        for path, tracked in state.fields.items():
+            if tracked.yielded:
+                omit.append(path)
+            elif tracked.rounds > 1:
+                wait = self._policy.backoff_s * 2 ** (tracked.rounds - 2)
+                due = tracked.last_round + wait
+                if path in takeovers and now < due:
+                    omit.append(path)
+                    retry.append(due - now)
+            if tracked.rounds:
+                contests.append(
+                    Contest(
+                        resource_id=resource_id,
+                        path=tracked.display,
+                        manager=tracked.manager,
+                        rounds=tracked.rounds,
+                        yielded=tracked.yielded,
+                        fresh=path in fresh,
+                    )
+                )
+        if not state.fields:
+            del self._objects[uid]
+        return Review(
+            omit=tuple(omit),
+            contests=tuple(contests),
+            retry_after_s=min(retry) if retry else None,
+        )
+
+    def forget(self, uid: str) -> None:
+        """The object is gone (deleted, pruned): its rounds go with it."""
+        self._objects.pop(uid, None)
+
+    def _expire(self, now: float) -> None:
+        horizon = now - self._policy.forget_after_s
+        for uid in [u for u, s in self._objects.items() if s.touched < horizon]:
+            del self._objects[uid]
+
+
+def contested_paths(
+    live: Mapping[str, Any], body: Mapping[str, Any], own_manager: str
+) -> dict[PathKey, str]:
+    """Paths of `body` owned in `live` by another manager with a different value -> manager.
+
+    Walks each foreign managedFields entry (fieldsV1) alongside kro's body and the live object;
+    only fields kro sets are considered, and only leaves (a scalar in kro's body, or a field a
+    manager owns as a whole): an object that merely contains another manager's field is not
+    contested.
+    """
+    out: dict[PathKey, str] = {}
+    entries = ((live.get("metadata") or {}).get("managedFields")) or []
+    for entry in entries:
+        if not isinstance(entry, Mapping) or entry.get("manager") == own_manager:
+            continue
+        fields = entry.get("fieldsV1")
+        if not isinstance(fields, Mapping):
+            continue
+        manager = str(entry.get("manager") or "")
+        for path in _walk(fields, body, live, ()):
+            out.setdefault(path, manager)
+    return out
+
+
+def _walk(fields: Mapping[str, Any], desired: Any, live: Any, path: PathKey) -> Iterator[PathKey]:
+    for key, sub in fields.items():
+        if key == "." or not isinstance(sub, Mapping):
+            continue
+        if key.startswith("f:"):
+            if not isinstance(desired, Mapping) or key[2:] not in desired:
+                continue
+            want = desired[key[2:]]
+            have = live.get(key[2:], _MISSING) if isinstance(live, Mapping) else _MISSING
+        elif key.startswith("k:"):
+            try:
+                selector = json.loads(key[2:])
+            except ValueError:
+                continue
+            want = _find(desired, selector)
+            have = _find(live, selector)
+            if want is _MISSING:
+                continue
+        else:
+            continue  # `v:` (a member of a set: no value to disagree on) and `i:`
+        children = {k: v for k, v in sub.items() if k != "."}
+        if not children or not isinstance(want, (Mapping, list)):
+            if not _covers(have, want):
+                yield (*path, key)
+            continue
+        yield from _walk(children, want, have, (*path, key))
+
+
+def _find(items: Any, selector: Any) -> Any:
+    if not isinstance(items, list) or not isinstance(selector, Mapping):
+        return _MISSING
+    for item in items:
+        if isinstance(item, Mapping) and all(item.get(k) == v for k, v in selector.items()):
+            return item
+    return _MISSING
+
+
+def _covers(live: Any, desired: Any) -> bool:
+    """Whether the live value holds what kro asks for (extra keys from defaults are fine)."""
+    if isinstance(desired, Mapping):
+        return isinstance(live, Mapping) and all(
+            _covers(live.get(k, _MISSING), v) for k, v in desired.items()
+        )
+    if isinstance(desired, list):
+        return (
+            isinstance(live, list)
+            and len(live) == len(desired)
+            and all(_covers(a, b) for a, b in zip(live, desired, strict=True))
+        )
+    if isinstance(desired, bool) or isinstance(live, bool):
+        return live is desired
+    if isinstance(desired, (int, float)) and isinstance(live, (int, float)):
+        return float(live) == float(desired)
+    return bool(live == desired)
+
+
+def _value_at(body: Any, path: Sequence[str]) -> Any:
+    current = body
+    for key in path:
+        if key.startswith("f:") and isinstance(current, Mapping):
+            current = current.get(key[2:], _MISSING)
+        elif key.startswith("k:"):
+            try:
+                current = _find(current, json.loads(key[2:]))
+            except ValueError:
+                return _MISSING
+        else:
+            return _MISSING
+        if current is _MISSING:
+            return _MISSING
+    return current
+
+
+def _encode(value: Any) -> bytes:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+def display_path(path: Sequence[str]) -> str:
+    """`metadata.annotations["a/b"]`, `spec.template.spec.containers[name="web"].image`."""
+    out = ""
+    for key in path:
+        if key.startswith("f:"):
+            name = key[2:]
+            out += f".{name}" if _IDENTIFIER.match(name) else f"[{json.dumps(name)}]"
+        else:
+            try:
+                selector = json.loads(key[2:])
+            except ValueError:
+                selector = {}
+            parts = ",".join(f"{k}={json.dumps(v)}" for k, v in sorted(selector.items()))
+            out += f"[{parts}]"
+    return out.lstrip(".")
+
+
+def without_paths(body: Mapping[str, Any], paths: Sequence[PathKey]) -> dict[str, Any]:
+    """A deep copy of `body` without the given leaves (empty parents are kept: harmless)."""
+    out: dict[str, Any] = orjson.loads(orjson.dumps(body))
+    for path in paths:
+        parent: Any = out
+        for key in path[:-1]:
+            parent = _child(parent, key)
+            if parent is _MISSING:
+                break
+        else:
+            last = path[-1]
+            if last.startswith("f:") and isinstance(parent, dict):
+                parent.pop(last[2:], None)
+            elif last.startswith("k:") and isinstance(parent, list):
+                target = _find(parent, json.loads(last[2:]))
+                if target is not _MISSING:
+                    parent.remove(target)
+    return out
+
+
+def _child(current: Any, key: str) -> Any:
+    if key.startswith("f:") and isinstance(current, dict):
+        return current.get(key[2:], _MISSING)
+    if key.startswith("k:"):
+        try:
+            return _find(current, json.loads(key[2:]))
+        except ValueError:
+            return _MISSING
+    return _MISSING
