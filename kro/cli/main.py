@@ -19,11 +19,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="kro: ResourceGraphDefinitions compiled to CRDs and reconciled by kro.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    from kro.cli.explain import add_explain_command
     from kro.cli.offline import add_offline_commands
     from kro.cli.render import add_render_command
 
     add_offline_commands(commands)
     add_render_command(commands)
+    add_explain_command(commands)
     controller = commands.add_parser(
         "controller",
         help="run the kro controller against a cluster",

@@ -1,0 +1,173 @@
+"""kro.cli.explain: `kro explain` — why is this instance (or RGD) not ready, in one command.
+
+    kro explain KIND/NAME [-n NAMESPACE] [--kubeconfig K] [--context C] [-o text|json|yaml]
+    kro explain rgd NAME  [--kubeconfig K] [-o text|json|yaml]
+
+For an instance it reads the live object, its ResourceGraphDefinition and the GraphRevision kro
+runs, compiles the graph with the cluster's schemas, and evaluates it against the live children
+with the instance controller's own evaluation (`kro.graph.evaluate`), so each node's state is
+what kro itself would conclude: applied / ready / waiting (on which node, or which expression
+reading which missing field of which object) / excluded by includeWhen / not ready (which
+readyWhen is false) / error (the API server's message kro recorded). The first line is the
+root cause. A deleting instance shows the deletion wave in progress and what blocks it. For an
+RGD it shows why it is not Active, down to the resource, field and expression of a build error.
+
+It only reads (GET and LIST), so the chart's `view` role is enough; what that role cannot read
+(GraphRevisions, CRDs) is worked around and mentioned under "Notes". Secret data is never
+printed (`explain_mask`).
+
+Exit codes: 0 explained (whatever the state), 1 cannot explain (unknown kind, not found, not
+readable, cluster unreachable), 2 usage errors.
+
+Modules: `explain_cluster` (reads an instance), `explain_rgd` (reads an RGD), `explain_source`
+(the graph kro runs), `explain_walk` (per-node state), `explain_cause` (root cause),
+`explain_deletion` (deletion waves), `explain_format` (printing), `explain_mask` (Secrets).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from kro.cli.explain_format import OUTPUT_FORMATS, render
+from kro.cli.explain_mask import SecretMask
+from kro.cli.explain_report import InstanceReport, RGDReport
+
+EXIT_OK: Final = 0
+EXIT_CANNOT_EXPLAIN: Final = 1
+EXIT_USAGE: Final = 2
+RGD_WORDS: Final = frozenset({"rgd", "rgds", "resourcegraphdefinition", "resourcegraphdefinitions"})
+DEFAULT_NAMESPACE: Final = "default"
+
+
+class UsageError(ValueError):
+    """The command line does not name one instance or one RGD."""
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What to explain: an RGD (`kind` is None) or an instance of `kind`."""
+
+    name: str
+    kind: str | None = None
+
+
+def add_explain_command(commands: argparse._SubParsersAction[Any]) -> None:
+    """Register `kro explain` on the `kro` parser's sub-commands."""
+    parser = commands.add_parser(
+        "explain",
+        help="explain why an instance or a ResourceGraphDefinition is not ready (read-only)",
+        description=(
+            "Explain an instance (KIND/NAME) or a ResourceGraphDefinition (rgd NAME) from the "
+            "live cluster: the graph with each resource's state, and the root cause first. "
+            "Needs only read access (the view role)."
+        ),
+    )
+    parser.add_argument(
+        "target",
+        metavar="KIND/NAME",
+        help="the instance, e.g. webapp/my-app or webapps.kro.run/my-app; or `rgd` followed "
+        "by the ResourceGraphDefinition's name",
+    )
+    parser.add_argument("name", nargs="?", metavar="NAME", help="a name, after KIND or rgd")
+    parser.add_argument(
+        "-n", "--namespace", help="the instance's namespace (default: the context's, or default)"
+    )
+    parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube)")
+    parser.add_argument("--context", help="kubeconfig context (default: the current one)")
+    parser.add_argument(
+        "-o", "--output", choices=OUTPUT_FORMATS, default="text", help="output format"
+    )
+    parser.set_defaults(handler=_handler)
+
+
+def parse_request(target: str, name: str | None) -> Request:
+    """`KIND/NAME`, `KIND NAME`, `rgd NAME` or `rgd/NAME`."""
+    kind, slash, rest = target.partition("/")
+    if slash:
+        if name is not None or not kind or not rest or "/" in rest:
+            raise UsageError(f'expected KIND/NAME or "rgd NAME", got "{target}"')
+        name = rest
+    elif name is None:
+        raise UsageError(f'name the object: KIND/NAME or "rgd NAME" (got only "{target}")')
+    if kind.lower() in RGD_WORDS:
+        return Request(name)
+    return Request(name, kind)
+
+
+def context_namespace(kubeconfig: str | None, context: str | None) -> str:
+    """The namespace of the kubeconfig context, as kubectl defaults it; `default` if none."""
+    path = kubeconfig or (os.environ.get("KUBECONFIG") or "").split(os.pathsep)[0]
+    candidate = Path(path) if path else Path.home() / ".kube" / "config"
+    try:
+        config = yaml.safe_load(candidate.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        return DEFAULT_NAMESPACE
+    if not isinstance(config, dict):
+        return DEFAULT_NAMESPACE
+    wanted = context or config.get("current-context")
+    for entry in config.get("contexts") or []:
+        if isinstance(entry, dict) and entry.get("name") == wanted:
+            namespace = (entry.get("context") or {}).get("namespace")
+            return str(namespace) if namespace else DEFAULT_NAMESPACE
+    return DEFAULT_NAMESPACE
+
+
+async def explain(
+    request: Request, args: argparse.Namespace, mask: SecretMask
+) -> InstanceReport | RGDReport:
+    """Connect and explain; raises ExplainError or KubeError when it cannot."""
+    from kro.cli.explain_cluster import Target, explain_instance
+    from kro.cli.explain_rgd import explain_rgd
+    from kro.runtime.client import Client
+
+    async with await Client.from_kubeconfig(args.kubeconfig, context=args.context) as client:
+        if request.kind is None:
+            return await explain_rgd(client, request.name)
+        namespace = args.namespace or context_namespace(args.kubeconfig, args.context)
+        return await explain_instance(client, Target(request.kind, request.name, namespace), mask)
+
+
+def _quiet_logs() -> None:
+    """Only library errors are logged, to stderr: stdout is the explanation, and what a
+    library would warn about (a kubeconfig it cannot read, say) ends in an error message of its
+    own anyway."""
+    from kro.runtime import logging as kro_logging
+
+    if not kro_logging.is_configured():
+        kro_logging.configure("console", "error")
+
+
+def _handler(args: argparse.Namespace) -> int:
+    from kro.cli.explain_cluster import ExplainError
+    from kro.runtime.errors import KubeError
+
+    try:
+        request = parse_request(args.target, args.name)
+    except UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    _quiet_logs()
+    mask = SecretMask()
+    try:
+        report = asyncio.run(explain(request, args, mask))
+    except ExplainError as error:
+        print(f"error: {mask.apply(str(error))}", file=sys.stderr)
+        return EXIT_CANNOT_EXPLAIN
+    except KubeError as error:
+        print(f"error: cannot read from the cluster: {mask.apply(str(error))}", file=sys.stderr)
+        return EXIT_CANNOT_EXPLAIN
+    try:
+        sys.stdout.write(render(report, args.output, mask))
+        sys.stdout.flush()
+    except BrokenPipeError:  # `kro explain ... | head`: the reader has all it wanted
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_OK

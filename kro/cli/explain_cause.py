@@ -1,0 +1,201 @@
+"""kro.cli.explain_cause: read what kro recorded on an instance and pick the first root cause.
+
+kro writes its verdict into the instance's status (reference §1.J): `ResourcesReady` carries
+per-node reasons (`resource error: <node>: <API server message>; ...` when an apply failed,
+`awaiting resource readiness: ...` while waiting), `GraphResolved` and `InstanceManaged` say
+when the instance is not reconciled at all. The node walk (`explain_walk`) recomputes the
+waiting part from live objects; what only the controller saw — the API server's answer to an
+apply — comes from here.
+
+The root cause is one line: the first thing, in the order a user would fix them, that keeps
+the instance from being ACTIVE. An instance-wide problem (no graph, not managed, suspended,
+deleting) comes before node problems; among nodes, an error comes before anything else, then
+the first node in topological order that has a problem of its own (a node waiting on another
+node only echoes it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from kro.api.conditions import conditions_of, get_condition
+from kro.api.names import (
+    ANNOTATION_RECONCILE,
+    CONDITION_GRAPH_RESOLVED,
+    CONDITION_INSTANCE_MANAGED,
+    CONDITION_READY,
+    CONDITION_RESOURCES_READY,
+    INSTANCE_STATE_ACTIVE,
+    RECONCILE_DISABLED,
+    RECONCILE_SUSPENDED,
+    STATUS_FALSE,
+    STATUS_TRUE,
+)
+from kro.cli.explain_report import ConditionReport, DeletionReport, NodeReport, NodeStatus
+from kro.cli.explain_walk import Recorded
+
+RESOURCE_ERROR_PREFIX: Final = "resource error: "
+PASS_FAILED_PREFIX: Final = "resource reconciliation failed: "
+
+_PHRASES: Final = {
+    NodeStatus.ERROR: "failed",
+    NodeStatus.NOT_READY: "is not ready",
+    NodeStatus.WAITING: "is waiting",
+    NodeStatus.MISSING: "does not exist",
+    NodeStatus.DELETING: "is being deleted",
+    NodeStatus.UNKNOWN: "cannot be checked",
+}
+
+
+def condition_reports(instance: Mapping[str, Any]) -> tuple[ConditionReport, ...]:
+    """The instance's conditions in wire order."""
+    return tuple(
+        ConditionReport(
+            type=str(c.get("type", "")),
+            status=str(c.get("status", "")),
+            reason=str(c.get("reason", "")),
+            message=str(c.get("message", "")),
+            observed_generation=c.get("observedGeneration"),
+        )
+        for c in conditions_of(instance.get("status"))
+    )
+
+
+def recorded_errors(instance: Mapping[str, Any], node_ids: Iterable[str]) -> Recorded:
+    """Per-node apply errors from `ResourcesReady` (`resource error: a: msg; b: msg`)."""
+    condition = get_condition(instance.get("status"), CONDITION_RESOURCES_READY)
+    message = str((condition or {}).get("message") or "")
+    if not message.startswith(RESOURCE_ERROR_PREFIX):
+        return Recorded()
+    ids = sorted(node_ids, key=len, reverse=True)
+    if not ids:
+        return Recorded()
+    body = message.removeprefix(RESOURCE_ERROR_PREFIX)
+    marker = re.compile(r"(?:^|; )(" + "|".join(re.escape(i) for i in ids) + r"): ")
+    found = list(marker.finditer(body))
+    errors: dict[str, str] = {}
+    for position, match in enumerate(found):
+        end = found[position + 1].start() if position + 1 < len(found) else len(body)
+        errors[match.group(1)] = body[match.end() : end]
+    return Recorded(errors)
+
+
+def is_suspended(instance: Mapping[str, Any]) -> bool:
+    annotations = (instance.get("metadata") or {}).get("annotations") or {}
+    value = str(annotations.get(ANNOTATION_RECONCILE, "")).lower()
+    return value in (RECONCILE_SUSPENDED, RECONCILE_DISABLED)
+
+
+def describe_node(node: NodeReport) -> str:
+    """`node "x" (Kind ns/name) is not ready: <reason>[: <message>]`."""
+    where = f" ({node.objects[0]})" if len(node.objects) == 1 else ""
+    if len(node.objects) > 1:
+        where = f" ({len(node.objects)} {node.kind} objects)"
+    text = f'node "{node.id}"{where} {_PHRASES.get(node.status, str(node.status))}'
+    if node.reason:
+        text += f": {node.reason}"
+    if node.message:
+        text += f": {node.message}"
+    return text
+
+
+def first_problem(nodes: Sequence[NodeReport]) -> NodeReport | None:
+    """An error first, else the first node (topological order) with a problem of its own."""
+    for node in nodes:
+        if node.status is NodeStatus.ERROR:
+            return node
+    for node in nodes:
+        if node.is_root_cause:
+            return node
+    return None
+
+
+def instance_problem(instance: Mapping[str, Any]) -> str:
+    """A reason kro does not reconcile the instance's resources at all, or ""."""
+    status = instance.get("status")
+    for kind, what in (
+        (CONDITION_GRAPH_RESOLVED, "kro cannot resolve the instance's graph"),
+        (CONDITION_INSTANCE_MANAGED, "kro does not manage the instance"),
+    ):
+        condition = get_condition(status, kind)
+        if condition is not None and condition.get("status") == STATUS_FALSE:
+            return f"{what}: {condition.get('message') or condition.get('reason')}"
+    if is_suspended(instance):
+        return (
+            f"reconciliation is suspended by the annotation {ANNOTATION_RECONCILE}: kro leaves "
+            "this instance's resources alone until it is removed"
+        )
+    return ""
+
+
+def one_line(text: str) -> str:
+    """The first line of a message: CEL compile errors add a source excerpt with a caret on
+    the lines below, which the detail sections show but a one-line cause cannot."""
+    return text.strip().split("\n", 1)[0].rstrip()
+
+
+def root_cause(
+    instance: Mapping[str, Any],
+    nodes: Sequence[NodeReport],
+    *,
+    deletion: DeletionReport | None = None,
+    source_problem: str = "",
+) -> str:
+    """The one line printed first; see the module docstring for the order."""
+    if deletion is not None:
+        return one_line(deletion_cause(deletion))
+    problem = instance_problem(instance) or source_problem
+    if problem:
+        return one_line(problem)
+    node = first_problem(nodes)
+    if node is not None:
+        return one_line(describe_node(node))
+    return one_line(_status_cause(instance, nodes))
+
+
+def _status_cause(instance: Mapping[str, Any], nodes: Sequence[NodeReport]) -> str:
+    status = instance.get("status") or {}
+    resources = get_condition(status, CONDITION_RESOURCES_READY)
+    message = str((resources or {}).get("message") or "")
+    if message.startswith(PASS_FAILED_PREFIX):
+        return f"kro's last reconcile failed: {message.removeprefix(PASS_FAILED_PREFIX)}"
+    generation = (instance.get("metadata") or {}).get("generation")
+    ready = get_condition(status, CONDITION_READY)
+    seen = (ready or {}).get("observedGeneration")
+    if ready is None or (generation is not None and seen is not None and seen != generation):
+        return (
+            f"kro has not reported on generation {generation} of this instance yet "
+            f"(last reported: {seen if seen is not None else 'never'}); is the kro controller "
+            "running?"
+        )
+    state = str(status.get("state") or "")
+    unread = [n for n in nodes if n.status is NodeStatus.UNKNOWN]
+    if state == INSTANCE_STATE_ACTIVE and (ready or {}).get("status") == STATUS_TRUE:
+        unchecked = (
+            f" (not checked: {', '.join(n.id for n in unread)}, not readable with your permissions)"
+            if unread
+            else ""
+        )
+        return f"no problem found: the instance is ACTIVE and every resource is ready{unchecked}"
+    if unread:
+        return (
+            f"{describe_node(unread[0])}; kro reports state {state or 'none'}: "
+            f"{(ready or {}).get('message') or 'no message'}"
+        )
+    if nodes:
+        return (
+            f"every resource is ready, but kro reports state {state or 'none'}: "
+            f"{(ready or {}).get('message') or 'no message'}"
+        )
+    return f"state {state or 'none'}: {(ready or {}).get('message') or 'no message'}"
+
+
+def deletion_cause(deletion: DeletionReport) -> str:
+    if deletion.blockers:
+        wave = f"wave {deletion.wave}: " if deletion.wave is not None else ""
+        return f"deletion is blocked at {wave}{deletion.blockers[0]}"
+    if deletion.wave is None:
+        return "deletion: every child is gone; kro removes its finalizer next"
+    return f"deletion in progress: kro is deleting apply-order wave {deletion.wave}"

@@ -1,0 +1,213 @@
+"""kro.cli.explain_format: print an explanation as text (for people) or JSON/YAML (for tools).
+
+Text puts the root cause on the first line, because that is the line a person reads (and the
+line a CI log shows); then the instance and where its graph came from, the graph one node per
+row with its state and, indented under it, why. JSON and YAML carry the same findings as
+`explain_report.to_data` shapes them. Every string goes through `SecretMask` on its way out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
+
+import yaml
+
+from kro.cli.explain_mask import SecretMask
+from kro.cli.explain_report import (
+    ConditionReport,
+    DeletionReport,
+    GraphSource,
+    InstanceReport,
+    NodeReport,
+    RGDReport,
+    to_data,
+)
+
+OUTPUT_FORMATS: Final = ("text", "json", "yaml")
+_INDENT: Final = "  "
+
+
+def render(report: InstanceReport | RGDReport, output: str, mask: SecretMask) -> str:
+    """The report in `output` format (one of OUTPUT_FORMATS), Secret values masked."""
+    if output == "json":
+        return json.dumps(_masked(to_data(report), mask), indent=2, ensure_ascii=False) + "\n"
+    if output == "yaml":
+        return yaml.safe_dump(_masked(to_data(report), mask), sort_keys=False, allow_unicode=True)
+    text = render_instance(report) if isinstance(report, InstanceReport) else render_rgd(report)
+    return mask.apply(text)
+
+
+def _masked(value: Any, mask: SecretMask) -> Any:
+    if isinstance(value, str):
+        return mask.apply(value)
+    if isinstance(value, dict):
+        return {k: _masked(v, mask) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_masked(v, mask) for v in value]
+    return value
+
+
+# --- instances -----------------------------------------------------------------------------
+
+
+def _hang(text: str, indent: str) -> str:
+    """Continuation lines of a multi-line message (a CEL error's caret excerpt) indented under
+    its first line, so they do not read as entries of their own."""
+    return text.replace("\n", "\n" + indent)
+
+
+def render_instance(report: InstanceReport) -> str:
+    where = f"{report.namespace}/{report.name}" if report.namespace else report.name
+    generation = f", generation {report.generation}" if report.generation is not None else ""
+    lines = [
+        f"Root cause: {report.root_cause}",
+        "",
+        f"Instance:  {report.kind} {where} ({report.api_version}): state "
+        f"{report.state or 'none'}{generation}",
+    ]
+    if report.source is not None:
+        lines.append(f"Graph:     {_source(report.source)}")
+    if report.deletion is not None:
+        lines += ["", *_deletion(report.deletion)]
+    if report.nodes:
+        lines += ["", *_nodes(report.nodes)]
+    lines += _conditions(report.conditions)
+    if report.events:
+        lines += ["", "Warning events:"]
+        lines += [
+            f"{_INDENT}{e.object}: {e.reason}: {e.message}"
+            + (f" (x{e.count})" if e.count > 1 else "")
+            for e in report.events
+        ]
+    lines += _notes(report.notes)
+    return "\n".join(lines) + "\n"
+
+
+def _source(source: GraphSource) -> str:
+    rgd = f"ResourceGraphDefinition {source.rgd}" + (
+        f" ({source.rgd_state})" if source.rgd_state else ""
+    )
+    if source.from_revision:
+        return f"{rgd}, GraphRevision {source.revision_name} (revision {source.revision})"
+    return f"{rgd}, built from its spec (GraphRevisions not read)"
+
+
+def _nodes(nodes: Sequence[NodeReport]) -> list[str]:
+    rows = [
+        (
+            n.id,
+            str(n.wave),
+            _objects(n),
+            n.status.value,
+            ", ".join(n.dependencies) or "-",
+        )
+        for n in nodes
+    ]
+    header = ("NODE", "WAVE", "OBJECT", "STATE", "NEEDS")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = [
+        "Resources (topological order; WAVE is the deletion wave, highest deleted first):",
+        _INDENT + _row(header, widths),
+    ]
+    for node, row in zip(nodes, rows, strict=True):
+        lines.append(_INDENT + _row(row, widths))
+        detail = _detail(node)
+        if detail:
+            lines.append(_INDENT * 3 + _hang(detail, _INDENT * 4))
+    return lines
+
+
+def _row(cells: Sequence[str], widths: Sequence[int]) -> str:
+    return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
+
+def _objects(node: NodeReport) -> str:
+    if not node.objects:
+        return f"{node.kind} (not rendered)"
+    if len(node.objects) == 1:
+        return str(node.objects[0])
+    return f"{len(node.objects)} x {node.kind}"
+
+
+def _detail(node: NodeReport) -> str:
+    parts = [p for p in (node.reason, node.message) if p]
+    return ": ".join(parts)
+
+
+def _deletion(deletion: DeletionReport) -> list[str]:
+    wave = "none (no child left)" if deletion.wave is None else str(deletion.wave)
+    lines = ["Deletion (kro deletes children in reverse apply-order waves):"]
+    lines.append(f"{_INDENT}wave in progress: {wave}")
+    if deletion.blockers:
+        lines.append(f"{_INDENT}blocked by:")
+        lines += [f"{_INDENT * 2}- {_hang(b, _INDENT * 3)}" for b in deletion.blockers]
+    if deletion.members:
+        lines.append(f"{_INDENT}children left:")
+        for member in deletion.members:
+            node = f' (node "{member.node}")' if member.node else ""
+            state = "terminating" if member.terminating else "not deleted yet"
+            if member.finalizers:
+                state += f", finalizers: {', '.join(member.finalizers)}"
+            lines.append(f"{_INDENT * 2}wave {member.wave}: {member.obj}{node}: {state}")
+    finalizers = ", ".join(deletion.instance_finalizers) or "none"
+    lines.append(f"{_INDENT}instance finalizers: {finalizers}")
+    return lines
+
+
+def _conditions(conditions: Iterable[ConditionReport]) -> list[str]:
+    items = list(conditions)
+    if not items:
+        return []
+    width = max(len(c.type) for c in items)
+    lines = ["", "Conditions:"]
+    for c in items:
+        text = f"{_INDENT}{c.type.ljust(width)}  {c.status.ljust(7)} {c.reason}"
+        if c.message:
+            text += f": {_hang(c.message, _INDENT * 2)}"
+        lines.append(text.rstrip())
+    return lines
+
+
+def _notes(notes: Iterable[str]) -> list[str]:
+    items = list(notes)
+    return ["", "Notes:", *[f"{_INDENT}- {_hang(n, _INDENT * 2)}" for n in items]] if items else []
+
+
+# --- RGDs ----------------------------------------------------------------------------------
+
+
+def render_rgd(report: RGDReport) -> str:
+    generation = f", generation {report.generation}" if report.generation is not None else ""
+    lines = [
+        f"Root cause: {report.root_cause}",
+        "",
+        f"ResourceGraphDefinition: {report.name} (kind {report.kind or '?'}): state "
+        f"{report.state or 'none'}{generation}",
+    ]
+    if report.deleting:
+        lines.append(f"Deleting; finalizers: {', '.join(report.finalizers) or 'none'}")
+    if report.build is not None:
+        build = report.build
+        lines += ["", "Build error:", f"{_INDENT}{_hang(build.message, _INDENT * 2)}"]
+        for label, value in (
+            ("resource", build.resource_id),
+            ("field", build.field_path),
+            ("expression", build.expression),
+            ("rule", build.rule),
+        ):
+            if value:
+                lines.append(f"{_INDENT}{label}: {_hang(value, _INDENT * 2)}")
+    if report.graph:
+        lines += ["", "Graph (topological order):"]
+        for node in report.graph:
+            needs = f" <- {', '.join(node.dependencies)}" if node.dependencies else ""
+            conditional = " (includeWhen)" if node.conditional else ""
+            lines.append(f"{_INDENT}{node.id}: {node.kind}, wave {node.wave}{conditional}{needs}")
+    if report.revisions:
+        lines += ["", "GraphRevisions (newest first):"]
+        lines += [f"{_INDENT}{r}" for r in report.revisions]
+    lines += _conditions(report.conditions)
+    lines += _notes(report.notes)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,64 @@
+"""kro.cli.explain_mask: keep Secret data out of everything `kro explain` prints.
+
+Explain prints no object bodies, only names, expressions and messages. But a message can quote
+a value (an expression error over a Secret's data, an API server message about a field), and
+a caller with more rights than the `view` role can read Secrets the graph depends on. So every
+Secret explain reads leaves its values here — as stored (base64) and decoded — and the whole
+output is masked before it is printed, then scrubbed of credentials by `kro._redact` like every
+other text kro lets out.
+
+Values shorter than `MIN_MASKED_LENGTH` are not masked: replacing every "1" or "a" in the
+output would destroy it while protecting nothing worth the name.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping
+from typing import Any, Final
+
+from kro._redact import REDACTED, scrub
+
+MIN_MASKED_LENGTH: Final = 3
+
+
+def is_secret(obj: Mapping[str, Any]) -> bool:
+    return obj.get("kind") == "Secret" and obj.get("apiVersion") == "v1"
+
+
+class SecretMask:
+    """Collects Secret values while the cluster is read; `apply` masks them in output."""
+
+    def __init__(self) -> None:
+        self._values: set[str] = set()
+
+    def add(self, obj: Mapping[str, Any]) -> None:
+        """Remember the values of `obj` if it is a Secret (anything else is ignored)."""
+        if not is_secret(obj):
+            return
+        for key in ("data", "stringData"):
+            values = obj.get(key)
+            if not isinstance(values, Mapping):
+                continue
+            for value in values.values():
+                self._remember(str(value))
+                if key == "data":
+                    self._remember(_decoded(str(value)))
+
+    def _remember(self, value: str) -> None:
+        if len(value) >= MIN_MASKED_LENGTH:
+            self._values.add(value)
+
+    def apply(self, text: str) -> str:
+        """`text` without any remembered Secret value and without credentials."""
+        for value in sorted(self._values, key=len, reverse=True):
+            text = text.replace(value, REDACTED)
+        return scrub(text)
+
+
+def _decoded(value: str) -> str:
+    try:
+        return base64.b64decode(value, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return ""

@@ -1,0 +1,253 @@
+"""kro.cli.explain_report: what `kro explain` found, as plain frozen values.
+
+The cluster readers (`explain_cluster`, `explain_deletion`, `explain_rgd`) fill these in, the
+classifier (`explain_walk`) decides each node's state, and the formatter (`explain_format`)
+prints them as text, JSON or YAML. Keeping the findings as data, apart from both the I/O and
+the printing, is what lets the state classification be tested with fakes and lets `-o json`
+carry exactly what the text shows.
+
+States a node can be in (`NodeStatus`), from the user's point of view:
+
+* `ready`      the object exists and every readyWhen holds (or an externalRef was found);
+* `applied`    the object exists and has no readyWhen: kro counts it done once it exists;
+* `waiting`    kro cannot render or decide it yet: a node it reads is not ready, or an
+               expression reads a field that does not exist yet (named in `missing`);
+* `excluded`   includeWhen is false, or a node it depends on is excluded;
+* `not-ready`  the object exists but a readyWhen expression is false;
+* `missing`    it renders, but the object does not exist and kro recorded no error;
+* `deleting`   the object is terminating; kro waits for it to go before re-creating it;
+* `error`      an expression failed, or the API server refused the object (its message);
+* `unknown`    the object could not be read (e.g. forbidden with the caller's permissions).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from enum import StrEnum
+from typing import Any
+
+
+class NodeStatus(StrEnum):
+    READY = "ready"
+    APPLIED = "applied"
+    WAITING = "waiting"
+    EXCLUDED = "excluded"
+    NOT_READY = "not-ready"
+    MISSING = "missing"
+    DELETING = "deleting"
+    ERROR = "error"
+    UNKNOWN = "unknown"
+
+    @property
+    def is_ok(self) -> bool:
+        """Nothing for the user to do about this node."""
+        return self in (NodeStatus.READY, NodeStatus.APPLIED, NodeStatus.EXCLUDED)
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectId:
+    """Which Kubernetes object a node stands for (or which object a field is missing from)."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{self.kind} {where}"
+
+
+@dataclass(frozen=True, slots=True)
+class MissingField:
+    """A field an expression reads that does not exist (yet) on a live object.
+
+    node: the resource id the field belongs to (`schema` for the instance itself).
+    path: the part of the expression's path that exists no more, e.g. `data.token`.
+    obj: the object the field was looked for in, when there is one.
+    """
+
+    node: str
+    path: str
+    obj: ObjectId | None = None
+
+    def __str__(self) -> str:
+        where = f'{self.obj} (node "{self.node}")' if self.obj else f'node "{self.node}"'
+        if self.node == "schema":
+            where = f"the instance ({self.obj})" if self.obj else "the instance"
+        return f'field "{self.path}" of {where}'
+
+
+@dataclass(frozen=True, slots=True)
+class NodeReport:
+    """One node of the graph and its state in this instance.
+
+    reason: one line saying why the node is in its state (always set unless ready/applied).
+    expression: the CEL expression concerned (readyWhen, includeWhen or a template field).
+    field_path: where in the template that expression sits, when it is a template field.
+    waiting_on: the node this one waits for, when the cause is another node.
+    message: text recorded by kro or the API server (a 422's message, for example).
+    """
+
+    id: str
+    type: str
+    api_version: str
+    kind: str
+    wave: int
+    dependencies: tuple[str, ...]
+    status: NodeStatus
+    objects: tuple[ObjectId, ...] = ()
+    reason: str = ""
+    expression: str = ""
+    field_path: str = ""
+    waiting_on: str = ""
+    missing: MissingField | None = None
+    message: str = ""
+
+    @property
+    def is_root_cause(self) -> bool:
+        """A problem of its own, not only the echo of a node it waits for. A node that could
+        not be read (`unknown`) is not known to have a problem: it is named only when nothing
+        else explains the instance's state."""
+        return (
+            not self.status.is_ok
+            and not self.waiting_on
+            and self.status is not (NodeStatus.UNKNOWN)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ConditionReport:
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    observed_generation: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EventReport:
+    """A Warning Event about the instance or one of its children."""
+
+    object: str
+    reason: str
+    message: str
+    count: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class MemberReport:
+    """A live member of the instance's ApplySet, as deletion sees it."""
+
+    obj: ObjectId
+    node: str
+    wave: int
+    terminating: bool
+    finalizers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DeletionReport:
+    """An instance being deleted: where kro's reverse-wave deletion stands and what blocks it.
+
+    wave: the apply-order wave being deleted (the highest still present); None when no child
+    is left. blockers: one line per object or finalizer that holds the deletion up.
+    """
+
+    wave: int | None
+    members: tuple[MemberReport, ...]
+    blockers: tuple[str, ...]
+    instance_finalizers: tuple[str, ...]
+    recorded: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class GraphSource:
+    """Where the graph came from: the latest GraphRevision (what kro runs) or the RGD spec."""
+
+    rgd: str
+    rgd_state: str = ""
+    revision: int | None = None
+    revision_name: str = ""
+    from_revision: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceReport:
+    """Everything `kro explain KIND/NAME` prints."""
+
+    root_cause: str
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    state: str
+    generation: int | None
+    source: GraphSource | None
+    nodes: tuple[NodeReport, ...] = ()
+    deletion: DeletionReport | None = None
+    conditions: tuple[ConditionReport, ...] = ()
+    events: tuple[EventReport, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class BuildFailure:
+    """Why the RGD's graph does not compile, with where (from the build error's fields)."""
+
+    message: str
+    resource_id: str = ""
+    field_path: str = ""
+    expression: str = ""
+    rule: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class GraphNode:
+    """One resource of an RGD's compiled graph (for `kro explain rgd`)."""
+
+    id: str
+    api_version: str
+    kind: str
+    wave: int
+    dependencies: tuple[str, ...] = ()
+    conditional: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RGDReport:
+    """Everything `kro explain rgd NAME` prints."""
+
+    root_cause: str
+    name: str
+    state: str
+    generation: int | None
+    kind: str = ""
+    deleting: bool = False
+    finalizers: tuple[str, ...] = ()
+    conditions: tuple[ConditionReport, ...] = ()
+    build: BuildFailure | None = None
+    revisions: tuple[str, ...] = ()
+    graph: tuple[GraphNode, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def to_data(report: InstanceReport | RGDReport) -> dict[str, Any]:
+    """A JSON-ready dict (enums as their values, camelCase keys as kubectl users expect)."""
+    explanation = "instance" if isinstance(report, InstanceReport) else "resourcegraphdefinition"
+    return {"explanation": explanation, **_camel(asdict(report))}
+
+
+def _camel(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {_camel_key(k): _camel(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_camel(v) for v in value]
+    if isinstance(value, StrEnum):
+        return value.value
+    return value
+
+
+def _camel_key(key: str) -> str:
+    head, *rest = key.split("_")
+    return head + "".join(part.capitalize() for part in rest)
