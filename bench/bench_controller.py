@@ -3,12 +3,16 @@
 Measures, for one run: time until every instance is ACTIVE, p50/p99 create-to-ACTIVE, API
 requests per instance (kube-apiserver's apiserver_request_total before/after; includes this
 script's own creates and reads, reported separately), controller CPU seconds and peak RSS, and
-writes during a steady-state window with no changes (objects whose resourceVersion moved; the
-target is 0). Results are printed and written to bench/results/controller-<N>-w<W>.json.
+writes during a steady-state window with no changes (every write to the RGD's objects, seen
+through watches, per object and per field manager; the target is 0). With `--fight` the
+Deployment template also sets `deployment.kubernetes.io/revision`, which kube-controller-manager
+owns: the window starts once kro reports FieldConflict on every instance, and must show 0 writes.
+Results are printed and written to bench/results/controller-<N>-w<W>[-fight].json.
 
     python bench/bench_controller.py --instances 200 --workers 16
     python bench/bench_controller.py --instances 1000 --workers 16 --steady-seconds 60
     python bench/bench_controller.py --scaling 50          # throughput per worker count
+    python bench/bench_controller.py --instances 20 --fight --steady-seconds 60
 
 Without KUBECONFIG it starts its own local control plane (with fake nodes, so Deployments
 become Available and `readyWhen` passes).
@@ -100,6 +104,15 @@ RGD: dict[str, Any] = {
         ],
     },
 }
+
+
+def fighting_rgd() -> dict[str, Any]:
+    """The RGD whose Deployment also sets `deployment.kubernetes.io/revision`, which
+    kube-controller-manager owns and rewrites: kro and it would rewrite it in turn forever."""
+    rgd: dict[str, Any] = json.loads(json.dumps(RGD))
+    deployment = next(r for r in rgd["spec"]["resources"] if r["id"] == "deployment")
+    deployment["template"]["metadata"]["annotations"]["deployment.kubernetes.io/revision"] = "7"
+    return rgd
 
 
 async def _request_total(client: Client) -> float:
@@ -200,22 +213,72 @@ async def _wait_active(
     return active
 
 
-async def _versions(client: Client, namespace: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for gvr in (
-        INSTANCES,
-        GVR("", "v1", "configmaps"),
-        GVR("apps", "v1", "deployments"),
-        GVR("", "v1", "services"),
-    ):
-        items, _ = await client.list_all(gvr, namespace=namespace)
-        for item in items:
-            out[f"{gvr.resource}/{item['metadata']['name']}"] = item["metadata"]["resourceVersion"]
-    return out
+WATCHED = (
+    INSTANCES,
+    GVR("", "v1", "configmaps"),
+    GVR("apps", "v1", "deployments"),
+    GVR("", "v1", "services"),
+)
+
+
+def _last_writer(obj: dict[str, Any]) -> str:
+    """The field manager of the newest managedFields entry: who wrote this version."""
+    entries = obj.get("metadata", {}).get("managedFields") or []
+    latest: dict[str, Any] = max(entries, key=lambda e: str(e.get("time") or ""), default={})
+    return f"{latest.get('manager', '?')}/{latest.get('operation', '?')}"
+
+
+async def _count_writes(
+    client: Client, namespace: str, seconds: float
+) -> dict[str, dict[str, int]]:
+    """Every write to the RGD's objects during `seconds`: object -> {manager/operation: n}."""
+    writes: dict[str, dict[str, int]] = {}
+
+    async def one(gvr: GVR) -> None:
+        page = await client.list(gvr, namespace=namespace)
+        version = page["metadata"]["resourceVersion"]
+        stream = client.watch(
+            gvr, namespace=namespace, resource_version=version, allow_bookmarks=False
+        )
+        async with contextlib.aclosing(stream) as events:
+            async for event in events:
+                if event.type != "MODIFIED":
+                    continue
+                key = f"{gvr.resource}/{event.object['metadata']['name']}"
+                per = writes.setdefault(key, {})
+                writer = _last_writer(event.object)
+                per[writer] = per.get(writer, 0) + 1
+
+    tasks = [asyncio.create_task(one(gvr)) for gvr in WATCHED]
+    await asyncio.sleep(seconds)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    return writes
+
+
+async def _wait_fights_detected(client: Client, namespace: str, count: int) -> float:
+    """With --fight: seconds until every instance reports FieldConflict (kro yielded)."""
+    started = time.monotonic()
+    while True:
+        items, _ = await client.list_all(INSTANCES, namespace=namespace)
+        detected = [
+            i
+            for i in items
+            if any(
+                c.get("type") == "FieldConflict" and c.get("status") == "True"
+                for c in (i.get("status") or {}).get("conditions") or []
+            )
+        ]
+        if len(detected) >= count:
+            return time.monotonic() - started
+        if time.monotonic() - started > 600:
+            raise TimeoutError(f"{len(detected)} of {count} instances reported FieldConflict")
+        await asyncio.sleep(0.5)
 
 
 async def run_once(
-    kubeconfig: str, instances: int, workers: int, steady_s: float
+    kubeconfig: str, instances: int, workers: int, steady_s: float, *, fight: bool = False
 ) -> dict[str, Any]:
     client = await Client.from_kubeconfig(kubeconfig, options=ClientOptions(qps=0))
     namespace = f"bench-{int(time.time())}"
@@ -230,7 +293,9 @@ async def run_once(
         metrics_port = free_port()
         controller = _start_controller(kubeconfig, workers, metrics_port)
         try:
-            await client.apply(RGDS, RGD, field_manager="bench", force=True)
+            await client.apply(
+                RGDS, fighting_rgd() if fight else RGD, field_manager="bench", force=True
+            )
             await _wait_rgd_active(client)
             await client.mapper.refresh()
             before = await _request_total(client)
@@ -245,13 +310,13 @@ async def run_once(
             controller_after = _controller_requests(metrics_port)
             cpu_after, peak = _proc_usage(controller.pid)
             latencies = sorted(active[n] - created[n] for n in active)
-            versions = await _versions(client, namespace)
+            detection_s = (
+                await _wait_fights_detected(client, namespace, instances) if fight else None
+            )
             steady_before = _controller_requests(metrics_port)
-            await asyncio.sleep(steady_s)
-            changed = [
-                k for k, v in (await _versions(client, namespace)).items() if versions.get(k) != v
-            ]
+            writes = await _count_writes(client, namespace, steady_s)
             steady_requests = _controller_requests(metrics_port) - steady_before
+            total_writes = sum(n for per in writes.values() for n in per.values())
             return {
                 "instances": instances,
                 "workers": workers,
@@ -270,8 +335,13 @@ async def run_once(
                 / instances,
                 "controller_cpu_s": cpu_after - cpu_before,
                 "controller_peak_rss_mib": peak / 2**20,
+                "fight": fight,
+                "fight_detected_after_s": detection_s,
                 "steady_state_s": steady_s,
-                "steady_state_writes": len(changed),
+                "steady_state_objects_written": len(writes),
+                "steady_state_writes": total_writes,
+                "steady_state_writes_per_min": total_writes * 60.0 / steady_s if steady_s else 0.0,
+                "steady_state_writes_by_object": writes,
                 "steady_state_controller_requests": steady_requests,
             }
         finally:
@@ -282,16 +352,25 @@ async def run_once(
 
 def _report(result: dict[str, Any]) -> None:
     for key, value in result.items():
+        if key == "steady_state_writes_by_object":
+            for obj, per in sorted(value.items()):
+                print(f"    {obj:40} {per}")
+            continue
         print(f"  {key:28} {value:.3f}" if isinstance(value, float) else f"  {key:28} {value}")
     RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"controller-{result['instances']}-w{result['workers']}.json"
+    suffix = "-fight" if result.get("fight") else ""
+    path = RESULTS / f"controller-{result['instances']}-w{result['workers']}{suffix}.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
     print(f"  written to {path}")
 
 
 async def _main(args: argparse.Namespace, kubeconfig: str) -> None:
     print(f"== {args.instances} instances, {args.workers} workers")
-    _report(await run_once(kubeconfig, args.instances, args.workers, args.steady_seconds))
+    _report(
+        await run_once(
+            kubeconfig, args.instances, args.workers, args.steady_seconds, fight=args.fight
+        )
+    )
 
 
 def _scaling(instances: int) -> None:
@@ -315,6 +394,12 @@ def main() -> None:
     parser.add_argument("--instances", type=int, default=200)
     parser.add_argument("--workers", type=int, default=16)
     parser.add_argument("--steady-seconds", type=float, default=60.0)
+    parser.add_argument(
+        "--fight",
+        action="store_true",
+        help="the Deployment template also sets an annotation kube-controller-manager owns; "
+        "the steady window starts once kro has yielded it on every instance",
+    )
     parser.add_argument(
         "--scaling", type=int, default=0, help="instead: this many instances for each worker count"
     )

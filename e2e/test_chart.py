@@ -181,8 +181,9 @@ PERMISSIONS = [
     ("update", "leases.coordination.k8s.io", True, True),
     ("create", "events", True, True),
     ("patch", "events.events.k8s.io", True, True),
-    ("create", "nginxapps.platform.example.com", True, True),
-    ("patch", "nginxapps.platform.example.com/status", True, True),
+    ("create", "selfsubjectaccessreviews.authorization.k8s.io", False, True),
+    ("patch", "nginxapps.platform.example.com", True, True),
+    ("update", "nginxapps.platform.example.com/status", True, True),
     ("create", "deployments.apps", True, True),
     ("delete", "services", True, True),
     ("watch", "ingresses.networking.k8s.io", True, True),
@@ -192,6 +193,9 @@ PERMISSIONS = [
     ("create", "clusterroles.rbac.authorization.k8s.io", False, False),
     ("delete", "events", True, False),
     ("delete", "customresourcedefinitions.apiextensions.k8s.io/status", False, False),
+    # Least privilege (kro generate rbac): kro never creates or PUTs instances.
+    ("create", "nginxapps.platform.example.com", True, False),
+    ("update", "nginxapps.platform.example.com", True, False),
 ]
 
 

@@ -67,6 +67,8 @@ LABEL_MANAGED_BY: Final = "app.kubernetes.io/managed-by"
 LABEL_APPLYSET_ID: Final = "applyset.kubernetes.io/id"
 LABEL_APPLYSET_PART_OF: Final = "applyset.kubernetes.io/part-of"
 LABEL_AGGREGATE_TO_CONTROLLER: Final = "rbac.kro.run/aggregate-to-controller"
+"""The chart's aggregation-mode selector: ClusterRoles with it set to "true" extend kro's role."""
+AGGREGATE_TO_CONTROLLER_VALUE: Final = "true"
 
 OWNED_VALUE: Final = "true"
 """Value of `kro.run/owned` on everything kro owns."""
@@ -131,6 +133,10 @@ CONDITION_KIND_READY: Final = "KindReady"
 CONDITION_CONTROLLER_READY: Final = "ControllerReady"
 CONDITION_RESOURCE_GRAPH_ACCEPTED: Final = "ResourceGraphAccepted"
 """Deprecated RGD condition; pruned from status when found (P-08)."""
+CONDITION_PERMISSIONS_GRANTED: Final = "PermissionsGranted"
+"""kro's own pre-flight (no upstream equivalent, kro.controllers.permissions): present only
+while kro's identity lacks a permission the served graph needs (False, which makes the RGD's
+`Ready` False) or could not check (Unknown, which does not count towards `Ready`)."""
 
 # GraphRevision (B-05)
 CONDITION_GRAPH_VERIFIED: Final = "GraphVerified"
@@ -191,6 +197,11 @@ REASON_INVALID_RESOURCE_GRAPH: Final = "InvalidResourceGraph"
 REASON_RUNNING: Final = "Running"
 REASON_FAILED_TO_START: Final = "FailedToStart"
 REASON_FAILED_LABELER_SETUP: Final = "FailedLabelerSetup"
+
+# PermissionsGranted (kro.controllers.permissions)
+REASON_MISSING_PERMISSIONS: Final = "MissingPermissions"
+REASON_PERMISSION_CHECK_FAILED: Final = "PermissionCheckFailed"
+"""The access reviews could not be made (e.g. forbidden, API server unreachable)."""
 
 # GraphVerified (B-05)
 REASON_VERIFIED: Final = "Verified"

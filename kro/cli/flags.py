@@ -1,4 +1,4 @@
-"""kro.cli.flags: the `kro controller` flags, spelled and defaulted exactly as upstream (§1.S).
+"""kro.cli.flags: the `kro controller` flags, spelled and defaulted exactly as upstream's.
 
 The Helm chart renders these flags from its values, so a flag renamed here breaks every
 install: tests/cli/test_flags.py pins each name and default. Durations accept Go's syntax
@@ -114,42 +114,117 @@ _FLAGS: tuple[tuple[str, str, object, str], ...] = (
         "start informers before winning leadership",
     ),
     ("--leader-election-namespace", "leader_election_namespace", str, "namespace of the Lease"),
-    ("--leader-election-lease-duration", "leader_election_lease_duration_s", parse_duration, ""),
-    ("--leader-election-renew-deadline", "leader_election_renew_deadline_s", parse_duration, ""),
-    ("--leader-election-retry-period", "leader_election_retry_period_s", parse_duration, ""),
+    (
+        "--leader-election-lease-duration",
+        "leader_election_lease_duration_s",
+        parse_duration,
+        "how long non-leaders wait before taking over an unrenewed lease",
+    ),
+    (
+        "--leader-election-renew-deadline",
+        "leader_election_renew_deadline_s",
+        parse_duration,
+        "how long the leader keeps retrying to renew before giving up leadership",
+    ),
+    (
+        "--leader-election-retry-period",
+        "leader_election_retry_period_s",
+        parse_duration,
+        "wait between leader election attempts",
+    ),
     (
         "--allow-crd-deletion",
         "allow_crd_deletion",
         _bool,
         "delete a generated CRD when its ResourceGraphDefinition is deleted",
     ),
-    ("--graceful-shutdown-timeout", "graceful_shutdown_timeout_s", parse_duration, ""),
-    ("--resource-graph-definition-concurrent-reconciles", "rgd_concurrent_reconciles", int, ""),
-    ("--graph-revision-concurrent-reconciles", "graph_revision_concurrent_reconciles", int, ""),
+    (
+        "--graceful-shutdown-timeout",
+        "graceful_shutdown_timeout_s",
+        parse_duration,
+        "how long in-flight reconciles may run after a shutdown signal",
+    ),
+    (
+        "--resource-graph-definition-concurrent-reconciles",
+        "rgd_concurrent_reconciles",
+        int,
+        "ResourceGraphDefinition workers",
+    ),
+    (
+        "--graph-revision-concurrent-reconciles",
+        "graph_revision_concurrent_reconciles",
+        int,
+        "GraphRevision workers",
+    ),
     (
         "--dynamic-controller-concurrent-reconciles",
         "dynamic_concurrent_reconciles",
         int,
         "instance workers",
     ),
-    ("--dynamic-controller-rate-limiter-min-delay", "rate_limiter_min_delay_s", parse_duration, ""),
-    ("--dynamic-controller-rate-limiter-max-delay", "rate_limiter_max_delay_s", parse_duration, ""),
-    ("--dynamic-controller-rate-limiter-rate-limit", "rate_limiter_rate_limit", int, "events/s"),
-    ("--dynamic-controller-rate-limiter-burst-limit", "rate_limiter_burst_limit", int, ""),
+    (
+        "--dynamic-controller-rate-limiter-min-delay",
+        "rate_limiter_min_delay_s",
+        parse_duration,
+        "first retry delay of a failed instance (doubles per failure)",
+    ),
+    (
+        "--dynamic-controller-rate-limiter-max-delay",
+        "rate_limiter_max_delay_s",
+        parse_duration,
+        "longest retry delay of a failed instance",
+    ),
+    (
+        "--dynamic-controller-rate-limiter-rate-limit",
+        "rate_limiter_rate_limit",
+        int,
+        "instance reconciles per second, overall",
+    ),
+    (
+        "--dynamic-controller-rate-limiter-burst-limit",
+        "rate_limiter_burst_limit",
+        int,
+        "instance reconciles allowed in a burst above the rate",
+    ),
     (
         "--instance-requeue-interval",
         "instance_requeue_interval_s",
         parse_duration,
         "delay of instance requeues; 0 disables them",
     ),
-    ("--dynamic-controller-default-resync-period", "resync_period_s", int, "seconds"),
-    ("--dynamic-controller-default-queue-max-retries", "queue_max_retries", int, ""),
-    ("--client-qps", "client_qps", float, ""),
-    ("--client-burst", "client_burst", int, ""),
-    ("--rgd-max-collection-size", "max_collection_size", int, ""),
-    ("--rgd-max-collection-dimension-size", "max_collection_dimension_size", int, ""),
+    (
+        "--dynamic-controller-default-resync-period",
+        "resync_period_s",
+        int,
+        "seconds between full re-lists of watched kinds",
+    ),
+    (
+        "--dynamic-controller-default-queue-max-retries",
+        "queue_max_retries",
+        int,
+        "retries of a failing instance before it is dropped until its next change",
+    ),
+    ("--client-qps", "client_qps", float, "API server requests per second"),
+    ("--client-burst", "client_burst", int, "API server requests in a burst"),
+    (
+        "--rgd-max-collection-size",
+        "max_collection_size",
+        int,
+        "most items one forEach may expand to",
+    ),
+    (
+        "--rgd-max-collection-dimension-size",
+        "max_collection_dimension_size",
+        int,
+        "most forEach iterators per resource",
+    ),
     ("--rgd-max-graph-revisions", "max_graph_revisions", int, "<= 0 disables revision GC"),
-    ("--rgd-progress-requeue-delay", "rgd_progress_requeue_delay_s", parse_duration, ""),
+    (
+        "--rgd-progress-requeue-delay",
+        "rgd_progress_requeue_delay_s",
+        parse_duration,
+        "wait before re-checking an RGD whose CRD or revision is not ready yet",
+    ),
     ("--kubeconfig", "kubeconfig", str, "default: $KUBECONFIG, ~/.kube/config, in-cluster"),
     ("--log-level", "log_level", str, "debug, info, warning, error (zap: --zap-log-level)"),
     ("--log-encoder", "log_encoder", str, "console or json (zap: --zap-encoder)"),
@@ -163,6 +238,35 @@ _ALIASES = {
 }
 
 
+_METAVARS: Mapping[str, str] = {
+    "--kubeconfig": "FILE",
+    "--leader-election-namespace": "NAMESPACE",
+    "--log-level": "LEVEL",
+    "--log-encoder": "FORMAT",
+}
+
+
+def _metavar(flag: str, kind: object) -> str:
+    """What the value looks like, not the flag's name again (which argparse would repeat)."""
+    if flag.endswith("-address"):
+        return "HOST:PORT"
+    names: dict[object, str] = {parse_duration: "DURATION", _bool: "BOOL", int: "N", float: "N"}
+    return _METAVARS.get(flag) or names.get(kind, "VALUE")
+
+
+def _shown(default: object, kind: object) -> str:
+    """A default as a user would type it: `false`, `3s`, `200ms`, `none`."""
+    if isinstance(default, bool):
+        return str(default).lower()
+    if kind is parse_duration and isinstance(default, float):
+        if 0 < default < 1:
+            return f"{default * 1000:g}ms"
+        return f"{default:g}s"
+    if default is None or default == "":
+        return "none"
+    return str(default)
+
+
 def add_controller_flags(parser: argparse.ArgumentParser) -> None:
     """Declare every controller flag on `parser` with upstream's defaults."""
     defaults = ControllerConfig()
@@ -174,14 +278,15 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
             dest=dest,
             type=kind,  # type: ignore[arg-type]
             default=default,
-            metavar=flag.removeprefix("--").upper().replace("-", "_")[:24],
-            help=f"{help_text} (default {default})".strip(),
+            metavar=_metavar(flag, kind),
+            help=f"{help_text} (default: {_shown(default, kind)})",
         )
     parser.add_argument(
         "--feature-gates",
         dest="feature_gates",
         type=parse_feature_gates,
         default=dict(FEATURE_GATES),
+        metavar="GATES",
         help="Name=true|false,... (" + ", ".join(sorted(FEATURE_GATES)) + ")",
     )
 

@@ -1,43 +1,104 @@
-"""The `kro` console script: offline tools (validate, generate, graph, render) and the controller.
+"""The `kro` command: offline tools (validate, generate, graph, render) and the controller.
 
 Exit codes: 0 ok, 1 invalid input (with messages), 2 usage errors (argparse's own code).
+
+Each command lives in its own module and adds itself with one `add_*_command(commands)` call
+below. Modules are imported when the parser is built, but the heavy ones (graph builder, CEL
+engine, HTTP client) only inside the handlers, so `kro --help` and `kro --version` start fast;
+a CI job pays that start-up on every call.
+
+Process-wide behaviour a command-line tool owes its pipes lives here: a reader that closes
+early (`kro generate crd -f x | head -1`) ends the command quietly, and Ctrl-C exits 130
+without a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
+import os
 import sys
 from collections.abc import Sequence
+from typing import Any, Final
 
-from kro.cli.flags import add_controller_flags, config_from_args
+EXIT_BROKEN_PIPE: Final = 141  # 128 + SIGPIPE, what a shell reports for a killed writer
+EXIT_INTERRUPTED: Final = 130  # 128 + SIGINT
+
+DESCRIPTION: Final = """\
+kro compiles ResourceGraphDefinitions (RGDs) into CRDs and reconciles every instance into its
+resources. The offline commands check and explain RGDs without a cluster, for CI and for
+authors; `kro controller` runs the controller.
+"""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="kro",
-        description="kro: ResourceGraphDefinitions compiled to CRDs and reconciled by kro.",
-    )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    from kro.cli.explain import add_explain_command
-    from kro.cli.offline import add_offline_commands
-    from kro.cli.render import add_render_command
+class _VersionAction(argparse.Action):
+    """`--version`: the installed package's version, looked up only when asked for."""
 
-    add_offline_commands(commands)
-    add_render_command(commands)
-    add_explain_command(commands)
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        kwargs.setdefault("help", "print the kro version and exit")
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        print(f"kro {package_version()}")
+        parser.exit()
+
+
+def package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("kro")
+    except PackageNotFoundError:
+        from kro import __version__
+
+        return __version__
+
+
+def add_controller_command(commands: Any) -> None:
+    from kro.cli.flags import add_controller_flags
+
     controller = commands.add_parser(
         "controller",
         help="run the kro controller against a cluster",
-        description="Run the kro controller (flags as upstream kro's controller binary).",
+        description="Run the kro controller. Flags are spelled and defaulted as upstream "
+        "kro's controller binary takes them, so the Helm chart's values work unchanged.",
     )
     add_controller_flags(controller)
     controller.set_defaults(handler=_controller)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from kro.cli.explain import add_explain_command
+    from kro.cli.offline import add_generate_command, add_graph_command, add_validate_command
+    from kro.cli.render import add_render_command
+
+    parser = argparse.ArgumentParser(
+        prog="kro",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Run `kro COMMAND --help` for a command's options.",
+    )
+    parser.add_argument("--version", action=_VersionAction)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    add_validate_command(commands)
+    add_generate_command(commands)
+    add_graph_command(commands)
+    add_render_command(commands)
+    add_explain_command(commands)
+    add_controller_command(commands)
     return parser
 
 
 def _controller(args: argparse.Namespace) -> int:
+    import asyncio
+
     from kro.cli.controller import run_controller
+    from kro.cli.flags import config_from_args
 
     try:
         return asyncio.run(run_controller(config_from_args(args)))
@@ -48,8 +109,24 @@ def _controller(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
-    code: int = args.handler(args)
+    try:
+        code: int = args.handler(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
     return code
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # not a real file (tests capture it)
+        pass
 
 
 if __name__ == "__main__":

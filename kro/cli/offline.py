@@ -1,60 +1,52 @@
-"""kro.cli.offline: `kro validate`, `kro generate crd` and `kro graph`, without a cluster
-(reference §1.U CLI-02, CLI-03, CLI-06).
+"""kro.cli.offline: `kro validate`, `kro generate crd` and `kro graph`, without a cluster.
 
-Upstream's CLI needs a reachable cluster for schema discovery (CLI-01). These commands run
-offline instead: kinds resolve from the built-in Kubernetes schema bundle plus any
-`--crd FILE` given, and RGDs given together may build on each other (an RGD whose resources
-are instances of another RGD in the same `-f` files gets that RGD's generated CRD), so a
-platform's whole set of RGDs can be checked in CI.
+Upstream's CLI needs a reachable cluster for schema discovery. These commands run offline
+instead: kinds resolve from the built-in Kubernetes schema bundle plus any `--crd FILE`
+given, and RGDs given together may build on each other, so a platform's whole set of RGDs
+can be checked in CI. `kro validate --kubeconfig K` also resolves kinds from a live cluster's
+OpenAPI, for RGDs that use CRDs installed there; the bundle and `--crd` files come first.
 
-* `kro validate [rgd] -f FILE [-f FILE ...] [--crd FILE ...]` checks admission rules (§1.A)
-  and builds every RGD (§1.E). Prints `Validation successful! The ResourceGraphDefinition is
-  valid.` per RGD, or `validation failed: <error>`; exit 0 when all are valid, else 1. Valid
-  RGDs whose expressions may be expensive at run time (`kro.graph.cost`: nested
-  comprehensions over lists the schema does not bound, generated lengths computed at run
-  time) get a `warning: ...` line on stderr each; warnings never change the exit code.
-* `kro generate crd -f FILE [-o yaml|json]` prints each RGD's CRD with the annotation
-  `kro.run/cli-version: dev`.
-* `kro graph -f FILE [--format text|mermaid|dot]` prints the topological order, the
-  apply-order waves (deletion runs from the highest wave down, G-17) and the dependency edges.
-
+What "valid" means is `rgds` (strict decoding, admission, build, CRD rules); where input
+comes from is `inputs`; how results look is here (text) and in `output` (`-o json|yaml`).
 Exit codes: 0 ok, 1 invalid input, 2 usage errors (argparse's own, and unknown formats).
-`kro validate --kubeconfig K` also resolves kinds from a live cluster's OpenAPI (CLI-01), for
-RGDs that use CRDs installed there; the built-in bundle and `--crd` files are consulted first.
+Heavy modules (the graph builder, the CEL engine, the HTTP client) are imported inside the
+handlers, so `kro --help` stays fast.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import copy
 import json
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import yaml
-
-from kro.api.names import ANNOTATION_CLI_VERSION, FEATURE_CEL_OMIT_FUNCTION, RGD_KIND
-from kro.api.v1alpha1 import InvalidObjectError, parse_resource_graph_definition
+from kro.cli import output
+from kro.cli.build_result import BuildResult
 from kro.cli.flags import parse_feature_gates
-from kro.graph.build_errors import ResourceBuildError
-from kro.graph.builder import BuildOptions, build_graph
-from kro.graph.cost import graph_warnings
-from kro.graph.errors import GraphError
-from kro.graph.model import Graph, NodeType
-from kro.graph.resolver import (
-    GVK,
-    OfflineSchemaResolver,
-    ResolvedSchema,
-    SchemaNotFoundError,
-    SchemaResolver,
-    SchemaSourceError,
-    referenced_gvks,
-)
-from kro.runtime.errors import KubeError
+from kro.cli.inputs import InputError
+
+if TYPE_CHECKING:
+    from kro.cli.inputs import Document
+    from kro.graph.builder import BuildOptions
+    from kro.graph.model import Graph
+    from kro.graph.resolver import OfflineSchemaResolver
+
+__all__ = [
+    "EXIT_INVALID",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "VALID_MESSAGE",
+    "BuildResult",
+    "InputError",
+    "add_offline_commands",
+    "build_rgds",
+    "format_documents",
+    "load_rgds",
+]
 
 EXIT_OK: Final = 0
 EXIT_INVALID: Final = 1
@@ -62,67 +54,79 @@ EXIT_USAGE: Final = 2
 CLI_VERSION: Final = "dev"
 VALID_MESSAGE: Final = "Validation successful! The ResourceGraphDefinition is valid."
 OUTPUT_FORMATS: Final = ("yaml", "json")
-GRAPH_FORMATS: Final = ("text", "mermaid", "dot")
+
+VALIDATE_HELP: Final = """\
+Check ResourceGraphDefinitions the way a cluster would, without one: unknown or duplicate
+fields (kubectl's strict validation), the RGD API's admission rules, every resource template
+against its kind's schema, every ${...} expression and its type, and the generated CRD.
+
+Kinds resolve from the built-in Kubernetes schemas, from CRDs given with --crd, from other
+RGDs given in the same run, and, with --kubeconfig, from a cluster.
+
+Exit status: 0 all valid, 1 something is invalid, 2 usage error.
+
+examples:
+  kro validate -f rgd.yaml
+  kro validate -f platform/ -R --crd crds/ -o json
+  cat rgd.yaml | kro validate -f -
+"""
 
 
-class InputError(Exception):
-    """A file cannot be read or holds no ResourceGraphDefinition."""
+# --- input flags --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class BuildResult:
-    """One RGD from the input files: its graph, or why it is invalid."""
-
-    name: str
-    graph: Graph | None
-    error: str | None
-
-
-# --- shared ------------------------------------------------------------------------------------
-
-
-def _common_arguments(parser: argparse.ArgumentParser) -> None:
+def add_input_flags(parser: argparse.ArgumentParser, what: str = "ResourceGraphDefinition") -> None:
+    """`-f` (file, directory or `-`), `-R`, `--crd` and the build limits every command shares."""
     parser.add_argument(
         "-f",
+        "--filename",
         "--file",
         dest="files",
-        type=Path,
         action="append",
         required=True,
-        help="ResourceGraphDefinition YAML (repeatable; multi-document files allowed)",
+        metavar="PATH",
+        help=f"{what} YAML file, directory, or - for standard input (repeatable)",
+    )
+    parser.add_argument(
+        "-R",
+        "--recursive",
+        action="store_true",
+        help="read directories given with -f (and --crd) recursively",
     )
     parser.add_argument(
         "--crd",
-        type=Path,
         action="append",
         default=[],
-        help="CRD YAML for custom kinds the RGDs use (repeatable)",
+        metavar="PATH",
+        help="CustomResourceDefinition YAML (file or directory) for custom kinds (repeatable)",
     )
     parser.add_argument(
         "--feature-gates",
         type=parse_feature_gates,
         default=None,
-        help="e.g. CELOmitFunction=true (as the controller flag)",
+        metavar="GATES",
+        help="Name=true|false,... as the controller takes them, e.g. CELOmitFunction=true",
     )
-    parser.add_argument("--max-collection-size", type=int, default=1000)
-    parser.add_argument("--max-collection-dimension-size", type=int, default=10)
+    parser.add_argument(
+        "--max-collection-size",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="most items one forEach may expand to (default: 1000)",
+    )
+    parser.add_argument(
+        "--max-collection-dimension-size",
+        type=int,
+        default=10,
+        metavar="N",
+        help="most forEach iterators per resource (default: 10)",
+    )
 
 
-def load_rgds(paths: Sequence[Path]) -> list[dict[str, Any]]:
-    """Every ResourceGraphDefinition document in `paths`, in order."""
-    found: list[dict[str, Any]] = []
-    for path in paths:
-        try:
-            documents = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
-        except (OSError, yaml.YAMLError) as error:
-            raise InputError(f"cannot read {path}: {error}") from error
-        found += [d for d in documents if isinstance(d, dict) and d.get("kind") == RGD_KIND]
-    if not found:
-        raise InputError(f"no ResourceGraphDefinition found in {', '.join(map(str, paths))}")
-    return found
+def build_options(args: argparse.Namespace) -> BuildOptions:
+    from kro.api.names import FEATURE_CEL_OMIT_FUNCTION
+    from kro.graph.builder import BuildOptions
 
-
-def _options(args: argparse.Namespace) -> BuildOptions:
     gates = args.feature_gates or {}
     return BuildOptions(
         max_collection_size=args.max_collection_size,
@@ -131,262 +135,235 @@ def _options(args: argparse.Namespace) -> BuildOptions:
     )
 
 
-def _name(rgd: dict[str, Any]) -> str:
-    metadata = rgd.get("metadata")
-    return str(metadata.get("name", "")) if isinstance(metadata, dict) else ""
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    """What `-f` and `--crd` named: the RGD documents and the resolver for their kinds."""
+
+    rgds: list[Document]
+    files: list[str]
+    resolver: OfflineSchemaResolver
 
 
-def _try_build(
-    rgd: dict[str, Any], resolver: OfflineSchemaResolver, options: BuildOptions, *, final: bool
-) -> BuildResult | None:
-    """Build one RGD; None when it names a kind that a not-yet-built RGD may provide."""
-    try:
-        parse_resource_graph_definition(rgd)
-        graph = build_graph(rgd, resolver, options=options)
-    except InvalidObjectError as error:
-        return BuildResult(_name(rgd), None, str(error))
-    except ResourceBuildError as error:
-        if error.rule == "G-07" and not final:
-            return None
-        return BuildResult(_name(rgd), None, str(error))
-    except GraphError as error:
-        return BuildResult(_name(rgd), None, str(error))
-    resolver.add_crd(graph.instance.crd)
-    return BuildResult(_name(rgd), graph, None)
+def load_inputs(args: argparse.Namespace) -> Inputs:
+    """Read `-f` and `--crd`; raises InputError with a one-line message naming the file."""
+    from kro.cli.inputs import expand_sources, read_documents
+    from kro.cli.rgds import rgd_documents
+    from kro.graph.resolver import OfflineSchemaResolver, SchemaSourceError
+
+    files = expand_sources(args.files, recursive=args.recursive)
+    rgds = rgd_documents(read_documents(files))
+    if not rgds:
+        raise InputError(f"no ResourceGraphDefinition found in {', '.join(args.files)}")
+    resolver = OfflineSchemaResolver.from_files()
+    for document in _crd_documents(args.crd, args.recursive):
+        try:
+            resolver.add_crd(document.body)
+        except SchemaSourceError as error:
+            raise InputError(f"{document.source}: {error}") from error
+    return Inputs(rgds, files, resolver)
+
+
+def _crd_documents(paths: Sequence[str], recursive: bool) -> list[Document]:
+    """The CustomResourceDefinitions of `--crd`, read like `-f` (files, dirs, `-`)."""
+    from kro.cli.inputs import expand_sources, read_documents
+
+    found: list[Document] = []
+    for path in paths:
+        documents = read_documents(expand_sources([path], recursive=recursive))
+        crds = [d for d in documents if d.body.get("kind") == "CustomResourceDefinition"]
+        if not crds:
+            raise InputError(f"no CustomResourceDefinition found in {path}")
+        found += crds
+    return found
+
+
+def load_rgds(paths: Sequence[Path | str]) -> list[dict[str, Any]]:
+    """Every ResourceGraphDefinition document in `paths`, in order (files, dirs or `-`)."""
+    from kro.cli.inputs import expand_sources, read_documents
+    from kro.cli.rgds import rgd_documents
+
+    documents = read_documents(expand_sources([str(p) for p in paths]))
+    found = [d.body for d in rgd_documents(documents)]
+    if not found:
+        raise InputError(f"no ResourceGraphDefinition found in {', '.join(map(str, paths))}")
+    return found
 
 
 def build_rgds(
-    rgds: Sequence[dict[str, Any]], resolver: OfflineSchemaResolver, options: BuildOptions
+    rgds: Sequence[dict[str, Any] | Document],
+    resolver: OfflineSchemaResolver,
+    options: BuildOptions,
 ) -> list[BuildResult]:
-    """Build every RGD, each one's CRD served to the others (RGD chaining), input order kept.
+    """Check and build RGDs given together (see `kro.cli.rgds.build_rgds`)."""
+    from kro.cli import rgds as pipeline
 
-    An RGD whose kind lookup fails is retried after the others, until no round makes progress.
-    """
-    results: dict[int, BuildResult] = {}
-    pending = list(range(len(rgds)))
-    while pending:
-        progressed = False
-        for index in list(pending):
-            result = _try_build(rgds[index], resolver, options, final=False)
-            if result is not None:
-                results[index] = result
-                pending.remove(index)
-                progressed = True
-        if not progressed:
-            for index in pending:
-                result = _try_build(rgds[index], resolver, options, final=True)
-                assert result is not None
-                results[index] = result
-            pending = []
-    return [results[i] for i in range(len(rgds))]
+    return pipeline.build_rgds(rgds, resolver, options)
 
 
-class _LiveBacked(OfflineSchemaResolver):
-    """The offline bundle and `--crd` files first, then the schemas prefetched from a cluster."""
+def _run(args: argparse.Namespace, report: Callable[[Inputs, list[BuildResult]], int]) -> int:
+    from kro.cli.rgds import build_rgds as build
+    from kro.graph.resolver import SchemaSourceError
 
-    def __init__(self, offline: OfflineSchemaResolver, live: SchemaResolver) -> None:
-        super().__init__()
-        self._entries = offline._entries
-        self._live = live
-
-    def resolve(self, gvk: GVK) -> ResolvedSchema:
-        try:
-            return super().resolve(gvk)
-        except SchemaNotFoundError:
-            return self._live.resolve(gvk)
-
-
-async def _live_resolver(
-    kubeconfig: str, offline: OfflineSchemaResolver, rgds: Sequence[dict[str, Any]]
-) -> OfflineSchemaResolver:
-    from kro.controllers.schemas import LiveSchemaResolver
-    from kro.runtime.client import Client
-
-    async with await Client.from_kubeconfig(kubeconfig) as client:
-        live = LiveSchemaResolver(client)
-        wanted = [gvk for rgd in rgds for gvk in referenced_gvks(rgd.get("spec") or {})]
-        await live.prefetch(wanted)
-    return _LiveBacked(offline, live)
-
-
-def _run(args: argparse.Namespace, render: Callable[[list[BuildResult]], int]) -> int:
     try:
-        rgds = load_rgds(args.files)
-        resolver = OfflineSchemaResolver.from_files(crd_paths=args.crd)
+        inputs = load_inputs(args)
         if getattr(args, "kubeconfig", None):
-            resolver = asyncio.run(_live_resolver(args.kubeconfig, resolver, rgds))
+            inputs = _with_cluster(args.kubeconfig, inputs)
     except (InputError, SchemaSourceError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INVALID
-    except KubeError as error:
-        print(f"error: cannot read schemas from the cluster: {error}", file=sys.stderr)
-        return EXIT_INVALID
-    return render(build_rgds(rgds, resolver, _options(args)))
+    return report(inputs, build(inputs.rgds, inputs.resolver, build_options(args)))
 
 
-def _report_failures(results: Sequence[BuildResult]) -> bool:
-    failed = [r for r in results if r.error is not None]
-    for result in failed:
-        prefix = f"{result.name}: " if len(results) > 1 and result.name else ""
-        print(f"{prefix}validation failed: {result.error}", file=sys.stderr)
-    return bool(failed)
+def _with_cluster(kubeconfig: str, inputs: Inputs) -> Inputs:
+    from kro.cli.cluster_schemas import ClusterSchemaError, with_cluster_schemas
+
+    try:
+        resolver = with_cluster_schemas(kubeconfig, inputs.resolver, [d.body for d in inputs.rgds])
+    except ClusterSchemaError as error:
+        raise InputError(str(error)) from error
+    return Inputs(inputs.rgds, inputs.files, resolver)
+
+
+class Prefixes:
+    """`file: name: ` in front of each message, only where the input has several of them."""
+
+    def __init__(self, results: Sequence[BuildResult], files: Sequence[str]) -> None:
+        self._files = len(set(files)) > 1
+        self._names = len(results) > 1
+
+    def __call__(self, result: BuildResult) -> str:
+        name = f"{result.name}: " if self._names and result.name else ""
+        return self.file(result) + name
+
+    def file(self, result: BuildResult) -> str:
+        return f"{result.source}: " if self._files and result.source else ""
+
+
+def report_failures(results: Sequence[BuildResult], prefix: Prefixes) -> bool:
+    """One `validation failed: ...` line on stderr per problem; True if there was any."""
+    failed = False
+    for result in results:
+        for error in result.errors or ((result.error,) if result.error else ()):
+            print(f"{prefix(result)}validation failed: {error}", file=sys.stderr)
+            failed = True
+    return failed
 
 
 # --- validate ----------------------------------------------------------------------------------
 
 
 def _validate(args: argparse.Namespace) -> int:
-    def render(results: list[BuildResult]) -> int:
+    if args.output not in args.output_formats:
+        print(output.unsupported(args.output), file=sys.stderr)
+        return EXIT_USAGE
+
+    def report(inputs: Inputs, results: list[BuildResult]) -> int:
+        warnings = _warnings(results)
+        if output.is_machine(args.output):
+            sys.stdout.write(output.dump(_validation_data(results, warnings), args.output))
+            return EXIT_INVALID if any(r.graph is None for r in results) else EXIT_OK
+        prefix = Prefixes(results, inputs.files)
         for result in results:
-            if result.error is None:
-                prefix = f"{result.name}: " if len(results) > 1 and result.name else ""
-                print(prefix + VALID_MESSAGE)
-        _report_cost_warnings(results)
-        return EXIT_INVALID if _report_failures(results) else EXIT_OK
+            if result.graph is not None:
+                print(prefix(result) + VALID_MESSAGE)
+        for result in results:
+            for warning in warnings.get(id(result), []):  # a warning names its RGD itself
+                print(f"{prefix.file(result)}warning: {warning}", file=sys.stderr)
+        return EXIT_INVALID if report_failures(results, prefix) else EXIT_OK
 
-    return _run(args, render)
+    return _run(args, report)
 
 
-def _report_cost_warnings(results: Sequence[BuildResult]) -> None:
+def _warnings(results: Sequence[BuildResult]) -> dict[int, list[str]]:
     """Expressions whose run-time cost the schema does not bound (advice, not an error)."""
-    for result in results:
-        if result.graph is not None:
-            for warning in graph_warnings(result.graph):
-                print(f"warning: {warning}", file=sys.stderr)
+    from kro.graph.cost import graph_warnings
+
+    return {
+        id(r): [str(w) for w in graph_warnings(r.graph)] for r in results if r.graph is not None
+    }
+
+
+def _validation_data(
+    results: Sequence[BuildResult], warnings: dict[int, list[str]]
+) -> dict[str, Any]:
+    return {
+        "valid": all(r.graph is not None for r in results),
+        "results": [
+            {
+                "file": r.source,
+                "name": r.name,
+                "valid": r.graph is not None,
+                "errors": list(r.errors or ((r.error,) if r.error else ())),
+                "warnings": warnings.get(id(r), []),
+            }
+            for r in results
+        ],
+    }
 
 
 # --- generate crd ------------------------------------------------------------------------------
 
 
 def cli_crd(graph: Graph) -> dict[str, Any]:
-    """The generated CRD with `kro.run/cli-version: dev` (CLI-03)."""
+    """The generated CRD with `kro.run/cli-version: dev`, as upstream's CLI prints it."""
+    from kro.api.names import ANNOTATION_CLI_VERSION
+
     crd = copy.deepcopy(dict(graph.instance.crd))
     metadata = crd.setdefault("metadata", {})
     metadata.setdefault("annotations", {})[ANNOTATION_CLI_VERSION] = CLI_VERSION
     return crd
 
 
-def format_documents(documents: Sequence[dict[str, Any]], output: str) -> str:
+def format_documents(documents: Sequence[dict[str, Any]], output_format: str) -> str:
     """YAML (multi-document) or JSON (one object, or a v1 List for several)."""
-    if output == "json":
+    import yaml
+
+    if output_format == "json":
         body: Any = documents[0]
         if len(documents) > 1:
             body = {"apiVersion": "v1", "kind": "List", "items": list(documents)}
         return json.dumps(body, indent=2) + "\n"
-    return yaml.safe_dump_all(documents, sort_keys=False, default_flow_style=False)
+    text: str = yaml.safe_dump_all(documents, sort_keys=False, default_flow_style=False)
+    return text
 
 
 def _generate_crd(args: argparse.Namespace) -> int:
     if args.output not in OUTPUT_FORMATS:
-        print(f"error: unsupported output format: {args.output}", file=sys.stderr)
+        print(output.unsupported(args.output), file=sys.stderr)
         return EXIT_USAGE
 
-    def render(results: list[BuildResult]) -> int:
-        if _report_failures(results):
+    def report(inputs: Inputs, results: list[BuildResult]) -> int:
+        if report_failures(results, Prefixes(results, inputs.files)):
             return EXIT_INVALID
         crds = [cli_crd(r.graph) for r in results if r.graph is not None]
         sys.stdout.write(format_documents(crds, args.output))
         return EXIT_OK
 
-    return _run(args, render)
+    return _run(args, report)
 
 
 # --- graph -------------------------------------------------------------------------------------
 
 
-def waves(graph: Graph) -> dict[int, list[str]]:
-    """Apply-order wave -> node ids (topological order within a wave)."""
-    out: dict[int, list[str]] = {}
-    for node_id in graph.topological_order:
-        out.setdefault(graph.nodes[node_id].apply_order, []).append(node_id)
-    return dict(sorted(out.items()))
-
-
-def edges(graph: Graph) -> list[tuple[str, str]]:
-    """(dependency, dependent) pairs: the first must exist before the second."""
-    return [(d, n) for n in graph.topological_order for d in graph.nodes[n].dependencies]
-
-
-def render_text(graph: Graph) -> str:
-    instance = graph.instance
-    lines = [
-        f"ResourceGraphDefinition: {graph.rgd_name or '(unnamed)'}",
-        f"Instance: {instance.api_version}, Kind={instance.kind}",
-        f"Topological order: {', '.join(graph.topological_order) or '(no resources)'}",
-        "Apply-order waves (deletion runs from the highest wave down):",
-    ]
-    lines += [f"  {wave}: {', '.join(ids)}" for wave, ids in waves(graph).items()]
-    lines.append("Nodes:")
-    for node_id in graph.topological_order:
-        node = graph.nodes[node_id]
-        flags = [node.type.value, f"{node.gvk.api_version}/{node.gvk.kind}"]
-        if node.include_when:
-            flags.append("conditional")
-        if node.for_each:
-            flags.append("forEach " + " x ".join(d.name for d in node.for_each))
-        lines.append(f"  {node_id}: {', '.join(flags)}")
-    lines.append("Edges (dependency -> dependent):")
-    lines += [f"  {d} -> {n}" for d, n in edges(graph)] or ["  (none)"]
-    return "\n".join(lines) + "\n"
-
-
-_MERMAID_SHAPES: Final = {
-    NodeType.RESOURCE: ('["', '"]'),
-    NodeType.COLLECTION: ('[["', '"]]'),
-    NodeType.EXTERNAL: ('(["', '"])'),
-    NodeType.EXTERNAL_COLLECTION: ('[("', '")]'),
-}
-
-
-def _label(graph: Graph, node_id: str, newline: str) -> str:
-    node = graph.nodes[node_id]
-    suffix = "?" if node.include_when else ""
-    return f"{node_id}{suffix}{newline}{node.gvk.kind} (wave {node.apply_order})"
-
-
-def render_mermaid(graph: Graph) -> str:
-    lines = ["flowchart TD"]
-    for node_id in graph.topological_order:
-        left, right = _MERMAID_SHAPES[graph.nodes[node_id].type]
-        lines.append(f"  {node_id}{left}{_label(graph, node_id, '<br/>')}{right}")
-    lines += [f"  {d} --> {n}" for d, n in edges(graph)]
-    return "\n".join(lines) + "\n"
-
-
-def render_dot(graph: Graph) -> str:
-    shapes = {NodeType.RESOURCE: "box", NodeType.COLLECTION: "box3d"}
-    lines = [f"digraph {json.dumps(graph.rgd_name or 'rgd')} {{", "  rankdir=LR;"]
-    for node_id in graph.topological_order:
-        node = graph.nodes[node_id]
-        shape = shapes.get(node.type, "ellipse")
-        style = ', style="dashed"' if node.include_when else ""
-        label = json.dumps(_label(graph, node_id, "\n"))
-        lines.append(f'  "{node_id}" [label={label}, shape={shape}{style}];')
-    lines += [f'  "{d}" -> "{n}";' for d, n in edges(graph)]
-    lines.append("}")
-    return "\n".join(lines) + "\n"
-
-
-_RENDERERS: Final[dict[str, Callable[[Graph], str]]] = {
-    "text": render_text,
-    "mermaid": render_mermaid,
-    "dot": render_dot,
-}
-
-
 def _graph(args: argparse.Namespace) -> int:
-    renderer = _RENDERERS.get(args.format)
-    if renderer is None:
-        print(f"error: unsupported output format: {args.format}", file=sys.stderr)
+    if args.output not in args.output_formats:
+        print(output.unsupported(args.output), file=sys.stderr)
         return EXIT_USAGE
 
-    def render(results: list[BuildResult]) -> int:
-        if _report_failures(results):
+    def report(inputs: Inputs, results: list[BuildResult]) -> int:
+        from kro.cli.graph_formats import TEXT_RENDERERS, graph_data
+
+        if report_failures(results, Prefixes(results, inputs.files)):
             return EXIT_INVALID
-        sys.stdout.write("\n".join(renderer(r.graph) for r in results if r.graph is not None))
+        graphs = [r.graph for r in results if r.graph is not None]
+        if output.is_machine(args.output):
+            data = {"graphs": [graph_data(g) for g in graphs]}
+            sys.stdout.write(output.dump(data, args.output))
+        else:
+            sys.stdout.write("\n".join(TEXT_RENDERERS[args.output](g) for g in graphs))
         return EXIT_OK
 
-    return _run(args, render)
+    return _run(args, report)
 
 
 # --- wiring ------------------------------------------------------------------------------------
@@ -394,28 +371,64 @@ def _graph(args: argparse.Namespace) -> int:
 
 def add_offline_commands(commands: Any) -> None:
     """Add `validate`, `generate crd` and `graph` to the `kro` sub-command parser."""
+    add_validate_command(commands)
+    add_generate_command(commands)
+    add_graph_command(commands)
+
+
+def add_validate_command(commands: Any) -> None:
     validate = commands.add_parser(
-        "validate", help="validate ResourceGraphDefinitions offline", description=__doc__
+        "validate",
+        help="check ResourceGraphDefinitions as a cluster would (offline)",
+        description=VALIDATE_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    validate.add_argument("target", nargs="?", choices=["rgd"], help="what to validate (rgd)")
-    _common_arguments(validate)
+    validate.add_argument(
+        "target", nargs="?", choices=["rgd"], help="what to validate: rgd (the default)"
+    )
+    add_input_flags(validate)
     validate.add_argument(
         "--kubeconfig",
         default=None,
+        metavar="FILE",
         help="also resolve kinds (e.g. installed CRDs) from this cluster's OpenAPI",
     )
-    validate.set_defaults(handler=_validate)
+    formats = output.add_output_flag(validate)
+    validate.set_defaults(handler=_validate, output_formats=formats)
 
-    generate = commands.add_parser("generate", help="generate artifacts from an RGD")
-    kinds = generate.add_subparsers(dest="artifact", required=True, metavar="ARTIFACT")
-    crd = kinds.add_parser("crd", help="print the CRD an RGD defines")
-    _common_arguments(crd)
-    crd.add_argument("-o", "--output", default="yaml", help="yaml (default) or json")
-    crd.set_defaults(handler=_generate_crd)
 
-    graph = commands.add_parser(
-        "graph", help="print an RGD's resource order, apply-order waves and dependencies"
+def add_generate_command(commands: Any) -> None:
+    generate = commands.add_parser(
+        "generate",
+        help="generate artifacts from an RGD",
+        description="Generate artifacts from ResourceGraphDefinitions.",
     )
-    _common_arguments(graph)
-    graph.add_argument("--format", default="text", help="text (default), mermaid or dot")
-    graph.set_defaults(handler=_graph)
+    kinds = generate.add_subparsers(dest="artifact", required=True, metavar="ARTIFACT")
+    crd = kinds.add_parser(
+        "crd",
+        help="print the CustomResourceDefinition an RGD defines",
+        description="Print the CustomResourceDefinition each ResourceGraphDefinition defines "
+        "(annotated kro.run/cli-version: dev). Invalid RGDs are reported, and nothing is "
+        "printed.",
+    )
+    add_input_flags(crd)
+    crd.add_argument(
+        "-o", "--output", default="yaml", metavar="FORMAT", help="yaml (default) or json"
+    )
+    crd.set_defaults(handler=_generate_crd)
+    from kro.cli.rbac import add_rbac_command  # it builds on this module's input handling
+
+    add_rbac_command(kinds)
+
+
+def add_graph_command(commands: Any) -> None:
+    graph = commands.add_parser(
+        "graph",
+        help="print an RGD's resource order, apply-order waves and dependencies",
+        description="Print each ResourceGraphDefinition's resources in topological order, "
+        "their apply-order waves (deletion runs from the highest wave down) and the "
+        "dependency edges, as text, a Mermaid or Graphviz diagram, or data.",
+    )
+    add_input_flags(graph)
+    formats = output.add_output_flag(graph, text=("text", "mermaid", "dot"), aliases=("--format",))
+    graph.set_defaults(handler=_graph, output_formats=formats)

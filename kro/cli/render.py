@@ -1,4 +1,4 @@
-"""kro.cli.render: `kro render` — what an instance would produce, without a cluster.
+"""kro.cli.render: `kro render`: what an instance would produce, without a cluster.
 
 Prints, in apply order, the YAML of every resource the instance renders to (instance defaults
 applied, includeWhen evaluated, forEach expanded), and for every node that cannot render yet a
@@ -6,6 +6,11 @@ comment saying why: the data it waits for, or the condition that skipped it. `--
 supplies live objects (e.g. a Deployment with `status.availableReplicas`) so a user can step
 through readiness exactly as the controller would; without it, a rendered object counts as
 applied but without status, and external references count as missing.
+
+Before anything renders, the RGDs go through the same checks as `kro validate` (`rgds`) and
+each instance through the API server's checks for the generated CRD (`instance_check`): an
+instance `kubectl apply` would refuse is refused here, with every field path, exit 1.
+Several RGDs may be given (`-f DIR`); each instance renders with the RGD of its kind.
 """
 
 from __future__ import annotations
@@ -13,79 +18,300 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
-from typing import Any, TextIO
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, TextIO
 
-import yaml
+from kro.cli import output
+from kro.cli.inputs import InputError
 
-from kro.graph.builder import BuildOptions, build_graph
-from kro.graph.defaults import apply_defaults
-from kro.graph.errors import GraphError
-from kro.graph.evaluate import InstanceEvaluation, Pending
-from kro.graph.model import Graph, NodeType
-from kro.graph.resolver import OfflineSchemaResolver, SchemaSourceError
+if TYPE_CHECKING:
+    from kro.cli.inputs import Document
+    from kro.graph.evaluate import InstanceEvaluation
+    from kro.graph.model import Graph
 
-EXIT_INVALID = 1
+EXIT_INVALID: Final = 1
+EXIT_USAGE: Final = 2
+SKIPPED: Final = "includeWhen is false or a dependency was skipped"
+
+RENDER_HELP: Final = """\
+Print the resources an instance of a ResourceGraphDefinition would produce, in apply order,
+without a cluster. The instance is first checked as the API server would check it against
+the generated CRD (kind, required fields, types, enums, bounds, patterns, CEL rules; defaults
+applied). Nodes that cannot render yet say what they wait for; --observed supplies live
+objects (with their status) to step through readiness as the controller would.
+
+Exit status: 0 rendered, 1 invalid RGD or instance, 2 usage error.
+
+examples:
+  kro render -f rgd.yaml -i instance.yaml
+  kro render -f rgds/ -R -i instance.yaml --observed deployment.yaml -o json
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeOutcome:
+    """What one node of the graph does for this instance."""
+
+    id: str
+    apply_order: int
+    state: str  # rendered | external | waiting | skipped
+    reason: str = ""
+    objects: tuple[dict[str, Any], ...] = ()
+    ready: bool = False
+    not_ready_reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Rendering:
+    """An instance's whole rendering: its nodes in apply order and its status projection."""
+
+    instance: dict[str, Any]
+    nodes: list[NodeOutcome] = field(default_factory=list)
+    status: dict[str, Any] = field(default_factory=dict)
 
 
 def add_render_command(commands: Any) -> None:
-    render = commands.add_parser(
+    render_parser = commands.add_parser(
         "render",
         help="print the resources an instance would produce (offline)",
-        description=__doc__,
+        description=RENDER_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    render.add_argument("-f", "--file", required=True, type=Path, help="the RGD YAML")
-    render.add_argument("-i", "--instance", required=True, type=Path, help="the instance YAML")
-    render.add_argument(
+    from kro.cli.offline import add_input_flags
+
+    add_input_flags(render_parser)
+    render_parser.add_argument(
+        "-i",
+        "--instance",
+        action="append",
+        required=True,
+        metavar="PATH",
+        help="instance YAML file, directory, or - for standard input (repeatable)",
+    )
+    render_parser.add_argument(
         "--observed",
-        type=Path,
         action="append",
         default=[],
-        help="YAML of live objects (repeatable)",
+        metavar="PATH",
+        help="YAML of live objects, with status, as the cluster would show them (repeatable)",
     )
-    render.add_argument(
-        "--crd",
-        type=Path,
-        action="append",
-        default=[],
-        help="CRD YAML for custom kinds the RGD uses (repeatable)",
-    )
-    render.set_defaults(handler=_handler)
-
-
-def _documents(path: Path) -> list[dict[str, Any]]:
-    with path.open() as stream:
-        return [d for d in yaml.safe_load_all(stream) if isinstance(d, dict)]
+    formats = output.add_output_flag(render_parser)
+    render_parser.set_defaults(handler=_handler, output_formats=formats)
 
 
 def _handler(args: argparse.Namespace) -> int:
+    if args.output not in args.output_formats:
+        print(output.unsupported(args.output), file=sys.stderr)
+        return EXIT_USAGE
     try:
-        rgds = [d for d in _documents(args.file) if d.get("kind") == "ResourceGraphDefinition"]
-        instances = _documents(args.instance)
-        observed = [d for path in args.observed for d in _documents(path)]
-        resolver = OfflineSchemaResolver.from_files(crd_paths=args.crd)
-    except (OSError, yaml.YAMLError, SchemaSourceError) as error:
+        if sum("-" in paths for paths in (args.files, args.instance, args.observed)) > 1:
+            raise InputError("standard input (-) can be read only once")
+        built = _graphs(args)
+        if built is None:
+            return EXIT_INVALID
+        graphs, object_meta = built
+        instances = _read(args.instance, args.recursive)
+        observed = [d.body for d in _read(args.observed, args.recursive)]
+        if not instances:
+            raise InputError(f"no instance found in {', '.join(args.instance)}")
+        renderings = _render_all(graphs, instances, observed, object_meta)
+    except InputError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INVALID
-    if len(rgds) != 1 or not instances:
-        print(
-            "error: need exactly one ResourceGraphDefinition and at least one instance",
-            file=sys.stderr,
-        )
+    if renderings is None:
         return EXIT_INVALID
-    try:
-        graph = build_graph(rgds[0], resolver, options=BuildOptions())
-    except GraphError as error:
-        print(f"invalid ResourceGraphDefinition: {error}", file=sys.stderr)
-        return EXIT_INVALID
-    try:
-        for instance in instances:
-            render(graph, instance, observed, sys.stdout)
-    except GraphError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_INVALID
+    if output.is_machine(args.output):
+        data = {"instances": [rendering_data(r) for r in renderings]}
+        sys.stdout.write(output.dump(data, args.output))
+    else:
+        for rendering in renderings:
+            write_text(rendering, sys.stdout)
     return 0
+
+
+def _read(paths: Sequence[str], recursive: bool) -> list[Document]:
+    from kro.cli.inputs import expand_sources, read_documents
+
+    return read_documents(expand_sources(paths, recursive=recursive)) if paths else []
+
+
+def _graphs(args: argparse.Namespace) -> tuple[list[Graph], Mapping[str, Any] | None] | None:
+    """Every RGD of `-f`, built, and ObjectMeta's schema; None (after saying why) if any RGD
+    is invalid."""
+    from kro.cli.offline import Prefixes, build_options, load_inputs
+    from kro.cli.rgds import build_rgds
+    from kro.cli.strict import object_meta_schema
+    inputs = load_inputs(args)
+    results = build_rgds(inputs.rgds, inputs.resolver, build_options(args))
+    if any(r.graph is None for r in results):
+        prefix = Prefixes(results, inputs.files)
+        for result in results:
+            for problem in result.errors:
+                print(
+                    f"{prefix(result)}invalid ResourceGraphDefinition: {problem}", file=sys.stderr
+                )
+        return None
+    graphs = [r.graph for r in results if r.graph is not None]
+    return graphs, object_meta_schema(inputs.resolver)
+
+
+def _render_all(
+    graphs: Sequence[Graph],
+    instances: Sequence[Document],
+    observed: Sequence[Mapping[str, Any]],
+    object_meta: Mapping[str, Any] | None,
+) -> list[Rendering] | None:
+    """Check every instance, then render them all; None (after printing why) if any fails."""
+    from kro.cli.instance_check import WrongKindError, check_instance
+
+    checked: list[tuple[Graph, dict[str, Any]]] = []
+    failed = False
+    for document in instances:
+        try:
+            graph = _graph_for(graphs, document.body)
+        except WrongKindError as error:
+            print(f"error: {document.source}: {error}", file=sys.stderr)
+            failed = True
+            continue
+        result = check_instance(graph, document.body, object_meta)
+        what = f'{graph.instance.kind} "{_name(document.body)}" is invalid'
+        for problem in result.errors:
+            print(f"{document.source}: {what}: {problem}", file=sys.stderr)
+        failed = failed or bool(result.errors)
+        checked.append((graph, result.instance))
+    if failed:
+        return None
+    return [render_instance(graph, instance, observed) for graph, instance in checked]
+
+
+def _graph_for(graphs: Sequence[Graph], obj: Mapping[str, Any]) -> Graph:
+    from kro.cli.instance_check import WrongKindError, check_kind, expected_kind
+
+    if len(graphs) == 1:
+        check_kind(graphs[0], obj)
+        return graphs[0]
+    for graph in graphs:
+        if (obj.get("apiVersion"), obj.get("kind")) == (
+            graph.instance.api_version,
+            graph.instance.kind,
+        ):
+            return graph
+    expected = ", ".join(expected_kind(g) for g in graphs)
+    got = f"kind {obj.get('kind')} (apiVersion {obj.get('apiVersion')})"
+    raise WrongKindError(f"expected an instance of one of: {expected}; got {got}")
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    metadata = obj.get("metadata")
+    return str(metadata.get("name", "")) if isinstance(metadata, Mapping) else ""
+
+
+def render_instance(
+    graph: Graph, instance: Mapping[str, Any], observed: Sequence[Mapping[str, Any]]
+) -> Rendering:
+    """Evaluate the graph for a checked, defaulted instance (the namespace defaults too)."""
+    from kro.graph.evaluate import InstanceEvaluation
+
+    instance = dict(instance)
+    metadata = dict(instance.get("metadata") or {})
+    if graph.instance.namespaced:
+        metadata.setdefault("namespace", "default")
+    instance["metadata"] = metadata
+    evaluation = InstanceEvaluation(graph, instance)
+    nodes = list(_outcomes(graph, evaluation, observed))
+    return Rendering(instance, nodes, dict(evaluation.status_fields() or {}))
+
+
+def render(
+    graph: Graph, instance: Mapping[str, Any], observed: Sequence[Mapping[str, Any]], out: TextIO
+) -> None:
+    """Write an instance's rendering as text (defaults applied, no schema check)."""
+    from kro.graph.defaults import apply_defaults
+
+    instance = dict(instance)
+    instance["spec"] = apply_defaults(graph.instance.spec_schema, instance.get("spec") or {})
+    write_text(render_instance(graph, instance, observed), out)
+
+
+def _outcomes(
+    graph: Graph, evaluation: InstanceEvaluation, observed: Sequence[Mapping[str, Any]]
+) -> Iterator[NodeOutcome]:
+    from kro.graph.evaluate import Pending
+    from kro.graph.model import NodeType
+
+    for node_id in graph.topological_order:
+        node = graph.node(node_id)
+        order = node.apply_order
+        ignored = evaluation.check_ignored(node_id)
+        if isinstance(ignored, Pending):
+            yield NodeOutcome(node_id, order, "waiting", ignored.reason)
+            continue
+        if ignored:
+            yield NodeOutcome(node_id, order, "skipped", SKIPPED)
+            continue
+        desired = evaluation.desired(node_id)
+        if isinstance(desired, Pending):
+            yield NodeOutcome(node_id, order, "waiting", desired.reason)
+            continue
+        live = [_find(observed, d) for d in desired]
+        state = "external" if node.type.value.startswith("External") else "rendered"
+        if node.type is NodeType.EXTERNAL:
+            evaluation.observe(node_id, live[0])
+        elif node.type is NodeType.EXTERNAL_COLLECTION:
+            evaluation.observe(node_id, [o for o in observed if _matches_kind(o, desired[0])])
+        else:
+            merged = [o if o is not None else d for o, d in zip(live, desired, strict=True)]
+            evaluation.observe(node_id, merged if node.type.is_list else merged[0])
+        readiness = evaluation.readiness(node_id)
+        objects = tuple(dict(d) for d in desired) if state == "rendered" else ()
+        yield NodeOutcome(
+            node_id, order, state, "", objects, readiness.ready, readiness.reason or ""
+        )
+
+
+def write_text(rendering: Rendering, out: TextIO) -> None:
+    """The text form: YAML documents with `#` comments for what did not render."""
+    import yaml
+
+    metadata = rendering.instance.get("metadata") or {}
+    order = ", ".join(n.id for n in rendering.nodes) or "(no resources)"
+    kind = rendering.instance.get("kind")
+    out.write(f"# instance {kind}/{metadata.get('name', '')}: apply order {order}\n")
+    for node in rendering.nodes:
+        if node.state in ("waiting", "skipped"):
+            out.write(f"# {node.id}: {node.state}: {node.reason}\n")
+            continue
+        for obj in node.objects:
+            out.write(f"---\n# {node.id} (apply order {node.apply_order})\n")
+            out.write(yaml.safe_dump(obj, sort_keys=False))
+        if not node.ready:
+            out.write(f"# {node.id}: not ready: {node.not_ready_reason}\n")
+    out.write("# status (fields whose data exists):\n")
+    for line in yaml.safe_dump(rendering.status or {}, sort_keys=False).splitlines():
+        out.write(f"#   {line}\n")
+
+
+def rendering_data(rendering: Rendering) -> dict[str, Any]:
+    """The machine-readable form for `-o json|yaml`."""
+    return {
+        "instance": rendering.instance,
+        "resources": [
+            {
+                "id": n.id,
+                "applyOrder": n.apply_order,
+                "state": n.state,
+                **({"reason": n.reason} if n.reason else {}),
+                **(
+                    {"ready": n.ready, "notReadyReason": n.not_ready_reason or None}
+                    if n.state in ("rendered", "external")
+                    else {}
+                ),
+                "objects": list(n.objects),
+            }
+            for n in rendering.nodes
+        ],
+        "status": rendering.status,
+    }
 
 
 def _identity(obj: Mapping[str, Any]) -> tuple[str, str, str, str]:
@@ -106,65 +332,6 @@ def _find(observed: Sequence[Mapping[str, Any]], desired: Mapping[str, Any]) -> 
         if (o_api, o_kind, o_name) == (api_version, kind, name) and o_ns in ("", namespace):
             return obj
     return None
-
-
-def render(
-    graph: Graph,
-    instance: Mapping[str, Any],
-    observed: Sequence[Mapping[str, Any]],
-    out: TextIO,
-) -> None:
-    """Write the instance's rendering to `out`."""
-    instance = dict(instance)
-    instance["spec"] = apply_defaults(graph.instance.spec_schema, instance.get("spec") or {})
-    metadata = dict(instance.get("metadata") or {})
-    if graph.instance.namespaced:
-        metadata.setdefault("namespace", "default")
-    instance["metadata"] = metadata
-    evaluation = InstanceEvaluation(graph, instance)
-    name = metadata.get("name", "")
-    out.write(
-        f"# instance {graph.instance.kind}/{name}: apply order "
-        f"{', '.join(graph.topological_order) or '(no resources)'}\n"
-    )
-    for line in _render_nodes(graph, evaluation, observed):
-        out.write(line)
-    status = evaluation.status_fields()
-    out.write("# status (fields whose data exists):\n")
-    for line in yaml.safe_dump(status or {}, sort_keys=False).splitlines():
-        out.write(f"#   {line}\n")
-
-
-def _render_nodes(
-    graph: Graph, evaluation: InstanceEvaluation, observed: Sequence[Mapping[str, Any]]
-) -> Iterator[str]:
-    for node_id in graph.topological_order:
-        node = graph.node(node_id)
-        ignored = evaluation.check_ignored(node_id)
-        if isinstance(ignored, Pending):
-            yield f"# {node_id}: waiting: {ignored.reason}\n"
-            continue
-        if ignored:
-            yield f"# {node_id}: skipped: includeWhen is false or a dependency was skipped\n"
-            continue
-        desired = evaluation.desired(node_id)
-        if isinstance(desired, Pending):
-            yield f"# {node_id}: waiting: {desired.reason}\n"
-            continue
-        live = [_find(observed, d) for d in desired]
-        if node.type is NodeType.EXTERNAL:
-            evaluation.observe(node_id, live[0])
-        elif node.type is NodeType.EXTERNAL_COLLECTION:
-            evaluation.observe(node_id, [o for o in observed if _matches_kind(o, desired[0])])
-        else:
-            merged = [o if o is not None else d for o, d in zip(live, desired, strict=True)]
-            evaluation.observe(node_id, merged if node.type.is_list else merged[0])
-            for obj in desired:
-                yield f"---\n# {node_id} (apply order {node.apply_order})\n"
-                yield yaml.safe_dump(obj, sort_keys=False)
-        readiness = evaluation.readiness(node_id)
-        if not readiness.ready:
-            yield f"# {node_id}: not ready: {readiness.reason}\n"
 
 
 def _matches_kind(obj: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:

@@ -4,7 +4,9 @@ Per reconcile: finalizer (P-02) → spec hash (P-03) → list and adopt GraphRev
 decide (P-05): wait for terminating revisions or warm-up, issue a new revision when there is none
 or the hash changed (after validating the graph, P-06), wait for compilation, or serve the latest
 Active revision (P-07): ensure the CRD, register the instance controller with the dynamic
-controller, garbage-collect old revisions (P-10). Conditions and state per P-08.
+controller, garbage-collect old revisions (P-10). Conditions and state per P-08. Serving also
+runs kro's own pre-flight (kro.controllers.permissions): `PermissionsGranted=False` says which
+permissions the graph needs that kro lacks and makes `Ready` False; `state` stays as P-08.
 
 An invalid RGD update never issues a revision, so the previous one keeps serving instances while
 the RGD reports `GraphAccepted=False` and `Inactive` (N-07, N-30).
@@ -102,6 +104,7 @@ from kro.controllers.metrics import (
     RGDMetrics,
     RuntimeMetrics,
 )
+from kro.controllers.permissions import PermissionChecker, ready_dependents, report_permissions
 from kro.controllers.registry import RevisionRegistry, RevisionState
 from kro.controllers.revisions import collect_revisions, list_revisions, revision_manifest
 from kro.dynamic import DynamicController
@@ -150,9 +153,12 @@ class RGDReconciler:
         condition_durations: ConditionDurations | None = None,
         recorders: RecorderPool | None = None,
         enqueue_rgd: Callable[[str], None] | None = None,
+        permissions: PermissionChecker | None = None,
     ) -> None:
         """`enqueue_rgd(name)` brings an RGD back to this reconciler's queue; the kind of a
-        deleted RGD calls it when one of its instances is gone."""
+        deleted RGD calls it when one of its instances is gone. `permissions` runs the
+        pre-flight of each served graph (default: access reviews through `client`)."""
+        self.permissions = permissions or PermissionChecker(client)
         self.client = client
         self.registry = registry
         self.resolver = resolver
@@ -363,6 +369,8 @@ class RGDReconciler:
         self, rgd: dict[str, Any], status: dict[str, Any], graph: Graph, number: int, cond: Any
     ) -> Result:
         name, uid = str(_meta(rgd)["name"]), str(_meta(rgd).get("uid"))
+        # Pre-flight: PermissionsGranted; while something is missing, look again later.
+        recheck_s = await report_permissions(self.permissions, graph, status, cond)
         crd = copy.deepcopy(dict(graph.instance.crd))
         labels = crd.setdefault("metadata", {}).setdefault("labels", {})
         labels.update(
@@ -402,7 +410,7 @@ class RGDReconciler:
             keep=self.options.max_graph_revisions,
             metrics=self.metrics,
         )
-        return Result()
+        return Result(requeue_after_s=recheck_s)
 
     async def _register(self, rgd: Mapping[str, Any], graph: Graph, number: int) -> None:
         """Register (or re-register on a new revision) the instance controller (P-07, R-19)."""
@@ -450,7 +458,7 @@ class RGDReconciler:
         """Root Ready + state (P-08), then write only when different."""
         generation = _meta(rgd).get("generation")
         conditions = status.get("conditions") or []
-        root = aggregate_ready(conditions, RGD_DEPENDENT_CONDITIONS, generation=generation)
+        root = aggregate_ready(conditions, ready_dependents(status), generation=generation)
         set_condition(
             status,
             CONDITION_READY,

@@ -139,12 +139,15 @@ def test_static_role_covers_exactly_kros_own_needs(helm: Path) -> None:
         *((g, "events", v) for g in ("", "events.k8s.io") for v in ("create", "patch")),
         *(("kro.run", f"resourcegraphdefinitions/{s}", "update") for s in ("status", "finalizers")),
         *(("internal.kro.run", f"graphrevisions/{s}", "update") for s in ("status", "finalizers")),
+        ("authorization.k8s.io", "selfsubjectaccessreviews", "create"),  # the RGD pre-flight
     }
     assert needed <= granted
     assert not any("*" in entry for entry in granted)
     groups = {group for group, _, _ in granted}
     assert groups == {"kro.run", "internal.kro.run", "apiextensions.k8s.io",
-                      "coordination.k8s.io", "", "events.k8s.io"}
+                      "coordination.k8s.io", "", "events.k8s.io", "authorization.k8s.io"}
+    assert {e for e in granted if e[0] == "authorization.k8s.io"} == {
+        ("authorization.k8s.io", "selfsubjectaccessreviews", "create")}
 
 
 @pytest.mark.parametrize("mode", ["unrestricted", "aggregation"], ids=str)

@@ -224,9 +224,9 @@ def test_validate_feature_gates(tmp_path: Path, capsys: pytest.CaptureFixture[st
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (None, "error: cannot read"),
+        (None, 'error: the path "'),
         ("kind: ConfigMap\n", "error: no ResourceGraphDefinition found in"),
-        ("a: [b\n", "error: cannot read"),
+        ("a: [b\n", "error: {path}: line 2, column 1: did not find expected ',' or ']'"),
     ],
     ids=["missing-file", "no-rgd", "bad-yaml"],
 )
@@ -237,7 +237,7 @@ def test_validate_input_errors(
     if content is not None:
         path.write_text(content, encoding="utf-8")
     assert run(["validate", "-f", str(path)]) == 1
-    assert capsys.readouterr().err.startswith(message)
+    assert capsys.readouterr().err.startswith(message.format(path=path))
 
 
 @pytest.mark.parametrize(

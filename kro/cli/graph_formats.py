@@ -1,0 +1,121 @@
+"""kro.cli.graph_formats: the ways `kro graph` shows a compiled RGD.
+
+`text` for people, `mermaid` and `dot` for diagrams (a conditional node is marked `?` or
+dashed; collections and external references get their own shapes), and `graph_data` for
+`-o json|yaml`. Waves are the apply order: deletion runs from the highest wave down.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, Final
+
+from kro.graph.model import Graph, NodeType
+
+
+def waves(graph: Graph) -> dict[int, list[str]]:
+    """Apply-order wave -> node ids (topological order within a wave)."""
+    out: dict[int, list[str]] = {}
+    for node_id in graph.topological_order:
+        out.setdefault(graph.nodes[node_id].apply_order, []).append(node_id)
+    return dict(sorted(out.items()))
+
+
+def edges(graph: Graph) -> list[tuple[str, str]]:
+    """(dependency, dependent) pairs: the first must exist before the second."""
+    return [(d, n) for n in graph.topological_order for d in graph.nodes[n].dependencies]
+
+
+def render_text(graph: Graph) -> str:
+    instance = graph.instance
+    lines = [
+        f"ResourceGraphDefinition: {graph.rgd_name or '(unnamed)'}",
+        f"Instance: {instance.api_version}, Kind={instance.kind}",
+        f"Topological order: {', '.join(graph.topological_order) or '(no resources)'}",
+        "Apply-order waves (deletion runs from the highest wave down):",
+    ]
+    lines += [f"  {wave}: {', '.join(ids)}" for wave, ids in waves(graph).items()]
+    lines.append("Nodes:")
+    for node_id in graph.topological_order:
+        node = graph.nodes[node_id]
+        flags = [node.type.value, f"{node.gvk.api_version}/{node.gvk.kind}"]
+        if node.include_when:
+            flags.append("conditional")
+        if node.for_each:
+            flags.append("forEach " + " x ".join(d.name for d in node.for_each))
+        lines.append(f"  {node_id}: {', '.join(flags)}")
+    lines.append("Edges (dependency -> dependent):")
+    lines += [f"  {d} -> {n}" for d, n in edges(graph)] or ["  (none)"]
+    return "\n".join(lines) + "\n"
+
+
+_MERMAID_SHAPES: Final = {
+    NodeType.RESOURCE: ('["', '"]'),
+    NodeType.COLLECTION: ('[["', '"]]'),
+    NodeType.EXTERNAL: ('(["', '"])'),
+    NodeType.EXTERNAL_COLLECTION: ('[("', '")]'),
+}
+
+
+def _label(graph: Graph, node_id: str, newline: str) -> str:
+    node = graph.nodes[node_id]
+    suffix = "?" if node.include_when else ""
+    return f"{node_id}{suffix}{newline}{node.gvk.kind} (wave {node.apply_order})"
+
+
+def render_mermaid(graph: Graph) -> str:
+    lines = ["flowchart TD"]
+    for node_id in graph.topological_order:
+        left, right = _MERMAID_SHAPES[graph.nodes[node_id].type]
+        lines.append(f"  {node_id}{left}{_label(graph, node_id, '<br/>')}{right}")
+    lines += [f"  {d} --> {n}" for d, n in edges(graph)]
+    return "\n".join(lines) + "\n"
+
+
+def render_dot(graph: Graph) -> str:
+    shapes = {NodeType.RESOURCE: "box", NodeType.COLLECTION: "box3d"}
+    lines = [f"digraph {json.dumps(graph.rgd_name or 'rgd')} {{", "  rankdir=LR;"]
+    for node_id in graph.topological_order:
+        node = graph.nodes[node_id]
+        shape = shapes.get(node.type, "ellipse")
+        style = ', style="dashed"' if node.include_when else ""
+        label = json.dumps(_label(graph, node_id, "\n"))
+        lines.append(f'  "{node_id}" [label={label}, shape={shape}{style}];')
+    lines += [f'  "{d}" -> "{n}";' for d, n in edges(graph)]
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+TEXT_RENDERERS: Final[dict[str, Callable[[Graph], str]]] = {
+    "text": render_text,
+    "mermaid": render_mermaid,
+    "dot": render_dot,
+}
+
+
+def graph_data(graph: Graph) -> dict[str, Any]:
+    """The graph as plain data for `-o json|yaml` (keys stable, camelCase)."""
+    instance = graph.instance
+    return {
+        "name": graph.rgd_name,
+        "instance": {"apiVersion": instance.api_version, "kind": instance.kind},
+        "topologicalOrder": list(graph.topological_order),
+        "waves": [{"wave": wave, "resources": ids} for wave, ids in waves(graph).items()],
+        "nodes": [_node_data(graph, node_id) for node_id in graph.topological_order],
+        "edges": [{"from": d, "to": n} for d, n in edges(graph)],
+    }
+
+
+def _node_data(graph: Graph, node_id: str) -> dict[str, Any]:
+    node = graph.nodes[node_id]
+    return {
+        "id": node_id,
+        "type": node.type.value,
+        "apiVersion": node.gvk.api_version,
+        "kind": node.gvk.kind,
+        "applyOrder": node.apply_order,
+        "conditional": bool(node.include_when),
+        "forEach": [d.name for d in node.for_each],
+        "dependencies": list(node.dependencies),
+    }

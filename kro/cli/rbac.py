@@ -1,0 +1,182 @@
+"""kro.cli.rbac: `kro generate rbac`, the least-privilege ClusterRole kro needs for an RGD.
+
+    kro generate rbac -f rgd.yaml [--mode standalone|aggregation] [--crd FILE] [-o yaml|json]
+
+The graph is built offline, as `kro validate` builds it (kro.cli.offline: `-f` files,
+directories or `-`, the built-in schema bundle, `--crd` files, RGDs in the same input serving
+each other's kinds), and its rules come from `kro.controllers.permissions.required_rules`, the
+very table the controller's pre-flight checks, so the printed role and the RGD's
+`PermissionsGranted` condition never disagree.
+
+One ClusterRole per RGD, named `<fullname>:controller:<rgd name>` (`--fullname`, default `kro`,
+as the chart's `<fullname>`). `--mode aggregation` adds the label the chart's aggregated role
+selects (`rbac.kro.run/aggregate-to-controller: "true"`), so applying the role is enough;
+`--mode standalone` (default) prints it without the label, to bind to kro's ServiceAccount.
+kro's own needs (RGDs, GraphRevisions, CRDs, leases, events) are not included: the chart's
+static role grants them.
+
+A template that creates RBAC objects gets a warning on stderr: the API server lets kro grant
+only permissions it holds itself, so such an RGD needs more than its own rules.
+
+Exit codes: 0 ok, 1 invalid input (nothing printed), 2 usage. The graph builder, the CEL
+engine and kro.controllers are imported inside the handler, so `kro --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+import yaml
+
+from kro.cli import output
+from kro.cli.inputs import InputError
+from kro.cli.offline import (
+    EXIT_INVALID,
+    EXIT_OK,
+    EXIT_USAGE,
+    Prefixes,
+    add_input_flags,
+    build_options,
+    format_documents,
+    load_inputs,
+    report_failures,
+)
+
+if TYPE_CHECKING:
+    from kro.graph.model import Graph
+
+MODE_STANDALONE: Final = "standalone"
+MODE_AGGREGATION: Final = "aggregation"
+MODES: Final = (MODE_STANDALONE, MODE_AGGREGATION)
+OUTPUT_FORMATS: Final = ("yaml", "json")
+RBAC_GROUP: Final = "rbac.authorization.k8s.io"
+RBAC_API_VERSION: Final = f"{RBAC_GROUP}/v1"
+DEFAULT_FULLNAME: Final = "kro"
+_GRANTING_KINDS: Final = frozenset({"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"})
+
+DESCRIPTION: Final = """\
+Print the ClusterRole that lets kro serve the given ResourceGraphDefinitions and nothing more:
+their instance kind (read, watch, patch; update of /status), each kind their resources create
+(read, watch, create, patch, delete) and read-only access to the kinds their externalRefs read.
+The RGD controller checks the same rules at run time and names any it lacks in the RGD's
+PermissionsGranted condition.
+
+Exit status: 0 ok, 1 an RGD is invalid (nothing is printed), 2 usage error.
+
+examples:
+  kro generate rbac -f rgd.yaml --mode aggregation | kubectl apply -f -
+  kro generate rbac -f platform/ -R --crd crds/ --fullname platform-kro
+"""
+
+
+def cluster_role(
+    graph: Graph, *, mode: str = MODE_STANDALONE, fullname: str = DEFAULT_FULLNAME
+) -> dict[str, Any]:
+    """The ClusterRole for one RGD's graph."""
+    from kro.api.names import AGGREGATE_TO_CONTROLLER_VALUE, LABEL_AGGREGATE_TO_CONTROLLER
+    from kro.controllers.permissions import required_rules
+
+    metadata: dict[str, Any] = {"name": f"{fullname}:controller:{graph.rgd_name}"}
+    if mode == MODE_AGGREGATION:
+        metadata["labels"] = {LABEL_AGGREGATE_TO_CONTROLLER: AGGREGATE_TO_CONTROLLER_VALUE}
+    return {
+        "apiVersion": RBAC_API_VERSION,
+        "kind": "ClusterRole",
+        "metadata": metadata,
+        "rules": [rule.to_dict() for rule in required_rules(graph)],
+    }
+
+
+def escalation_warnings(graph: Graph) -> list[str]:
+    """One line per resource that creates RBAC objects (escalation prevention applies)."""
+    return [
+        f"{graph.rgd_name}: resource {node_id!r} creates {node.gvk.kind} objects: the API server "
+        "lets kro grant only permissions kro holds itself (or the escalate/bind verbs); grant "
+        "those too"
+        for node_id, node in graph.nodes.items()
+        if node.gvk.group == RBAC_GROUP
+        and node.gvk.kind in _GRANTING_KINDS
+        and not node.type.is_external
+    ]
+
+
+class _RoleDumper(yaml.SafeDumper):
+    """Block-style YAML as RBAC is usually written: lists indented under their key, and short
+    lists of strings on one line."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        super().increase_indent(flow, False)
+
+
+def _represent_list(dumper: yaml.SafeDumper, data: list[Any]) -> yaml.Node:
+    flow = all(isinstance(item, str) for item in data)
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
+
+
+_RoleDumper.add_representer(list, _represent_list)
+
+
+def format_roles(roles: Sequence[dict[str, Any]], output_format: str) -> str:
+    """YAML documents (lists of strings in flow style), or JSON as `kro generate crd` does."""
+    if output_format == "json":
+        return format_documents(roles, output_format)
+    text: str = yaml.dump_all(roles, Dumper=_RoleDumper, sort_keys=False, default_flow_style=False)
+    return text
+
+
+def _generate_rbac(args: argparse.Namespace) -> int:
+    if args.output not in OUTPUT_FORMATS:
+        print(output.unsupported(args.output), file=sys.stderr)
+        return EXIT_USAGE
+    from kro.cli.rgds import build_rgds
+    from kro.graph.resolver import SchemaSourceError
+
+    try:
+        inputs = load_inputs(args)
+    except (InputError, SchemaSourceError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_INVALID
+    results = build_rgds(inputs.rgds, inputs.resolver, build_options(args))
+    prefix = Prefixes(results, inputs.files)
+    if report_failures(results, prefix):
+        return EXIT_INVALID
+    roles = []
+    for result in results:
+        if result.graph is None:  # not reached: report_failures reported it
+            continue
+        for warning in escalation_warnings(result.graph):
+            print(f"{prefix.file(result)}warning: {warning}", file=sys.stderr)
+        roles.append(cluster_role(result.graph, mode=args.mode, fullname=args.fullname))
+    sys.stdout.write(format_roles(roles, args.output))
+    return EXIT_OK
+
+
+def add_rbac_command(generate_subparsers: Any) -> None:
+    """Add `rbac` to the sub-commands of `kro generate` (its `add_subparsers()` object)."""
+    parser = generate_subparsers.add_parser(
+        "rbac",
+        help="print the least-privilege ClusterRole kro needs for an RGD",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_input_flags(parser)
+    parser.add_argument(
+        "--mode",
+        choices=MODES,
+        default=MODE_STANDALONE,
+        help="aggregation: add the label the chart's rbac.mode=aggregation role selects; "
+        "standalone (default): a plain ClusterRole to bind to kro's ServiceAccount yourself",
+    )
+    parser.add_argument(
+        "--fullname",
+        default=DEFAULT_FULLNAME,
+        metavar="NAME",
+        help="the chart's full name: roles are named NAME:controller:<rgd> (default: kro)",
+    )
+    parser.add_argument(
+        "-o", "--output", default="yaml", metavar="FORMAT", help="yaml (default) or json"
+    )
+    parser.set_defaults(handler=_generate_rbac)
