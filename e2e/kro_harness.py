@@ -11,8 +11,9 @@ name suffix nobody else uses (`<namespace>.e2e.kro.run`), builders for RGDs and 
 on conditions with deadlines (never fixed sleeps), and a clean-up that deletes instances first
 (so kro removes their children while it still serves the kind) and RGDs second.
 
-Each test module defines its own two small fixtures over `running_controller` (module scope:
-one controller per module, so modules never overlap) and `kro_env` (one per test); fixtures are
+Each test module binds its two fixtures with `controller, kro = kro_fixtures()`: a controller
+per module (module scope, so modules never overlap) over `running_controller`, and a `KroEnv` per
+test over `kro_env`; modules that need other controller flags define their own. Fixtures are
 never imported from a conftest, and helper modules have names unique across test folders.
 """
 
@@ -28,6 +29,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from pathlib import Path
 from typing import Any, TypeVar
 
+import pytest
 import yaml
 
 from kro.cli.controller import app_options
@@ -42,6 +44,7 @@ from kro.runtime.gvk import GVK, GVR
 from kro.runtime.logging import configure
 from kro.runtime.manager import Manager, ManagerOptions
 from kro.runtime.prometheus import PrometheusProvider
+from kro.testing.pytest_plugin import ClusterHandle
 from kro.testing.runlocal import install_crds
 from kro.testing.waiting import eventually
 
@@ -173,6 +176,26 @@ def running_controller(kubeconfig: Path) -> Iterator[ControllerThread]:
         yield controller
     finally:
         controller.stop()
+
+
+def kro_fixtures() -> tuple[Any, Any]:
+    """The two fixtures of a test module: `controller` (one per module) and `kro` (per test).
+
+    A module binds them by name, `controller, kro = kro_fixtures()`, so that each module gets
+    its own controller (modules never overlap) without a conftest that every module imports.
+    """
+
+    @pytest.fixture(scope="module")
+    def controller(kube_cluster: ClusterHandle) -> Iterator[ControllerThread]:
+        with running_controller(kube_cluster.kubeconfig) as running:
+            yield running
+
+    @pytest.fixture
+    async def kro(controller: ControllerThread, kube_namespace: str) -> AsyncIterator[KroEnv]:
+        async with kro_env(controller, kube_namespace) as env:
+            yield env
+
+    return controller, kro
 
 
 # -- waiting ---------------------------------------------------------------------------------

@@ -24,14 +24,14 @@ import json
 import secrets
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from kro_harness import CONFIGMAPS, ControllerThread, KroEnv, kro_env, running_controller, wait_for
+from kro_harness import CONFIGMAPS, KroEnv, kro_fixtures, wait_for
 
 from kro.testing import testbin
 from kro.testing.adminapi import AdminApi
@@ -68,16 +68,7 @@ class Explained:
         return self.out.splitlines()[0] if self.out else ""
 
 
-@pytest.fixture(scope="module")
-def controller(kube_cluster: ClusterHandle) -> Iterator[ControllerThread]:
-    with running_controller(kube_cluster.kubeconfig) as running:
-        yield running
-
-
-@pytest.fixture
-async def kro(controller: ControllerThread, kube_namespace: str) -> AsyncIterator[KroEnv]:
-    async with kro_env(controller, kube_namespace) as env:
-        yield env
+controller, kro = kro_fixtures()
 
 
 def chart_view_role(fullname: str) -> dict[str, Any]:

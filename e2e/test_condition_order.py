@@ -12,40 +12,26 @@ carries the new generation).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-import pytest
 from kro_harness import (
     CONFIGMAPS,
-    ControllerThread,
     KroEnv,
     condition,
     is_ready,
-    kro_env,
+    kro_fixtures,
     meta,
-    running_controller,
     state,
     wait_for,
 )
-
-from kro.testing.pytest_plugin import ClusterHandle
 
 INSTANCE_ORDER = ("InstanceManaged", "GraphResolved", "ResourcesReady")
 RGD_ORDER = ("GraphRevisionsResolved", "GraphAccepted", "KindReady", "ControllerReady")
 HOLD = "e2e.kro.run/hold"
 
 
-@pytest.fixture(scope="module")
-def controller(kube_cluster: ClusterHandle) -> Iterator[ControllerThread]:
-    with running_controller(kube_cluster.kubeconfig) as running:
-        yield running
-
-
-@pytest.fixture
-async def kro(controller: ControllerThread, kube_namespace: str) -> AsyncIterator[KroEnv]:
-    async with kro_env(controller, kube_namespace) as env:
-        yield env
+controller, kro = kro_fixtures()
 
 
 def upstream_order(conditions: Sequence[Mapping[str, Any]], dependents: Sequence[str]) -> list[str]:

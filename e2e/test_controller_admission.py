@@ -8,24 +8,20 @@ log), and converge by itself once the policy is gone.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
 from kro_harness import (
     CONFIGMAPS,
-    ControllerThread,
     KroEnv,
     condition,
-    kro_env,
-    running_controller,
+    kro_fixtures,
     state,
     wait_for,
 )
 
 from kro.runtime.errors import ApiError, NotFound
 from kro.runtime.gvk import GVR
-from kro.testing.pytest_plugin import ClusterHandle
 
 POLICIES = GVR("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies")
 BINDINGS = GVR("admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings")
@@ -33,16 +29,7 @@ DENY_LABEL = "e2e.kro.run/deny"
 MESSAGE = "ConfigMaps labelled e2e.kro.run/deny are not allowed here"
 
 
-@pytest.fixture(scope="module")
-def controller(kube_cluster: ClusterHandle) -> Iterator[ControllerThread]:
-    with running_controller(kube_cluster.kubeconfig) as running:
-        yield running
-
-
-@pytest.fixture
-async def kro(controller: ControllerThread, kube_namespace: str) -> AsyncIterator[KroEnv]:
-    async with kro_env(controller, kube_namespace) as env:
-        yield env
+controller, kro = kro_fixtures()
 
 
 def _policy(name: str) -> dict[str, Any]:

@@ -8,43 +8,29 @@ RGD names get the test's suffix, and instances go to the test's namespace.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-import pytest
 from kro_harness import (
     DEPLOYMENTS,
     EXAMPLES,
     NAMESPACES,
     SERVICES,
-    ControllerThread,
     KroEnv,
     condition,
     is_ready,
-    kro_env,
+    kro_fixtures,
     load_yaml,
     meta,
-    running_controller,
 )
 
 from kro.runtime.gvk import GVR
-from kro.testing.pytest_plugin import ClusterHandle
 
 INGRESSES = GVR("networking.k8s.io", "v1", "ingresses")
 RESOURCE_QUOTAS = GVR("", "v1", "resourcequotas")
 NETWORK_POLICIES = GVR("networking.k8s.io", "v1", "networkpolicies")
 
 
-@pytest.fixture(scope="module")
-def controller(kube_cluster: ClusterHandle) -> Iterator[ControllerThread]:
-    with running_controller(kube_cluster.kubeconfig) as running:
-        yield running
-
-
-@pytest.fixture
-async def kro(controller: ControllerThread, kube_namespace: str) -> AsyncIterator[KroEnv]:
-    async with kro_env(controller, kube_namespace) as env:
-        yield env
+controller, kro = kro_fixtures()
 
 
 async def _apply_example(kro: KroEnv, rgd_file: str) -> tuple[dict[str, Any], str]:

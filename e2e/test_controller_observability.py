@@ -5,37 +5,24 @@ GraphRevision metrics on /metrics.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-import pytest
 from kro_harness import (
     CONFIGMAPS,
     ControllerThread,
     KroEnv,
-    kro_env,
-    running_controller,
+    kro_fixtures,
     state,
     wait_for,
 )
 from prometheus_client.parser import text_string_to_metric_families
 
 from kro.runtime.gvk import GVR
-from kro.testing.pytest_plugin import ClusterHandle
 
 EVENTS = GVR("", "v1", "events")
 
 
-@pytest.fixture(scope="module")
-def controller(kube_cluster: ClusterHandle) -> Iterator[ControllerThread]:
-    with running_controller(kube_cluster.kubeconfig) as running:
-        yield running
-
-
-@pytest.fixture
-async def kro(controller: ControllerThread, kube_namespace: str) -> AsyncIterator[KroEnv]:
-    async with kro_env(controller, kube_namespace) as env:
-        yield env
+controller, kro = kro_fixtures()
 
 
 async def _reader(kro: KroEnv) -> GVR:

@@ -10,36 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-import pytest
 from kro_harness import (
     CONFIGMAPS,
-    ControllerThread,
     KroEnv,
     condition,
-    kro_env,
+    kro_fixtures,
     meta,
-    running_controller,
     state,
     wait_for,
 )
 
 from kro.runtime.gvk import GVR
-from kro.testing.pytest_plugin import ClusterHandle
 
-
-@pytest.fixture(scope="module")
-def controller(kube_cluster: ClusterHandle) -> Iterator[ControllerThread]:
-    with running_controller(kube_cluster.kubeconfig) as running:
-        yield running
-
-
-@pytest.fixture
-async def kro(controller: ControllerThread, kube_namespace: str) -> AsyncIterator[KroEnv]:
-    async with kro_env(controller, kube_namespace) as env:
-        yield env
+controller, kro = kro_fixtures()
 
 
 def configmap(name: str, data: dict[str, str]) -> dict[str, Any]:

@@ -15,23 +15,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-import pytest
 from kro_harness import (
     DEPLOYMENTS,
-    ControllerThread,
     KroEnv,
     condition,
-    kro_env,
+    kro_fixtures,
     meta,
-    running_controller,
     wait_for,
 )
 
 from kro.runtime.gvk import GVR
-from kro.testing.pytest_plugin import ClusterHandle
 
 REVISION = "deployment.kubernetes.io/revision"
 EVENTS = GVR("", "v1", "events")
@@ -39,16 +34,7 @@ QUIET_S = 60.0
 MAX_WRITES_BEFORE_YIELD = 20
 
 
-@pytest.fixture(scope="module")
-def controller(kube_cluster: ClusterHandle) -> Iterator[ControllerThread]:
-    with running_controller(kube_cluster.kubeconfig) as running:
-        yield running
-
-
-@pytest.fixture
-async def kro(controller: ControllerThread, kube_namespace: str) -> AsyncIterator[KroEnv]:
-    async with kro_env(controller, kube_namespace) as env:
-        yield env
+controller, kro = kro_fixtures()
 
 
 def fighting_rgd(kro: KroEnv) -> dict[str, Any]:

@@ -13,24 +13,19 @@ from __future__ import annotations
 import threading
 import time
 import urllib.request
-from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import pytest
 from kro_harness import (
     CONFIGMAPS,
     ControllerThread,
     KroEnv,
     condition,
     is_ready,
-    kro_env,
-    running_controller,
+    kro_fixtures,
     state,
     wait_for,
 )
-
-from kro.testing.pytest_plugin import ClusterHandle
 
 PROBE_INTERVAL_S = 0.1
 MAX_PROBE_S = 1.0
@@ -43,16 +38,7 @@ NESTED = (
 )
 
 
-@pytest.fixture(scope="module")
-def controller(kube_cluster: ClusterHandle) -> Iterator[ControllerThread]:
-    with running_controller(kube_cluster.kubeconfig) as running:
-        yield running
-
-
-@pytest.fixture
-async def kro(controller: ControllerThread, kube_namespace: str) -> AsyncIterator[KroEnv]:
-    async with kro_env(controller, kube_namespace) as env:
-        yield env
+controller, kro = kro_fixtures()
 
 
 @dataclass

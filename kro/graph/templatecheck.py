@@ -29,6 +29,7 @@ from typing import Any, Final
 
 from kro.graph.build_errors import ResourceBuildError
 from kro.graph.errors import TemplateError
+from kro.graph.schema_validation import json_type
 from kro.graph.template import (
     ROOT,
     FieldDescriptor,
@@ -120,17 +121,8 @@ def _value_type(value: Any) -> str:
     exact = _EXACT_TYPES.get(type(value))
     if exact is not None:
         return exact
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, Mapping):
-        return "object"
-    return "array"
+    named = json_type(value)
+    return named if named in _EXACT_TYPES.values() else "array"
 
 
 def _accepts(types: frozenset[str], value_type: str) -> bool:
