@@ -11,8 +11,8 @@ Entry points:
   None for `dyn`), then `compile(source)` -> `CompiledExpression` with `.output_type`
   (`CelType`: `.cel_name`, `.to_openapi()`), `.dependencies` ((root, path) pairs),
   `.functions`, `.uses_omit`, `.new_conditions`, `.condition_reads`. Invalid expressions
-  raise `CelCompileError` (`.expression`, `.message`); functions upstream has but this
-  engine cannot run (transformMap, transformMapEntry) raise `UnsupportedFunctionError`.
+  raise `CelCompileError` (`.expression`, `.message`). `UnsupportedFunctionError` is the
+  subclass for a function upstream has but this engine cannot run (none at present).
   `env.extend({...})` derives an environment with extra variables (iterators, `each`).
 - `env.bind(values)` -> `Activation`: one per reconcile, shared by every expression, with
   schema-aware conversion of declared variables (date-time -> timestamp, byte -> bytes).

@@ -20,6 +20,9 @@ Two kinds of engine environment, one library set (docs/design in cel-engine.md):
 Evaluation returns `Value | DataPending | ExpressionError` (see `results`) and never
 raises for data problems.
 
+Between checking and evaluating, the checked tree is rewritten into the program that runs
+(`program`: semantics the engine's runtime lacks, optionals in results, budget hooks).
+
 Every evaluation that can cost more than a few microseconds (it has a comprehension, calls
 `lists.range` or one of kro's functions) runs under a `budget` (`EvaluationLimits`, from
 `CelOptions.limits`): its checked tree is rewritten once, at compile time, to call budget
@@ -31,6 +34,7 @@ happens to read it first.
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import threading
 from collections import OrderedDict
@@ -43,6 +47,7 @@ from cel_expr_python import cel
 from kro.cel import (
     budget,
     instrument,
+    lib_comprehensions,
     lib_conditions,
     lib_hash,
     lib_ip,
@@ -56,17 +61,29 @@ from kro.cel import (
     lib_regex,
     lib_semver,
     lib_url,
+    lowering,
+    optionals,
+    syntax,
 )
 from kro.cel.checked_ast import Call, Ident, Tree, decode, walk
 from kro.cel.convert import to_json_value
 from kro.cel.declarations import Declaration, declaration_of
 from kro.cel.deps import Dependency, dependencies
-from kro.cel.errors import CelCompileError, CelConversionError, UnsupportedFunctionError
+from kro.cel.errors import CelCompileError, CelConversionError
 from kro.cel.lib_conditions import ConditionRead, NewCondition
-from kro.cel.library import Overload, check_extension, runtime_extension
+from kro.cel.library import Overload, check_extension, config_functions, runtime_extension
 from kro.cel.limits import DEFAULT_LIMITS, EvaluationLimits
 from kro.cel.opaque import LIBRARY_POOL, new_pool
-from kro.cel.results import EvalResult, ExpressionError, Value, classify
+from kro.cel.program import (
+    ENGINE_FAILURES,
+    TOO_DEEP,
+    UNCONVERTIBLE,
+    Program,
+    Toolkit,
+    build,
+    run,
+)
+from kro.cel.results import EvalResult, ExpressionError, Value
 from kro.cel.types import CelType, parse_engine_type
 
 # cel-go's BaseDeclarations() minus what kro adds itself (C-18). Not enabled upstream, so
@@ -79,6 +96,7 @@ ENGINE_EXTENSIONS: Final = (
     "bindings",
     "two-var-comprehensions",
 )
+_EVAL_EXTENSIONS: Final = tuple(n for n in ENGINE_EXTENSIONS if n != "two-var-comprehensions")
 LIBRARY_OVERLOADS: Final[tuple[Overload, ...]] = (
     *lib_random.OVERLOADS,
     *lib_hash.OVERLOADS,
@@ -94,23 +112,31 @@ LIBRARY_OVERLOADS: Final[tuple[Overload, ...]] = (
     *lib_ip.OVERLOADS,
     *lib_semver.OVERLOADS,
 )
-# Functions upstream supports that this engine cannot run, detected from the engine's own
-# compile error, with the reason shown to the author.
-UNSUPPORTED: Final[Mapping[str, str]] = {
-    "transformMap": "cel-expr-python 0.1.3 lacks the runtime helper cel.@mapInsert",
-    "transformMapEntry": "cel-expr-python 0.1.3 lacks the runtime helper cel.@mapInsert",
-}
-_UNSUPPORTED_CALL: Final = re.compile(r"\.\s*(transformMapEntry|transformMap)\s*\(")
-_OPTIONAL_VAR: Final = "kro_optional__"
-_MAP_INSERT: Final = "cel.@mapInsert"
-# Functions implemented in Python: an expression calling one runs under a budget.
-_PYTHON_FUNCTIONS: Final = frozenset(o.function for o in LIBRARY_OVERLOADS)
+# Functions only the evaluation environment has: the engine's missing runtime helper of
+# transformMap (the checker declares it) and the targets of kro's rewrites.
+RUNTIME_OVERLOADS: Final[tuple[Overload, ...]] = (
+    *lib_comprehensions.RUNTIME_OVERLOADS,
+    *lowering.RUNTIME_OVERLOADS,
+    *optionals.RUNTIME_OVERLOADS,
+)
+# Functions implemented in Python: an expression calling one runs under a budget, and an
+# argument that may hold an optional is guarded (`lowering`).
+_PYTHON_FUNCTIONS: Final = frozenset(o.function for o in (*LIBRARY_OVERLOADS, *RUNTIME_OVERLOADS))
 
 
-def _config() -> Any:
-    return cel.NewEnvConfigFromYaml(
-        "extensions:\n" + "".join(f'  - name: "{n}"\n' for n in ENGINE_EXTENSIONS)
-    )
+def _config(*, checking: bool) -> Any:
+    """The engine config: the extensions, and for checking environments the generic library
+    functions (type parameters only bind when declared here, see `library`).
+
+    The evaluation environment leaves out the two-variable comprehensions: programs arrive
+    expanded, and that extension's declaration of `cel.@mapInsert` would collide with the
+    implementation registered there (`lib_comprehensions`).
+    """
+    names = ENGINE_EXTENSIONS if checking else _EVAL_EXTENSIONS
+    document: dict[str, Any] = {"extensions": [{"name": n} for n in names]}
+    if checking:
+        document["functions"] = config_functions(LIBRARY_OVERLOADS)
+    return cel.NewEnvConfigFromYaml(json.dumps(document))  # YAML is a superset of JSON
 
 
 class _Engine:
@@ -121,20 +147,30 @@ class _Engine:
 
     def __init__(self) -> None:
         self.check_extension = check_extension("kro-check", LIBRARY_OVERLOADS)
-        self.config = _config()
+        self.config = _config(checking=True)
         # Parses only (no variables): the same syntax and macros as every check environment.
         self.parse_env = cel.NewEnv(
             LIBRARY_POOL, config=self.config, extensions=[self.check_extension]
         )
         self.eval_env = cel.NewEnv(
             LIBRARY_POOL,
-            config=self.config,
+            config=_config(checking=False),
             extensions=[
-                runtime_extension("kro-runtime", LIBRARY_OVERLOADS),
+                runtime_extension("kro-runtime", (*LIBRARY_OVERLOADS, *RUNTIME_OVERLOADS)),
                 instrument.extension(),
             ],
         )
+        self.toolkit = Toolkit(
+            eval_env=self.eval_env,
+            fragments=optionals.Fragments(self.parse),
+            python_functions=_PYTHON_FUNCTIONS,
+        )
         self._touch: dict[str, Any] = {}
+
+    def parse(self, source: str) -> bytes:
+        """A serialized parsed (unchecked) expression: kro's own program fragments."""
+        serialized: bytes = self.parse_env.compile(source, disable_check=True).serialize()
+        return serialized
 
     def touch_program(self, name: str) -> Any:
         """`type(name)`: evaluating it makes the engine convert the bound value of `name`."""
@@ -192,7 +228,7 @@ class Activation:
         engine = _Engine.get()
         for name in names - self._converted:
             if name in self.values:
-                with contextlib.suppress(*_ENGINE_FAILURES):  # the evaluation reports it
+                with contextlib.suppress(*ENGINE_FAILURES):  # the evaluation reports it
                     engine.touch_program(name).eval(self._engine)
             self._converted.add(name)
 
@@ -224,11 +260,11 @@ class CompiledExpression:
     uses_omit: bool
     new_conditions: tuple[NewCondition, ...]
     condition_reads: tuple[ConditionRead, ...]
-    _program: Any = field(repr=False)
-    _unwrap_optional: bool = field(repr=False)
+    _program: Program = field(repr=False)
     _string_result: bool = field(repr=False)
     _checked: bytes = field(default=b"", repr=False)
     limits: EvaluationLimits | None = field(default=None, repr=False)
+    _limits_for_unwrapping: EvaluationLimits = field(default=DEFAULT_LIMITS, repr=False)
     roots: frozenset[str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -250,21 +286,38 @@ class CompiledExpression:
             budget.end(previous)
 
     def _evaluate(self, activation: Activation) -> EvalResult:
+        program = self._program
+        outcome = run(
+            program.main,
+            activation._engine,
+            self.expression,
+            string_result=self._string_result,
+            check=program.check_nested,
+        )
+        if outcome is None:  # an optional somewhere inside a dyn result
+            return self._evaluate_unwrapping(activation)
+        if program.as_list and isinstance(outcome, Value):
+            return Value(outcome.value[0] if outcome.value else None)
+        return outcome
+
+    def _evaluate_unwrapping(self, activation: Activation) -> EvalResult:
+        """Run the program that unwraps nested optionals (it rebuilds the whole result, so
+        it only runs once the plain program's result turned out to need it)."""
+        unwrapping = self._program.nested.program()
+        if unwrapping is None:
+            return ExpressionError(expression=self.expression, message=TOO_DEEP)
+        previous = None
+        if self.limits is None:  # not yet inside a budget: the walk loops
+            activation.prepare(self.roots)
+            previous = budget.begin(self._limits_for_unwrapping, activation._memory)
         try:
-            result = self._program.eval(activation._engine)
-        except _ENGINE_FAILURES as err:  # a library function returned an unusable value, or
-            return classify(self.expression, str(err))  # a C++ exception inside the engine
-        # An error comes back as a value whose plain form is its message (a str). Asking for
-        # the type costs a third of an evaluation, so only string-typed results pay for it.
-        try:
-            value = result.plain_value()
-        except (SystemError, RuntimeError, TypeError):
-            return ExpressionError(expression=self.expression, message=_UNCONVERTIBLE)
-        if isinstance(value, str) and (not self._string_result or result.type() == _ERROR):
-            return classify(self.expression, value)
-        if self._unwrap_optional:
-            return Value(value[0] if value else None)
-        return Value(value)
+            outcome = run(
+                unwrapping, activation._engine, self.expression, string_result=True, check=True
+            )
+        finally:
+            if self.limits is None:
+                budget.end(previous)
+        return outcome or ExpressionError(expression=self.expression, message=UNCONVERTIBLE)
 
     def evaluate_json(self, activation: Activation) -> EvalResult:
         """Evaluate and convert to a JSON value storable in an object (C-35)."""
@@ -277,13 +330,6 @@ class CompiledExpression:
             return ExpressionError(expression=self.expression, message=str(err))
 
 
-_ERROR: Final = cel.Type.ERROR
-# What pybind11 turns C++ exceptions into (std::length_error -> ValueError, ...).
-_ENGINE_FAILURES: Final = (RuntimeError, ValueError, IndexError, OverflowError, MemoryError)
-_UNCONVERTIBLE: Final = (
-    "the result contains a value the engine cannot hand over (an optional nested in a list "
-    "or map); use [?x] / {?k: v} or orValue()"
-)
 # Result kinds whose successful plain value can be a str (dyn and opaque included).
 _MAY_BE_STRING: Final = frozenset({"string", "dyn", "opaque", "object", "error", "type"})
 
@@ -299,7 +345,7 @@ class _CheckSet:
     `CelEnvironment` with the same variables and files, across graph builds of this process
     (the RGD controller and the GraphRevision controller each build every spec)."""
 
-    __slots__ = ("_env", "_messages", "_universe", "compiled", "files", "variables")
+    __slots__ = ("_env", "_list_types", "_messages", "_universe", "compiled", "files", "variables")
 
     def __init__(
         self,
@@ -313,6 +359,7 @@ class _CheckSet:
         self._universe = tuple(universe)
         self._env: Any = None
         self._messages: dict[str, Mapping[str, Any]] = {}
+        self._list_types: bool | None = None
 
     def env(self) -> Any:
         if self._env is None:
@@ -334,10 +381,25 @@ class _CheckSet:
         self.env()
         return self._messages
 
+    @property
+    def has_list_types(self) -> bool:
+        """True if some declared object has a `list-type: set` or `map` field (C-34)."""
+        if self._list_types is None:
+            self._list_types = any(
+                _is_set_or_map_list(sub)
+                for schema in self.messages.values()
+                for sub in (schema.get("properties") or {}).values()
+            )
+        return self._list_types
+
     def remember(self, key: tuple[CelOptions, str], compiled: CompiledExpression) -> None:
         if len(self.compiled) >= _COMPILED_PER_SET:
             self.compiled.clear()
         self.compiled[key] = compiled
+
+
+def _is_set_or_map_list(schema: Any) -> bool:
+    return isinstance(schema, Mapping) and schema.get("x-kubernetes-list-type") in ("set", "map")
 
 
 _CHECK_SETS_SIZE: Final = 8
@@ -484,7 +546,7 @@ class CelEnvironment:
     # --------------------------------------------------------------------- compile
 
     def compile(self, expression: str) -> CompiledExpression:
-        """Parse and type-check; raises CelCompileError (or UnsupportedFunctionError)."""
+        """Parse, type-check and prepare the program; raises CelCompileError."""
         target = self._target(expression)
         key = (self.options, expression)
         cached = target.compiled.get(key)
@@ -505,6 +567,7 @@ class CelEnvironment:
 
 
 def _compile(target: _CheckSet, expression: str, options: CelOptions) -> CompiledExpression:
+    syntax.check(expression)
     env = target.env()
     source, new_conditions = expression, tuple[NewCondition, ...]()
     if "newCondition" in expression:
@@ -515,23 +578,18 @@ def _compile(target: _CheckSet, expression: str, options: CelOptions) -> Compile
     serialized = checked.serialize()
     tree = decode(serialized)
     functions = _functions(tree)
-    if _MAP_INSERT in functions:
-        raise _unsupported(expression)
     uses_omit = lib_omit.check_omit(tree, enabled=options.omit_function, expression=expression)
     output_type = parse_engine_type(checked.return_type().name(), target.messages)
-    unwrap = output_type.kind == "optional"
-    program_bytes = serialized
-    if unwrap:
-        wrapper = (
-            f"cel.bind({_OPTIONAL_VAR}, {source}, {_OPTIONAL_VAR}.hasValue() ? "
-            f"[{_OPTIONAL_VAR}.value()] : [])"
-        )
-        program_bytes = _engine_compile(env, wrapper, original=expression).serialize()
-    hooked = instrument.needs_instrumenting(tree)
-    if hooked:
-        program_tree = tree if program_bytes is serialized else decode(program_bytes)
-        program_bytes = instrument.instrument(program_bytes, program_tree)
-    budgeted = hooked or not functions.isdisjoint(_PYTHON_FUNCTIONS)
+    program = build(
+        serialized,
+        tree,
+        expression=expression,
+        functions=functions,
+        output_type=output_type,
+        messages=target.messages,
+        list_types=target.has_list_types,
+        toolkit=_Engine.get().toolkit,
+    )
     return CompiledExpression(
         expression=expression,
         output_type=output_type,
@@ -540,11 +598,11 @@ def _compile(target: _CheckSet, expression: str, options: CelOptions) -> Compile
         uses_omit=uses_omit,
         new_conditions=new_conditions,
         condition_reads=lib_conditions.condition_reads(tree),
-        _program=_Engine.get().eval_env.deserialize(program_bytes),
-        _unwrap_optional=unwrap,
+        _program=program,
         _string_result=output_type.kind in _MAY_BE_STRING,
         _checked=serialized,
-        limits=options.limits if budgeted else None,
+        limits=options.limits if program.loops_or_calls else None,
+        _limits_for_unwrapping=options.limits,
     )
 
 
@@ -576,16 +634,6 @@ _ENGINE_PREFIX: Final = re.compile(r"^[A-Z_]+: ")
 _ENGINE_SUFFIX: Final = re.compile(r"\s*\[[A-Z_]+\]\s*$")
 
 
-def _unsupported(expression: str) -> UnsupportedFunctionError:
-    match = _UNSUPPORTED_CALL.search(expression)
-    function = match.group(1) if match else "transformMap"
-    return UnsupportedFunctionError(
-        expression=expression, function=function, reason=UNSUPPORTED[function]
-    )
-
-
 def _compile_error(expression: str, text: str) -> CelCompileError:
-    if _MAP_INSERT in text:
-        return _unsupported(expression)
     message = _ENGINE_SUFFIX.sub("", _ENGINE_PREFIX.sub("", text, count=1))
     return CelCompileError(expression=expression, message=message)

@@ -34,7 +34,12 @@ class CelCompileError(CelError):
 
 
 class UnsupportedFunctionError(CelCompileError):
-    """The expression uses a function upstream kro supports but this engine cannot evaluate."""
+    """The expression uses a function upstream kro supports but this engine cannot evaluate.
+
+    No function is unsupported at present (`transformMap` and `transformMapEntry` were, until
+    kro-py supplied the engine's missing runtime helper); callers keep catching it so that
+    an engine upgrade that loses one reports it by name.
+    """
 
     def __init__(self, *, expression: str, function: str, reason: str) -> None:
         super().__init__(

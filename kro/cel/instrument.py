@@ -16,20 +16,20 @@ accumulates; each checks the evaluation's `budget` and fails it with `LimitExcee
 
 The names contain `@`, which the parser never produces, so no expression can call them, and
 they are registered only in the evaluation environment. Everything else is re-encoded byte
-for byte (`wire`); new nodes take ids above every id of the tree. Expressions with nothing to
-instrument are left alone and pay nothing.
+for byte (`rewrite`); new nodes take ids above every id of the tree. Expressions with nothing
+to instrument are left alone and pay nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Final
 
 from cel_expr_python import cel
 
 from kro.cel import budget
 from kro.cel.checked_ast import Call, Comprehension, StructLit, Tree, walk
-from kro.cel.wire import LENGTH_DELIMITED, VARINT, Field, encode_fields, read_fields
+from kro.cel.rewrite import Ids, call, map_fields, replace_root
+from kro.cel.wire import LENGTH_DELIMITED, read_fields
 
 LOOP: Final = "kro.@loop"
 BIND: Final = "kro.@bind"
@@ -44,8 +44,6 @@ _CHILD_EXPRS: Final = {_SELECT: (1,), _LIST: (1,), _COMPREHENSION: (2, 4, 6, 7)}
 _ENTRY, _ENTRY_KEY, _ENTRY_VALUE = 2, 3, 4
 _CALL_TARGET, _CALL_FUNCTION, _CALL_ARGS = 1, 2, 3
 _RANGE, _CONDITION = 2, 5
-# google.protobuf.Any and cel.expr.CheckedExpr.
-_ANY_VALUE, _CHECKED_EXPR = 2, 4
 
 
 def needs_instrumenting(tree: Tree) -> bool:
@@ -69,68 +67,30 @@ def max_id(tree: Tree) -> int:
 
 def instrument(serialized: bytes, tree: Tree) -> bytes:
     """`serialized` (an Any of CheckedExpr, decoded as `tree`) with the budget hooks."""
-    ids = _Ids(max_id(tree))
-
-    def checked(number: int, value: bytes) -> bytes:
-        return _expr(value, ids) if number == _CHECKED_EXPR else value
-
-    def any_value(number: int, value: bytes) -> bytes:
-        return _map(value, checked) if number == _ANY_VALUE else value
-
-    return _map(serialized, any_value)
+    ids = Ids(max_id(tree))
+    return replace_root(serialized, lambda expr: _expr(expr, ids))
 
 
-Rewrite = Callable[[int, bytes], bytes]
-
-
-def _map(buf: bytes, rewrite: Rewrite) -> bytes:
-    """The message `buf` with each length-delimited field passed through `rewrite`."""
-    return encode_fields(
-        (n, w, rewrite(n, v) if isinstance(v, bytes) else v) for n, w, v in read_fields(buf)
-    )
-
-
-class _Ids:
-    """Fresh node ids, above every id the checker assigned."""
-
-    __slots__ = ("last",)
-
-    def __init__(self, last: int) -> None:
-        self.last = last
-
-    def next(self) -> int:
-        self.last += 1
-        return self.last
-
-
-def _call(ids: _Ids, function: str, args: tuple[bytes, ...] = ()) -> bytes:
-    """An Expr calling a global function."""
-    call: list[Field] = [(_CALL_FUNCTION, LENGTH_DELIMITED, function.encode())]
-    call += [(_CALL_ARGS, LENGTH_DELIMITED, a) for a in args]
-    expr: list[Field] = [(_ID, VARINT, ids.next()), (_CALL, LENGTH_DELIMITED, encode_fields(call))]
-    return encode_fields(expr)
-
-
-def _expr(buf: bytes, ids: _Ids) -> bytes:
+def _expr(buf: bytes, ids: Ids) -> bytes:
     def kind(number: int, value: bytes) -> bytes:
         if number == _STRUCT:
-            return _map(value, lambda n, v: _map(v, entry) if n == _ENTRY else v)
+            return map_fields(value, lambda n, v: map_fields(v, entry) if n == _ENTRY else v)
         if number == _COMPREHENSION:
             return _comprehension(value, ids)
         if number == _CALL:
             return _call_expr(value, ids)
         if number in _CHILD_EXPRS:
             fields = _CHILD_EXPRS[number]
-            return _map(value, lambda n, v: _expr(v, ids) if n in fields else v)
+            return map_fields(value, lambda n, v: _expr(v, ids) if n in fields else v)
         return value
 
     def entry(number: int, value: bytes) -> bytes:
         return _expr(value, ids) if number in (_ENTRY_KEY, _ENTRY_VALUE) else value
 
-    return _map(buf, kind)
+    return map_fields(buf, kind)
 
 
-def _call_expr(buf: bytes, ids: _Ids) -> bytes:
+def _call_expr(buf: bytes, ids: Ids) -> bytes:
     fields = read_fields(buf)
     guard = (_CALL_FUNCTION, LENGTH_DELIMITED, LISTS_RANGE.encode()) in fields
     guard = guard and sum(1 for n, _, _ in fields if n == _CALL_ARGS) == 1
@@ -140,26 +100,26 @@ def _call_expr(buf: bytes, ids: _Ids) -> bytes:
             return _expr(value, ids)
         if number == _CALL_ARGS:
             arg = _expr(value, ids)
-            return _call(ids, RANGE_SIZE, (arg,)) if guard else arg
+            return call(ids, RANGE_SIZE, (arg,)) if guard else arg
         return value
 
-    return _map(buf, part)
+    return map_fields(buf, part)
 
 
-def _comprehension(buf: bytes, ids: _Ids) -> bytes:
+def _comprehension(buf: bytes, ids: Ids) -> bytes:
     binding = any(n == _RANGE and _is_empty_list(v) for n, _, v in read_fields(buf))
 
     def part(number: int, value: bytes) -> bytes:
         if number == _RANGE and binding:
-            return _call(ids, BIND)
+            return call(ids, BIND)
         if number == _CONDITION:  # a binding never evaluates its condition
             condition = _expr(value, ids)
-            return condition if binding else _call(ids, LOOP, (condition,))
+            return condition if binding else call(ids, LOOP, (condition,))
         if number in _CHILD_EXPRS[_COMPREHENSION]:
             return _expr(value, ids)
         return value
 
-    return _map(buf, part)
+    return map_fields(buf, part)
 
 
 def _is_empty_list(value: int | bytes) -> bool:

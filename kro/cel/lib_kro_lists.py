@@ -1,8 +1,8 @@
 """kro.cel.lib_kro_lists: `lists.setAtIndex`, `lists.insertAtIndex`, `lists.removeAtIndex`.
 
 Upstream C-28..C-30: each returns a new list; the index is checked with upstream's exact
-messages. Upstream types them `list(T)`; this engine cannot bind type parameters, so they
-are declared over `list<dyn>` (see docs/compatibility.md).
+messages. Typed `list(T)` like upstream, so `lists.setAtIndex([1], 0, "a")` is a compile
+error and the result keeps the element type.
 """
 
 from __future__ import annotations
@@ -33,15 +33,15 @@ def remove_at_index(items: list[Any], index: int) -> list[Any]:
 
 OVERLOADS: Final = (
     Overload(
-        "lists.setAtIndex", "lists_setAtIndex_list_int_dyn", ("list<dyn>", "int", "dyn"),
-        "list<dyn>", set_at_index,
+        "lists.setAtIndex", "lists_setAtIndex_list_int_T", ("list<T>", "int", "T"), "list<T>",
+        set_at_index,
     ),
     Overload(
-        "lists.insertAtIndex", "lists_insertAtIndex_list_int_dyn", ("list<dyn>", "int", "dyn"),
-        "list<dyn>", insert_at_index,
+        "lists.insertAtIndex", "lists_insertAtIndex_list_int_T", ("list<T>", "int", "T"),
+        "list<T>", insert_at_index,
     ),
     Overload(
-        "lists.removeAtIndex", "lists_removeAtIndex_list_int", ("list<dyn>", "int"),
-        "list<dyn>", remove_at_index,
+        "lists.removeAtIndex", "lists_removeAtIndex_list_int", ("list<T>", "int"), "list<T>",
+        remove_at_index,
     ),
 )  # fmt: skip

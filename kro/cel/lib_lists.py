@@ -1,16 +1,21 @@
 """kro.cel.lib_lists: the Kubernetes list library (`isSorted`, `sum`, `min`, `max`,
 `indexOf`, `lastIndexOf`), as in k8s.io/apiserver/pkg/cel/library/lists.go.
 
-Declared per element type like upstream (`list(int).sum() -> int`, ...); the engine's
-runtime sees only "a list", so one generic implementation serves every overload.
+Declared once per comparable (summable) element type (`list(int).sum() -> int`, ...).
+Upstream declares `indexOf` / `lastIndexOf` over a type parameter; here they are per type
+too, because the strings extension already declares functions of those names and the
+engine only binds type parameters of functions declared in its config. The engine's
+runtime sees only "a list", so one implementation serves every overload; `sum()` of an
+empty list, which must be the zero of the element type (`0.0` for `list(double)`), is
+resolved at compile time (`lowering`).
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any, Final
 
 from kro.cel.convert import to_cel_value
+from kro.cel.equality import cel_equal
 from kro.cel.library import Overload
 
 _COMPARABLE: Final = ("int", "uint", "double", "bool", "string", "bytes", "timestamp", "duration")
@@ -44,24 +49,16 @@ def max_of(items: list[Any]) -> Any:
 
 def index_of(items: list[Any], value: Any) -> int:
     for i, item in enumerate(items):
-        if _equal(item, value):
+        if cel_equal(item, value):
             return i
     return -1
 
 
 def last_index_of(items: list[Any], value: Any) -> int:
     for i in range(len(items) - 1, -1, -1):
-        if _equal(items[i], value):
+        if cel_equal(items[i], value):
             return i
     return -1
-
-
-def _equal(left: Any, right: Any) -> bool:
-    if isinstance(left, bool) != isinstance(right, bool):
-        return False
-    if isinstance(left, dt.datetime) and isinstance(right, dt.datetime):
-        return left == right
-    return bool(left == right)
 
 
 def _overloads() -> tuple[Overload, ...]:

@@ -1,7 +1,9 @@
 """kro.cel.lib_maps: `map.merge(map)` (shallow, C-26) and `dyn.deepMerge(dyn)` (C-27).
 
 Typical use: `${schema.spec.labels.merge({"app": schema.metadata.name})}`. The right side
-wins. deepMerge recurses only where both sides hold a map; lists and scalars are replaced.
+wins. `merge` is generic like upstream's (`map(K, V)` on both sides and as the result), so
+`{"a": 1}.merge({"b": "x"})` is a compile error. deepMerge recurses only where both sides
+hold a map; lists and scalars are replaced.
 """
 
 from __future__ import annotations
@@ -35,8 +37,7 @@ def _deep(left: dict[Any, Any], right: dict[Any, Any]) -> dict[Any, Any]:
 
 OVERLOADS: Final = (
     Overload(
-        "merge", "map_merge_map", ("map<dyn, dyn>", "map<dyn, dyn>"), "map<dyn, dyn>", merge,
-        member=True,
+        "merge", "map_merge_map", ("map<K, V>", "map<K, V>"), "map<K, V>", merge, member=True,
     ),
     Overload("deepMerge", "dyn_deepMerge_dyn", ("dyn", "dyn"), "dyn", deep_merge, member=True),
 )  # fmt: skip

@@ -8,8 +8,11 @@ holding a canonical string. The message names are the type names cel-go prints, 
 messages read the same as upstream: `kubernetes.Quantity`, `kubernetes.URL`,
 `kubernetes.Semver`, `net.IP`, `net.CIDR`, `kro.run.Condition`.
 
-Equality compares the canonical string (e.g. `ip("::1") == ip("0::1")` is true); the
-sentinel `omit()` returns is an empty message, turned into `OMIT` on the way out.
+The engine compares messages field by field, so equality compares the canonical string
+(e.g. `ip("::1") == ip("0::1")` is true). Quantities and semvers define equality by value
+instead (`1Gi` equals `1073741824`, build metadata is ignored): where the checker sees them
+compared, `lowering` calls `equality` instead. The sentinel `omit()` returns is an empty
+message, turned into `OMIT` on the way out.
 """
 
 from __future__ import annotations

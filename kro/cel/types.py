@@ -37,7 +37,6 @@ Kind = Literal[
 ]  # fmt: skip
 
 _FD = descriptor_pb2.FieldDescriptorProto
-_IDENTIFIER: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _MAX_DEPTH: Final = 64
 WELL_KNOWN_FILES: Final = (
     "google/protobuf/struct.proto",
@@ -218,6 +217,64 @@ _DYN_SHAPE: Final = _Shape(_FD.TYPE_MESSAGE, _VALUE, cel_type=DYN)
 _file_ids = itertools.count(1)
 
 
+# CEL's reserved symbols (Kubernetes `celReservedSymbols`); the first four are lexer
+# keywords, which no parser accepts after a dot.
+RESERVED_WORDS: Final = frozenset({
+    "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for",
+    "function", "if", "import", "let", "loop", "package", "namespace", "return", "var",
+    "void", "while",
+})  # fmt: skip
+_KEYWORDS: Final = frozenset({"true", "false", "null", "in"})
+_ESCAPED: Final = {"__": "__underscores__", ".": "__dot__", "-": "__dash__", "/": "__slash__"}
+_EXPAND: Final = re.compile(r"__|[-./]|[^a-zA-Z0-9\-./_]")
+
+
+def escape_field_name(name: str) -> str | None:
+    """Kubernetes' `Escape`: the CEL name of a property, or None if it has none.
+
+    Reserved words become `__{word}__`; `__`, `.`, `-` and `/` become `__underscores__`,
+    `__dot__`, `__dash__` and `__slash__`; a name starting with a digit or holding any other
+    character cannot be selected (upstream leaves it out of the object type).
+    """
+    if not name or name[0].isdigit():
+        return None
+    if name in RESERVED_WORDS:
+        return f"__{name}__"
+    out: list[str] = []
+    last = 0
+    for match in _EXPAND.finditer(name):
+        escaped = _ESCAPED.get(match.group(0))
+        if escaped is None:
+            return None
+        out += [name[last : match.start()], escaped]
+        last = match.end()
+    out.append(name[last:])
+    return "".join(out)
+
+
+def cel_field_names(schema: Mapping[str, Any]) -> dict[str, str]:
+    """Every name a property of `schema` can be selected by (CEL name -> property).
+
+    Like upstream's DeclTypes [C-16]: the escaped name of each property, and, for reserved
+    words that are not keywords, the plain name too (`SetRecognizeKeywordAsFieldName`:
+    `schema.metadata.namespace` as well as `schema.metadata.__namespace__`).
+    """
+    properties = schema.get("properties")
+    names: dict[str, str] = {}
+    if not isinstance(properties, Mapping):
+        return names
+    for prop in properties:
+        if not isinstance(prop, str):
+            continue
+        escaped = escape_field_name(prop)
+        if escaped is None:
+            continue
+        if prop in RESERVED_WORDS and prop not in _KEYWORDS:
+            names[prop] = prop
+        names[escaped] = prop
+    return names
+
+
 def is_dyn_schema(schema: Mapping[str, Any]) -> bool:
     """True when the checker must accept anything below this node (C-17)."""
     if schema.get("x-kubernetes-int-or-string") or schema.get(
@@ -300,12 +357,6 @@ class SchemaTranslator:
         if kind == "object":
             properties = schema.get("properties")
             if isinstance(properties, Mapping) and properties:
-                if not all(isinstance(k, str) and _IDENTIFIER.match(k) for k in properties):
-                    # Names CEL cannot select with a dot: index it as a map of dyn instead.
-                    return _Shape(
-                        _FD.TYPE_MESSAGE, element=_DYN_SHAPE, is_map=True,
-                        cel_type=map_of(STRING, DYN),
-                    )  # fmt: skip
                 name = self._message(schema, properties, path, depth)
                 return _Shape(
                     _FD.TYPE_MESSAGE, "." + name,
@@ -343,9 +394,17 @@ class SchemaTranslator:
         self._memo[id(schema)] = full
         self.messages[full] = schema
         message = self.file.message_type.add(name=short)
-        for number, (prop, sub) in enumerate(properties.items(), start=1):
-            shape = self._shape(sub, f"{path}_{prop}", depth + 1)
-            self._add_field(message, prop, number, shape)
+        entries: set[str] = set()
+        for number, (field_name, prop) in enumerate(cel_field_names(schema).items(), start=1):
+            shape = self._shape(properties[prop], f"{path}_{prop}", depth + 1)
+            if shape.is_map:
+                # Two names for one map property would need two nested entry types of the
+                # same (CamelCase) name: keep the first (the escaped one is the rarer).
+                entry = _map_entry_name(field_name)
+                if entry in entries:
+                    continue
+                entries.add(entry)
+            self._add_field(message, field_name, number, shape)
         return full
 
     def _add_field(

@@ -10,7 +10,6 @@ from kro.cel import (
     CelCompileError,
     CelEnvironment,
     CelType,
-    UnsupportedFunctionError,
     Value,
     bind,
     evaluate,
@@ -57,14 +56,6 @@ def test_compile_error_fields() -> None:
     assert info.value.expression == "x +"
     assert "Syntax error" in info.value.message
     assert "INVALID_ARGUMENT" not in info.value.message
-
-
-def test_unsupported_function_is_a_compile_error() -> None:
-    env = CelEnvironment(declarations={"x": None})
-    with pytest.raises(CelCompileError) as info:
-        env.compile("x.transformMapEntry(k, v, {k: v})")
-    assert isinstance(info.value, UnsupportedFunctionError)
-    assert info.value.function == "transformMapEntry"
 
 
 def test_declared_types_are_listed() -> None:

@@ -76,7 +76,7 @@ OUTPUT_TYPES = [
     ("deployment.spec.anything", "dyn"),
     ("deployment.spec.matrix", "list(list(dyn))"),
     ("deployment.spec.byName", "map(string, list(dyn))"),
-    ('deployment.spec.odd["a-b"]', "dyn"),
+    ("deployment.spec.odd.a__dash__b", "string"),
     ("deployment.status.conditions.map(c, c.type)", "list(string)"),
     ("items.map(i, i.spec.replicas)", "list(int)"),
     ("deployment.?spec.?replicas", "optional_type(int)"),
