@@ -508,7 +508,16 @@ async def test_a_forbidden_child_carrying_the_secret(kro: KroEnv, controller: Co
     await plant(kro, planted)
     rgd = reader_rgd(kro, "forbidden", "LeakForbidden", forbidden_child=True)
     await kro.apply_rgd(rgd)
-    await kro.wait_rgd_active(rgd["metadata"]["name"])
+    name = rgd["metadata"]["name"]
+
+    async def served_but_lacking() -> dict[str, Any] | None:
+        """Active (kind and controller ready), with the pre-flight naming what kro lacks."""
+        live = await kro.get_rgd(name)
+        lacking = condition(live, "PermissionsGranted").get("status") == "False"
+        return live if state(live) == "Active" and lacking else None
+
+    live = await wait_for(served_but_lacking, what=f"RGD {name} Active, PermissionsGranted False")
+    assert "serviceaccounts: create, patch" in condition(live, "PermissionsGranted")["message"]
     await kro.apply_instance("LeakForbidden", "app", {"secretName": planted.name})
     gvr = await kro.gvr_of("LeakForbidden")
     failed = await kro.wait_instance(
