@@ -1,7 +1,9 @@
-"""The controller image's Dockerfile keeps its promises (it is not built here: no container engine).
+"""The controller image's Dockerfile keeps its promises.
 
 Final stage: glibc Python base, runs `kro controller` as a non-root user, holds no compiler and no
-dev extras, and needs no writable root filesystem.
+dev extras, and needs no writable root filesystem. The same steps work on the official python
+image (the default) and on Debian 12 with Debian's python3, which `make image` builds the image
+on (kro/testing/image.py); `make image-test` runs the built image. Neither is part of `make test`.
 """
 
 from __future__ import annotations
@@ -134,3 +136,39 @@ def test_dockerignore_keeps_local_state_out_of_the_context() -> None:
     assert set(lines) >= {"!pyproject.toml", "!README.md", "!kro/"}
     assert not any(line.startswith("!") and (".venv" in line or ".git" in line)
                    for line in lines)
+
+
+def test_steps_work_on_the_official_image_and_on_debians_python3() -> None:
+    """`python3`, never `python` (Debian has none) nor a system `pip` (Debian has none, and its
+    python3 refuses system-wide installs): pip runs from virtual environments."""
+    for instruction in _instructions((REPO / "Dockerfile").read_text()):
+        if instruction.keyword != "RUN":
+            continue
+        for command in re.split(r"&&|\|\||;|\|", instruction.argument):
+            words = [w for w in command.split() if not w.startswith("--mount=")]
+            assert words[:1] not in (["python"], ["pip"]), instruction
+    runs = " ".join(i.argument for i in _final() if i.keyword == "RUN")
+    assert "python3 -m venv /opt/kro" in runs
+    assert any(i.keyword == "ENV" and i.argument.startswith("PATH=/opt/kro/bin:")
+               for i in _final())
+
+
+def test_the_install_layer_follows_the_builders_wheels() -> None:
+    """podman's layer cache keys a RUN on its text, not on a `--mount=from=builder`: a COPY of
+    the wheels' checksums before the install makes a new kro wheel rebuild that layer."""
+    final = _final()
+    copy = next(n for n, i in enumerate(final)
+                if i.keyword == "COPY" and "--from=builder" in i.argument
+                and "wheels.sha256" in i.argument)
+    install = next(n for n, i in enumerate(final)
+                   if i.keyword == "RUN" and "pip install" in i.argument)
+    assert copy < install
+    builder_runs = " ".join(i.argument for i in _stages()[0] if i.keyword == "RUN")
+    assert "sha256sum" in builder_runs
+    assert "/wheels.sha256" in builder_runs
+
+
+def test_default_base_stays_the_official_image_for_both_stages() -> None:
+    stages = _stages()
+    assert all(stage[0].argument.split()[0] == "${PYTHON_IMAGE}" for stage in stages)
+    assert _args()["PYTHON_IMAGE"] == "python:3.11-slim-bookworm"
