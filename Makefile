@@ -60,8 +60,10 @@ cluster-down: $(STAMP)
 cluster-status: $(STAMP)
 	$(PY) -m kro.testing.cluster status
 
+# One at a time (a second one exits 1 and says who runs); RUN_ARGS passes flags, e.g.
+# RUN_ARGS='--metrics-bind-address=127.0.0.1:9078' when port 8078 is taken.
 run: $(STAMP)
-	$(PY) -m kro.testing.runlocal
+	$(PY) -m kro.testing.runlocal $(RUN_ARGS)
 
 bench: $(STAMP)
 	@for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done

@@ -15,6 +15,10 @@ namespace and ServiceAccount, a Ready node) instead of sleeping.
 ports and data (a crash-and-recover drill for clients: their URLs stay valid);
 `stop(component)` and `start(component)` do the same in two steps, for an outage of a chosen
 length (etcd away for 20 s while kube-apiserver keeps answering, with errors).
+
+Starting says, on stderr, which component it starts and, at least every 10 s
+(kro.testing.progress), which one it is still waiting for: a start on two busy cores can take
+minutes, and `make run` must never look hung.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kro.testing import pki, processes, testbin
+from kro.testing import pki, processes, progress, testbin
 from kro.testing.adminapi import AdminApi, ApiStatusError
 
 _STAGES = Path(__file__).resolve().parent / "kwok-stages.yaml"
@@ -91,6 +95,10 @@ class ClusterState:
 
 class StartError(RuntimeError):
     """A component did not become ready; the message carries its log tail."""
+
+
+def _say(message: str) -> None:
+    print(f"[cluster] {message}", file=sys.stderr, flush=True)
 
 
 def _b64(path: Path) -> str:
@@ -164,16 +172,14 @@ class LocalCluster:
         for attempt in (1, 2):
             try:
                 state = self._start_once(binaries)
-            except StartError:
+            except StartError as error:
                 self.stop()
                 if attempt == 2:
                     raise
+                reason = str(error).split("; last lines of")[0]
+                _say(f"{reason}; starting again with new ports")
                 continue
-            print(
-                f"[cluster] ready in {time.monotonic() - started:.1f}s: {state.server}",
-                file=sys.stderr,
-                flush=True,
-            )
+            _say(f"ready in {time.monotonic() - started:.1f}s: {state.server}")
             return state
         raise AssertionError("unreachable")
 
@@ -264,6 +270,7 @@ class LocalCluster:
             f"clientConnection: {{kubeconfig: {sched_config}}}\n"
             "leaderElection: {leaderElect: false}\n"
         )
+        _say(f"starting kube-scheduler and kwok ({self.options.nodes} fake node(s))")
         self._spawn(
             "kube-scheduler",
             [
@@ -369,6 +376,7 @@ class LocalCluster:
     ) -> None:
         """Spawn a component and wait until every probe passes, in order."""
         self._probes[name] = list(probes)
+        _say(f"starting {name}")
         self._spawn(name, argv)
         for probe in probes:
             self._wait(name, deadline, probe)
@@ -389,7 +397,9 @@ class LocalCluster:
         self.state.save()
 
     def _wait(self, name: str, deadline: float, probe: Callable[[], object]) -> None:
-        """Poll `probe` every 100 ms until it is true; fail fast when the component died."""
+        """Poll `probe` every 100 ms until it is true; fail fast when the component died.
+        Says which component it waits for every progress interval."""
+        ticker = progress.Ticker()
         while True:
             child = self._children.get(name)
             if child is not None and child.poll() is not None:
@@ -401,6 +411,13 @@ class LocalCluster:
                 pass
             if time.monotonic() > deadline:
                 raise StartError(self._failure(name, "did not become ready in time"))
+            if ticker.due():
+                left = progress.format_duration(deadline - time.monotonic())
+                _say(
+                    f"still waiting for {name} to become ready: "
+                    f"{progress.format_duration(ticker.elapsed_s())} so far, {left} left; "
+                    f"its log: {self.run_dir / 'logs' / f'{name}.log'}"
+                )
             time.sleep(0.1)
 
     def _failure(self, name: str, what: str) -> str:

@@ -34,6 +34,62 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def is_port_free(host: str, port: int) -> bool:
+    """Whether we could listen on host:port now, with SO_REUSEADDR as servers do (a socket in
+    TIME_WAIT does not count as busy; a listener on 0.0.0.0 does)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def _listening_inodes(port: int) -> set[str]:
+    """Socket inodes listening on TCP `port`, on any address, from /proc/net/tcp{,6}."""
+    inodes: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            listening = len(fields) > 9 and fields[3] == "0A"  # TCP_LISTEN
+            if listening and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(fields[9])
+    return inodes
+
+
+def port_holder(port: int) -> tuple[int, str] | None:
+    """The pid and command line of a process listening on TCP `port`, found through /proc, so
+    that "port 8078 is busy" can say by whom; None when nobody listens or we cannot see it."""
+    targets = {f"socket:[{inode}]" for inode in _listening_inodes(port)}
+    if not targets:
+        return None
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and targets & _socket_links(entry):
+            with contextlib.suppress(OSError):
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+                return int(entry.name), cmdline.decode(errors="replace").strip()
+    return None
+
+
+def _socket_links(process: Path) -> set[str]:
+    """What the open file descriptors of /proc/<pid> point to (fds close as we look)."""
+    links: set[str] = set()
+    try:
+        fds = list((process / "fd").iterdir())
+    except OSError:
+        return links
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            links.add(os.readlink(fd))
+    return links
+
+
 def start(
     name: str, argv: Sequence[str], log_dir: Path, *, detached: bool = False
 ) -> subprocess.Popen[bytes]:

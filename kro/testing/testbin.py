@@ -7,10 +7,16 @@ wrapper under `gomod/` is a main module that pins one tool and commits its go.su
 Binaries are cached outside the repository, one directory per component keyed by everything that
 went into them (go.mod, go.sum, Go version, ldflags, tags), written into a temporary directory and
 renamed into place so that an interrupted build never leaves a half entry; a `.complete` stamp is
-written last. A file lock serialises concurrent builds (two pytest runs, CI and a developer).
+written last. A file lock serialises concurrent builds (two pytest runs, CI and a developer); its
+holder records what it builds and how far it got (kro.testing.lockfile), and whoever waits prints
+that at least every 10 s, as the builder prints its own progress (kro.testing.progress).
+
+Optional components (promtool, for the chart's alert rules) are built only when asked for by
+name: `ensure()` with no names, `make testbin` and the cluster never build them.
 
     python -m kro.testing.testbin ensure            # build what is missing, print the paths
     python -m kro.testing.testbin path kube-apiserver
+    python -m kro.testing.testbin ensure promtool   # an optional component
 
 Overrides, as envtest has them: TEST_ASSET_<NAME> (e.g. TEST_ASSET_KUBE_APISERVER) names one
 binary; KUBEBUILDER_ASSETS names a directory holding some of them.
@@ -26,11 +32,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from filelock import FileLock
+from kro.testing import progress
+from kro.testing.lockfile import Holder, LockFile
 
 GOMOD_DIR = Path(__file__).resolve().parent / "gomod"
 
@@ -56,7 +63,8 @@ _K8S_LDFLAGS = " ".join(
 class Component:
     """One `go build` invocation: a wrapper module and the binaries it produces.
 
-    binaries maps the executable name to its Go main package.
+    binaries maps the executable name to its Go main package. optional: built only when one of
+    its binaries is asked for by name (never by `make testbin` or the cluster).
     """
 
     name: str
@@ -65,6 +73,7 @@ class Component:
     binaries: tuple[tuple[str, str], ...]
     ldflags: str = "-s -w"
     tags: str = ""
+    optional: bool = False
 
     @property
     def directory(self) -> Path:
@@ -105,9 +114,23 @@ COMPONENTS: tuple[Component, ...] = (
         binaries=(("kwok", "sigs.k8s.io/kwok/cmd/kwok"),),
         ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=0.8.0",
     ),
+    # Checks the chart's PrometheusRule (tests/charts/test_dashboards.py). remove_all_sd leaves
+    # out the cloud service-discovery plugins, which promtool's rule checks never use.
+    Component(
+        name="promtool",
+        version="v0.316.0",
+        module_dir="promtool",
+        binaries=(("promtool", "github.com/prometheus/prometheus/cmd/promtool"),),
+        tags="remove_all_sd",
+        optional=True,
+    ),
 )
 
-BINARY_NAMES: tuple[str, ...] = tuple(b for c in COMPONENTS for b, _ in c.binaries)
+BINARY_NAMES: tuple[str, ...] = tuple(
+    b for c in COMPONENTS if not c.optional for b, _ in c.binaries
+)
+"""What `ensure()` builds by default: everything but the optional components."""
+ALL_BINARY_NAMES: tuple[str, ...] = tuple(b for c in COMPONENTS for b, _ in c.binaries)
 
 
 def cache_root() -> Path:
@@ -151,15 +174,20 @@ def _override(binary: str) -> Path | None:
 
 
 class _Progress:
-    """Prints a heartbeat while `go build -v` runs: packages compiled so far and elapsed time."""
+    """Prints a heartbeat while `go build -v` runs (packages compiled, the last one, the time),
+    every kro.testing.progress.interval_s(), and copies the figure into the build lock's record
+    for whoever waits on that lock. A thread, because one package can take minutes to compile
+    and the main thread is blocked reading the compiler's output meanwhile."""
 
-    def __init__(self, label: str, interval_s: float = 30.0) -> None:
+    def __init__(self, label: str, lock: LockFile | None = None) -> None:
         self.label = label
-        self.interval_s = interval_s
+        self.lock = lock
+        self.interval_s = progress.interval_s()
         self.packages = 0
+        self.last_package = ""
         self.started = time.monotonic()
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, daemon=True)
+        self._thread = threading.Thread(target=self._beat, daemon=True, name="testbin-progress")
 
     def __enter__(self) -> _Progress:
         self._thread.start()
@@ -169,20 +197,27 @@ class _Progress:
         self._stop.set()
         self._thread.join()
 
+    def compiled(self, package: str) -> None:
+        self.packages += 1
+        self.last_package = package
+
     def elapsed(self) -> str:
-        seconds = int(time.monotonic() - self.started)
-        return f"{seconds // 60}m{seconds % 60:02d}s"
+        return progress.format_duration(time.monotonic() - self.started)
 
     def _beat(self) -> None:
         while not self._stop.wait(self.interval_s):
-            _say(f"{self.label}: {self.packages} packages compiled, {self.elapsed()} elapsed")
+            figure = f"{self.packages} packages compiled"
+            last = f" (last {self.last_package})" if self.last_package else ""
+            _say(f"{self.label}: {figure}{last}, {self.elapsed()} elapsed")
+            if self.lock is not None and self.lock.is_held:
+                self.lock.update(progress=figure)
 
 
 def _say(message: str) -> None:
     print(f"[testbin] {message}", file=sys.stderr, flush=True)
 
 
-def build(component: Component, destination: Path) -> None:
+def build(component: Component, destination: Path, lock: LockFile | None = None) -> None:
     """Run `go build` for one component into `destination` (which must exist)."""
     command = ["go", "build", "-v", "-trimpath", f"-ldflags={component.ldflags}"]
     if component.tags:
@@ -195,7 +230,7 @@ def build(component: Component, destination: Path) -> None:
     label = f"{component.name} {component.version}"
     _say(f"building {label} ({', '.join(b for b, _ in component.binaries)})")
     tail: list[str] = []
-    with _Progress(label) as progress:
+    with _Progress(label, lock) as beat:
         proc = subprocess.Popen(
             command,
             cwd=component.directory,
@@ -206,12 +241,37 @@ def build(component: Component, destination: Path) -> None:
         )
         assert proc.stdout is not None
         for line in proc.stdout:
-            progress.packages += 1
+            beat.compiled(line.strip())
             tail = [*tail[-40:], line.rstrip()]
         code = proc.wait()
     if code != 0:
         raise RuntimeError(f"go build of {label} failed (exit {code}):\n" + "\n".join(tail))
-    _say(f"built {label} in {progress.elapsed()}")
+    _say(f"built {label} in {beat.elapsed()}")
+
+
+def build_lock() -> LockFile:
+    """The lock every build on this machine takes (one cache, one build at a time)."""
+    return LockFile(cache_root() / ".lock")
+
+
+def _waiting_for(component: Component, lock: LockFile) -> Callable[[Holder | None, float], None]:
+    def say(holder: Holder | None, waited_s: float) -> None:
+        if holder is None or not holder.alive:
+            who = "another process (it has not said what it is doing)"
+        else:
+            who = holder.describe()
+        _say(
+            f"{component.name}: waiting {progress.format_duration(waited_s)} for the build "
+            f"lock {lock.path}, held by {who}"
+        )
+
+    return say
+
+
+def _command_line() -> str:
+    argv = [Path(sys.argv[0]).name if sys.argv else "python", *sys.argv[1:]]
+    text = " ".join(argv)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def ensure_component(component: Component) -> Path:
@@ -221,19 +281,27 @@ def ensure_component(component: Component) -> Path:
     final = root / cache_key(component, go_version())
     if (final / ".complete").is_file():
         return final
-    with FileLock(str(root / ".lock")):
+    lock = build_lock()
+    lock.acquire(
+        f"building {component.name} {component.version}",
+        waiting=_waiting_for(component, lock),
+        command=f"run by `{_command_line()}`",
+    )
+    try:
         if (final / ".complete").is_file():  # another process built it while we waited
             return final
         staging = root / f".tmp-{final.name}-{os.getpid()}"
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir()
         try:
-            build(component, staging)
+            build(component, staging, lock)
             (staging / ".complete").write_text(component.version + "\n")
             shutil.rmtree(final, ignore_errors=True)
             os.rename(staging, final)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+    finally:
+        lock.release()
     return final
 
 
@@ -264,7 +332,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ensure_cmd = sub.add_parser("ensure", help="build missing binaries and print their paths")
     ensure_cmd.add_argument("binaries", nargs="*", default=list(BINARY_NAMES))
     path_cmd = sub.add_parser("path", help="print the path of one binary (building it if needed)")
-    path_cmd.add_argument("binary", choices=BINARY_NAMES)
+    path_cmd.add_argument("binary", choices=ALL_BINARY_NAMES)
     args = parser.parse_args(argv)
     started = time.monotonic()
     if args.command == "path":
