@@ -13,6 +13,7 @@ Results are printed and written to bench/results/controller-<N>-w<W>[-fight].jso
     python bench/bench_controller.py --instances 1000 --workers 16 --steady-seconds 60
     python bench/bench_controller.py --scaling 50          # throughput per worker count
     python bench/bench_controller.py --instances 20 --fight --steady-seconds 60
+    python bench/bench_controller.py --instances 1000 --no-state-gauges  # their CPU cost
 
 Without KUBECONFIG it starts its own local control plane (with fake nodes, so Deployments
 become Available and `readyWhen` passes).
@@ -160,7 +161,7 @@ def _start_controller(kubeconfig: str, workers: int, metrics_port: int) -> subpr
             f"--dynamic-controller-concurrent-reconciles={workers}",
             "--client-qps=500",
             "--client-burst=1000",
-            "--log-level=warning",
+            "--log-level=warn",
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -403,7 +404,15 @@ def main() -> None:
     parser.add_argument(
         "--scaling", type=int, default=0, help="instead: this many instances for each worker count"
     )
+    parser.add_argument(
+        "--no-state-gauges",
+        action="store_true",
+        help="run the controller without instances_by_state / rgds_by_state (KRO_STATE_GAUGES=0), "
+        "to compare its CPU with a default run",
+    )
     args = parser.parse_args()
+    if args.no_state_gauges:
+        os.environ["KRO_STATE_GAUGES"] = "0"  # the controller subprocess inherits it
     if args.scaling:
         _scaling(args.scaling)
         return

@@ -30,8 +30,8 @@ T = TypeVar("T")
 # What examples/nginxapp/rgd.yaml generates (docs/rbac.md derives the same names).
 GROUP, VERSION, PLURAL = "platform.example.com", "v1alpha1", "nginxapps"
 GENERATED_CRD = f"{PLURAL}.{GROUP}"
-DYNAMIC_GVR_KEY = f"{GROUP}/{VERSION}/{PLURAL}"  # `gvr` of dynamic_controller_* (keyFromGVR)
-GVR_STRING = f"{GROUP}/{VERSION}, Resource={PLURAL}"  # `gvr` of instance_* (GVR.String())
+GVR_STRING = f"{GROUP}/{VERSION}, Resource={PLURAL}"  # every `gvr` label (GVR.String())
+DYNAMIC_GVR_KEY = GVR_STRING  # the dynamic_controller_* families use the same format
 
 
 def wait_explained(

@@ -123,7 +123,7 @@ async def test_instance_rgd_and_revision_metrics_are_recorded(
     await kro.wait_instance(gvr, "reader")
 
     gvr_label = f"{gvr.group}/{gvr.version}, Resource={gvr.resource}"
-    gvk_label = f"{gvr.group}/{gvr.version}, Kind=Reader"
+    gvk_label = gvr_label  # one label format on every family (docs/metrics.md)
     rgd_name = kro.rgd_name("reader")
 
     async def scraped() -> str | None:

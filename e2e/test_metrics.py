@@ -7,6 +7,11 @@ test: present, with upstream's type and label names. Further tests check the lab
 dashboards key on: the two controller-runtime controllers, the `dynamic-controller-queue`, and
 the instance kind in the dynamic-controller and instance families.
 
+kro-py's own families (KRO_PY: failure counters, state gauges, field conflicts) are checked the
+same way, and so is the hygiene of the whole page: no `*_created` series, one format for every
+`gvr` label, error counters present at 0 before any error, state gauges that agree with the
+cluster, and every series of the RGD gone once it is deleted.
+
 METRICS_NOT_IMPLEMENTED_YET lists the names the Python controller does not export yet. Their
 tests are expected failures (pytest.xfail with the name); once a name is exported its test fails
 until the name is removed from the list, so the list cannot go stale.
@@ -14,6 +19,7 @@ until the name is removed from the list, so the list cannot go stale.
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -141,6 +147,13 @@ WORKQUEUE = [
     ("workqueue_longest_running_processor_seconds", "gauge", ("name",)),
     ("workqueue_unfinished_work_seconds", "gauge", ("name",)),
 ]
+KRO_PY = [
+    ("instance_errors_total", "counter", ("rgd", "reason")),
+    ("rgd_errors_total", "counter", ("rgd", "reason")),
+    ("instances_by_state", "gauge", ("rgd", "state")),
+    ("rgds_by_state", "gauge", ("state",)),
+    ("instance_field_conflicts_total", "counter", ("gvr", "manager", "outcome")),
+]
 ALL_METRICS = (
     CEL_AND_RUNTIME
     + DYNAMIC_CONTROLLER
@@ -151,14 +164,16 @@ ALL_METRICS = (
     + REST_CLIENT
     + CONTROLLER_RUNTIME
     + WORKQUEUE
+    + KRO_PY
 )
 assert len(CEL_AND_RUNTIME + DYNAMIC_CONTROLLER + INSTANCE + RGD + GRAPH_REVISION) == 57
-assert len(ALL_METRICS) == 69 + 14
+assert len(ALL_METRICS) == 69 + 14 + len(KRO_PY)
 assert {name for name, _, _ in ALL_METRICS} >= METRICS_NOT_IMPLEMENTED_YET
 
 CONTROLLERS = ("ResourceGraphDefinition", "graphrevision")  # controller-runtime `controller`
 DYNAMIC_QUEUE = "dynamic-controller-queue"
-INSTANCE_GVK = "platform.example.com/v1alpha1, Kind=NginxApp"  # what instance_* `gvr` holds
+GVR_LABEL = re.compile(r"^[a-z0-9.-]*/[a-z0-9]+, Resource=[a-z0-9.-]+$")
+"""Every `gvr` / `parent_gvr` value: Go's GroupVersionResource.String() (core group empty)."""
 RGD_NAME = "reviewed-nginxapps"  # examples/nginxapp/rgd.yaml
 
 
@@ -168,6 +183,8 @@ class Scrapes:
 
     active: Scrape
     deleted: Scrape
+    gauges: dict[str, float]  # instances_by_state (ours) and rgds_by_state, by state
+    cluster: dict[str, float]  # the same, counted from the cluster at the same moment
 
     def type_of(self, name: str) -> str | None:
         return self.active.types.get(name) or self.deleted.types.get(name)
@@ -194,11 +211,21 @@ def scrapes(kube_cluster: ClusterHandle, kube_admin: AdminApi) -> Iterator[Scrap
             scrape = controller.metrics()
             found = scrape.total("dynamic_controller_reconcile_total", gvr=DYNAMIC_GVR_KEY)
             moved = scrape.total(
-                "instance_state_transitions_total", gvr=INSTANCE_GVK, to_state="ACTIVE"
+                "instance_state_transitions_total", gvr=GVR_STRING, to_state="ACTIVE"
             )
             return scrape if found > 0 and moved > 0 else None
 
         active = wait_for(reconciled, timeout_s=30, what="the instance's reconciles in /metrics")
+        # The gauges and a LIST of the cluster agree (other modules' RGDs count too).
+        seen: list[tuple[dict[str, float], dict[str, float]]] = []
+
+        def agree() -> bool:
+            pair = _state_gauges(controller.metrics()), _cluster_states(kube_admin, namespace)
+            seen.append(pair)
+            return pair[0] == pair[1]
+
+        wait_for(agree, timeout_s=30, what="state gauges that match the cluster")
+        gauges, cluster = seen[-1]
         app.delete()
         # Likewise the RGD's deletion is counted after its finalizer is gone, i.e. after the
         # RGD already reads as deleted.
@@ -207,7 +234,7 @@ def scrapes(kube_cluster: ClusterHandle, kube_admin: AdminApi) -> Iterator[Scrap
             return scrape if scrape.total("rgd_deletions_total", name=RGD_NAME) > 0 else None
 
         deleted = wait_for(deletion_counted, timeout_s=30, what="the RGD deletion in /metrics")
-        yield Scrapes(active=active, deleted=deleted)
+        yield Scrapes(active=active, deleted=deleted, gauges=gauges, cluster=cluster)
     finally:
         try:
             app.delete()
@@ -215,6 +242,26 @@ def scrapes(kube_cluster: ClusterHandle, kube_admin: AdminApi) -> Iterator[Scrap
             controller.stop()
             app.delete_generated_crd()
             kube_admin.delete(f"/api/v1/namespaces/{namespace}")
+
+
+def _state_gauges(scrape: Scrape) -> dict[str, float]:
+    ours = scrape.select("instances_by_state", rgd=RGD_NAME)
+    found = {f"instance/{s.labels['state']}": s.value for s in ours if s.value}
+    rgds = scrape.select("rgds_by_state")
+    return found | {f"rgd/{s.labels['state']}": s.value for s in rgds if s.value}
+
+
+def _cluster_states(admin: AdminApi, namespace: str) -> dict[str, float]:
+    counted: dict[str, float] = {}
+    rgds = admin.request("GET", "/apis/kro.run/v1alpha1/resourcegraphdefinitions")["items"]
+    instances = admin.request(
+        "GET", f"/apis/platform.example.com/v1alpha1/namespaces/{namespace}/nginxapps"
+    )["items"]
+    for prefix, items in (("rgd", rgds), ("instance", instances)):
+        for item in items:
+            key = f"{prefix}/{(item.get('status') or {}).get('state') or ''}"
+            counted[key] = counted.get(key, 0) + 1
+    return counted
 
 
 def require(scrapes: Scrapes, name: str) -> None:
@@ -332,8 +379,8 @@ def test_instance_metrics_label_the_instance_kind(scrapes: Scrapes) -> None:
     require(scrapes, "instance_graph_resolution_success_total")
     assert active.total("instance_graph_resolution_success_total", gvr=GVR_STRING) > 0
     require(scrapes, "instance_state_transitions_total")
-    # As upstream, this family's `gvr` label carries the GroupVersionKind string.
-    assert active.total("instance_state_transitions_total", gvr=INSTANCE_GVK,
+    # Upstream puts the GroupVersionKind string here; kro-py's one format is the GVR string.
+    assert active.total("instance_state_transitions_total", gvr=GVR_STRING,
                         to_state="ACTIVE") >= 1
 
 
@@ -365,3 +412,55 @@ def test_rgd_and_graph_revision_metrics(scrapes: Scrapes) -> None:
     assert deleted.total("rgd_deletions_total", name=rgd) == 1
     require(scrapes, "rgd_deletion_duration_seconds")
     assert deleted.total("rgd_deletion_duration_seconds_count", name=rgd) == 1
+
+
+# -- hygiene -------------------------------------------------------------------------------------
+
+
+def test_no_created_series(scrapes: Scrapes) -> None:
+    for scrape in (scrapes.active, scrapes.deleted):
+        created = sorted({s.name for s in scrape.samples if s.name.endswith("_created")})
+        assert created == []
+
+
+def test_every_gvr_label_has_one_format(scrapes: Scrapes) -> None:
+    seen: dict[str, set[str]] = {}
+    for scrape in (scrapes.active, scrapes.deleted):
+        for sample in scrape.samples:
+            for label in ("gvr", "parent_gvr"):
+                if label in sample.labels:
+                    seen.setdefault(sample.labels[label], set()).add(sample.name)
+    assert GVR_STRING in seen
+    assert {value: names for value, names in seen.items() if not GVR_LABEL.match(value)} == {}
+
+
+def test_error_counters_exist_at_zero_before_any_error(scrapes: Scrapes) -> None:
+    active = scrapes.active
+    for reason in ("resource_apply_failed", "reconcile_failed", "resolution_failed",
+                   "management_failed", "deletion_blocked"):  # fmt: skip
+        assert active.select("instance_errors_total", rgd=RGD_NAME, reason=reason), reason
+    for reason in ("invalid_resource_graph", "crd_install_failed", "failed_to_start",
+                   "missing_permissions", "reconcile_failed"):  # fmt: skip
+        assert active.select("rgd_errors_total", rgd=RGD_NAME, reason=reason), reason
+    assert active.total("instance_errors_total", rgd=RGD_NAME) == 0
+    assert active.total("rgd_errors_total", rgd=RGD_NAME) == 0
+    assert active.select("instance_reconcile_errors_total", gvr=GVR_STRING)
+
+
+def test_state_gauges_match_the_cluster(scrapes: Scrapes) -> None:
+    active = scrapes.active
+    states = {s.labels["state"]: s.value for s in active.select("instances_by_state", rgd=RGD_NAME)}
+    assert states == {"ACTIVE": 1, "IN_PROGRESS": 0, "ERROR": 0, "DELETING": 0}
+    assert {s.labels["state"] for s in active.select("rgds_by_state")} >= {"Active", "Inactive"}
+    assert scrapes.gauges == scrapes.cluster
+    assert scrapes.gauges["instance/ACTIVE"] == 1
+    assert scrapes.gauges["rgd/Active"] >= 1
+
+
+def test_an_rgd_s_series_go_with_it(scrapes: Scrapes) -> None:
+    deleted = scrapes.deleted
+    for name in ("instances_by_state", "instance_errors_total", "rgd_errors_total"):
+        assert not deleted.select(name, rgd=RGD_NAME), name
+    for name in ("instance_reconcile_total", "dynamic_controller_reconcile_total",
+                 "instance_state_transitions_total"):  # fmt: skip
+        assert not deleted.select(name, gvr=GVR_STRING), name

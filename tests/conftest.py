@@ -7,6 +7,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+# kro.testing's plugin activates only when asked (it is not an entry point): the unit tests ask
+# so that they run with the same fixtures and markers as the e2e suite.
+pytest_plugins = ["kro.testing.pytest_plugin"]
+
 
 @pytest.fixture
 async def no_task_leaks() -> AsyncIterator[None]:

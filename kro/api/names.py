@@ -221,6 +221,17 @@ REASON_RESOURCE_GRAPH_DEFINITION_DELETED: Final = "ResourceGraphDefinitionDelete
 REASON_FIELD_YIELDED: Final = "FieldYielded"
 """FieldConflict=True, and the Warning Event: kro stopped applying a contested field."""
 
+# Warning Events of failures a user must act on (kro.controllers.failures); the counters
+# instance_errors_total / rgd_errors_total carry the same reasons in snake_case.
+EVENT_RESOURCE_APPLY_FAILED: Final = "ResourceApplyFailed"
+"""The API server refused a child's apply (422 Invalid, 403 Forbidden, ...)."""
+EVENT_RECONCILE_FAILED: Final = "ReconcileFailed"
+"""A reconcile failed before anything was applied (an expression, a read, the inventory)."""
+EVENT_DELETION_BLOCKED: Final = "DeletionBlocked"
+"""An instance's children cannot be deleted, so its finalizer stays."""
+EVENT_CRD_INSTALL_FAILED: Final = "CRDInstallFailed"
+"""The CRD an RGD generates could not be created or updated (e.g. a breaking change)."""
+
 # --- States ------------------------------------------------------------------------------------
 
 RGD_STATE_ACTIVE: Final = "Active"

@@ -1,8 +1,21 @@
 """kro.cli.flags: the `kro controller` flags, spelled and defaulted exactly as upstream's.
 
 The Helm chart renders these flags from its values, so a flag renamed here breaks every
-install: tests/cli/test_flags.py pins each name and default. Durations accept Go's syntax
-(`200ms`, `3s`, `1m30s`, `1000s`) because that is what chart values and upstream docs use.
+install: tests/cli/test_flags.py pins each name and default. Values are read the way upstream's
+Go binary reads them, because that is what chart values and upstream docs use:
+
+* durations in Go's syntax (`200ms`, `3s`, `1m30s`, `1000s`);
+* booleans as Go's `flag` package takes them: `--leader-elect` alone means true, and
+  `--leader-elect=false` (or `0`, `f`, `F`, `FALSE`, `False`) turns it off;
+* log levels as controller-runtime's zap flags take them: `debug`, `info`, `warn`, `error`,
+  `dpanic`, `panic`, `fatal` in any case, or an integer (a positive one is a debug verbosity,
+  `-1` is zap's debug level, `0` is info). They are mapped onto the standard library's levels
+  (`ControllerConfig.log_level`): Python has no verbosities below debug, and zap's three
+  panicking levels all mean "critical only".
+
+Every value is checked while the command line is parsed, so a bad one is a usage error (one
+line, exit 2: `FlagParser`) and never a traceback later. The chart's values.schema.json accepts
+no value this module rejects (tests/charts/test_values_schema_flags.py).
 """
 
 from __future__ import annotations
@@ -11,9 +24,26 @@ import argparse
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 _UNIT_S = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+ZAP_LEVELS: Mapping[str, str] = {
+    "debug": "debug",
+    "info": "info",
+    "warn": "warning",
+    "error": "error",
+    "dpanic": "critical",
+    "panic": "critical",
+    "fatal": "critical",
+}
+"""zap's level names and the standard library level each one maps to."""
+
+LOG_ENCODERS = ("console", "json")
+
+_GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+_GO_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 
 FEATURE_GATES: Mapping[str, bool] = {
     "CELOmitFunction": False,
@@ -36,6 +66,81 @@ def parse_duration(text: str) -> float:
     if position != len(value) or not value:
         raise argparse.ArgumentTypeError(f'invalid duration "{text}" (examples: 200ms, 3s, 1m30s)')
     return total
+
+
+def parse_log_level(text: str) -> str:
+    """A zap level (`warn`, `2`, `-1`) -> the standard library's level name (`warning`)."""
+    value = str(text).strip()
+    named = ZAP_LEVELS.get(value.lower())
+    if named is not None:
+        return named
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid log level {text!r} (debug, info, warn, error, dpanic, panic, fatal, "
+            "or an integer verbosity such as 2)"
+        ) from None
+    return "info" if number == 0 else "debug"
+
+
+def parse_log_encoder(text: str) -> str:
+    if text not in LOG_ENCODERS:
+        raise argparse.ArgumentTypeError(f"invalid log encoder {text!r} (console or json)")
+    return text
+
+
+def parse_bool(text: str) -> bool:
+    """Go's strconv.ParseBool, which the `flag` package uses for `--flag=value`."""
+    if text in _GO_TRUE:
+        return True
+    if text in _GO_FALSE:
+        return False
+    raise argparse.ArgumentTypeError(f"invalid boolean {text!r} (true or false)")
+
+
+def parse_bind_address(text: str) -> str:
+    """`host:port` (`:8078`, `127.0.0.1:8078`, `[::1]:8078`), or `0` to turn the server off."""
+    if text in ("0", ""):
+        return text
+    host, sep, port = text.rpartition(":")
+    ipv6 = host.startswith("[") and host.endswith("]")
+    if not sep or not port.isdigit() or int(port) > 65535 or (":" in host and not ipv6):
+        raise argparse.ArgumentTypeError(
+            f"invalid address {text!r} (host:port such as :8078 or 127.0.0.1:8078, or 0 to "
+            "turn it off)"
+        )
+    return text
+
+
+def _at_least(minimum: int) -> object:
+    """An integer flag type that refuses values below `minimum` (e.g. zero workers)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid integer {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    parse.__name__ = f"integer >= {minimum}"
+    return parse
+
+
+def _positive_number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+    return value
+
+
+_POSITIVE = _at_least(1)
+_NATURAL = _at_least(0)
 
 
 def parse_feature_gates(text: str) -> dict[str, bool]:
@@ -87,24 +192,28 @@ class ControllerConfig:
     rgd_progress_requeue_delay_s: float = 3.0
     feature_gates: Mapping[str, bool] = field(default_factory=lambda: dict(FEATURE_GATES))
     kubeconfig: str | None = None
-    log_level: str = "info"
+    log_level: str = "info"  # a standard library level name (see parse_log_level)
     log_encoder: str = "console"
     log_development: bool = False
 
 
-def _bool(text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered in ("true", "1", "t", "yes"):
-        return True
-    if lowered in ("false", "0", "f", "no"):
-        return False
-    raise argparse.ArgumentTypeError(f"invalid boolean {text!r}")
+_bool = parse_bool
 
 
 # (flag, dest, type, default-from-ControllerConfig, help)
 _FLAGS: tuple[tuple[str, str, object, str], ...] = (
-    ("--metrics-bind-address", "metrics_bind_address", str, "Prometheus /metrics address"),
-    ("--health-probe-bind-address", "health_probe_bind_address", str, "/healthz and /readyz"),
+    (
+        "--metrics-bind-address",
+        "metrics_bind_address",
+        parse_bind_address,
+        "Prometheus /metrics address; 0 turns metrics off",
+    ),
+    (
+        "--health-probe-bind-address",
+        "health_probe_bind_address",
+        parse_bind_address,
+        "/healthz and /readyz; 0 turns the probes off",
+    ),
     ("--pprof-bind-address", "pprof_bind_address", str, "accepted for compatibility; unused"),
     ("--leader-elect", "leader_elect", _bool, "elect a leader on Lease controller.kro.run"),
     (
@@ -147,19 +256,19 @@ _FLAGS: tuple[tuple[str, str, object, str], ...] = (
     (
         "--resource-graph-definition-concurrent-reconciles",
         "rgd_concurrent_reconciles",
-        int,
+        _POSITIVE,
         "ResourceGraphDefinition workers",
     ),
     (
         "--graph-revision-concurrent-reconciles",
         "graph_revision_concurrent_reconciles",
-        int,
+        _POSITIVE,
         "GraphRevision workers",
     ),
     (
         "--dynamic-controller-concurrent-reconciles",
         "dynamic_concurrent_reconciles",
-        int,
+        _POSITIVE,
         "instance workers",
     ),
     (
@@ -177,13 +286,13 @@ _FLAGS: tuple[tuple[str, str, object, str], ...] = (
     (
         "--dynamic-controller-rate-limiter-rate-limit",
         "rate_limiter_rate_limit",
-        int,
+        _POSITIVE,
         "instance reconciles per second, overall",
     ),
     (
         "--dynamic-controller-rate-limiter-burst-limit",
         "rate_limiter_burst_limit",
-        int,
+        _POSITIVE,
         "instance reconciles allowed in a burst above the rate",
     ),
     (
@@ -195,27 +304,27 @@ _FLAGS: tuple[tuple[str, str, object, str], ...] = (
     (
         "--dynamic-controller-default-resync-period",
         "resync_period_s",
-        int,
+        _NATURAL,
         "seconds between full re-lists of watched kinds",
     ),
     (
         "--dynamic-controller-default-queue-max-retries",
         "queue_max_retries",
-        int,
+        _NATURAL,
         "retries of a failing instance before it is dropped until its next change",
     ),
-    ("--client-qps", "client_qps", float, "API server requests per second"),
-    ("--client-burst", "client_burst", int, "API server requests in a burst"),
+    ("--client-qps", "client_qps", _positive_number, "API server requests per second"),
+    ("--client-burst", "client_burst", _POSITIVE, "API server requests in a burst"),
     (
         "--rgd-max-collection-size",
         "max_collection_size",
-        int,
+        _POSITIVE,
         "most items one forEach may expand to",
     ),
     (
         "--rgd-max-collection-dimension-size",
         "max_collection_dimension_size",
-        int,
+        _POSITIVE,
         "most forEach iterators per resource",
     ),
     ("--rgd-max-graph-revisions", "max_graph_revisions", int, "<= 0 disables revision GC"),
@@ -226,8 +335,14 @@ _FLAGS: tuple[tuple[str, str, object, str], ...] = (
         "wait before re-checking an RGD whose CRD or revision is not ready yet",
     ),
     ("--kubeconfig", "kubeconfig", str, "default: $KUBECONFIG, ~/.kube/config, in-cluster"),
-    ("--log-level", "log_level", str, "debug, info, warning, error (zap: --zap-log-level)"),
-    ("--log-encoder", "log_encoder", str, "console or json (zap: --zap-encoder)"),
+    (
+        "--log-level",
+        "log_level",
+        parse_log_level,
+        "debug, info, warn, error, dpanic, panic, fatal or a verbosity such as 2 "
+        "(zap: --zap-log-level)",
+    ),
+    ("--log-encoder", "log_encoder", parse_log_encoder, "console or json (zap: --zap-encoder)"),
     ("--log-development", "log_development", _bool, "human-friendly logs (zap: --zap-devel)"),
 )
 
@@ -250,7 +365,15 @@ def _metavar(flag: str, kind: object) -> str:
     """What the value looks like, not the flag's name again (which argparse would repeat)."""
     if flag.endswith("-address"):
         return "HOST:PORT"
-    names: dict[object, str] = {parse_duration: "DURATION", _bool: "BOOL", int: "N", float: "N"}
+    names: dict[object, str] = {
+        parse_duration: "DURATION",
+        _bool: "BOOL",
+        _POSITIVE: "N",
+        _NATURAL: "N",
+        _positive_number: "N",
+        int: "N",
+        float: "N",
+    }
     return _METAVARS.get(flag) or names.get(kind, "VALUE")
 
 
@@ -272,6 +395,8 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
     defaults = ControllerConfig()
     for flag, dest, kind, help_text in _FLAGS:
         default = getattr(defaults, dest)
+        # Go booleans: the flag alone means true (`--leader-elect`), `=false` turns it off.
+        optional = {"nargs": "?", "const": True} if kind is _bool else {}
         parser.add_argument(
             flag,
             *_ALIASES.get(flag, []),
@@ -280,6 +405,7 @@ def add_controller_flags(parser: argparse.ArgumentParser) -> None:
             default=default,
             metavar=_metavar(flag, kind),
             help=f"{help_text} (default: {_shown(default, kind)})",
+            **optional,  # type: ignore[arg-type]
         )
     parser.add_argument(
         "--feature-gates",
@@ -296,8 +422,28 @@ def config_from_args(args: argparse.Namespace) -> ControllerConfig:
     return ControllerConfig(**{name: getattr(args, name) for name in names})
 
 
-def parse_controller_args(argv: Sequence[str]) -> ControllerConfig:
-    """Parse `kro controller` arguments (used by tests and by the command)."""
-    parser = argparse.ArgumentParser(prog="kro controller")
+class FlagParser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line (exit 2), as Go's flag errors are:
+    the controller takes some thirty flags, and a usage block that long would bury the one
+    line that says which value is wrong."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f'{self.prog}: {message} (see "{self.prog} --help")\n')
+
+
+def controller_parser(prog: str = "kro controller") -> FlagParser:
+    """The parser of `kro controller`: every flag, Go-style, with one-line usage errors."""
+    parser = FlagParser(
+        prog=prog,
+        allow_abbrev=False,  # Go's flag package takes no abbreviations either
+        description="Run the kro controller. Flags are spelled and defaulted as upstream "
+        "kro's controller binary takes them, so the Helm chart's values work unchanged.",
+    )
     add_controller_flags(parser)
-    return config_from_args(parser.parse_args(list(argv)))
+    return parser
+
+
+def parse_controller_args(argv: Sequence[str]) -> ControllerConfig:
+    """Parse `kro controller` arguments (used by tests and by the command); a bad flag exits
+    with status 2 and one line on stderr."""
+    return config_from_args(controller_parser().parse_args(list(argv)))

@@ -1,6 +1,9 @@
 """The `kro` command: offline tools (validate, generate, graph, render) and the controller.
 
 Exit codes: 0 ok, 1 invalid input (with messages), 2 usage errors (argparse's own code).
+`kro controller` is parsed by kro.cli.flags' own parser, whose usage errors are one line (its
+thirty flags would make argparse's usage block a screenful), and exits 1, with one line, when
+its environment is wrong (kro.cli.controller).
 
 Each command lives in its own module and adds itself with one `add_*_command(commands)` call
 below. Modules are imported when the parser is built, but the heavy ones (graph builder, CEL
@@ -60,6 +63,7 @@ def package_version() -> str:
 
 
 def add_controller_command(commands: Any) -> None:
+    """Listed in `kro --help`; `main` hands `kro controller ...` to kro.cli.flags' parser."""
     from kro.cli.flags import add_controller_flags
 
     controller = commands.add_parser(
@@ -70,6 +74,12 @@ def add_controller_command(commands: Any) -> None:
     )
     add_controller_flags(controller)
     controller.set_defaults(handler=_controller)
+
+
+def _run_controller(argv: Sequence[str]) -> int:
+    from kro.cli.flags import controller_parser
+
+    return _controller(controller_parser().parse_args(list(argv)))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -107,8 +117,11 @@ def _controller(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    if arguments[:1] == ["controller"]:
+        return _run_controller(arguments[1:])
     parser = build_parser()
-    args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
+    args = parser.parse_args(arguments)
     try:
         code: int = args.handler(args)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit

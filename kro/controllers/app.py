@@ -62,6 +62,8 @@ class AppOptions:
 
     feature_gates: `--feature-gates` (§1.V); here InstanceConditionEvents turns on Events for
     instance condition changes. CELOmitFunction reaches the builder through `rgd.build`.
+    state_gauges: keep `instances_by_state` and `rgds_by_state` (default on; `kro controller`
+    turns them off only with KRO_STATE_GAUGES=0, to measure what they cost).
     """
 
     rgd: RGDOptions = field(default_factory=RGDOptions)
@@ -70,6 +72,7 @@ class AppOptions:
     graph_revision_workers: int = 1
     resync_period_s: float | None = 36000.0
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    state_gauges: bool = True
 
 
 class _Handler:
@@ -159,8 +162,8 @@ class KroApp:
             dynamic=self.dynamic,
             applier=self.applier,
             options=options.rgd,
-            metrics=RGDMetrics(metrics),
-            instance_metrics=InstanceMetrics(metrics),
+            metrics=RGDMetrics(metrics, state_gauges=options.state_gauges),
+            instance_metrics=InstanceMetrics(metrics, state_gauges=options.state_gauges),
             runtime_metrics=RuntimeMetrics(metrics),
             cel_metrics=CelMetrics(metrics),
             condition_durations=ConditionDurations(metrics)

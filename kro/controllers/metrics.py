@@ -1,11 +1,15 @@
-"""kro.controllers.metrics: upstream kro's controller metrics (§1.R rows 3-12, 30-36, 38-64).
+"""kro.controllers.metrics: upstream kro's controller metrics (§1.R rows 3-12, 30-36, 38-64), and
+kro-py's own failure counters and state gauges.
 
-Names, types, label names and label-value formats copy upstream exactly, so dashboards built
-for upstream kro keep working: `gvr` is Go's `GroupVersionResource.String()`
-(`group/version, Resource=plural`), except on `instance_state_transitions_total`, whose `gvr`
-label upstream fills with the instance's GroupVersionKind string (`group/version, Kind=Kind`);
-`name` is the RGD's name. Everything is recorded through the injected MetricsProvider, so the
-controllers never import prometheus_client.
+Names, types and label names copy upstream exactly, so dashboards built for upstream kro keep
+working. One label format differs on purpose: every `gvr` label holds Go's
+`GroupVersionResource.String()` (`group/version, Resource=plural`), the form most upstream
+families use, also on `instance_state_transitions_total`, which upstream fills with the GVK
+string, and on the dynamic-controller families (kro.dynamic._metrics), which upstream fills in
+two formats. `name` is the RGD's name on upstream's `rgd_*` families; kro-py's families
+(`instance_errors_total`, `rgd_errors_total`, `instances_by_state`) call it `rgd`. Everything
+is recorded through the injected MetricsProvider, so the controllers never import
+prometheus_client.
 
 Each class is created once per provider and shared by every reconciler that records into it
 (providers return the same metric for the same name).
@@ -23,6 +27,24 @@ import datetime as dt
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
+from kro.api.names import (
+    EVENT_CRD_INSTALL_FAILED,
+    EVENT_DELETION_BLOCKED,
+    EVENT_RECONCILE_FAILED,
+    EVENT_RESOURCE_APPLY_FAILED,
+    INSTANCE_STATE_ACTIVE,
+    INSTANCE_STATE_DELETING,
+    INSTANCE_STATE_ERROR,
+    INSTANCE_STATE_IN_PROGRESS,
+    REASON_FAILED_TO_START,
+    REASON_INVALID_RESOURCE_GRAPH,
+    REASON_MANAGEMENT_FAILED,
+    REASON_MISSING_PERMISSIONS,
+    REASON_RESOLUTION_FAILED,
+    RGD_STATE_ACTIVE,
+    RGD_STATE_INACTIVE,
+)
+from kro.controllers.statecounts import StateCounts
 from kro.runtime.gvk import GVR
 from kro.runtime.metrics import (
     NOOP,
@@ -53,21 +75,46 @@ MISS_RUNTIME_ENTRY_MISSING: Final = "runtime_entry_missing"
 COMPILE_SUCCESS: Final = "success"
 COMPILE_FAILED: Final = "failed"
 
+INSTANCE_FAILURES: Final = (
+    EVENT_RESOURCE_APPLY_FAILED,
+    EVENT_RECONCILE_FAILED,
+    REASON_RESOLUTION_FAILED,
+    REASON_MANAGEMENT_FAILED,
+    EVENT_DELETION_BLOCKED,
+)
+"""Reasons of `instance_errors_total` (snake_case) and of the instances' Warning Events."""
+RGD_FAILURES: Final = (
+    REASON_INVALID_RESOURCE_GRAPH,
+    EVENT_CRD_INSTALL_FAILED,
+    REASON_FAILED_TO_START,
+    REASON_MISSING_PERMISSIONS,
+    EVENT_RECONCILE_FAILED,
+)
+"""Reasons of `rgd_errors_total` (snake_case) and of the RGDs' Warning Events."""
+INSTANCE_STATES: Final = (
+    INSTANCE_STATE_ACTIVE,
+    INSTANCE_STATE_IN_PROGRESS,
+    INSTANCE_STATE_ERROR,
+    INSTANCE_STATE_DELETING,
+)
+"""The states kro writes to an instance's `status.state` (FAILED never is, §6 #12)."""
+RGD_STATES: Final = (RGD_STATE_ACTIVE, RGD_STATE_INACTIVE)
+
 
 def gvr_string(gvr: GVR) -> str:
     """Go's GVR.String(): `apps/v1, Resource=deployments`, core `/v1, Resource=configmaps`."""
     return f"{gvr.group}/{gvr.version}, Resource={gvr.resource}"
 
 
-def gvk_string(group: str, version: str, kind: str) -> str:
-    """Go's GVK.String(): `platform.example.com/v1alpha1, Kind=NginxApp`."""
-    return f"{group}/{version}, Kind={kind}"
-
-
 class InstanceMetrics:
-    """Rows 30-36: instance reconciles, their outcome and the graph each one resolved."""
+    """Rows 30-36: instance reconciles, their outcome and the graph each one resolved; and
+    kro-py's `instance_errors_total{rgd, reason}` and `instances_by_state{rgd, state}`.
 
-    def __init__(self, provider: MetricsProvider = NOOP) -> None:
+    state_gauges: keep `instances_by_state` (a dict write per status write; see
+    kro.controllers.statecounts). Off only to measure what it costs.
+    """
+
+    def __init__(self, provider: MetricsProvider = NOOP, *, state_gauges: bool = True) -> None:
         gvr = ("gvr",)
         self.state_transitions = provider.counter(
             "instance_state_transitions_total",
@@ -87,6 +134,20 @@ class InstanceMetrics:
             "instance_reconcile_errors_total",
             "Total number of instance reconciliation errors",
             gvr,
+        )
+        self.errors = provider.counter(
+            "instance_errors_total",
+            "Instance failures a user must act on (a child apply refused, a failed reconcile, "
+            "a graph that cannot be used, a blocked deletion), by RGD and reason (kro-py)",
+            ("rgd", "reason"),
+        )
+        self.states = StateCounts(
+            provider,
+            "instances_by_state",
+            "Instances of each RGD by status.state, as last written by kro (kro-py)",
+            label="rgd",
+            states=INSTANCE_STATES,
+            enabled=state_gauges,
         )
         self.field_conflicts = provider.counter(
             "instance_field_conflicts_total",
@@ -110,27 +171,54 @@ class InstanceMetrics:
             gvr,
         )
 
-    def forget(self, gvr: str, gvk: str) -> None:
-        """Drop the series of one generated kind (its `gvr` label; `gvk` on transitions), with
-        whatever other labels (`reason`, `from_state`/`to_state`) they were recorded under."""
-        self.state_transitions.remove(gvr=gvk)
+    def initialise(self, gvr: str) -> None:
+        """Create a newly served kind's error series at 0, so that alerts on them see a
+        series before the first error (kro-py's per-RGD ones: FailureReporter.initialise)."""
+        self.reconcile_errors.inc(0, gvr=gvr)
+        for reason in (RESOLUTION_NOT_AVAILABLE, RESOLUTION_FAILED, RESOLUTION_UNKNOWN_STATE):
+            self.resolution_failures.inc(0, gvr=gvr, reason=reason)
+
+    def forget(self, gvr: str, rgd: str | None = None) -> None:
+        """Drop the series of one generated kind (its `gvr` label) and, given `rgd`, of its
+        RGD's kro-py families, with whatever other labels they were recorded under."""
         family: Removable
         for family in (
+            self.state_transitions,
             self.reconcile_duration,
             self.reconcile_total,
             self.reconcile_errors,
+            self.field_conflicts,
             self.resolution_success,
             self.resolution_failures,
             self.resolution_pending,
         ):
             family.remove(gvr=gvr)
+        if rgd is not None:
+            self.errors.remove(rgd=rgd)
+            self.states.drop(rgd)
 
 
 class RGDMetrics:
-    """Rows 38-49: graph builds, RGD state, deletions and GraphRevision resolution."""
+    """Rows 38-49: graph builds, RGD state, deletions and GraphRevision resolution; and
+    kro-py's `rgd_errors_total{rgd, reason}` and `rgds_by_state{state}`."""
 
-    def __init__(self, provider: MetricsProvider = NOOP) -> None:
+    def __init__(self, provider: MetricsProvider = NOOP, *, state_gauges: bool = True) -> None:
         name = ("name",)
+        self.errors = provider.counter(
+            "rgd_errors_total",
+            "RGD failures a user must act on (an invalid graph, a CRD that cannot be "
+            "installed, missing permissions), by RGD and reason (kro-py)",
+            ("rgd", "reason"),
+        )
+        self.states = StateCounts(
+            provider,
+            "rgds_by_state",
+            "ResourceGraphDefinitions by status.state, as last written by kro (kro-py)",
+            label="",
+            states=RGD_STATES,
+            enabled=state_gauges,
+        )
+        self.states.register()
         self.build_total = provider.counter(
             "rgd_graph_build_total", "Total number of graph builds per RGD", name
         )
@@ -189,6 +277,8 @@ class RGDMetrics:
             self.state_transitions,
         ):
             family.remove(name=name)
+        self.errors.remove(rgd=name)
+        self.states.forget(name)
 
 
 class GraphRevisionMetrics:

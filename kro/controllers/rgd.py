@@ -16,6 +16,13 @@ upstream; unlike upstream, a kind with instances left keeps a controller that ma
 (`InstanceManaged=False` `ResourceGraphDefinitionDeleted`) and still deletes them properly,
 until the last one is gone (kro.controllers.instance.kinds). The RGD's metric series go with it.
 
+Failures an RGD's author must act on (an invalid graph, a CRD that cannot be installed, missing
+permissions, a controller that cannot start) are reported through one FailureReporter
+(kro.controllers.failures): a warning line when the cause changes, a Warning Event on the RGD
+(reported as `kro/resourcegraphdefinition-controller`), and `rgd_errors_total{rgd, reason}`,
+whose series start at 0 the first time an RGD is reconciled. Each status write also tells
+`rgds_by_state` the RGD's state.
+
 Finalizer writes carry the resourceVersion: a JSON merge patch replaces the whole list, so
 without it a finalizer someone else added meanwhile could be lost. A Conflict re-reads through
 the queue.
@@ -45,7 +52,10 @@ from kro.api.names import (
     CONDITION_GRAPH_ACCEPTED,
     CONDITION_GRAPH_REVISIONS_RESOLVED,
     CONDITION_KIND_READY,
+    CONDITION_PERMISSIONS_GRANTED,
     CONDITION_READY,
+    EVENT_CRD_INSTALL_FAILED,
+    EVENT_RECONCILE_FAILED,
     FINALIZER,
     KRO_DOMAIN,
     LABEL_GRAPH_REVISION_HASH,
@@ -57,6 +67,7 @@ from kro.api.names import (
     REASON_FAILED,
     REASON_FAILED_TO_START,
     REASON_INVALID_RESOURCE_GRAPH,
+    REASON_MISSING_PERMISSIONS,
     REASON_READY,
     REASON_RESOLVED,
     REASON_RUNNING,
@@ -81,6 +92,7 @@ from kro.controllers.crd import (
     ensure_crd,
 )
 from kro.controllers.events import RecorderPool
+from kro.controllers.failures import Failure, FailureReporter
 from kro.controllers.graphrevision import GRAPH_REVISIONS
 from kro.controllers.instance import InstanceOptions
 from kro.controllers.instance.kinds import InstanceControllers, Kind
@@ -95,6 +107,7 @@ from kro.controllers.metrics import (
     RESULT_ISSUE,
     RESULT_SERVE,
     RESULT_WAIT,
+    RGD_FAILURES,
     WAIT_COMPILING,
     WAIT_SETTLING,
     WAIT_WARMING_UP,
@@ -121,6 +134,8 @@ from kro.runtime.reconcile import Request, Result
 log = structlog.get_logger(__name__)
 
 RGDS = GVR(KRO_DOMAIN, V1ALPHA1, RGD_PLURAL)
+RGD_RECORDER = "kro/resourcegraphdefinition-controller"
+"""The reporting controller of the RGDs' Warning Events."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -171,6 +186,10 @@ class RGDReconciler:
         self.cel_metrics = cel_metrics or CelMetrics()
         self.condition_durations = condition_durations
         self.recorders = recorders
+        self._failures: dict[str, FailureReporter] = {}
+        # RGDs whose current reconcile reported a failure already (the queue never runs two
+        # reconciles of one RGD at once), so that the error it raises is not reported twice.
+        self._reported: set[str] = set()
         self.kinds = InstanceControllers(
             client=client,
             registry=registry,
@@ -196,7 +215,7 @@ class RGDReconciler:
                 rgd = await self.client.get(RGDS, request.name)
             except NotFound:  # gone (maybe without us seeing its deletion): let go of it
                 await self.kinds.release(request.name)
-                self.metrics.forget(request.name)
+                self._forget(request.name)
                 return Result()
             if _meta(rgd).get("deletionTimestamp"):
                 return await self._delete(rgd)
@@ -206,12 +225,46 @@ class RGDReconciler:
                 log.info("rgd.finalizer_conflict")
                 return Result(requeue=True)  # re-read on the next attempt
             await self.kinds.settle(request.name)
+            self.failures(request.name)  # its error series exist from its first reconcile
             status = copy.deepcopy(rgd.get("status") or {})
+            self._reported.discard(request.name)
             try:
                 result = await self._resolve(rgd, status)
+            except Exception as error:
+                # A Conflict is a stale read, which the retry re-reads: nothing to act on.
+                if request.name not in self._reported and not isinstance(error, Conflict):
+                    self._report(rgd, Failure(EVENT_RECONCILE_FAILED, f"reconcile failed: {error}"))
+                raise
             finally:
+                self._reported.discard(request.name)
                 await self._write_status(rgd, status)
             return result
+
+    # -- failures ----------------------------------------------------------------------------
+
+    def failures(self, name: str) -> FailureReporter:
+        """The RGD's FailureReporter; the first call creates its error series at 0."""
+        reporter = self._failures.get(name)
+        if reporter is None:
+            reporter = self._failures[name] = FailureReporter(
+                rgd=name,
+                event="rgd.failed",
+                counter=self.metrics.errors,
+                reasons=RGD_FAILURES,
+                recorder=self.recorders.recorder(RGD_RECORDER) if self.recorders else None,
+            )
+            reporter.initialise()
+        return reporter
+
+    def _report(self, rgd: Mapping[str, Any], failure: Failure) -> None:
+        name = str(_meta(rgd)["name"])
+        self._reported.add(name)
+        self.failures(name).report(name, rgd, failure)
+
+    def _forget(self, name: str) -> None:
+        """The RGD is gone: its series and its last failure go too."""
+        self._failures.pop(name, None)
+        self.metrics.forget(name)
 
     # -- revisions ---------------------------------------------------------------------------
 
@@ -276,13 +329,9 @@ class RGDReconciler:
             self.metrics.registry_miss.inc(reason=MISS_RUNTIME_ENTRY_MISSING)
         if entry.state is RevisionState.FAILED or entry.graph is None:
             self.metrics.revision_resolution.inc(result=RESULT_FAILED)
-            message = f"latest graph revision {latest_number} failed compilation"
-            cond(
-                CONDITION_GRAPH_ACCEPTED,
-                STATUS_FALSE,
-                REASON_INVALID_RESOURCE_GRAPH,
-                entry.error or message,
-            )
+            message = entry.error or f"latest graph revision {latest_number} failed compilation"
+            cond(CONDITION_GRAPH_ACCEPTED, STATUS_FALSE, REASON_INVALID_RESOURCE_GRAPH, message)
+            self._report(rgd, Failure(REASON_INVALID_RESOURCE_GRAPH, message))
             return Result()
         cond(
             CONDITION_GRAPH_ACCEPTED,
@@ -338,7 +387,7 @@ class RGDReconciler:
             cond(CONDITION_GRAPH_ACCEPTED, STATUS_FALSE, REASON_INVALID_RESOURCE_GRAPH, str(error))
             status.pop("topologicalOrder", None)
             status.pop("resources", None)
-            log.info("rgd.invalid", error=str(error))
+            self._report(rgd, Failure(REASON_INVALID_RESOURCE_GRAPH, str(error)))
             # Retried with backoff, as upstream returns the error: a kind the graph needs may
             # appear later (a CRD installed after the RGD, or RGD chaining).
             return Result(requeue=True)
@@ -388,6 +437,10 @@ class RGDReconciler:
             await ensure_crd(self.client, crd, rgd_name=name, allow_breaking=allow)
         except (CRDError, KubeError) as error:
             cond(CONDITION_KIND_READY, STATUS_FALSE, REASON_FAILED, str(error))
+            fields: dict[str, Any] = {"crd": str(crd["metadata"].get("name") or "")}
+            if getattr(error, "status", None):
+                fields["code"] = getattr(error, "status", None)
+            self._report(rgd, Failure(EVENT_CRD_INSTALL_FAILED, str(error), fields))
             return Result(requeue_after_s=self.options.progress_requeue_delay_s)
         cond(
             CONDITION_KIND_READY,
@@ -399,8 +452,10 @@ class RGDReconciler:
             await self._register(rgd, graph, number)
         except Exception as error:
             cond(CONDITION_CONTROLLER_READY, STATUS_FALSE, REASON_FAILED_TO_START, str(error))
+            self._report(rgd, Failure(REASON_FAILED_TO_START, str(error)))
             raise
         cond(CONDITION_CONTROLLER_READY, STATUS_TRUE, REASON_RUNNING, "controller is running")
+        self._report_permissions(rgd, status)
         status["topologicalOrder"] = list(graph.topological_order)
         status["resources"] = graph.resources_status()
         await collect_revisions(
@@ -411,6 +466,19 @@ class RGDReconciler:
             metrics=self.metrics,
         )
         return Result(requeue_after_s=recheck_s)
+
+    def _report_permissions(self, rgd: Mapping[str, Any], status: Mapping[str, Any]) -> None:
+        """Serving: missing permissions are the one failure left to report; else recovered."""
+        name = str(_meta(rgd)["name"])
+        for condition in conditions_of(status):
+            if (
+                condition.get("type") == CONDITION_PERMISSIONS_GRANTED
+                and condition.get("status") == STATUS_FALSE
+            ):
+                message = str(condition.get("message") or "")
+                self._report(rgd, Failure(REASON_MISSING_PERMISSIONS, message))
+                return
+        self.failures(name).clear(name)
 
     async def _register(self, rgd: Mapping[str, Any], graph: Graph, number: int) -> None:
         """Register (or re-register on a new revision) the instance controller (P-07, R-19)."""
@@ -434,7 +502,7 @@ class RGDReconciler:
                 crd_name = str(entry.graph.instance.crd["metadata"]["name"])
                 await delete_crd_if_owned(self.client, crd_name, rgd_name=name)
         await self.kinds.release(name)
-        self.metrics.forget(name)
+        self._forget(name)
         await remove_finalizer(self.client, RGDS, rgd, FINALIZER)
         self.metrics.deletions.inc(name=name)
         self.metrics.deletion_duration.observe(time.monotonic() - started, name=name)
@@ -476,6 +544,7 @@ class RGDReconciler:
             for c in (CONDITION_GRAPH_ACCEPTED, CONDITION_KIND_READY, CONDITION_CONTROLLER_READY)
         )
         status["state"] = RGD_STATE_ACTIVE if active else RGD_STATE_INACTIVE
+        self.metrics.states.set(str(_meta(rgd)["name"]), status["state"])
         if not active:
             status.pop("topologicalOrder", None) if not is_condition_true(
                 status, CONDITION_GRAPH_ACCEPTED

@@ -1,9 +1,12 @@
 """kro.dynamic._metrics: upstream kro's dynamic-controller metrics (reference §1.R, rows 13-29).
 
-Names, types and label names copy upstream exactly, and so do the two label-value formats it
-uses for a resource, which differ by metric (§1.S): `gvr_key` for the reconcile/requeue/error
-families and Go's `GroupVersionResource.String()` (`gvr_string`) for informer and routing
-families. Everything is recorded through the injected MetricsProvider.
+Names, types and label names copy upstream exactly. Label values do not quite: upstream writes
+a resource in two formats depending on the metric (`group/version/resource` on the reconcile,
+requeue and error families, Go's `GroupVersionResource.String()` on the others), so one
+dashboard variable could not select a kind across families. Here every `gvr` and `parent_gvr`
+label, in this package and in kro.controllers, is Go's `GroupVersionResource.String()`
+(`apps/v1, Resource=deployments`, core `/v1, Resource=configmaps`), the form most of upstream's
+families use: `gvr_label`. Everything is recorded through the injected MetricsProvider.
 
 Series of a GVR go when kro stops using it, because parent kinds come and go with their RGDs:
 a deregistered parent's (`forget_parent`), a GVR no parent watches any more
@@ -23,14 +26,17 @@ RECONCILE_BUCKETS: Final = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.
 PARENT: Final = "parent"  # the `type` label of the handler families
 
 
-def gvr_key(gvr: GVR) -> str:
-    """`group/version/resource`, core group empty: `/v1/configmaps`, `apps/v1/deployments`."""
-    return f"{gvr.group}/{gvr.version}/{gvr.resource}"
-
-
-def gvr_string(gvr: GVR) -> str:
+def gvr_label(gvr: GVR) -> str:
     """Go's GVR.String(): `apps/v1, Resource=deployments`, core `/v1, Resource=configmaps`."""
     return f"{gvr.group}/{gvr.version}, Resource={gvr.resource}"
+
+
+gvr_string = gvr_label
+"""The label of a resource on the informer and routing families (see `gvr_label`)."""
+
+gvr_key = gvr_label
+"""The label of a resource on the reconcile, requeue and error families, and the `gvr` field of
+this package's log lines: the same format as every other family (see the module docstring)."""
 
 
 class DynamicMetrics:
@@ -115,7 +121,7 @@ class DynamicMetrics:
     def forget_parent(self, gvr: GVR) -> None:
         """Drop the series of a deregistered parent kind: its reconciles, requeues, handler
         errors and informer events (whatever their other labels)."""
-        key, label = gvr_key(gvr), gvr_string(gvr)
+        label = gvr_label(gvr)
         family: Removable
         for family in (
             self.reconcile_total,
@@ -123,16 +129,16 @@ class DynamicMetrics:
             self.reconcile_duration,
             self.handler_errors,
             self.panics,
+            self.informer_events,
         ):
-            family.remove(gvr=key)
-        self.informer_events.remove(gvr=label)
+            family.remove(gvr=label)
 
     def forget_routes(self, gvr: GVR) -> None:
         """Drop the routing series of a GVR that no parent watches any more."""
-        label = gvr_string(gvr)
+        label = gvr_label(gvr)
         self.route_total.remove(gvr=label)
         self.route_match_total.remove(gvr=label)
 
     def forget_informer(self, gvr: GVR) -> None:
         """Drop the sync duration of a GVR whose informer nobody holds any more."""
-        self.informer_sync_duration.remove(gvr=gvr_string(gvr))
+        self.informer_sync_duration.remove(gvr=gvr_label(gvr))

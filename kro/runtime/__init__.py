@@ -2,30 +2,40 @@
 
 Lives here: the thin aiohttp + orjson REST client (plain dicts in and out), discovery and the
 REST mapper, list+watch informers and their stores, rate-limited work queues, controllers with
-N workers, the manager (leader election, health, metrics, graceful shutdown), the event recorder.
+N workers, the manager (leader election, health, metrics, graceful shutdown), the event recorder;
+and for operator authors: the controller builder, predicates, the shared informer cache and a
+reader on it, owner references, finalizers, conditions, status writes that skip no-ops, and
+pydantic models for their own kinds.
 
 Must not import: any other `kro.*` package, the CEL engine, pydantic models of kro's API.
 An operator author can build a controller with this package alone (see docs/runtime.md).
 
 Entry points, in the order an operator meets them: `Client.from_kubeconfig` (talk to the API
-server), `Informer` (a watched cache), `WorkQueue` + `Controller` (reconcile keys with N
-workers), `Manager` (run it all with probes, metrics, leader election and a graceful stop).
+server), `Manager` (run it all with probes, metrics, leader election and a graceful stop),
+`ControllerBuilder` (declare a controller: its primary kind, owned and watched kinds,
+predicates), and underneath, `Informer`, `WorkQueue` and `Controller` for wiring by hand.
 Everything a caller catches is in `errors` (one tree under `errors.KubeError`).
 
     async with await Client.from_kubeconfig() as client:
-        informer = Informer(client, GVR("", "v1", "configmaps"), namespace="default")
-        queue: WorkQueue[Request] = WorkQueue("configmaps")
-        informer.add_handler(MyHandler(queue))            # on_add/on_update/on_delete -> queue.add
-        manager = Manager(ManagerOptions(handle_signals=True))
-        manager.add_informer(informer)
-        manager.add_controller(Controller("configmaps", MyReconciler(informer), queue))
-        await manager.run()                               # until SIGTERM
+        manager = Manager(ManagerOptions(health_probe_bind_address=":8081"), client=client)
+        (ControllerBuilder(manager)
+            .for_(GVR("", "v1", "configmaps"), predicates=predicates.labels_changed())
+            .in_namespace("default")
+            .build(MyReconciler(manager.reader)))     # async def reconcile(request) -> Result
+        await manager.run()                           # until SIGTERM
 
 The names below are the public API; submodules stay importable for the rest
 (`kro.runtime.store.object_key`, `kro.runtime.discovery.ResourceInfo`, ...).
 """
 
+from . import conditions as conditions
 from . import errors as errors
+from . import owners as owners
+from . import predicates as predicates
+from .adapters import FunctionReconciler as FunctionReconciler
+from .adapters import ObjectReconciler as ObjectReconciler
+from .builder import ControllerBuilder as ControllerBuilder
+from .cache import InformerCache as InformerCache
 from .client import Client as Client
 from .client import ClientOptions as ClientOptions
 from .client import WatchEvent as WatchEvent
@@ -37,6 +47,8 @@ from .controller import Controller as Controller
 from .discovery import RESTMapper as RESTMapper
 from .events import EventRecorder as EventRecorder
 from .events import EventRecorderOptions as EventRecorderOptions
+from .finalizers import Finalizer as Finalizer
+from .finalizers import FinalizerOutcome as FinalizerOutcome
 from .gvk import GVK as GVK
 from .gvk import GVR as GVR
 from .informer import EventHandler as EventHandler
@@ -50,36 +62,51 @@ from .manager import GcTuning as GcTuning
 from .manager import Manager as Manager
 from .manager import ManagerOptions as ManagerOptions
 from .metrics import MetricsProvider as MetricsProvider
+from .predicates import Predicate as Predicate
 from .prometheus import PrometheusProvider as PrometheusProvider
 from .ratelimit import ItemExponentialBackoff as ItemExponentialBackoff
 from .ratelimit import MaxOf as MaxOf
 from .ratelimit import RateLimiter as RateLimiter
 from .ratelimit import TokenBucket as TokenBucket
 from .ratelimit import default_controller_rate_limiter as default_controller_rate_limiter
+from .reader import CachedReader as CachedReader
 from .reconcile import ObjectKey as ObjectKey
 from .reconcile import Reconciler as Reconciler
 from .reconcile import Request as Request
 from .reconcile import Result as Result
 from .reconcile import TerminalError as TerminalError
+from .status import StatusWriter as StatusWriter
 from .store import Store as Store
+from .typed import InvalidObject as InvalidObject
+from .typed import KubeModel as KubeModel
+from .typed import ObjectMeta as ObjectMeta
+from .typed import WireModel as WireModel
 from .workqueue import QueueShutDown as QueueShutDown
 from .workqueue import WorkQueue as WorkQueue
 
 __all__ = [
     "GVK",
     "GVR",
+    "CachedReader",
     "Client",
     "ClientOptions",
     "Clock",
     "ConnectionConfig",
     "Controller",
+    "ControllerBuilder",
     "EventHandler",
     "EventRecorder",
     "EventRecorderOptions",
     "FakeClock",
+    "Finalizer",
+    "FinalizerOutcome",
+    "FunctionReconciler",
     "GcTuning",
     "Informer",
+    "InformerCache",
+    "InvalidObject",
     "ItemExponentialBackoff",
+    "KubeModel",
     "LeaderElectionConfig",
     "LeaderElector",
     "Manager",
@@ -87,6 +114,9 @@ __all__ = [
     "MaxOf",
     "MetricsProvider",
     "ObjectKey",
+    "ObjectMeta",
+    "ObjectReconciler",
+    "Predicate",
     "PrometheusProvider",
     "QueueShutDown",
     "RESTMapper",
@@ -96,13 +126,18 @@ __all__ = [
     "Request",
     "Result",
     "SharedInformerFactory",
+    "StatusWriter",
     "Store",
     "TerminalError",
     "TokenBucket",
     "WatchEvent",
+    "WireModel",
     "WorkQueue",
+    "conditions",
     "configure_logging",
     "default_controller_rate_limiter",
     "errors",
+    "owners",
+    "predicates",
     "strip_managed_fields",
 ]

@@ -21,9 +21,19 @@ The manager owns every long-lived task of the process (controller-runtime's Mana
   accepting keys and drain what they hold within `graceful_shutdown_timeout_s`, then the Lease is
   released and everything else is cancelled. A second signal cancels at once.
 
-After the first full cache sync it tunes the garbage collector (see `GcTuning`): a big
-informer cache is long-lived, and without tuning every full collection walks all of it
-(python-client.md §3.3 measured 184 ms pauses at 10k objects; `bench/bench_gc.py`).
+Opt in with `ManagerOptions(gc_tuning=GcTuning())` and it tunes the garbage collector after the
+first full cache sync: a big informer cache is long-lived, and without tuning every full
+collection walks all of it (184 ms pauses measured at 10k objects; `bench/bench_gc.py`). It is
+off by default because the collector is process-wide: a library embedded in someone else's
+process must not change it behind their back.
+
+Nothing listens by default either: probes and metrics are served only on the addresses given
+(kubebuilder's conventions are ":8081" for probes and ":8080" for metrics; `kro controller`
+passes upstream kro's ":8079" / ":8078"), so an embedded manager never takes a port, and two
+operators on one host never clash.
+
+With a `Client` (`Manager(options, client=client)`) the manager also offers the shared informer
+cache that kro.runtime.builder wires controllers to (`cache`) and a reader on it (`reader`).
 """
 
 from __future__ import annotations
@@ -33,15 +43,18 @@ import contextlib
 import gc
 import signal
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import structlog
 from aiohttp import web
 
+from .cache import InformerCache
+from .client import Client
 from .clock import Clock, RealClock, wait_with_timeout
 from .leaderelection import LeaderElectionConfig, LeaderElectionLost, LeaderElector, LeaseClient
 from .prometheus import CONTENT_TYPE, PrometheusProvider
+from .reader import CachedReader
 
 log = structlog.get_logger(__name__)
 
@@ -127,24 +140,26 @@ def tune_gc(tuning: GcTuning) -> None:
 class ManagerOptions:
     """How the manager binds, elects and stops.
 
-    health_probe_bind_address / metrics_bind_address: "host:port"; "0" disables; port 0 picks a
-    free port (see `Manager.addresses`); ":8079" binds every interface, as a pod needs. The
-    defaults stay on loopback; the `kro` binary passes upstream's ":8079" / ":8078".
+    health_probe_bind_address / metrics_bind_address: "host:port"; "0" disables (the default:
+    an embedded manager takes no port unless asked); port 0 picks a free port (see
+    `Manager.addresses`); ":8081" binds every interface, as a pod needs. The `kro` binary passes
+    upstream's ":8079" / ":8078".
     leader_election: None runs controllers unconditionally (a single replica, or tests).
     graceful_shutdown_timeout_s: how long controllers may drain their queues on stop.
     handle_signals: install SIGTERM/SIGINT handlers while `run` runs (main thread only).
-    gc_tuning: applied once after the initial cache sync; None leaves the collector alone.
+    gc_tuning: applied once after the initial cache sync; None (the default) leaves the
+        process-wide collector alone.
     sync_poll_s: how often the initial sync is checked (controller start, GC hook).
     cache_sync_timeout_s: how long controllers wait for every informer's first sync before the
         manager gives up with CacheSyncTimeout (controller-runtime's CacheSyncTimeout, 2 min).
     """
 
-    health_probe_bind_address: str = "127.0.0.1:8079"
-    metrics_bind_address: str = "127.0.0.1:8078"
+    health_probe_bind_address: str = "0"
+    metrics_bind_address: str = "0"
     leader_election: LeaderElectionConfig | None = None
     graceful_shutdown_timeout_s: float = 30.0
     handle_signals: bool = True
-    gc_tuning: GcTuning | None = field(default_factory=GcTuning)
+    gc_tuning: GcTuning | None = None
     sync_poll_s: float = 0.1
     cache_sync_timeout_s: float = 120.0
 
@@ -194,6 +209,8 @@ class Manager:
         self._run_task: asyncio.Task[None] | None = None
         self._serving = asyncio.Event()
         self._fatal: BaseException | None = None
+        self._cache: InformerCache | None = None
+        self._reader: CachedReader | None = None
         if self.options.leader_election is not None:
             self._health_checks["leaderElection"] = self._elector_healthy
 
@@ -221,6 +238,28 @@ class Manager:
 
     def add_readiness_check(self, name: str, check: Check) -> None:
         self._ready_checks[name] = check
+
+    # -- the shared cache -----------------------------------------------------------------------
+
+    @property
+    def cache(self) -> InformerCache:
+        """The informers controllers built on this manager share; added as one informer, so
+        readiness and controllers wait for all of it. Needs the manager's client."""
+        if self._cache is None:
+            if self._run_task is not None:
+                raise RuntimeError("build controllers before Manager.run(): the cache is not run")
+            if not isinstance(self._client, Client):
+                raise ValueError("the shared cache needs Manager(..., client=Client)")
+            self._cache = InformerCache(self._client, clock=self._clock)
+            self.add_informer(self._cache)
+        return self._cache
+
+    @property
+    def reader(self) -> CachedReader:
+        """Reads from `cache`, falling back to the API server for kinds it does not hold."""
+        if self._reader is None:
+            self._reader = CachedReader(self.cache, self.cache.client)
+        return self._reader
 
     # -- state ----------------------------------------------------------------------------------
 
@@ -456,7 +495,8 @@ class Manager:
         app = web.Application()
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
-        app.router.add_get("/metrics", self._metrics)
+        if parse_bind_address(opts.metrics_bind_address) is not None:
+            app.router.add_get("/metrics", self._metrics)  # "0" turns metrics off entirely
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
         for host, port in wanted:
@@ -486,6 +526,9 @@ class Manager:
 
 def _describe(informer: object) -> str:
     """A name for an informer in errors: its GVR (and namespace) when it has them."""
+    unsynced = getattr(informer, "unsynced", None)
+    if callable(unsynced):  # the shared InformerCache: name the informers inside it
+        return ", ".join(unsynced()) or type(informer).__name__
     gvr = getattr(informer, "gvr", None)
     if gvr is None:
         return type(informer).__name__

@@ -122,8 +122,11 @@ class CallbackGaugeProvider(Protocol):
     """A provider that can compute a gauge at scrape time (a custom collector).
 
     For values that are a function of time, like "seconds since a condition's last
-    transition": computing them when scraped keeps them exact without a ticking task, and a
-    series disappears as soon as `collect` stops yielding it.
+    transition", or cheap to read from state kept anyway (objects per state): computing them
+    when scraped keeps them exact without a ticking task, and a series disappears as soon as
+    `collect` stops yielding it. A second `callback_gauge` call for the same name adds another
+    source to that gauge; its samples are exported beside (and, for the same labels, summed
+    with) the first one's.
     """
 
     def callback_gauge(

@@ -7,7 +7,13 @@ one, so two managers, or two tests, never collide; the manager serves `render()`
 Asking twice for the same name returns the same metric, because several queues and controllers
 share one metric family and tell their series apart by labels; so removing a series through one
 of them removes it for all. Asking for the same name with a different type or label set is a
-programming error and raises ValueError.
+programming error and raises ValueError. Scrape-time gauges (`callback_gauge`) follow the same
+rule: a second source for the same name adds its samples to the first one's.
+
+No `*_created` series are exported: prometheus_client adds one per counter, histogram and summary
+series by default (the creation time, an OpenMetrics extension), which more than doubled the
+number of series on /metrics and that no dashboard or alert uses. Importing this module turns
+them off for the process (`disable_created_metrics`).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from prometheus_client import (
     GCCollector,
     PlatformCollector,
     ProcessCollector,
+    disable_created_metrics,
     generate_latest,
 )
 from prometheus_client import Counter as _PromCounter
@@ -31,6 +38,8 @@ from prometheus_client.core import GaugeMetricFamily
 from .metrics import Counter, Gauge, Histogram, Sample
 
 CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
+
+disable_created_metrics()  # type: ignore[no-untyped-call]  # see the module docstring
 
 
 class _Adapter:
@@ -85,7 +94,12 @@ class _Adapter:
 
 
 class _CallbackCollector:
-    """A prometheus_client collector that asks a function for its samples at scrape time."""
+    """A prometheus_client collector that asks its sources for samples at scrape time.
+
+    Several sources may feed one family (two owners of one provider, e.g. two apps in a test);
+    a label set that more than one source yields is summed, since sources of one family are
+    meant to partition its series (counts per RGD, per instance).
+    """
 
     def __init__(
         self,
@@ -95,15 +109,25 @@ class _CallbackCollector:
         collect: Callable[[], Iterable[Sample]],
     ) -> None:
         self._name, self._documentation, self._labels = name, documentation, labels
-        self._collect = collect
+        self.sources: list[Callable[[], Iterable[Sample]]] = [collect]
 
     def describe(self) -> list[GaugeMetricFamily]:
         return [GaugeMetricFamily(self._name, self._documentation, labels=self._labels)]
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         family = GaugeMetricFamily(self._name, self._documentation, labels=self._labels)
-        for labels, value in self._collect():
-            family.add_metric([labels.get(name, "") for name in self._labels], value)
+        if len(self.sources) == 1:
+            for labels, value in self.sources[0]():
+                family.add_metric([labels.get(name, "") for name in self._labels], value)
+            yield family
+            return
+        merged: dict[tuple[str, ...], float] = {}
+        for source in self.sources:
+            for labels, value in source():
+                key = tuple(labels.get(name, "") for name in self._labels)
+                merged[key] = merged.get(key, 0.0) + value
+        for key, value in merged.items():
+            family.add_metric(list(key), value)
         yield family
 
 
@@ -125,6 +149,7 @@ class PrometheusProvider:
                 GCCollector(registry=registry)
         self.registry = registry
         self._metrics: dict[str, tuple[str, tuple[str, ...], _Adapter]] = {}
+        self._callbacks: dict[str, _CallbackCollector] = {}
 
     def counter(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Counter:
         return self._get(
@@ -163,11 +188,25 @@ class PrometheusProvider:
         labels: Sequence[str],
         collect: Callable[[], Iterable[Sample]],
     ) -> None:
-        """A gauge whose samples `collect` computes at every scrape (CallbackGaugeProvider)."""
-        if name in self._metrics:
-            raise ValueError(f"metric {name} already exists")
-        self.registry.register(_CallbackCollector(name, documentation, tuple(labels), collect))
-        self._metrics[name] = ("callback_gauge", tuple(labels), _Adapter(None, tuple(labels)))
+        """A gauge whose samples `collect` computes at every scrape (CallbackGaugeProvider).
+
+        The same name again (same labels) adds `collect` as another source of that gauge; a
+        name used by another kind of metric, or with other labels, raises ValueError.
+        """
+        labelnames = tuple(labels)
+        known = self._metrics.get(name)
+        if known is not None:
+            if known[:2] != ("callback_gauge", labelnames):
+                raise ValueError(
+                    f"metric {name} exists as a {known[0]} with labels {known[1]}; "
+                    f"asked for a callback_gauge with labels {labelnames}"
+                )
+            self._callbacks[name].sources.append(collect)
+            return
+        collector = _CallbackCollector(name, documentation, labelnames, collect)
+        self.registry.register(collector)
+        self._callbacks[name] = collector
+        self._metrics[name] = ("callback_gauge", labelnames, _Adapter(None, labelnames))
 
     def render(self) -> bytes:
         """The registry in Prometheus text exposition format (serve with CONTENT_TYPE)."""

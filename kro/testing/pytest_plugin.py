@@ -1,9 +1,19 @@
 """kro.testing.pytest_plugin: one real cluster per test run, a fresh namespace per test.
 
-Installed as a pytest11 entry point, so any project that installs `kro` gets these fixtures:
+Part of `kro[testing]`, and active only where a test suite asks for it (installing kro never
+changes anyone else's test runs):
+
+    pytest -p kro.testing.pytest_plugin            # on the command line, or in a conftest.py:
+    pytest_plugins = ["kro.testing.pytest_plugin"]
+
+Fixtures:
 
     kube_cluster     session: the running cluster (started on first use, or the one named by
-                     KRO_TEST_KUBECONFIG / KUBECONFIG, which is then never stopped by us)
+                     KRO_TEST_KUBECONFIG / KUBECONFIG, which is then never stopped by us; a
+                     reused cluster must be local (127.0.0.1 / localhost) unless the run passes
+                     --kro-allow-remote-cluster or sets KRO_TEST_ALLOW_REMOTE_CLUSTER=1: tests
+                     create and delete namespaces, which must never happen to a real cluster
+                     by accident)
     kube_admin       session: an AdminApi with admin credentials
     kube_namespace   function: a new namespace, settled (see `create_namespace`), deleted after
                      the test
@@ -21,6 +31,7 @@ from __future__ import annotations
 import atexit
 import base64
 import contextlib
+import ipaddress
 import os
 import secrets
 import signal
@@ -32,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
@@ -55,13 +67,53 @@ class ClusterHandle:
     run_dir: Path | None = None
 
 
+ALLOW_REMOTE_ENV = "KRO_TEST_ALLOW_REMOTE_CLUSTER"
+ALLOW_REMOTE_OPTION = "--kro-allow-remote-cluster"
+LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
 def existing_kubeconfig() -> Path | None:
     """The cluster to reuse, if the environment names one."""
+    found = _existing()
+    return found[1] if found is not None else None
+
+
+def _existing() -> tuple[str, Path] | None:
     for variable in ("KRO_TEST_KUBECONFIG", "KUBECONFIG"):
         value = os.environ.get(variable)
         if value:
-            return Path(value.split(os.pathsep)[0])
+            return variable, Path(value.split(os.pathsep)[0])
     return None
+
+
+def is_local_server(server: str) -> bool:
+    """Whether an API server URL points at this machine's loopback interface."""
+    host = (urlsplit(server).hostname or "").lower()
+    if host in LOCAL_HOSTS:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def remote_allowed(config: pytest.Config) -> bool:
+    """Did the run explicitly allow a cluster that is not on this machine?"""
+    flag = os.environ.get(ALLOW_REMOTE_ENV, "").strip().lower()
+    return bool(config.getoption("kro_allow_remote_cluster", default=False)) or flag in (
+        "1",
+        "true",
+        "yes",
+    )
+
+
+def refusal(variable: str, server: str) -> str:
+    return (
+        f"kro.testing refuses to run tests against {server} (named by ${variable}): it is not a "
+        "local cluster, and the tests create and delete namespaces in it. Unset the variable to "
+        f"start a local control plane, or pass {ALLOW_REMOTE_OPTION} (or set "
+        f"{ALLOW_REMOTE_ENV}=1) if this cluster is meant for it."
+    )
 
 
 _started: list[LocalCluster] = []
@@ -111,10 +163,14 @@ def private_cluster(
 
 
 @pytest.fixture(scope="session")
-def kube_cluster() -> Iterator[ClusterHandle]:
-    existing = existing_kubeconfig()
-    if existing is not None:
+def kube_cluster(request: pytest.FixtureRequest) -> Iterator[ClusterHandle]:
+    found = _existing()
+    if found is not None:
+        variable, existing = found
         admin = AdminApi.from_kubeconfig(existing)
+        if not is_local_server(admin.server) and not remote_allowed(request.config):
+            pytest.fail(refusal(variable, admin.server), pytrace=False)
+        _report.append(f"reused the cluster named by ${variable} at {admin.server}")
         yield ClusterHandle(kubeconfig=existing, server=admin.server, owned=False)
         return
     cluster = LocalCluster(options=ClusterOptions(nodes=1))
@@ -252,6 +308,16 @@ def _cluster_ca(cluster: ClusterHandle) -> Path:
     path = Path(tempfile.mkdtemp(prefix="kro-ca-")) / "ca.crt"
     path.write_bytes(base64.b64decode(entry["certificate-authority-data"]))
     return path
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.getgroup("kro").addoption(
+        ALLOW_REMOTE_OPTION,
+        action="store_true",
+        default=False,
+        dest="kro_allow_remote_cluster",
+        help="let kube_cluster reuse a KUBECONFIG whose API server is not on this machine",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -11,6 +11,7 @@ from kro.cli.flags import (
     parse_controller_args,
     parse_duration,
     parse_feature_gates,
+    parse_log_level,
 )
 
 
@@ -105,3 +106,96 @@ def test_the_helm_chart_renders_arguments_the_controller_accepts() -> None:
     assert config.leader_elect is True  # on in the chart, off in the binary (as upstream)
     assert config.allow_crd_deletion is True
     assert config.health_probe_bind_address == ":8079"
+
+
+# -- Go-style values (kro.cli.flags module docstring) ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--leader-elect"], True),
+        (["--leader-elect=true"], True),
+        (["--leader-elect=false"], False),
+        (["--leader-elect=0"], False),
+        (["--leader-elect=T"], True),
+        (["--leader-elect=FALSE"], False),
+        (["--leader-elect", "--allow-crd-deletion"], True),
+        ([], False),
+    ],
+    ids=str,
+)
+def test_boolean_flags_take_go_syntax(argv: list[str], expected: bool) -> None:
+    assert parse_controller_args(argv).leader_elect is expected
+
+
+def test_a_boolean_flag_alone_does_not_swallow_the_next_flag() -> None:
+    config = parse_controller_args(["--allow-crd-deletion", "--client-burst=7"])
+    assert config.allow_crd_deletion is True
+    assert config.client_burst == 7
+
+
+@pytest.mark.parametrize(
+    ("text", "level"),
+    [
+        ("debug", "debug"),
+        ("info", "info"),
+        ("warn", "warning"),
+        ("error", "error"),
+        ("dpanic", "critical"),
+        ("panic", "critical"),
+        ("fatal", "critical"),
+        ("DEBUG", "debug"),
+        ("1", "debug"),
+        ("2", "debug"),
+        ("10", "debug"),
+        ("-1", "debug"),
+        ("0", "info"),
+    ],
+    ids=str,
+)
+def test_every_zap_log_level_form_is_accepted(text: str, level: str) -> None:
+    assert parse_log_level(text) == level
+    assert parse_controller_args([f"--zap-log-level={text}"]).log_level == level
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--log-level=loud"],
+        ["--log-level=2.5"],
+        ["--log-encoder=xml"],
+        ["--leader-elect=yes"],
+        ["--metrics-bind-address=localhost"],
+        ["--metrics-bind-address=:99999"],
+        ["--health-probe-bind-address=1.2.3.4"],
+        ["--dynamic-controller-concurrent-reconciles=0"],
+        ["--client-qps=0"],
+        ["--client-burst=-1"],
+        ["--dynamic-controller-default-queue-max-retries=-1"],
+        ["--instance-requeue-interval=3"],
+        ["--feature-gates=Nope=true"],
+        ["--bogus"],
+        ["--leader"],  # no abbreviations, as Go's flag package
+    ],
+    ids=lambda argv: argv[0],
+)
+def test_bad_flags_exit_2_with_one_line(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        parse_controller_args(argv)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert err.startswith("kro controller: ")
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "address", [":8078", "127.0.0.1:8078", "[::1]:8078", "[::]:0", "0", "localhost:1"], ids=str
+)
+def test_bind_addresses(address: str) -> None:
+    assert parse_controller_args([f"--metrics-bind-address={address}"]).metrics_bind_address == (
+        address
+    )

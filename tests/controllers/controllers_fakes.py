@@ -20,7 +20,6 @@ NS = "team-a"
 GREETERS = GVR(GROUP, "v1alpha1", "greeters")
 CONFIGMAPS = GVR("", "v1", "configmaps")
 GVR_LABEL = f"{GROUP}/v1alpha1, Resource=greeters"
-GVK_LABEL = f"{GROUP}/v1alpha1, Kind=Greeter"
 
 RESOLVER = OfflineSchemaResolver.from_files()
 

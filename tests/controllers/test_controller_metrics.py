@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from controllers_fakes import (
     GREETERS,
-    GVK_LABEL,
     GVR_LABEL,
     NS,
     RESOLVER,
@@ -118,7 +117,7 @@ async def test_graph_evaluation_is_counted(
     assert sample(provider, "runtime_node_ready_check_total") >= 2
 
 
-async def test_state_transitions_carry_the_instance_gvk(
+async def test_state_transitions_carry_the_instance_gvr(
     api: FakeApiServer, client: Client, applier: Applier, provider: PrometheusProvider
 ) -> None:
     registry = RevisionRegistry()
@@ -133,7 +132,7 @@ async def test_state_transitions_carry_the_instance_gvk(
         return sample(
             provider,
             "instance_state_transitions_total",
-            gvr=GVK_LABEL,
+            gvr=GVR_LABEL,  # one format on every family (upstream: the GVK string here)
             from_state=from_state,
             to_state=to_state,
         )
@@ -413,17 +412,21 @@ def test_a_kind_s_instance_series_go_with_it(provider: PrometheusProvider) -> No
         metrics.reconcile_total.inc(gvr=gvr)
         metrics.reconcile_duration.observe(0.1, gvr=gvr)
         metrics.resolution_failures.inc(gvr=gvr, reason="failed")
-    metrics.state_transitions.inc(gvr=GVK_LABEL, from_state="", to_state="ACTIVE")
+    metrics.state_transitions.inc(gvr=GVR_LABEL, from_state="", to_state="ACTIVE")
+    metrics.errors.inc(rgd="greeter", reason="resource_apply_failed")
+    metrics.states.set(("ns", "hi"), "ACTIVE", "greeter")
 
-    metrics.forget(GVR_LABEL, GVK_LABEL)
+    metrics.forget(GVR_LABEL, "greeter")
     for name, labels in (
         ("instance_reconcile_total", {"gvr": GVR_LABEL}),
         ("instance_reconcile_duration_seconds_count", {"gvr": GVR_LABEL}),
         ("instance_graph_resolution_failures_total", {"gvr": GVR_LABEL, "reason": "failed"}),
         (
             "instance_state_transitions_total",
-            {"gvr": GVK_LABEL, "from_state": "", "to_state": "ACTIVE"},
+            {"gvr": GVR_LABEL, "from_state": "", "to_state": "ACTIVE"},
         ),
+        ("instance_errors_total", {"rgd": "greeter", "reason": "resource_apply_failed"}),
+        ("instances_by_state", {"rgd": "greeter", "state": "ACTIVE"}),
     ):
         assert provider.registry.get_sample_value(name, labels) is None, name
     assert sample(provider, "instance_reconcile_total", gvr=other) == 1
@@ -432,9 +435,9 @@ def test_a_kind_s_instance_series_go_with_it(provider: PrometheusProvider) -> No
 
 def test_forgetting_what_was_never_recorded_is_harmless(provider: PrometheusProvider) -> None:
     RGDMetrics(provider).forget("never-seen")
-    InstanceMetrics(provider).forget(GVR_LABEL, GVK_LABEL)
+    InstanceMetrics(provider).forget(GVR_LABEL, "greeter")
     RGDMetrics().forget("a")  # the no-op provider
-    InstanceMetrics().forget(GVR_LABEL, GVK_LABEL)
+    InstanceMetrics().forget(GVR_LABEL, "greeter")
 
 
 def test_forgetting_goes_through_the_provider_api() -> None:
@@ -446,10 +449,10 @@ def test_forgetting_goes_through_the_provider_api() -> None:
     rgds.state_transitions.inc(1, name="a", **{"from": "Active", "to": "Inactive"})
     rgds.build_total.inc(name="b")
     instances.resolution_failures.inc(gvr=GVR_LABEL, reason="failed")
-    instances.state_transitions.inc(gvr=GVK_LABEL, from_state="", to_state="ACTIVE")
+    instances.state_transitions.inc(gvr=GVR_LABEL, from_state="", to_state="ACTIVE")
 
     rgds.forget("a")
-    instances.forget(GVR_LABEL, GVK_LABEL)
+    instances.forget(GVR_LABEL, "greeter")
     assert list(recorded.values) == [("rgd_graph_build_total", frozenset({("name", "b")}))]
     assert recorded.observations == {}
 

@@ -24,7 +24,7 @@ from rgd_app_fakes import (
 
 from kro.controllers.app import KroApp
 from kro.controllers.events import RecorderPool
-from kro.controllers.rgd import RGDS
+from kro.controllers.rgd import RGD_RECORDER, RGDS
 from kro.runtime.client import Client, ClientOptions
 from kro.runtime.config import ConnectionConfig
 from kro.runtime.errors import NotFound
@@ -36,7 +36,7 @@ CYCLES = 6
 KEPT = ("rgd_deletions", "rgd_deletion_duration_seconds")
 """The record of each deletion stays (kro.controllers.metrics explains why). Counter families
 are named without `_total` by prometheus_client's collect()."""
-OWNER_LABELS = {"name", "gvr", "parent_gvr"}
+OWNER_LABELS = {"name", "gvr", "parent_gvr", "rgd"}
 """Labels whose values name an RGD or a kind."""
 
 
@@ -171,11 +171,12 @@ async def test_churning_rgds_leaves_nothing_behind(
 
 
 def _quiet(app: KroApp) -> Callable[[], Awaitable[bool]]:
-    """A probe: no RGD is left, so no recorder and no Event sender should be either."""
+    """A probe: no RGD is left, so no kind's recorder and no sender of one should be either
+    (the RGD controller's own recorder lives as long as the controller)."""
 
     async def probe() -> bool:
         assert app.recorders is not None
-        return not app.recorders.names() and _event_senders() == 0
+        return app.recorders.names() == {RGD_RECORDER} and _event_senders() == 1
 
     return probe
 

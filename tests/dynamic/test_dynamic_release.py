@@ -31,7 +31,8 @@ from kro.runtime.gvk import GVR
 from kro.runtime.informerfactory import SharedInformerFactory
 from kro.runtime.reconcile import Request, Result, TerminalError
 
-WIDGETS_KEY, WIDGETS_STRING = "example.com/v1/widgets", "example.com/v1, Resource=widgets"
+# One label format on every family (kro.dynamic._metrics): the key is the GVR string too.
+WIDGETS_KEY = WIDGETS_STRING = "example.com/v1, Resource=widgets"
 SECRETS_STRING = "/v1, Resource=secrets"
 SYNC = "dynamic_controller_informer_sync_duration_seconds"
 KINDS = tuple(GVR("churn.example.com", "v1", f"kind{i}s") for i in range(12))
@@ -110,7 +111,8 @@ async def test_deregistering_a_kind_removes_every_series_of_it(
         await dynamic.deregister(WIDGETS)
         assert mentioning(metrics, WIDGETS_KEY, WIDGETS_STRING, SECRETS_STRING) == set()
         assert series(metrics) >= others  # the configmaps kind keeps its series
-        assert metrics.value("dynamic_controller_reconcile_total", gvr="/v1/configmaps") == 1
+        configmaps = "/v1, Resource=configmaps"
+        assert metrics.value("dynamic_controller_reconcile_total", gvr=configmaps) == 1
 
 
 async def test_a_reconcile_that_ends_after_deregistration_leaves_no_series(

@@ -14,7 +14,7 @@ from kro.runtime.reconcile import Request, Result, TerminalError
 
 A = ObjectRef(WIDGETS, "default", "a")
 B = ObjectRef(WIDGETS, "default", "b")
-GVR_KEY = "example.com/v1/widgets"
+GVR_KEY = "example.com/v1, Resource=widgets"  # one label format everywhere
 
 
 async def wait_until_idle(dynamic: DynamicController) -> None:

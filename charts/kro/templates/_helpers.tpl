@@ -88,7 +88,7 @@ would otherwise print large ones as 1e+06.
 {{- define "kro.controllerArgs" -}}
 {{- $c := .Values.config -}}
 {{- $args := list -}}
-{{- $args = append $args (printf "--metrics-bind-address=%s" $c.metricsBindAddress) -}}
+{{- $args = append $args (printf "--metrics-bind-address=%s" (toString $c.metricsBindAddress)) -}}
 {{- $args = append $args (printf "--health-probe-bind-address=%s" $c.healthProbeBindAddress) -}}
 {{- if .Values.debug.pprof.enabled -}}
 {{- $args = append $args (printf "--pprof-bind-address=:%d" (.Values.debug.pprof.port | int64)) -}}

@@ -32,6 +32,7 @@ from kro.api.objects import metadata as _meta
 from kro.applyset import Applier
 from kro.controllers.crd import CRDS
 from kro.controllers.events import RecorderPool, recorder_name
+from kro.controllers.failures import FailureReporter
 from kro.controllers.instance.draining import DrainingReconciler
 from kro.controllers.instance.reconciler import (
     InstanceOptions,
@@ -39,17 +40,18 @@ from kro.controllers.instance.reconciler import (
     should_enqueue_update,
 )
 from kro.controllers.metrics import (
+    INSTANCE_FAILURES,
     CelMetrics,
     ConditionDurations,
     InstanceMetrics,
     RuntimeMetrics,
-    gvk_string,
     gvr_string,
 )
 from kro.controllers.registry import RevisionRegistry
 from kro.dynamic import DynamicController
 from kro.runtime.client import Client
 from kro.runtime.errors import NotFound
+from kro.runtime.events import EventRecorder
 from kro.runtime.gvk import GVR
 
 log = structlog.get_logger(__name__)
@@ -122,6 +124,9 @@ class InstanceControllers:
         self._enqueue_rgd = enqueue_rgd
         self._served: dict[str, _Served] = {}  # rgd uid -> the kind registered for it
         self._draining: dict[GVR, Kind] = {}  # kinds of deleted RGDs that still have instances
+        # One per kind, kept across re-registrations (a new revision builds a new reconciler):
+        # the last failure cause of each instance must survive it, or it would be logged again.
+        self._failures: dict[GVR, FailureReporter] = {}
 
     def served(self) -> dict[str, GVR]:
         """RGD uid -> the kind served for that live RGD."""
@@ -141,7 +146,11 @@ class InstanceControllers:
         if served is not None and served.kind.gvr != kind.gvr:
             del self._served[kind.rgd_uid]
             await self._deregister(served.kind)  # the RGD now generates another kind
+        first = kind.gvr not in self._failures
         reconciler = InstanceReconciler(**self._reconciler_args(kind))
+        if first:
+            self._metrics.initialise(gvr_string(kind.gvr))
+            self._metrics.states.register(kind.rgd_name)
         await self._dynamic.register(
             kind.gvr, reconciler.reconcile, should_enqueue_update=should_enqueue_update
         )
@@ -221,9 +230,29 @@ class InstanceControllers:
         if self._recorders is not None:
             self._recorders.release(recorder_name(kind.crd_name))
         gvr = gvr_string(kind.gvr)
-        self._metrics.forget(gvr, gvk_string(kind.gvr.group, kind.gvr.version, kind.kind))
+        self._failures.pop(kind.gvr, None)
+        # The RGD's own series (by `rgd`) go only with its last kind: a re-created RGD of the
+        # same name may already serve another one.
+        rgd_kinds = [s.kind for s in self._served.values()] + list(self._draining.values())
+        last = not any(k.rgd_name == kind.rgd_name and k.gvr != kind.gvr for k in rgd_kinds)
+        self._metrics.forget(gvr, kind.rgd_name if last else None)
         if self._condition_durations is not None:
             self._condition_durations.evict_gvr(gvr)
+
+    def _failures_of(self, kind: Kind, recorder: EventRecorder | None) -> FailureReporter:
+        """The kind's FailureReporter, created (with its series at 0) on first use."""
+        failures = self._failures.get(kind.gvr)
+        if failures is None or failures.rgd != kind.rgd_name:
+            failures = self._failures[kind.gvr] = FailureReporter(
+                rgd=kind.rgd_name,
+                event="instance.failed",
+                counter=self._metrics.errors,
+                reasons=INSTANCE_FAILURES,
+                recorder=recorder,
+            )
+            failures.initialise()
+        failures.recorder = recorder
+        return failures
 
     def _reconciler_args(self, kind: Kind) -> dict[str, Any]:
         """What every instance reconciler of `kind` is built with."""
@@ -246,4 +275,5 @@ class InstanceControllers:
             "condition_durations": self._condition_durations,
             "events": recorder if self._options.condition_events else None,
             "warnings": recorder,
+            "failures": self._failures_of(kind, recorder),
         }

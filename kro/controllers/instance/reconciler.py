@@ -5,7 +5,11 @@ latest graph revision (R-03) → ensure kro manages the instance (R-05) → susp
 resources (R-08..R-14, `resources.InstancePass`) → status (R-15, R-16, R-18) → requeue (R-17).
 
 Errors are recorded in the instance's conditions before they are raised, so a user sees what is
-wrong with `kubectl get -o yaml`, not only in the controller's logs.
+wrong with `kubectl get -o yaml`, not only in the controller's logs. Failures a user must act on
+(a child apply refused, a failed pass, a graph that cannot be used, a blocked deletion) are also
+reported through the kind's FailureReporter (kro.controllers.failures): a warning line when the
+cause changes, a Warning Event, and `instance_errors_total{rgd, reason}`. Every status write
+also tells `instances_by_state` the instance's state.
 """
 
 from __future__ import annotations
@@ -23,12 +27,16 @@ from kro.api.names import (
     CONDITION_GRAPH_RESOLVED,
     CONDITION_INSTANCE_MANAGED,
     CONDITION_RESOURCES_READY,
+    EVENT_DELETION_BLOCKED,
+    EVENT_RECONCILE_FAILED,
+    EVENT_RESOURCE_APPLY_FAILED,
     FIELD_MANAGER_LABELLER,
     FINALIZER,
     INSTANCE_STATE_ACTIVE,
     INSTANCE_STATE_DELETING,
     INSTANCE_STATE_ERROR,
     INSTANCE_STATE_IN_PROGRESS,
+    NODE_STATE_ERROR,
     NODE_TERMINAL_STATES,
     REASON_ALL_RESOURCES_READY,
     REASON_FIELD_YIELDED,
@@ -57,6 +65,7 @@ from kro.applyset import (
     remove_finalizer,
 )
 from kro.controllers.events import record_condition_changes
+from kro.controllers.failures import Failure, FailureReporter
 from kro.controllers.instance import contests
 from kro.controllers.instance.labels import instance_labels
 from kro.controllers.instance.resources import ChildDeleting, InstancePass, PassOutcome
@@ -69,7 +78,6 @@ from kro.controllers.metrics import (
     ConditionDurations,
     InstanceMetrics,
     RuntimeMetrics,
-    gvk_string,
     gvr_string,
 )
 from kro.controllers.registry import RevisionRegistry, RevisionState
@@ -86,7 +94,23 @@ log = structlog.get_logger(__name__)
 
 
 class ReconcileFailed(Exception):
-    """The pass failed after its status was written; the queue retries with backoff."""
+    """The pass failed after its status was written and the failure was reported; the queue
+    retries with backoff."""
+
+
+Key = tuple[str, str]
+"""An instance's (namespace, name): what failures and state counts are kept by."""
+
+
+def apply_failure(errors: Mapping[str, Sequence[BaseException]]) -> Failure:
+    """The failure of a pass whose children were refused by the API server (422, 403, ...)."""
+    parts = [f'resource "{node}": {error}' for node, found in errors.items() for error in found]
+    codes = sorted({str(getattr(e, "status", "")) for f in errors.values() for e in f} - {""})
+    return Failure(
+        EVENT_RESOURCE_APPLY_FAILED,
+        "apply failed: " + "; ".join(parts),
+        {"resource_id": ",".join(errors), "code": ",".join(codes)},
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -140,9 +164,12 @@ class InstanceReconciler:
         cel_metrics: CelMetrics | None = None,
         condition_durations: ConditionDurations | None = None,
         warnings: EventRecorder | None = None,
+        failures: FailureReporter | None = None,
     ) -> None:
         """`events`: the recorder of condition-change Events (None: gate off, no Events).
         `warnings`: the recorder of kro-py's own Warnings (a yielded field), whatever the gates.
+        `failures`: the kind's FailureReporter, shared by its reconcilers across revisions
+        (default: one of this reconciler's own, without Events).
         """
         self.rgd_name = rgd_name
         self.rgd_uid = rgd_uid
@@ -158,24 +185,52 @@ class InstanceReconciler:
         self.condition_durations = condition_durations
         self.events = events
         self.warnings = warnings
+        self.kind = kind
+        self.failures = failures or FailureReporter(
+            rgd=rgd_name,
+            event="instance.failed",
+            counter=self.metrics.errors,
+            reasons=(),
+        )
         self._gvr_label = gvr_string(gvr)
-        self._gvk_label = gvk_string(gvr.group, gvr.version, kind)
 
     def _requeue(self) -> Result:
         interval = self.options.requeue_interval_s
         return Result(requeue_after_s=interval) if interval > 0 else Result()
 
     async def reconcile(self, request: Request) -> Result:
-        """One reconcile, counted and timed in the instance_* metrics (rows 31-33)."""
+        """One reconcile, counted and timed in the instance_* metrics (rows 31-33).
+
+        A failure that no phase reported itself (a read the API server refused, say) is
+        reported here, so none goes unseen.
+        """
         self.metrics.reconcile_total.inc(gvr=self._gvr_label)
         started = time.monotonic()
         try:
             return await self._reconcile_request(request)
-        except Exception:
+        except Exception as error:
             self.metrics.reconcile_errors.inc(gvr=self._gvr_label)
+            # Reported already, gone, or a stale read the retry re-reads: nothing to act on.
+            if not isinstance(error, ReconcileFailed | NotFound | Conflict):
+                self._report_unowned(request, error)
             raise
         finally:
             self.metrics.reconcile_duration.observe(time.monotonic() - started, gvr=self._gvr_label)
+
+    def _report_unowned(self, request: Request, error: Exception) -> None:
+        reference = {
+            "apiVersion": f"{self.gvr.group}/{self.gvr.version}".lstrip("/"),
+            "kind": self.kind,
+            "metadata": {"name": request.name, "namespace": request.namespace},
+        }
+        with structlog.contextvars.bound_contextvars(
+            rgd=self.rgd_name, namespace=request.namespace, name=request.name
+        ):
+            self.failures.report(
+                (request.namespace, request.name),
+                reference,
+                Failure(EVENT_RECONCILE_FAILED, f"reconcile failed: {error}"),
+            )
 
     async def _reconcile_request(self, request: Request) -> Result:
         parent = ObjectRef(self.gvr, request.namespace, request.name)
@@ -201,8 +256,13 @@ class InstanceReconciler:
         if graph is None:
             status.set(CONDITION_GRAPH_RESOLVED, STATUS_FALSE, REASON_RESOLUTION_FAILED, failure)
             await self._write_status(instance, status.build(INSTANCE_STATE_ERROR, None))
-            log.info("instance.graph_unresolved", reason=failure)
-            return Result() if "failed" in failure else self._requeue()
+            if "failed" in failure:  # the RGD's latest graph is broken: its owner must act
+                self.failures.report(
+                    parent_key(parent), instance, Failure(REASON_RESOLUTION_FAILED, failure)
+                )
+                return Result()
+            log.debug("instance.graph_unresolved", reason=failure)  # warming up, compiling
+            return self._requeue()
         status.set(
             CONDITION_GRAPH_RESOLVED,
             STATUS_TRUE,
@@ -218,6 +278,7 @@ class InstanceReconciler:
                 "reconciliation suspended via kro.run/reconcile annotation",
             )
             await self._write_status(instance, status.build(INSTANCE_STATE_ACTIVE, None))
+            self.failures.clear(parent_key(parent))
             return Result()
         started = time.monotonic()
         evaluation = InstanceEvaluation(
@@ -260,17 +321,16 @@ class InstanceReconciler:
             return self._requeue()
         except (EvaluationError, ApplySetError, KubeError) as error:
             await self.watches.done(parent, commit=False)
-            status.set(
-                CONDITION_RESOURCES_READY,
-                STATUS_FALSE,
-                REASON_NOT_READY,
-                f"resource reconciliation failed: {error}",
-            )
+            message = f"resource reconciliation failed: {error}"
+            status.set(CONDITION_RESOURCES_READY, STATUS_FALSE, REASON_NOT_READY, message)
             await self._write_status(work.instance, status.build(INSTANCE_STATE_ERROR, None))
-            log.warning(
-                "instance.reconcile_failed",
-                error=str(error),
-                resource_id=getattr(error, "resource_id", None),
+            fields = {"resource_id": getattr(error, "resource_id", None)}
+            if isinstance(error, KubeError):
+                fields["code"] = getattr(error, "status", None)
+            self.failures.report(
+                parent_key(parent),
+                work.instance,
+                Failure(EVENT_RECONCILE_FAILED, message, {k: v for k, v in fields.items() if v}),
             )
             raise ReconcileFailed(str(error)) from error
         await self.watches.done(parent, commit=True)
@@ -338,15 +398,17 @@ class InstanceReconciler:
                 force=True,
                 namespace=metadata.get("namespace") or None,
             )
+        except NotFound:
+            raise  # deleted meanwhile: nothing to report, the queue drops it
         except KubeError as error:
-            status.set(
-                CONDITION_INSTANCE_MANAGED,
-                STATUS_FALSE,
-                REASON_MANAGEMENT_FAILED,
-                f"finalizer/labeling failed: {error}",
-            )
+            message = f"finalizer/labeling failed: {error}"
+            status.set(CONDITION_INSTANCE_MANAGED, STATUS_FALSE, REASON_MANAGEMENT_FAILED, message)
             await self._write_status(instance, status.build(INSTANCE_STATE_ERROR, None))
-            raise
+            failure = Failure(
+                REASON_MANAGEMENT_FAILED, message, {"code": getattr(error, "status", None)}
+            )
+            self.failures.report(object_key(instance), instance, failure)
+            raise ReconcileFailed(message) from error
         status.set(
             CONDITION_INSTANCE_MANAGED,
             STATUS_TRUE,
@@ -390,6 +452,7 @@ class InstanceReconciler:
                 f"awaiting resource readiness: {reasons}",
             )
         self._report_contests(instance, status, outcome.contests)
+        self._report_apply_errors(instance, outcome)
         author = (
             evaluation.author_conditions(status.builtin_conditions()) if graph.conditions else None
         )
@@ -411,6 +474,19 @@ class InstanceReconciler:
         if outcome.retry_after_s is not None:
             return Result(requeue_after_s=outcome.retry_after_s)
         return Result()
+
+    def _report_apply_errors(self, instance: Mapping[str, Any], outcome: PassOutcome) -> None:
+        """Children the API server refused (R-14): reported; a clean pass clears the cause."""
+        key = object_key(instance)
+        errors = {
+            node: outcome.errors.get(node) or [RuntimeError(outcome.reasons.get(node, ""))]
+            for node, state in outcome.states.items()
+            if state == NODE_STATE_ERROR
+        }
+        if errors:
+            self.failures.report(key, instance, apply_failure(errors))
+        else:
+            self.failures.clear(key)
 
     def _report_contests(
         self, instance: Mapping[str, Any], status: InstanceStatus, found: Sequence[Contest]
@@ -462,6 +538,7 @@ class InstanceReconciler:
             await remove_finalizer(self.client, self.gvr, instance, FINALIZER)
             log.info("instance.deleted")
             return Result()
+        self.failures.clear(parent_key(parent))
         status.set(
             CONDITION_RESOURCES_READY, STATUS_UNKNOWN, REASON_UNDER_DELETION, "deleting resources"
         )
@@ -472,14 +549,12 @@ class InstanceReconciler:
         self, instance: Mapping[str, Any], status: InstanceStatus, reason: str
     ) -> None:
         """D-06: the user sees why the finalizer stays, not only the controller's log."""
-        status.set(
-            CONDITION_RESOURCES_READY,
-            STATUS_UNKNOWN,
-            REASON_UNDER_DELETION,
-            f"deletion blocked: {reason}",
-        )
+        message = f"deletion blocked: {reason}"
+        status.set(CONDITION_RESOURCES_READY, STATUS_UNKNOWN, REASON_UNDER_DELETION, message)
         await self._write_status(instance, status.build(INSTANCE_STATE_DELETING, None))
-        log.warning("instance.deletion_blocked", error=reason)
+        self.failures.report(
+            object_key(instance), instance, Failure(EVENT_DELETION_BLOCKED, message)
+        )
 
     # -- status write ------------------------------------------------------------------------
 
@@ -491,6 +566,9 @@ class InstanceReconciler:
         """
         current: Mapping[str, Any] = instance
         meta = instance.get("metadata") or {}
+        self.metrics.states.set(
+            object_key(instance), str(desired.get("state") or ""), self.rgd_name
+        )
         if self.condition_durations is not None:
             self.condition_durations.update(
                 self._gvr_label,
@@ -519,6 +597,8 @@ class InstanceReconciler:
     async def _forget(self, parent: ObjectRef) -> None:
         """The instance is gone (or no longer ours): drop its watches and metric series."""
         await self.watches.forget(parent)
+        self.failures.forget(parent_key(parent))
+        self.metrics.states.forget(parent_key(parent), self.rgd_name)
         if self.condition_durations is not None:
             self.condition_durations.evict(self._gvr_label, parent.namespace, parent.name)
 
@@ -527,7 +607,7 @@ class InstanceReconciler:
         old_state, new_state = str(previous.get("state") or ""), str(desired.get("state") or "")
         if old_state != new_state:
             self.metrics.state_transitions.inc(
-                gvr=self._gvk_label, from_state=old_state, to_state=new_state
+                gvr=self._gvr_label, from_state=old_state, to_state=new_state
             )
         if self.events is not None:
             record_condition_changes(
@@ -536,3 +616,12 @@ class InstanceReconciler:
                 previous.get("conditions") or [],
                 desired.get("conditions") or [],
             )
+
+
+def parent_key(parent: ObjectRef) -> Key:
+    return (parent.namespace, parent.name)
+
+
+def object_key(instance: Mapping[str, Any]) -> Key:
+    meta = instance.get("metadata") or {}
+    return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))

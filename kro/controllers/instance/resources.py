@@ -63,11 +63,11 @@ class PassOutcome:
     retry: bool = False  # something failed in a way only a later pass can fix (prune conflict)
     contests: list[Contest] = field(default_factory=list)  # fields another manager rewrites
     retry_after_s: float | None = None  # a contested field waits out a backoff
+    errors: dict[str, list[BaseException]] = field(default_factory=dict)  # node -> apply errors
 
 
 def node_gvr(node: Node) -> GVR:
     return GVR(node.gvk.group, node.gvk.version, node.resource)
-
 
 
 def _identity(obj: Mapping[str, Any]) -> tuple[str, str]:
@@ -260,6 +260,7 @@ class InstancePass:
                 self.outcome.mutated = True
             if errors:
                 self.outcome.apply_errors = True
+                self.outcome.errors[node_id] = [e.error for e in errors if e.error is not None]
                 message = "; ".join(str(e.error) for e in errors)
                 self._set(node_id, NODE_STATE_ERROR, message)
                 continue

@@ -1,0 +1,350 @@
+"""The three example operators of examples/runtime/, each on the real control plane.
+
+Each runs in this process on a Manager of its own (no ports, no signal handlers), watching the
+test's namespace, exactly as its `main()` wires it; the tests change objects through the API and
+assert the state of the world, waiting with deadlines. Reconcile counts come from the manager's
+own controller-runtime metrics, the way an operator's dashboard would read them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+import re
+import secrets
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import yaml
+from runtime_e2e_support import CONFIGMAPS, eventually
+
+from kro.runtime import GVR, Client, Manager, ManagerOptions, errors
+from kro.testing.adminapi import AdminApi
+from kro.testing.pytest_plugin import ClusterHandle, create_namespace
+from kro.testing.wait import wait_for
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples" / "runtime"
+SECRETS = GVR("", "v1", "secrets")
+DEPLOYMENTS = GVR("apps", "v1", "deployments")
+CRDS = GVR("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+WEBSITES = GVR("example.kro.run", "v1alpha1", "websites")
+
+
+def example(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+async def client(kube_cluster: ClusterHandle) -> AsyncIterator[Client]:
+    async with await Client.from_kubeconfig(str(kube_cluster.kubeconfig)) as c:
+        yield c
+
+
+@contextlib.asynccontextmanager
+async def operator(
+    client: Client, setup: Callable[[Manager, Client, str | None], None], namespace: str
+) -> AsyncIterator[Manager]:
+    """Run an example's controllers, ready (caches synced) on entry, drained on exit."""
+    manager = Manager(
+        ManagerOptions(handle_signals=False, graceful_shutdown_timeout_s=10), client=client
+    )
+    setup(manager, client, namespace)
+    task = asyncio.create_task(manager.run(), name="e2e.operator")
+
+    async def ready() -> bool:
+        if task.done():
+            task.result()  # raise what killed it
+        return manager.is_ready()
+
+    try:
+        await eventually(ready, timeout_s=60, what="the operator's caches to sync")
+        yield manager
+    finally:
+        manager.stop()
+        await asyncio.wait_for(task, timeout=30)
+
+
+def reconciles(manager: Manager, controller: str, result: str | None = None) -> int:
+    """controller_runtime_reconcile_total for one controller (every result, or one)."""
+    text = manager.metrics.render().decode()
+    total = 0.0
+    for labels, value in re.findall(
+        r"^controller_runtime_reconcile_total\{(.*)\} (\S+)$", text, re.M
+    ):
+        if f'controller="{controller}"' in labels and (
+            result is None or f'result="{result}"' in labels
+        ):
+            total += float(value)
+    return int(total)
+
+
+def terminal_errors(manager: Manager, controller: str) -> int:
+    text = manager.metrics.render().decode()
+    name = "controller_runtime_terminal_reconcile_errors_total"
+    pattern = rf'^{name}\{{controller="{controller}"\}} (\S+)$'
+    found = re.search(pattern, text, re.M)
+    return int(float(found.group(1))) if found else 0
+
+
+async def get(client: Client, gvr: GVR, name: str, ns: str) -> dict[str, Any] | None:
+    try:
+        return await client.get(gvr, name, namespace=ns)
+    except errors.NotFound:
+        return None
+
+
+# -- the ConfigMap labeller: predicates ------------------------------------------------------------
+
+TEAM = "example.kro.run/team"
+
+
+def annotated(name: str, team: str | None, **labels: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": labels}
+    if team is not None:
+        meta["annotations"] = {TEAM: team}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"n": "0"}}
+
+
+async def test_the_labeller_follows_annotations_and_ignores_data_edits(
+    client: Client, kube_namespace: str
+) -> None:
+    ns = kube_namespace
+    labeller = example("configmap_labeller")
+
+    async def label(name: str, team: str | None) -> bool:
+        cm = await get(client, CONFIGMAPS, name, ns)
+        return cm is not None and (cm["metadata"].get("labels") or {}).get(TEAM) == team
+
+    async with operator(client, labeller.setup, ns) as manager:
+        await eventually(
+            lambda: _true(reconciles(manager, "configmap-labeller") >= 1),
+            timeout_s=30,
+            what="the initial list (kube-root-ca.crt) to be reconciled",
+        )
+        await client.create(CONFIGMAPS, annotated("a", "payments"), namespace=ns)
+        await eventually(lambda: label("a", "payments"), timeout_s=30, what="a's team label")
+        # create + the label write's own update (labels changed): 3 with kube-root-ca.crt
+        await eventually(
+            lambda: _true(reconciles(manager, "configmap-labeller") == 3),
+            timeout_s=30,
+            what="three reconciles",
+        )
+        for i in range(5):  # data edits: filtered out before the queue
+            await client.patch(CONFIGMAPS, "a", {"data": {"n": str(i + 1)}}, namespace=ns)
+        # A later event in the same watch: once it is reconciled, the edits above were seen.
+        await client.create(CONFIGMAPS, annotated("b", "search"), namespace=ns)
+        await eventually(lambda: label("b", "search"), timeout_s=30, what="b's team label")
+        await eventually(
+            lambda: _true(reconciles(manager, "configmap-labeller") == 5),
+            timeout_s=30,
+            what="b's two reconciles",
+        )
+        await asyncio.sleep(0.5)
+        assert reconciles(manager, "configmap-labeller") == 5, "data edits must not reconcile"
+
+        await client.patch(
+            CONFIGMAPS, "a", {"metadata": {"annotations": {TEAM: "risk"}}}, namespace=ns
+        )
+        await eventually(lambda: label("a", "risk"), timeout_s=30, what="the label to follow")
+        await client.patch(CONFIGMAPS, "a", {"metadata": {"labels": {TEAM: None}}}, namespace=ns)
+        await eventually(lambda: label("a", "risk"), timeout_s=30, what="a removed label back")
+        await client.patch(
+            CONFIGMAPS, "a", {"metadata": {"annotations": {TEAM: None}}}, namespace=ns
+        )
+        await eventually(lambda: label("a", None), timeout_s=30, what="the label to go")
+
+        skipped = annotated("c", "payments", **{"example.kro.run/skip": "true"})
+        await client.create(CONFIGMAPS, skipped, namespace=ns)
+        await client.create(CONFIGMAPS, annotated("d", "ops"), namespace=ns)
+        await eventually(lambda: label("d", "ops"), timeout_s=30, what="d's label (after c)")
+        assert await label("c", None), "a ConfigMap labelled example.kro.run/skip is left alone"
+        assert reconciles(manager, "configmap-labeller", "error") == 0
+        assert manager.reader.api_reads == 0, "every read came from the cache"
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+# -- the Secret replicator: finalizer, watches with a map function ---------------------------------
+
+TARGETS = "example.kro.run/replicate-to"
+FINALIZER = "example.kro.run/replicas"
+
+
+@pytest.fixture
+def target_namespaces(kube_admin: AdminApi) -> Iterator[list[str]]:
+    names = [f"kro-test-target-{secrets.token_hex(3)}" for _ in range(2)]
+    try:
+        for name in names:
+            create_namespace(kube_admin, name)
+        yield names
+    finally:
+        for name in names:
+            kube_admin.delete(f"/api/v1/namespaces/{name}")
+
+
+async def test_the_replicator_keeps_copies_and_cleans_up_through_its_finalizer(
+    client: Client, kube_namespace: str, target_namespaces: list[str]
+) -> None:
+    ns, (t1, t2) = kube_namespace, target_namespaces
+    replicator = example("secret_replicator")
+    source = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "creds", "annotations": {TARGETS: f"{t1}, {t2}"}},
+        "stringData": {"password": "hunter2"},
+    }
+
+    async def copy_in(target: str, not_uid: str = "") -> dict[str, Any] | None:
+        found = await get(client, SECRETS, "creds", target)
+        if found is None or found["metadata"]["uid"] == not_uid:
+            return None
+        return found if found.get("data") == {"password": "aHVudGVyMg=="} else None
+
+    async with operator(client, replicator.setup, ns) as manager:
+        await client.create(SECRETS, source, namespace=ns)
+        first = await eventually(lambda: copy_in(t1), timeout_s=30, what="the copy in t1")
+        await eventually(lambda: copy_in(t2), timeout_s=30, what="the copy in t2")
+        held = await client.get(SECRETS, "creds", namespace=ns)
+        assert FINALIZER in held["metadata"]["finalizers"]
+        assert first["metadata"]["labels"] == {"example.kro.run/replica-of": f"{ns}.creds"}
+
+        await client.patch(SECRETS, "creds", {"data": {"password": "eA=="}}, namespace=t1)
+        await eventually(lambda: copy_in(t1), timeout_s=30, what="an edited copy restored")
+
+        uid = (await client.get(SECRETS, "creds", namespace=t2))["metadata"]["uid"]
+        await client.delete(SECRETS, "creds", namespace=t2)
+        await eventually(lambda: copy_in(t2, not_uid=uid), timeout_s=30, what="a copy recreated")
+
+        patch = {"metadata": {"annotations": {TARGETS: t1}}}
+        await client.patch(SECRETS, "creds", patch, namespace=ns)
+
+        async def gone(target: str) -> bool:
+            return await get(client, SECRETS, "creds", target) is None
+
+        await eventually(lambda: gone(t2), timeout_s=30, what="the copy no longer wanted to go")
+        assert await copy_in(t1) is not None
+
+        await client.delete(SECRETS, "creds", namespace=ns)
+        await eventually(lambda: gone(t1), timeout_s=30, what="copies deleted with the source")
+        await eventually(lambda: gone(ns), timeout_s=30, what="the source released")
+        assert reconciles(manager, "secret-replicator", "error") == 0
+        # Sources and copies (through the label-filtered watch) were all read from the cache.
+        assert manager.reader.api_reads == 0
+
+
+# -- the Website operator: typed CRD, owned Deployment, conditions ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def website_crd(kube_admin: AdminApi) -> None:
+    manifest = yaml.safe_load((EXAMPLES / "website-crd.yaml").read_text())
+    path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    kube_admin.ensure(path, manifest)
+
+    def established() -> bool:
+        crd = kube_admin.get(f"{path}/websites.example.kro.run")
+        conditions = (crd.get("status") or {}).get("conditions") or []
+        return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+
+    wait_for(established, timeout_s=60, interval_s=0.2, what="the Website CRD Established")
+
+
+def website(name: str, image: str = "nginx:1.27", replicas: int = 1) -> dict[str, Any]:
+    return {
+        "apiVersion": "example.kro.run/v1alpha1",
+        "kind": "Website",
+        "metadata": {"name": name},
+        "spec": {"image": image, "replicas": replicas},
+    }
+
+
+@pytest.mark.usefixtures("website_crd")
+async def test_the_website_operator_owns_its_deployment_and_reports_conditions(
+    client: Client, kube_namespace: str
+) -> None:
+    ns = kube_namespace
+    operator_module = example("website_operator")
+
+    async def available(name: str) -> dict[str, Any] | None:
+        site = await client.get(WEBSITES, name, namespace=ns)
+        status = site.get("status") or {}
+        for condition in status.get("conditions") or []:
+            if (
+                condition["type"] == "Available"
+                and condition["status"] == "True"
+                and condition.get("observedGeneration") == site["metadata"]["generation"]
+            ):
+                return site
+        return None
+
+    async with operator(client, operator_module.setup, ns) as manager:
+        created = await client.create(WEBSITES, website("shop"), namespace=ns)
+        deployment = await eventually(
+            lambda: client.get(DEPLOYMENTS, "shop", namespace=ns), timeout_s=30, what="deployment"
+        )
+        (ref,) = deployment["metadata"]["ownerReferences"]
+        assert (ref["kind"], ref["uid"], ref["controller"]) == (
+            "Website",
+            created["metadata"]["uid"],
+            True,
+        )
+        assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.27"
+        site = await eventually(lambda: available("shop"), timeout_s=120, what="Available=True")
+        assert site["status"]["readyReplicas"] == 1
+
+        # A reconcile that changes nothing writes nothing: the Website keeps its version and
+        # its condition keeps its transition time.
+        before = reconciles(manager, "website")
+        touch = {"metadata": {"annotations": {"example.kro.run/touched": "yes"}}}
+        await client.patch(DEPLOYMENTS, "shop", touch, namespace=ns)
+        await eventually(
+            lambda: _true(reconciles(manager, "website") > before),
+            timeout_s=30,
+            what="a reconcile caused by the Deployment's change",
+        )
+        again = await client.get(WEBSITES, "shop", namespace=ns)
+        assert again["metadata"]["resourceVersion"] == site["metadata"]["resourceVersion"]
+
+        # Delete the Deployment: the owner is reconciled and puts it back.
+        await client.delete(DEPLOYMENTS, "shop", namespace=ns)
+
+        async def recreated() -> dict[str, Any] | None:
+            found = await get(client, DEPLOYMENTS, "shop", ns)
+            uid = deployment["metadata"]["uid"]
+            return found if found is not None and found["metadata"]["uid"] != uid else None
+
+        await eventually(recreated, timeout_s=30, what="the Deployment recreated")
+        await eventually(lambda: available("shop"), timeout_s=120, what="Available again")
+
+        # A spec edit (a new generation) reaches the Deployment.
+        await client.patch(WEBSITES, "shop", {"spec": {"image": "nginx:1.28"}}, namespace=ns)
+
+        async def new_image() -> bool:
+            found = await get(client, DEPLOYMENTS, "shop", ns)
+            containers = (found or {}).get("spec", {}).get("template", {}).get("spec", {})
+            return (containers.get("containers") or [{}])[0].get("image") == "nginx:1.28"
+
+        await eventually(new_image, timeout_s=30, what="the new image")
+
+        # The CRD allows 50 replicas; the operator's pydantic model does not: a terminal error,
+        # no Deployment, no retries.
+        await client.create(WEBSITES, website("huge", replicas=50), namespace=ns)
+        await eventually(
+            lambda: _true(terminal_errors(manager, "website") >= 1),
+            timeout_s=30,
+            what="a terminal error for the invalid Website",
+        )
+        assert await get(client, DEPLOYMENTS, "huge", ns) is None
+        assert manager.reader.api_reads == 0

@@ -1,0 +1,282 @@
+"""kro.runtime.builder: a controller in one statement (controller-runtime's builder).
+
+Wiring a controller by hand takes an informer per kind, a handler per informer, a named queue
+with a rate limiter and a Controller registered with the manager, and the easy mistakes are in
+the wiring (a second informer for a kind already watched, a child change that never reaches its
+owner). The builder does that wiring from a declaration of what the controller is for:
+
+    ControllerBuilder(manager)
+        .for_(Website, predicates=generation_changed())     # the primary kind
+        .owns(DEPLOYMENTS)                                  # children: queue their controller owner
+        .watches(SECRETS, secret_to_websites)               # anything else, through a map function
+        .with_predicates(has_labels("tier!=test"))          # applied to every event source
+        .in_namespace("prod")                               # every informer of this controller
+        .workers(4)
+        .rate_limit(base_delay_s=0.1, max_delay_s=300)
+        .build(reconciler)                                  # or .reconcile_objects(async fn)
+
+Informers come from the manager's shared cache (`manager.cache`), so controllers that watch the
+same kind share one watch and one copy of each object, and the manager waits for them all to
+sync before any controller starts. Build controllers before `manager.run()`; a kind first asked
+for while the manager runs is watched at once, but controllers only start with the manager.
+
+The primary kind and every `watches` kind may be a GVR (objects are dicts) or a typed model
+class (kro.runtime.typed); `reconcile_objects` then hands the reconciler validated models.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, Literal, Self, TypeVar, cast, overload
+
+from .adapters import FunctionReconciler, ObjectFn, ObjectReconciler, ReconcileFn
+from .clock import Clock
+from .controller import Controller
+from .gvk import GVR
+from .handlers import EnqueueForObject, EnqueueForOwner, EnqueueFromMap, MapFunc
+from .predicates import Predicate, and_
+from .ratelimit import ItemExponentialBackoff, MaxOf, RateLimiter, TokenBucket
+from .reader import Kind, gvr_of
+from .reconcile import Reconciler, Request
+from .typed import KubeModel
+from .workqueue import WorkQueue
+
+if TYPE_CHECKING:
+    from .manager import Manager
+
+__all__ = ["SAME_NAMESPACE", "ControllerBuilder"]
+
+ObjT = TypeVar("ObjT")
+M = TypeVar("M", bound=KubeModel)
+Predicates = Predicate | Sequence[Predicate]
+
+
+class _Namespace(enum.Enum):
+    SAME = "same"
+
+
+SAME_NAMESPACE: Literal[_Namespace.SAME] = _Namespace.SAME
+"""`watches(..., namespace=SAME_NAMESPACE)`: the builder's namespace (the default)."""
+
+
+def _as_list(predicates: Predicates) -> list[Predicate]:
+    return [predicates] if isinstance(predicates, Predicate) else list(predicates)
+
+
+@dataclass(slots=True)
+class _Source:
+    kind: Kind
+    predicates: list[Predicate] = field(default_factory=list)
+    map_fn: MapFunc | None = None
+    only_controller: bool = True
+    namespace: str | Literal[_Namespace.SAME] | None = SAME_NAMESPACE
+    label_selector: str | None = None
+
+
+class ControllerBuilder(Generic[ObjT]):
+    """Declares one controller and registers it with `manager` on `build` (module docstring).
+
+    ObjT is what `reconcile_objects` hands the reconciler: a dict for a GVR, the model for a
+    typed kind.
+    """
+
+    def __init__(
+        self, manager: Manager, *, name: str | None = None, clock: Clock | None = None
+    ) -> None:
+        self._manager = manager
+        self._name = name
+        self._clock = clock
+        self._primary: _Source | None = None
+        self._owned: list[_Source] = []
+        self._watched: list[_Source] = []
+        self._predicates: list[Predicate] = []
+        self._namespace: str | None = None
+        self._label_selector: str | None = None
+        self._field_selector: str | None = None
+        self._workers = 1
+        self._limiter: RateLimiter[Request] | None = None
+        self._max_retries: int | None = None
+        self._built = False
+
+    # -- what the controller is for -------------------------------------------------------------
+
+    @overload
+    def for_(self, kind: type[M], *, predicates: Predicates = ()) -> ControllerBuilder[M]: ...
+
+    @overload
+    def for_(
+        self, kind: GVR, *, predicates: Predicates = ()
+    ) -> ControllerBuilder[dict[str, Any]]: ...
+
+    def for_(self, kind: Kind, *, predicates: Predicates = ()) -> ControllerBuilder[Any]:
+        """The primary kind: its objects are what requests name. Exactly one per controller."""
+        if self._primary is not None:
+            raise ValueError("for_() was already called: a controller has one primary kind")
+        self._primary = _Source(kind, _as_list(predicates))
+        return self
+
+    def owns(
+        self, kind: Kind, *, predicates: Predicates = (), only_controller: bool = True
+    ) -> Self:
+        """A kind this controller creates: a change to one queues its owner among the primaries
+        (its controller owner, or any owner with `only_controller=False`)."""
+        self._owned.append(_Source(kind, _as_list(predicates), only_controller=only_controller))
+        return self
+
+    def watches(
+        self,
+        kind: Kind,
+        map_fn: MapFunc,
+        *,
+        predicates: Predicates = (),
+        namespace: str | Literal[_Namespace.SAME] | None = SAME_NAMESPACE,
+        label_selector: str | None = None,
+    ) -> Self:
+        """Any other kind: a change to one queues the requests `map_fn(obj)` returns.
+
+        namespace: where to watch it (None: all namespaces); by default the builder's.
+        label_selector: watch only matching objects (filtered by the server).
+        """
+        self._watched.append(
+            _Source(
+                kind,
+                _as_list(predicates),
+                map_fn=map_fn,
+                namespace=namespace,
+                label_selector=label_selector,
+            )
+        )
+        return self
+
+    # -- filters and options --------------------------------------------------------------------
+
+    def with_predicates(self, *predicates: Predicate) -> Self:
+        """Predicates for every event source of this controller (controller-runtime's
+        WithEventFilter), on top of each source's own."""
+        self._predicates.extend(predicates)
+        return self
+
+    def with_selector(self, label: str | None = None, field: str | None = None) -> Self:
+        """Watch only primaries matching these selectors, filtered by the API server, so the
+        others cost neither memory nor events."""
+        self._label_selector = label
+        self._field_selector = field
+        return self
+
+    def in_namespace(self, namespace: str | None) -> Self:
+        """Watch one namespace (None: all, the default)."""
+        self._namespace = namespace
+        return self
+
+    def named(self, name: str) -> Self:
+        """The controller's name in logs and metrics (default: the primary resource)."""
+        self._name = name
+        return self
+
+    def workers(self, count: int) -> Self:
+        """Concurrent reconciles (never two for one key)."""
+        if count < 1:
+            raise ValueError("a controller needs at least one worker")
+        self._workers = count
+        return self
+
+    def rate_limit(
+        self,
+        limiter: RateLimiter[Request] | None = None,
+        *,
+        base_delay_s: float = 0.005,
+        max_delay_s: float = 1000.0,
+        qps: float = 10.0,
+        burst: int = 100,
+    ) -> Self:
+        """How failed keys are retried: per-key exponential backoff from `base_delay_s` to
+        `max_delay_s`, within an overall token bucket (client-go's defaults), or `limiter`."""
+        self._limiter = limiter or MaxOf(
+            ItemExponentialBackoff[Request](base_s=base_delay_s, cap_s=max_delay_s),
+            TokenBucket[Request](qps=qps, burst=burst, clock=self._clock),
+        )
+        return self
+
+    def max_retries(self, count: int | None) -> Self:
+        """Drop a key after this many consecutive failures (None: retry forever, the default)."""
+        self._max_retries = count
+        return self
+
+    # -- building -------------------------------------------------------------------------------
+
+    def reconcile_objects(self, fn: ObjectFn[ObjT]) -> Controller[Request]:
+        """Build with a reconciler that is handed the primary object (kro.runtime.adapters)."""
+        primary = self._require_primary()
+        return self.build(ObjectReconciler(self._manager.reader, primary.kind, fn))
+
+    def build(self, reconciler: Reconciler[Request] | ReconcileFn) -> Controller[Request]:
+        """Wire informers, handlers and a queue, register the controller with the manager."""
+        if self._built:
+            raise ValueError("this builder has already built its controller")
+        primary = self._require_primary()
+        manager, cache = self._manager, self._manager.cache
+        gvr = gvr_of(primary.kind)
+        name = self._name or (f"{gvr.resource}.{gvr.group}" if gvr.group else gvr.resource)
+        queue: WorkQueue[Request] = WorkQueue(
+            name, rate_limiter=self._limiter, clock=self._clock, metrics=manager.metrics
+        )
+        common = self._predicates
+
+        primaries = cache.informer(
+            gvr,
+            namespace=self._namespace,
+            label_selector=self._label_selector,
+            field_selector=self._field_selector,
+        )
+        primaries.add_handler(EnqueueForObject(queue, and_(*common, *primary.predicates)))
+        owner_kind = primary.kind.gvk.kind if isinstance(primary.kind, type) else None
+        for owned in self._owned:
+            informer = cache.informer(gvr_of(owned.kind), namespace=self._namespace)
+            informer.add_handler(
+                EnqueueForOwner(
+                    queue,
+                    primaries.store,
+                    owner_group=gvr.group,
+                    owner_kind=owner_kind,
+                    only_controller=owned.only_controller,
+                    predicate=and_(*common, *owned.predicates),
+                )
+            )
+        for watched in self._watched:
+            assert watched.map_fn is not None
+            namespace = (
+                self._namespace if watched.namespace is SAME_NAMESPACE else watched.namespace
+            )
+            informer = cache.informer(
+                gvr_of(watched.kind), namespace=namespace, label_selector=watched.label_selector
+            )
+            informer.add_handler(
+                EnqueueFromMap(queue, watched.map_fn, and_(*common, *watched.predicates))
+            )
+
+        controller = Controller(
+            name,
+            _as_reconciler(reconciler),
+            queue,
+            workers=self._workers,
+            max_retries=self._max_retries,
+            clock=self._clock,
+            metrics=manager.metrics,
+        )
+        manager.add_controller(controller)
+        self._built = True
+        return controller
+
+    def _require_primary(self) -> _Source:
+        if self._primary is None:
+            raise ValueError("call for_(kind) first: a controller needs a primary kind")
+        return self._primary
+
+
+def _as_reconciler(reconciler: Reconciler[Request] | ReconcileFn) -> Reconciler[Request]:
+    """A Reconciler as it is, an `async def fn(request)` wrapped."""
+    if callable(getattr(reconciler, "reconcile", None)):
+        return cast(Reconciler[Request], reconciler)
+    return FunctionReconciler(cast(ReconcileFn, reconciler))

@@ -1,0 +1,144 @@
+"""kro.runtime.finalizers: clean up outside an object before Kubernetes lets it go.
+
+ownerReferences clean up children in the same namespace. Anything else an object caused (copies
+in other namespaces, an external resource, a DNS record) needs a finalizer: a name in
+`metadata.finalizers` that keeps the object in the API, marked with a deletionTimestamp, until
+the controller that put it there has cleaned up and removed it.
+
+`Finalizer.handle` is the whole protocol in one call at the top of a reconcile:
+
+    outcome = await finalizer.handle(SECRETS, secret)
+    if outcome.deleting:
+        return Result()          # cleaned up and released (or still being released)
+    ... reconcile as usual; outcome.object carries the finalizer ...
+
+* a live object without the finalizer gets it (before anything is created outside it, so no
+  deletion can slip through unnoticed);
+* an object being deleted that carries it has `cleanup(obj)` run, then the finalizer removed;
+* cleanup runs once per object: if removing the finalizer fails (a conflict with a concurrent
+  writer), the retry removes it without cleaning up again. A cleanup that raises is retried
+  with backoff, like any reconcile failure, and must therefore be idempotent.
+
+Finalizer lists are written with a merge patch that carries the object's resourceVersion: an
+optimistic lock, so a finalizer another controller added meanwhile is never dropped (the write
+fails with Conflict and the reconcile is retried on fresh data).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from .client import Client
+from .errors import NotFound
+from .reader import Kind, gvr_of
+from .typed import as_dict
+
+__all__ = [
+    "Finalizer",
+    "FinalizerOutcome",
+    "add_finalizer",
+    "has_finalizer",
+    "is_being_deleted",
+    "remove_finalizer",
+]
+
+ObjT = TypeVar("ObjT", bound=Mapping[str, Any] | BaseModel)
+Obj = dict[str, Any]
+
+
+def _meta(obj: Mapping[str, Any] | BaseModel) -> Mapping[str, Any]:
+    meta = as_dict(obj).get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def has_finalizer(obj: Mapping[str, Any] | BaseModel, name: str) -> bool:
+    return name in (_meta(obj).get("finalizers") or ())
+
+
+def is_being_deleted(obj: Mapping[str, Any] | BaseModel) -> bool:
+    """Deletion was requested; the object stays until its finalizers are gone."""
+    return bool(_meta(obj).get("deletionTimestamp"))
+
+
+async def _write_finalizers(
+    client: Client, kind: Kind, obj: Mapping[str, Any] | BaseModel, finalizers: list[str]
+) -> Obj:
+    meta = _meta(obj)
+    patch: dict[str, Any] = {"metadata": {"finalizers": finalizers or None}}
+    if meta.get("resourceVersion"):
+        patch["metadata"]["resourceVersion"] = meta["resourceVersion"]
+    return await client.patch(
+        gvr_of(kind), str(meta.get("name")), patch, namespace=meta.get("namespace") or None
+    )
+
+
+async def add_finalizer(
+    client: Client, kind: Kind, obj: Mapping[str, Any] | BaseModel, name: str
+) -> Mapping[str, Any]:
+    """Add `name` to the object's finalizers; returns the object as written (or as given,
+    when it was already there)."""
+    if has_finalizer(obj, name):
+        return as_dict(obj)
+    finalizers = [*(_meta(obj).get("finalizers") or ()), name]
+    return await _write_finalizers(client, kind, obj, finalizers)
+
+
+async def remove_finalizer(
+    client: Client, kind: Kind, obj: Mapping[str, Any] | BaseModel, name: str
+) -> Mapping[str, Any] | None:
+    """Remove `name` from the object's finalizers; returns the object as written, or None
+    when that released it (the server deleted it) or it was gone already."""
+    if not has_finalizer(obj, name):
+        return as_dict(obj)
+    finalizers = [f for f in _meta(obj).get("finalizers") or () if f != name]
+    try:
+        written = await _write_finalizers(client, kind, obj, finalizers)
+    except NotFound:
+        return None
+    # The reply to the last finalizer's removal may already be the deleted object.
+    return None if is_being_deleted(written) and not finalizers else written
+
+
+@dataclass(frozen=True, slots=True)
+class FinalizerOutcome:
+    """What `Finalizer.handle` found and did.
+
+    deleting: the object is being deleted; the reconcile should stop here.
+    object: the object as last written or read (with the finalizer, when not deleting);
+        None once released.
+    """
+
+    deleting: bool
+    object: Mapping[str, Any] | None
+
+
+class Finalizer(Generic[ObjT]):
+    """One finalizer name and the cleanup it guards (see the module docstring)."""
+
+    def __init__(
+        self, client: Client, name: str, cleanup: Callable[[ObjT], Awaitable[None]]
+    ) -> None:
+        if "/" not in name:
+            raise ValueError(f"finalizer {name!r} should be domain-qualified (example.com/name)")
+        self.client = client
+        self.name = name
+        self._cleanup = cleanup
+        self._cleaned: set[str] = set()  # uids cleaned up whose finalizer is not yet removed
+
+    async def handle(self, kind: Kind, obj: ObjT) -> FinalizerOutcome:
+        """Add the finalizer to a live object, or clean up and release one being deleted."""
+        if not is_being_deleted(obj):
+            return FinalizerOutcome(False, await add_finalizer(self.client, kind, obj, self.name))
+        if not has_finalizer(obj, self.name):
+            return FinalizerOutcome(True, as_dict(obj))  # not ours (any more) to hold
+        uid = str(_meta(obj).get("uid") or "")
+        if uid not in self._cleaned:
+            await self._cleanup(obj)
+            self._cleaned.add(uid)
+        released = await remove_finalizer(self.client, kind, obj, self.name)
+        self._cleaned.discard(uid)
+        return FinalizerOutcome(True, released)
