@@ -58,6 +58,7 @@ from kro.dynamic.objectref import ObjectRef
 from kro.dynamic.watches import WatchCoordinator
 from kro.runtime.clock import Clock, RealClock
 from kro.runtime.errors import NotFound
+from kro.runtime.failurelog import FailureLog
 from kro.runtime.gvk import GVR
 from kro.runtime.informer import Informer
 from kro.runtime.informerfactory import SharedInformerFactory
@@ -183,6 +184,7 @@ class DynamicController:
             raise ValueError("the dynamic controller needs at least one worker")
         self._clock: Clock = clock or RealClock()
         self._metrics = DynamicMetrics(metrics)
+        self._failures = FailureLog(log)
         limiter = MaxOf[ObjectRef](
             ItemExponentialBackoff(self.options.retry_min_delay_s, self.options.retry_max_delay_s),
             TokenBucket(self.options.retry_qps, self.options.retry_burst, clock=self._clock),
@@ -231,6 +233,9 @@ class DynamicController:
             registration.events = _ParentEvents(self, gvr)
             informer.add_handler(registration.events)  # replays the cache: enqueues all
             self._metrics.handler_attach.inc(type=PARENT)
+            # Error series exist from registration on, at 0, so alerts see them before any error.
+            self._metrics.handler_errors.inc(0, gvr=gvr_key(gvr))
+            self._metrics.panics.inc(0, gvr=gvr_key(gvr))
             self._count_registrations()
             log.info("dynamic.handler_registered", gvr=gvr_key(gvr), objects=len(informer.store))
 
@@ -370,9 +375,11 @@ class DynamicController:
             except TerminalError:
                 self._metrics.requeue_total.inc(gvr=key, type="no_requeue")
                 log.warning("reconcile.no_requeue", exc_info=True)
+                self._failures.forget(item)
                 self.queue.forget(item)
             except NotFound:
                 log.debug("queue.item_dropped", reason="not_found")
+                self._failures.forget(item)
                 self.queue.forget(item)
             except Exception as exc:
                 self._on_error(item, key, exc)
@@ -388,6 +395,7 @@ class DynamicController:
                 self._metrics.forget_parent(item.gvr)
 
     def _on_result(self, item: ObjectRef, key: str, result: Result) -> None:
+        self._failures.succeeded(item)
         self.queue.forget(item)
         if result.requeue_after_s is not None:
             self._metrics.requeue_total.inc(gvr=key, type="requeue_after")
@@ -403,10 +411,12 @@ class DynamicController:
         requeues = self.queue.num_requeues(item)
         if requeues < self.options.max_retries:
             self._metrics.requeue_total.inc(gvr=key, type="rate_limited")
-            log.exception("reconcile.failed", attempt=requeues + 1)
+            self._failures.failed(item, exc, event="reconcile.failed", attempt=requeues + 1)
             self.queue.add_rate_limited(item)
         else:
-            log.exception("queue.item_dropped", reason="max_retries", attempt=requeues + 1)
+            attempt = requeues + 1
+            log.error("queue.item_dropped", reason="max_retries", attempt=attempt, exc_info=exc)
+            self._failures.forget(item)
             self.queue.forget(item)
 
     def _count_registrations(self) -> None:

@@ -34,6 +34,7 @@ from typing import Generic, Protocol, TypeVar
 import structlog
 
 from .clock import Clock, RealClock
+from .failurelog import FailureLog
 from .metrics import NOOP, MetricsProvider
 from .reconcile import ObjectKey, Reconciler, Result, TerminalError
 from .workqueue import QueueShutDown, WorkQueue
@@ -139,6 +140,7 @@ class Controller(Generic[K]):
         self._reconciler = reconciler
         self._clock: Clock = clock or RealClock()
         self._metrics = _ControllerMetrics(metrics)
+        self._failures = FailureLog(log)
         self._unfinished_period_s = unfinished_work_period_s
         self._gate: Callable[[], bool] = _always_open
         self._gate_poll_s = gate_poll_s
@@ -210,28 +212,34 @@ class Controller(Generic[K]):
                 m.errors.inc(controller=self.name)
                 m.terminal.inc(controller=self.name)
                 log.exception("reconcile.terminal_error")
+                self._failures.forget(item)
                 self.queue.forget(item)
             except Exception as exc:
                 outcome = "error"
                 m.errors.inc(controller=self.name)
                 if isinstance(exc, _BUG_TYPES):
                     m.panics.inc(controller=self.name)
-                self._retry_or_drop(item)
+                self._retry_or_drop(item, exc)
             else:
+                self._failures.succeeded(item)
                 outcome = self._requeue_or_forget(item, result)
             finally:
                 m.active.dec(controller=self.name)
                 m.time.observe(self._clock.now() - started, controller=self.name)
             m.total.inc(controller=self.name, result=outcome)
 
-    def _retry_or_drop(self, item: K) -> None:
-        """Back off a failed key, or give up on it after max_retries (logged with the traceback)."""
+    def _retry_or_drop(self, item: K, error: Exception) -> None:
+        """Back off a failed key, or give up on it after max_retries (logged with the traceback).
+
+        The traceback is logged once per change of cause (`FailureLog`), not on every retry.
+        """
         attempt = self.queue.num_requeues(item) + 1
         if self.max_retries is not None and attempt > self.max_retries:
-            log.exception("queue.item_dropped", reason="max_retries", attempt=attempt)
+            log.error("queue.item_dropped", reason="max_retries", attempt=attempt, exc_info=error)
+            self._failures.forget(item)
             self.queue.forget(item)
             return
-        log.exception("reconcile.failed", attempt=attempt)
+        self._failures.failed(item, error, event="reconcile.failed", attempt=attempt)
         self.queue.add_rate_limited(item)
 
     def _requeue_or_forget(self, item: K, result: Result) -> str:

@@ -161,6 +161,9 @@ async def test_key_is_dropped_after_max_retries() -> None:
     assert len(dropped) == 1
     assert dropped[0]["attempt"] == 3
     assert env.queue.num_requeues(A) == 0
+    # The same cause twice: one traceback, then a debug line (once per change of cause).
+    assert [e["log_level"] for e in logs if e["event"] == "reconcile.failed"] == ["error"]
+    assert [e["attempt"] for e in logs if e["event"] == "reconcile.retrying"] == [2]
 
 
 async def test_terminal_error_is_not_retried() -> None:
