@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any, Final, TypedDict, cast
 
+from kro import _conditions as _shared
 from kro._redact import CONDITION_MESSAGE_LIMIT as _LIMIT
 from kro._redact import scrub
 from kro.api.names import (
@@ -48,30 +49,19 @@ class Condition(TypedDict, total=False):
 
 def conditions_of(status: Mapping[str, Any] | None) -> list[Condition]:
     """The conditions list of a status dict (a new list; entries are the original dicts)."""
-    if not status:
-        return []
-    raw = status.get("conditions")
-    if not isinstance(raw, list):
-        return []
-    return [cast(Condition, c) for c in raw if isinstance(c, dict)]
+    return [cast(Condition, c) for c in _shared.conditions_of(status)]
 
 
 def get_condition(status: Mapping[str, Any] | None, condition_type: str) -> Condition | None:
     """The first condition of this type, or None."""
-    for condition in conditions_of(status):
-        if condition.get("type") == condition_type:
-            return condition
-    return None
+    return cast(Condition | None, _shared.get_condition(status, condition_type))
 
 
 def is_condition_true(
     status: Mapping[str, Any] | None, condition_type: str, *, generation: int | None = None
 ) -> bool:
     """True iff the condition is True and, when `generation` is given, observed at it (N-28)."""
-    condition = get_condition(status, condition_type)
-    if condition is None or condition.get("status") != STATUS_TRUE:
-        return False
-    return generation is None or condition.get("observedGeneration") == generation
+    return _shared.is_condition_true(status, condition_type, generation=generation)
 
 
 def set_condition(
@@ -91,43 +81,20 @@ def set_condition(
     scrubbed of credentials and cut to `CONDITION_MESSAGE_LIMIT` bytes; scrubbing is
     idempotent, so re-asserting the same message is still no change.
     """
-    conditions = status.get("conditions")
-    if not isinstance(conditions, list):
-        conditions = []
-        status["conditions"] = conditions
-    desired: Condition = {
-        "type": condition_type,
-        "status": condition_status,
-        "reason": reason,
-        "message": scrub(message, CONDITION_MESSAGE_LIMIT),
-    }
-    if observed_generation is not None:
-        desired["observedGeneration"] = observed_generation
-    for index, existing in enumerate(conditions):
-        if isinstance(existing, dict) and existing.get("type") == condition_type:
-            same_status = existing.get("status") == condition_status
-            desired["lastTransitionTime"] = (
-                existing.get("lastTransitionTime", now) if same_status else now
-            )
-            if existing == desired:
-                return False
-            conditions[index] = desired
-            return True
-    desired["lastTransitionTime"] = now
-    conditions.append(desired)
-    return True
+    return _shared.set_condition(
+        status,
+        condition_type,
+        condition_status,
+        reason=reason,
+        message=scrub(message, CONDITION_MESSAGE_LIMIT),
+        observed_generation=observed_generation,
+        now=now,
+    )
 
 
 def remove_condition(status: MutableMapping[str, Any], condition_type: str) -> bool:
     """Drop every condition of this type; returns whether one was present."""
-    conditions = status.get("conditions")
-    if not isinstance(conditions, list):
-        return False
-    kept = [c for c in conditions if not (isinstance(c, dict) and c.get("type") == condition_type)]
-    if len(kept) == len(conditions):
-        return False
-    status["conditions"] = kept
-    return True
+    return _shared.remove_condition(status, condition_type)
 
 
 def awaiting_reconciliation(condition_type: str) -> Condition:
