@@ -108,6 +108,14 @@ class _ControllerMetrics:
             c,
         )
 
+    def initialise(self, controller: str) -> None:
+        """Every series at 0 from the start, as controller-runtime does, so that rates and
+        alerts on errors exist before the first error."""
+        for result in ("success", "error", "requeue", "requeue_after"):
+            self.total.inc(0, controller=controller, result=result)
+        for counter in (self.errors, self.terminal, self.panics):
+            counter.inc(0, controller=controller)
+
 
 class Controller(Generic[K]):
     """Runs `workers` concurrent reconciles over one queue; a key is never reconciled twice at once.
@@ -141,6 +149,7 @@ class Controller(Generic[K]):
         self._clock: Clock = clock or RealClock()
         self._metrics = _ControllerMetrics(metrics)
         self._failures = FailureLog(log)
+        self._metrics.initialise(name)
         self._unfinished_period_s = unfinished_work_period_s
         self._gate: Callable[[], bool] = _always_open
         self._gate_poll_s = gate_poll_s

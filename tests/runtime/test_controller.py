@@ -332,3 +332,18 @@ async def test_unfinished_work_is_reported_while_a_reconcile_hangs() -> None:
 def test_controller_needs_a_worker() -> None:
     with pytest.raises(ValueError, match="worker"):
         Env(workers=0)
+
+
+def test_error_series_exist_at_zero_before_any_reconcile() -> None:
+    """As controller-runtime: alerts on error rates see the series before the first error."""
+    env = Env()
+    keys = {key for key in env.metrics.values if dict(key[1]).get("controller") == "test"}
+    names = {(name, dict(labels).get("result", "")) for name, labels in keys}
+    assert {
+        ("controller_runtime_reconcile_errors_total", ""),
+        ("controller_runtime_terminal_reconcile_errors_total", ""),
+        ("controller_runtime_reconcile_panics_total", ""),
+        ("controller_runtime_reconcile_total", "error"),
+        ("controller_runtime_reconcile_total", "success"),
+    } <= names
+    assert env.count("controller_runtime_reconcile_errors_total") == 0
