@@ -7,13 +7,24 @@ writes during a steady-state window with no changes (every write to the RGD's ob
 through watches, per object and per field manager; the target is 0). With `--fight` the
 Deployment template also sets `deployment.kubernetes.io/revision`, which kube-controller-manager
 owns: the window starts once kro reports FieldConflict on every instance, and must show 0 writes.
-Results are printed and written to bench/results/controller-<N>-w<W>[-fight].json.
+Results are printed and written to bench/results/controller-<scenario>-<N>-w<W>[-fight].json.
+
+Scenarios (`--scenario`): `three` (ConfigMap, Deployment, Service: time to ACTIVE is set by
+kube-controller-manager and the fake nodes), `configmaps` (five ConfigMaps, the second reading
+the first: kro's own work decides the time), `fifty` (fifty ConfigMaps, the second reading the
+first). `--floor` also runs, in a fresh namespace with kro
+stopped, a plain client that creates the same objects with the same concurrency (floor 1), and
+one that server-side-applies them and writes one status per instance (floor 2), and prints the
+ratios. `--restart` restarts the controller once everything is ACTIVE and settled, and reports
+the time until its requests stop, its writes and its requests per instance. The load average at
+the start is recorded with every result.
 
     python bench/bench_controller.py --instances 200 --workers 16
     python bench/bench_controller.py --instances 1000 --workers 16 --steady-seconds 60
     python bench/bench_controller.py --scaling 50          # throughput per worker count
     python bench/bench_controller.py --instances 20 --fight --steady-seconds 60
     python bench/bench_controller.py --instances 1000 --no-state-gauges  # their CPU cost
+    python bench/bench_controller.py --scenario configmaps --instances 200 --floor --restart
 
 Without KUBECONFIG it starts its own local control plane (with fake nodes, so Deployments
 become Available and `readyWhen` passes).
@@ -107,6 +118,41 @@ RGD: dict[str, Any] = {
 }
 
 
+def _configmap(node_id: str, data: dict[str, str]) -> dict[str, Any]:
+    return {
+        "id": node_id,
+        "template": {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "${schema.metadata.name}-" + node_id},
+            "data": data,
+        },
+    }
+
+
+def configmaps_rgd(count: int, chain: int) -> dict[str, Any]:
+    """`count` ConfigMaps per instance; the first `chain` each read the one before (a wave
+    per link), the others only the instance's spec. No readiness on Pods anywhere."""
+    resources = []
+    for i in range(count):
+        data = {"message": "${schema.spec.message}"}
+        if 0 < i < chain:
+            data["previous"] = "${cm" + str(i - 1) + ".data.message}"
+        resources.append(_configmap(f"cm{i}", data))
+    rgd: dict[str, Any] = json.loads(json.dumps(RGD))
+    rgd["spec"]["schema"]["status"] = {"first": "${cm0.metadata.name}"}
+    rgd["spec"]["resources"] = resources
+    return rgd
+
+
+def scenario_rgd(scenario: str) -> dict[str, Any]:
+    if scenario == "configmaps":
+        return configmaps_rgd(5, 2)
+    if scenario == "fifty":
+        return configmaps_rgd(50, 2)
+    return RGD
+
+
 def fighting_rgd() -> dict[str, Any]:
     """The RGD whose Deployment also sets `deployment.kubernetes.io/revision`, which
     kube-controller-manager owns and rewrites: kro and it would rewrite it in turn forever."""
@@ -139,21 +185,46 @@ def _proc_usage(pid: int) -> tuple[float, int]:
 
 def _controller_requests(port: int) -> float:
     """The controller's own API requests so far (its rest_client_requests_total)."""
+    return sum(_controller_requests_by_method(port).values())
+
+
+def _controller_requests_by_method(port: int) -> dict[str, float]:
+    """The controller's own API requests so far, by HTTP method."""
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
         text = response.read().decode()
-    return sum(
-        float(line.rsplit(" ", 1)[1])
-        for line in text.splitlines()
-        if line.startswith("rest_client_requests_total{")
-    )
+    found: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("rest_client_requests_total{"):
+            method = line.split('method="', 1)[1].split('"', 1)[0]
+            found[method] = found.get(method, 0.0) + float(line.rsplit(" ", 1)[1])
+    return found
+
+
+def _load_average() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+_LAUNCHER = """
+import runpy, sys
+sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f)]
+sys.path.insert(0, sys.argv.pop(1))
+sys.argv[0] = "kro"
+runpy.run_module("kro.cli.main", run_name="__main__")
+"""
+"""Runs `kro` from the checkout named by KRO_BENCH_SOURCE (e.g. a `git worktree` of an older
+commit), bypassing the editable install, to measure before and after on one machine."""
 
 
 def _start_controller(kubeconfig: str, workers: int, metrics_port: int) -> subprocess.Popen[bytes]:
+    """`kro controller`; with KRO_BENCH_LOG=<path> its debug log (JSON lines) goes there,
+    with KRO_BENCH_SOURCE=<checkout> it runs that checkout's kro."""
+    log = Path(os.environ["KRO_BENCH_LOG"]) if os.environ.get("KRO_BENCH_LOG") else None
+    source = os.environ.get("KRO_BENCH_SOURCE")
+    launcher = ["-c", _LAUNCHER, source] if source else ["-m", "kro.cli.main"]
     return subprocess.Popen(
         [
             sys.executable,
-            "-m",
-            "kro.cli.main",
+            *launcher,
             "controller",
             f"--kubeconfig={kubeconfig}",
             f"--metrics-bind-address=127.0.0.1:{metrics_port}",
@@ -161,10 +232,11 @@ def _start_controller(kubeconfig: str, workers: int, metrics_port: int) -> subpr
             f"--dynamic-controller-concurrent-reconciles={workers}",
             "--client-qps=500",
             "--client-burst=1000",
-            "--log-level=warn",
+            f"--log-level={'debug' if log else 'warn'}",
+            "--zap-encoder=json",
         ],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=log.open("ab") if log else subprocess.DEVNULL,
     )
 
 
@@ -278,9 +350,207 @@ async def _wait_fights_detected(client: Client, namespace: str, count: int) -> f
         await asyncio.sleep(0.5)
 
 
-async def run_once(
-    kubeconfig: str, instances: int, workers: int, steady_s: float, *, fight: bool = False
+def floor_objects(scenario: str, name: str, namespace: str) -> list[tuple[GVR, dict[str, Any]]]:
+    """The children kro would create for instance `name`, rendered by hand (defaults)."""
+    meta = {"name": name, "namespace": namespace}
+    if scenario in ("configmaps", "fifty"):
+        count = 5 if scenario == "configmaps" else 50
+        objects = []
+        for i in range(count):
+            data = {"message": "hello"}
+            if i == 1:
+                data["previous"] = "hello"
+            body = {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {**meta, "name": f"{name}-cm{i}"},
+                "data": data,
+            }
+            objects.append((GVR("", "v1", "configmaps"), body))
+        return objects
+    labels = {"app": name}
+    return [
+        (
+            GVR("", "v1", "configmaps"),
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": meta,
+                "data": {"message": "hello"},
+            },
+        ),
+        (
+            GVR("apps", "v1", "deployments"),
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {**meta, "annotations": {"config": name}},
+                "spec": {
+                    "replicas": 1,
+                    "selector": {"matchLabels": labels},
+                    "template": {
+                        "metadata": {"labels": labels},
+                        "spec": {"containers": [{"name": "app", "image": "nginx"}]},
+                    },
+                },
+            },
+        ),
+        (
+            GVR("", "v1", "services"),
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": meta,
+                "spec": {"selector": labels, "ports": [{"port": 80}]},
+            },
+        ),
+    ]
+
+
+async def _deployments_available(client: Client, namespace: str, count: int) -> None:
+    deployments = GVR("apps", "v1", "deployments")
+    while True:
+        items, _ = await client.list_all(deployments, namespace=namespace)
+        ready = [i for i in items if ((i.get("status") or {}).get("availableReplicas") or 0) >= 1]
+        if len(ready) >= count:
+            return
+        await asyncio.sleep(0.5)
+
+
+async def run_floor(
+    client: Client, scenario: str, instances: int, workers: int, *, apply: bool
+) -> float:
+    """Seconds for a plain client to make what kro makes, `workers` requests at a time: create
+    every child (floor 1), or server-side-apply every child, create the instance and write one
+    status (floor 2). With Deployments, until all are available."""
+    namespace = f"floor-{'apply' if apply else 'create'}-{int(time.time())}"
+    await client.create(
+        NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+    )
+    limit = asyncio.Semaphore(workers)
+    names = [f"app-{i:05d}" for i in range(instances)]
+
+    async def child(gvr: GVR, body: dict[str, Any]) -> None:
+        async with limit:
+            if apply:
+                await client.apply(
+                    gvr, body, field_manager="floor", force=True, namespace=namespace
+                )
+            else:
+                await client.create(gvr, body, namespace=namespace)
+
+    async def instance(name: str) -> None:
+        children = floor_objects(scenario, name, namespace)
+        if apply:
+            async with limit:
+                created = await client.create(
+                    INSTANCES,
+                    {
+                        "apiVersion": f"{GROUP}/v1alpha1",
+                        "kind": "BenchApp",
+                        "metadata": {"name": name, "namespace": namespace},
+                        "spec": {},
+                    },
+                    namespace=namespace,
+                )
+        await asyncio.gather(*(child(g, b) for g, b in children))
+        if apply:
+            created["status"] = {"state": "ACTIVE"}
+            async with limit:
+                await client.update_status(INSTANCES, created, namespace=namespace)
+
+    started = time.monotonic()
+    await asyncio.gather(*(instance(n) for n in names))
+    if scenario == "three":
+        await _deployments_available(client, namespace, instances)
+    return time.monotonic() - started
+
+
+async def _startup_usage(controller: subprocess.Popen[bytes], port: int) -> dict[str, float]:
+    """CPU and RSS of the controller once it serves /metrics and has listed (no RGD yet)."""
+    started = time.monotonic()
+    while True:
+        try:
+            _controller_requests(port)
+            break
+        except OSError:
+            await asyncio.sleep(0.05)
+    up_s = time.monotonic() - started
+    await asyncio.sleep(2.0)  # its informers list and the first RGD pass finds nothing
+    cpu, _ = _proc_usage(controller.pid)
+    return {
+        "startup_up_s": up_s,
+        "startup_cpu_s": cpu,
+        "startup_rss_mib": _rss(controller.pid) / 2**20,
+    }
+
+
+def _rss(pid: int) -> int:
+    """Resident set size in bytes, now."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+async def _quiet(port: int, quiet_s: float, limit_s: float) -> float:
+    """Seconds (from now) until the controller's request count last moved, once it has not
+    moved for `quiet_s` (or `limit_s` passed)."""
+    started = time.monotonic()
+    last, last_change = _controller_requests(port), started
+    while time.monotonic() - last_change < quiet_s and time.monotonic() - started < limit_s:
+        await asyncio.sleep(0.25)
+        now = _controller_requests(port)
+        if now != last:
+            last, last_change = now, time.monotonic()
+    return last_change - started
+
+
+async def run_restart(
+    kubeconfig: str, workers: int, instances: int, old: subprocess.Popen[bytes]
 ) -> dict[str, Any]:
+    """Stop the converged controller, start another; measure until its requests stop."""
+    stop_pid(old.pid, reap=old.poll)
+    port = free_port()
+    started = time.monotonic()
+    controller = _start_controller(kubeconfig, workers, port)
+    try:
+        while True:  # its metrics endpoint answers once it is up
+            try:
+                _controller_requests(port)
+                break
+            except OSError:
+                await asyncio.sleep(0.1)
+        up_s = time.monotonic() - started
+        settled_s = up_s + await _quiet(port, quiet_s=5.0, limit_s=300.0)
+        by_method = _controller_requests_by_method(port)
+        cpu, peak = _proc_usage(controller.pid)
+        writes = sum(v for k, v in by_method.items() if k != "GET")
+        return {
+            "restart_up_s": up_s,
+            "restart_steady_s": settled_s,
+            "restart_requests_by_method": by_method,
+            "restart_writes": writes,
+            "restart_requests_per_instance": sum(by_method.values()) / instances,
+            "restart_cpu_s": cpu,
+            "restart_peak_rss_mib": peak / 2**20,
+        }
+    finally:
+        stop_pid(controller.pid, reap=controller.poll)
+
+
+async def run_once(
+    kubeconfig: str,
+    instances: int,
+    workers: int,
+    steady_s: float,
+    *,
+    fight: bool = False,
+    scenario: str = "three",
+    floor: bool = False,
+    restart: bool = False,
+) -> dict[str, Any]:
+    load = _load_average()
     client = await Client.from_kubeconfig(kubeconfig, options=ClientOptions(qps=0))
     namespace = f"bench-{int(time.time())}"
     try:
@@ -294,8 +564,12 @@ async def run_once(
         metrics_port = free_port()
         controller = _start_controller(kubeconfig, workers, metrics_port)
         try:
+            startup = await _startup_usage(controller, metrics_port)
             await client.apply(
-                RGDS, fighting_rgd() if fight else RGD, field_manager="bench", force=True
+                RGDS,
+                fighting_rgd() if fight else scenario_rgd(scenario),
+                field_manager="bench",
+                force=True,
             )
             await _wait_rgd_active(client)
             await client.mapper.refresh()
@@ -318,7 +592,22 @@ async def run_once(
             writes = await _count_writes(client, namespace, steady_s)
             steady_requests = _controller_requests(metrics_port) - steady_before
             total_writes = sum(n for per in writes.values() for n in per.values())
+            extra: dict[str, Any] = {}
+            if restart:
+                extra.update(await run_restart(kubeconfig, workers, instances, controller))
+            if floor:
+                stop_pid(controller.pid, reap=controller.poll)
+                floor_create = await run_floor(client, scenario, instances, workers, apply=False)
+                floor_apply = await run_floor(client, scenario, instances, workers, apply=True)
+                extra.update(
+                    floor_create_s=floor_create,
+                    floor_apply_status_s=floor_apply,
+                    ratio_to_floor_create=(all_active_s or 0.0) / floor_create,
+                    ratio_to_floor_apply_status=(all_active_s or 0.0) / floor_apply,
+                )
             return {
+                "scenario": scenario,
+                "load_average_at_start": load,
                 "instances": instances,
                 "workers": workers,
                 "active": len(active),
@@ -344,6 +633,8 @@ async def run_once(
                 "steady_state_writes_per_min": total_writes * 60.0 / steady_s if steady_s else 0.0,
                 "steady_state_writes_by_object": writes,
                 "steady_state_controller_requests": steady_requests,
+                **startup,
+                **extra,
             }
         finally:
             stop_pid(controller.pid, reap=controller.poll)
@@ -360,16 +651,25 @@ def _report(result: dict[str, Any]) -> None:
         print(f"  {key:28} {value:.3f}" if isinstance(value, float) else f"  {key:28} {value}")
     RESULTS.mkdir(exist_ok=True)
     suffix = "-fight" if result.get("fight") else ""
-    path = RESULTS / f"controller-{result['instances']}-w{result['workers']}{suffix}.json"
+    scenario = result.get("scenario", "three")
+    name = f"controller-{scenario}-{result['instances']}-w{result['workers']}{suffix}.json"
+    path = RESULTS / name
     path.write_text(json.dumps(result, indent=2) + "\n")
     print(f"  written to {path}")
 
 
 async def _main(args: argparse.Namespace, kubeconfig: str) -> None:
-    print(f"== {args.instances} instances, {args.workers} workers")
+    print(f"== {args.scenario}: {args.instances} instances, {args.workers} workers")
     _report(
         await run_once(
-            kubeconfig, args.instances, args.workers, args.steady_seconds, fight=args.fight
+            kubeconfig,
+            args.instances,
+            args.workers,
+            args.steady_seconds,
+            fight=args.fight,
+            scenario=args.scenario,
+            floor=args.floor,
+            restart=args.restart,
         )
     )
 
@@ -395,6 +695,15 @@ def main() -> None:
     parser.add_argument("--instances", type=int, default=200)
     parser.add_argument("--workers", type=int, default=16)
     parser.add_argument("--steady-seconds", type=float, default=60.0)
+    parser.add_argument("--scenario", choices=("three", "configmaps", "fifty"), default="three")
+    parser.add_argument(
+        "--floor", action="store_true", help="also time a plain client making the same objects"
+    )
+    parser.add_argument(
+        "--restart",
+        action="store_true",
+        help="restart the controller once converged: time to steady state, writes, requests",
+    )
     parser.add_argument(
         "--fight",
         action="store_true",

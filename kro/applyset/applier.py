@@ -47,6 +47,7 @@ from kro.applyset.contest import (
 from kro.applyset.errors import ApplySetError, DuplicateResources, OwnershipConflict
 from kro.applyset.identity import GroupKind, Parent
 from kro.applyset.inventory import Inventory, is_rendered, project, read_inventory, render
+from kro.applyset.noop import already_applied
 from kro.runtime.client import Client
 from kro.runtime.errors import KubeError
 from kro.runtime.gvk import GVK, GVR
@@ -54,7 +55,6 @@ from kro.runtime.gvk import GVK, GVR
 __all__ = ["AppliedResource", "Applier", "ApplierOptions", "ApplyResult", "Desired"]
 
 log = structlog.get_logger(__name__)
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,7 +293,11 @@ class Applier:
         if review.omit:
             body = without_paths(body, review.omit)
         body_digest = digest(body)
-        if observed is not None and self._cache.is_current(observed, body_digest):
+        if observed is not None and (
+            self._cache.is_current(observed, body_digest)
+            or already_applied(observed, body, FIELD_MANAGER_APPLYSET)
+        ):
+            self._cache.remember(observed, body_digest)  # e.g. after a restart: proven now
             skipped = AppliedResource(item.resource_id, copy.deepcopy(dict(observed)), skipped=True)
             return _reviewed(skipped, review)
         try:

@@ -19,6 +19,7 @@ kubectl would use), not silently in `default`; the namespace is logged at start.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import errno
 import logging
 import os
@@ -31,7 +32,6 @@ from typing import Final
 import structlog
 
 from kro.api.names import LEADER_ELECTION_LEASE
-from kro.cli.explain import context_namespace
 from kro.cli.flags import ControllerConfig
 from kro.controllers.app import AppOptions, KroApp
 from kro.controllers.instance import InstanceOptions
@@ -46,6 +46,7 @@ from kro.runtime.logging import configure
 from kro.runtime.manager import GcTuning, Manager, ManagerOptions, parse_bind_address
 from kro.runtime.metrics import NOOP, MetricsProvider
 from kro.runtime.prometheus import PrometheusProvider
+from kro.runtime.sharding import ShardingConfig, ShardMembership, ShardView
 
 log = structlog.get_logger(__name__)
 
@@ -105,6 +106,8 @@ def lease_namespace(config: ControllerConfig) -> tuple[str, str]:
         return config.leader_election_namespace, "flag"
     if _NAMESPACE_FILE.exists():
         return _NAMESPACE_FILE.read_text().strip(), "pod"
+    from kro.cli.explain import context_namespace  # only outside a pod: not at every start
+
     kubeconfig = config.kubeconfig or os.environ.get("KUBECONFIG") or None
     return context_namespace(kubeconfig, None), "kubeconfig"
 
@@ -258,13 +261,39 @@ async def run_controller(config: ControllerConfig) -> int:
 _BIND_ERRORS: Final = frozenset({errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES})
 
 
+def _sharding(
+    config: ControllerConfig, client: Client, metrics: MetricsProvider
+) -> ShardMembership | None:
+    """`--shards=auto`: this replica's member Lease and view, next to the leader Lease."""
+    if config.shards != "auto":
+        return None
+    namespace, _ = lease_namespace(config)
+    identity = f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+    view = ShardView(metrics=metrics, identity=identity)
+    sharding = ShardingConfig(
+        identity=identity,
+        namespace=namespace,
+        lease_duration_s=config.leader_election_lease_duration_s,
+        renew_deadline_s=config.leader_election_renew_deadline_s,
+        retry_period_s=config.leader_election_retry_period_s,
+    )
+    log.info("controller.sharding", member_lease=sharding.lease_name, lease_namespace=namespace)
+    return ShardMembership(client, sharding, view, metrics=metrics)
+
+
 async def _run(config: ControllerConfig, client: Client, metrics: MetricsProvider) -> int:
-    app = KroApp(client, app_options(config), metrics=metrics)
+    membership = _sharding(config, client, metrics)
+    options = app_options(config)
+    if membership is not None:
+        options = dataclasses.replace(options, shard=membership.view)
+    app = KroApp(client, options, metrics=metrics)
     manager = Manager(
         ManagerOptions(
             health_probe_bind_address=config.health_probe_bind_address,
             metrics_bind_address=config.metrics_bind_address,
-            leader_election=_leader_election(config),
+            # Sharded replicas all run the dynamic controller, and (for now) the RGD and
+            # GraphRevision controllers too: their writes are idempotent applies.
+            leader_election=None if membership is not None else _leader_election(config),
             graceful_shutdown_timeout_s=config.graceful_shutdown_timeout_s,
             gc_tuning=GcTuning(),  # the controller owns its process; an embedding library not
         ),
@@ -272,6 +301,8 @@ async def _run(config: ControllerConfig, client: Client, metrics: MetricsProvide
         metrics=metrics if isinstance(metrics, PrometheusProvider) else None,
     )
     app.install(manager)
+    if membership is not None:
+        manager.add_runnable(membership)
     log.info(
         "controller.starting",
         metrics=config.metrics_bind_address,

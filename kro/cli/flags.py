@@ -99,6 +99,14 @@ def parse_bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"invalid boolean {text!r} (true or false)")
 
 
+def parse_shards(text: str) -> str:
+    """`--shards`: `off` (one leader reconciles everything) or `auto` (kro.runtime.sharding)."""
+    value = text.strip().lower()
+    if value not in ("off", "auto"):
+        raise argparse.ArgumentTypeError(f"invalid shards mode {text!r} (off or auto)")
+    return value
+
+
 def parse_bind_address(text: str) -> str:
     """`host:port` (`:8078`, `127.0.0.1:8078`, `[::1]:8078`), or `0` to turn the server off."""
     if text in ("0", ""):
@@ -195,6 +203,7 @@ class ControllerConfig:
     log_level: str = "info"  # a standard library level name (see parse_log_level)
     log_encoder: str = "console"
     log_development: bool = False
+    shards: str = "off"
 
 
 _bool = parse_bool
@@ -344,6 +353,13 @@ _FLAGS: tuple[tuple[str, str, object, str], ...] = (
     ),
     ("--log-encoder", "log_encoder", parse_log_encoder, "console or json (zap: --zap-encoder)"),
     ("--log-development", "log_development", _bool, "human-friendly logs (zap: --zap-devel)"),
+    (
+        "--shards",
+        "shards",
+        parse_shards,
+        "off, or auto: replicas share the instances by namespace hash range (alpha; "
+        "kube-apiserver ShardedListAndWatch, client-side filtering without it)",
+    ),
 )
 
 _ALIASES = {
@@ -358,6 +374,7 @@ _METAVARS: Mapping[str, str] = {
     "--leader-election-namespace": "NAMESPACE",
     "--log-level": "LEVEL",
     "--log-encoder": "FORMAT",
+    "--shards": "MODE",
 }
 
 

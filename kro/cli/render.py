@@ -141,6 +141,7 @@ def _graphs(args: argparse.Namespace) -> tuple[list[Graph], Mapping[str, Any] | 
     from kro.cli.offline import Prefixes, build_options, load_inputs
     from kro.cli.rgds import build_rgds
     from kro.cli.strict import object_meta_schema
+
     inputs = load_inputs(args)
     results = build_rgds(inputs.rgds, inputs.resolver, build_options(args))
     if any(r.graph is None for r in results):

@@ -51,6 +51,7 @@ from kro.runtime.manager import Manager
 from kro.runtime.metrics import MetricsProvider
 from kro.runtime.ratelimit import default_controller_rate_limiter
 from kro.runtime.reconcile import Request
+from kro.runtime.sharding import ShardView
 from kro.runtime.workqueue import WorkQueue
 
 Obj = Mapping[str, Any]
@@ -73,6 +74,8 @@ class AppOptions:
     resync_period_s: float | None = 36000.0
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
     state_gauges: bool = True
+    # `--shards=auto`: this replica's share of the instances (kro.runtime.sharding).
+    shard: ShardView | None = None
 
 
 class _Handler:
@@ -140,7 +143,9 @@ class KroApp:
         self.recorders: RecorderPool | None = RecorderPool(client)
         self.schemas = LiveSchemaResolver(client, metrics=SchemaResolverMetrics(metrics))
         self.resolver: SchemaResolver = resolver or self.schemas
-        self.factory = SharedInformerFactory(client, resync_period_s=options.resync_period_s)
+        self.factory = SharedInformerFactory(
+            client, resync_period_s=options.resync_period_s, shard=options.shard
+        )
         self.dynamic = DynamicController(self.factory, options=options.dynamic, metrics=metrics)
         self.applier = Applier(client, ApplierOptions(tooling=tooling_for(KRO_VERSION)))
         self.rgd_queue = WorkQueue[Request](

@@ -37,7 +37,6 @@ from kro.runtime.errors import KubeError
 log = structlog.get_logger(__name__)
 
 
-
 def owner_reference(rgd: Mapping[str, Any]) -> dict[str, Any]:
     """GraphRevisions are controlled by their RGD, so RGD deletion cascades to them (B-08)."""
     return {

@@ -38,15 +38,18 @@ class InformerPool:
         self._clock = clock
         self._metrics = metrics
         self._refs: dict[GVR, int] = {}  # our references per GVR; keys = the GVRs we watch
+        # The informers behind each key of _refs, one entry per reference, with `sharded`.
+        self._held: dict[GVR, list[tuple[Informer, bool]]] = {}
 
     def gvrs(self) -> frozenset[GVR]:
         """The GVRs with at least one reference held through this pool."""
         return frozenset(self._refs)
 
-    async def acquire(self, gvr: GVR) -> Informer:
-        """The shared informer of `gvr`, listed. InformerSyncTimeout after the deadline."""
+    async def acquire(self, gvr: GVR, *, sharded: bool = False) -> Informer:
+        """The shared informer of `gvr`, listed. InformerSyncTimeout after the deadline.
+        `sharded`: only this replica's shard ranges (parents; see kro.runtime.sharding)."""
         started = self._clock.now()
-        informer = await self._factory.acquire(gvr, metadata_only=True)
+        informer = await self._factory.acquire(gvr, metadata_only=True, sharded=sharded)
         self._count(gvr, +1)
         fresh = not informer.has_synced()
         try:
@@ -62,11 +65,31 @@ class InformerPool:
             self._metrics.informer_sync_duration.observe(
                 self._clock.now() - started, gvr=gvr_string(gvr)
             )
+        self._held.setdefault(gvr, []).append((informer, sharded))
         return informer
+
+    def synced(self, gvr: GVR) -> Informer | None:
+        """The informer of `gvr` if this pool holds it and it has listed, else None.
+
+        Why: a reconcile can confirm from the cache that nothing it read has changed (same
+        resourceVersions) instead of asking the API server; a cache it cannot trust (not held,
+        not listed) must send it back to a GET.
+        """
+        held = self._held.get(gvr) or []
+        # A whole-kind informer first: a sharded one does not see other shards' objects.
+        for informer, _sharded in sorted(held, key=lambda entry: entry[1]):
+            if informer.has_synced():
+                return informer
+        return None
 
     async def release(self, informer: Informer) -> None:
         """Drop one reference; the factory stops the informer when nobody else holds it."""
         self._count(informer.gvr, -1)
+        held = self._held.get(informer.gvr) or []
+        for index, (candidate, _) in enumerate(held):
+            if candidate is informer:
+                del held[index]
+                break
         if informer not in self._factory.informers():
             # The factory was closed first (its owner stopped it before us): nothing to release.
             log.debug("informer.already_stopped", gvr=str(informer.gvr))
@@ -79,4 +102,5 @@ class InformerPool:
             self._refs[gvr] = refs
         else:
             self._refs.pop(gvr, None)
+            self._held.pop(gvr, None)
         self._metrics.watch_count.set(len(self._refs))

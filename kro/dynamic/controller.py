@@ -79,6 +79,9 @@ Handler = Callable[[Request], Awaitable[Result]]
 UpdatePredicate = Callable[[Mapping[str, Any], Mapping[str, Any]], bool]
 """`(old, new) -> bool`: does this parent update need a reconcile?"""
 
+SettledPredicate = Callable[[Mapping[str, Any]], bool]
+"""`(cached parent) -> bool`: is this object probably settled (its reconcile can wait)?"""
+
 _BUG_TYPES: Final[tuple[type[BaseException], ...]] = (
     AssertionError,
     AttributeError,
@@ -138,6 +141,7 @@ class _Registration:
     should_enqueue_update: UpdatePredicate
     informer: Informer
     events: _ParentEvents | None = None
+    probably_settled: SettledPredicate | None = None
 
 
 class _ParentEvents:
@@ -147,8 +151,18 @@ class _ParentEvents:
         self._controller = controller
         self._gvr = gvr
         self._label = gvr_string(gvr)
+        self.replaying = False  # set while the informer replays its cache on attach
 
     def on_add(self, obj: Obj) -> None:
+        registration = self._controller._registrations.get(self._gvr)
+        settled = registration.probably_settled if registration is not None else None
+        if self.replaying and settled is not None and settled(obj):
+            # The initial list after a start: behind new and changed objects, and outside
+            # the rate limiter (that is for failures).
+            self._controller._metrics.informer_events.inc(gvr=self._label, event_type="add")
+            self._controller.queue.add_background(ObjectRef.of(self._gvr, obj))
+            self._controller._metrics.queue_length.set(len(self._controller.queue))
+            return
         self._enqueue(obj, "add")
 
     def on_update(self, old: Obj, new: Obj) -> None:
@@ -201,6 +215,9 @@ class DynamicController:
         self.watches = WatchCoordinator(self._pool, self.enqueue, self._metrics)
         """Child and external watches; handlers call `watch`/`done`/`forget` on it."""
         self._registrations: dict[GVR, _Registration] = {}
+        # Sharded replicas (kro.runtime.sharding): parents come from sharded informers and a
+        # worker reconciles only what the view owns, counted in flight for the handover drain.
+        self.shard = informers.shard
         self._gate: Callable[[], bool] = _always_open
         self._ran = False
         self._locks: defaultdict[GVR, asyncio.Lock] = defaultdict(asyncio.Lock)
@@ -213,8 +230,12 @@ class DynamicController:
         handler: Handler,
         *,
         should_enqueue_update: UpdatePredicate = generation_changed,
+        probably_settled: SettledPredicate | None = None,
     ) -> None:
         """Reconcile objects of `gvr` with `handler`; idempotent, re-enqueues all (W-07).
+
+        `probably_settled(obj)`: objects of the first listing it says yes to are queued in the
+        background lane (after every other item), so a restart serves new work first.
 
         Raises InformerSyncTimeout if `gvr` cannot be listed in time (nothing is registered).
         """
@@ -223,15 +244,22 @@ class DynamicController:
             if existing is not None:
                 existing.handler = handler
                 existing.should_enqueue_update = should_enqueue_update
+                existing.probably_settled = probably_settled
                 for obj in existing.informer.store.list():
                     self.enqueue(ObjectRef.of(gvr, obj))
                 log.info("dynamic.handler_replaced", gvr=gvr_key(gvr))
                 return
-            informer = await self._pool.acquire(gvr)
-            registration = _Registration(handler, should_enqueue_update, informer)
+            informer = await self._pool.acquire(gvr, sharded=True)
+            registration = _Registration(
+                handler, should_enqueue_update, informer, probably_settled=probably_settled
+            )
             self._registrations[gvr] = registration
-            registration.events = _ParentEvents(self, gvr)
-            informer.add_handler(registration.events)  # replays the cache: enqueues all
+            registration.events = events = _ParentEvents(self, gvr)
+            events.replaying = True
+            try:
+                informer.add_handler(events)  # replays the cache: enqueues all
+            finally:
+                events.replaying = False
             self._metrics.handler_attach.inc(type=PARENT)
             # Error series exist from registration on, at 0, so alerts see them before any error.
             self._metrics.handler_errors.inc(0, gvr=gvr_key(gvr))
@@ -342,7 +370,7 @@ class DynamicController:
                 await self._clock.sleep(self.options.gate_poll_s)
                 continue
             try:
-                await self._process(item)
+                await self._process_owned(item)
             except asyncio.CancelledError:
                 # Hard stop mid-reconcile: hand the item back for whoever runs next.
                 self.queue.done(item)
@@ -352,6 +380,21 @@ class DynamicController:
                 log.exception("dynamic.process_failed", gvr=gvr_key(item.gvr))
             self.queue.done(item)
             await asyncio.sleep(0)  # a no-op handler never suspends; let events in
+
+    async def _process_owned(self, item: ObjectRef) -> None:
+        """`_process`, if this replica's shard owns the item now (always without sharding)."""
+        shard = self.shard
+        if shard is None:
+            await self._process(item)
+            return
+        if not shard.begin(item.namespace, item.name):
+            log.debug("queue.item_dropped", reason="other_shard", gvr=gvr_key(item.gvr))
+            self.queue.forget(item)
+            return
+        try:
+            await self._process(item)
+        finally:
+            shard.end(item.namespace, item.name)
 
     async def _process(self, item: ObjectRef) -> None:
         registration = self._registrations.get(item.gvr)

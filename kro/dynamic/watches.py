@@ -84,6 +84,14 @@ def _kind_of(request: WatchRequest) -> str:
     return "scalar" if isinstance(request, ScalarWatch) else "collection"
 
 
+Versions = Mapping[tuple[str, str], str]
+"""(namespace, name) -> resourceVersion of the objects one watch request covers."""
+
+
+def _version(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
 def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
     labels = (obj.get("metadata") or {}).get("labels")
     return labels if isinstance(labels, Mapping) else {}
@@ -221,6 +229,32 @@ class WatchCoordinator:
     def watched_gvrs(self) -> frozenset[GVR]:
         """GVRs whose informer this coordinator holds."""
         return frozenset(self._held)
+
+    # -- reads from the caches ------------------------------------------------------------------
+
+    def cached_versions(self, request: WatchRequest) -> Versions | None:
+        """What the informer caches hold for `request`: (namespace, name) -> resourceVersion.
+
+        None when no synced informer of the kind is held (the caller must ask the API server).
+        An empty mapping is an answer too: the cache knows of no such object. Why: a reconcile
+        whose every read is unchanged (same resourceVersions) would do exactly what it did last
+        time, so it can be skipped without a single request (kro.controllers.instance.settled).
+        """
+        informer = self._pool.synced(request.gvr)
+        if informer is None:
+            return None
+        if isinstance(request, ScalarWatch):
+            obj = informer.store.get_by(request.namespace or None, request.name)
+            return {} if obj is None else {(request.namespace, request.name): _version(obj)}
+        found: dict[tuple[str, str], str] = {}
+        for obj in informer.store.list():
+            meta = obj.get("metadata") or {}
+            namespace = str(meta.get("namespace") or "")
+            if request.namespace and request.namespace != namespace:
+                continue
+            if request.selector.matches(_labels(obj)):
+                found[(namespace, str(meta.get("name") or ""))] = _version(obj)
+        return found
 
     # -- routing --------------------------------------------------------------------------------
 

@@ -111,8 +111,8 @@ class InstanceEvaluation:
         """Evaluate and keep the duration: the controller reports them as upstream's
         cel_expr_eval_total / cel_expr_eval_duration_seconds (this module records nothing)."""
         started = time.perf_counter()
-        result = expression.evaluate_json(activation) if as_json else expression.evaluate(
-            activation
+        result = (
+            expression.evaluate_json(activation) if as_json else expression.evaluate(activation)
         )
         self.eval_durations_s.append(time.perf_counter() - started)
         return result

@@ -222,9 +222,17 @@ class Client:
         continue_token: str | None = None,
         resource_version: str | None = None,
         metadata_only: bool = False,
+        shard_selector: str | None = None,
     ) -> dict[str, Any]:
-        """One page: a List object with `items` and `metadata.{resourceVersion,continue}`."""
+        """One page: a List object with `items` and `metadata.{resourceVersion,continue}`.
+
+        shard_selector: a `shardRange(...)` expression (kro.runtime.sharding); a server with
+        the ShardedListAndWatch gate answers only that slice and says so in
+        `metadata.shardInfo`, one without it ignores the parameter.
+        """
         params = selector_params(label_selector, field_selector, resource_version)
+        if shard_selector:
+            params["shardSelector"] = shard_selector
         if limit:
             params["limit"] = str(limit)
         if continue_token:
@@ -245,6 +253,7 @@ class Client:
         field_selector: str | None = None,
         page_size: int = 500,
         metadata_only: bool = False,
+        shard_selector: str | None = None,
     ) -> tuple[builtins.list[dict[str, Any]], str]:
         """All items and the list's resourceVersion (start a watch there), following pages.
 
@@ -265,6 +274,7 @@ class Client:
                     limit=limit,
                     continue_token=token,
                     metadata_only=metadata_only,
+                    shard_selector=shard_selector,
                 )
             except Gone:
                 if token is None:
@@ -289,6 +299,7 @@ class Client:
         timeout_s: int | None = 300,
         metadata_only: bool = False,
         drop_managed_fields: bool = False,
+        shard_selector: str | None = None,
     ) -> AsyncGenerator[WatchEvent, None]:
         """Stream changes after `resource_version` until the server closes (after `timeout_s`).
 
@@ -298,6 +309,8 @@ class Client:
         """
         params = selector_params(label_selector, field_selector, resource_version)
         params["watch"] = "true"
+        if shard_selector:
+            params["shardSelector"] = shard_selector
         if allow_bookmarks:
             params["allowWatchBookmarks"] = "true"
         if timeout_s is not None:

@@ -32,6 +32,7 @@ from kro.runtime.client import Client, WatchEvent
 from kro.runtime.clock import Clock, RealClock, wait_with_timeout
 from kro.runtime.errors import ApiError, Gone, KubeError, RequestTimeout, TransportError
 from kro.runtime.gvk import GVR
+from kro.runtime.sharding import ShardView
 from kro.runtime.store import Obj, Store, object_key
 
 log = structlog.get_logger(__name__)
@@ -41,6 +42,10 @@ Transform = Callable[[Obj], Obj]
 SHORT_WATCH_S = 1.0
 """A watch that ends sooner than this without a single event counts as a failure (backoff),
 so a server that closes watches at once cannot make us spin."""
+
+
+class _ShardMoved(Exception):
+    """The owned shard ranges changed: list again with the new selector."""
 
 
 class EventHandler(Protocol):
@@ -75,6 +80,10 @@ class Informer:
         [t, 2t) so many informers do not reconnect in lockstep (client-go does the same).
     backoff_base_s, backoff_cap_s: failed lists and watches wait base * 2^n, capped, with
         jitter in [d/2, d]; a working watch resets the count.
+    shard: list and watch only this replica's hash ranges (kro.runtime.sharding): the
+        selector goes to the server, every object is also checked here (the fallback when
+        the server ignores or rejects it), and a change of ranges relists, dropping what left
+        the ranges without on_delete (the object still exists; another replica owns it).
     """
 
     def __init__(
@@ -94,8 +103,11 @@ class Informer:
         backoff_base_s: float = 0.8,
         backoff_cap_s: float = 30.0,
         rng: random.Random | None = None,
+        shard: ShardView | None = None,
     ) -> None:
         self.client = client
+        self.shard = shard
+        self._shard_version = shard.version if shard is not None else 0
         self.gvr = gvr
         self.namespace = namespace
         self.label_selector = label_selector
@@ -188,6 +200,10 @@ class Informer:
             started = self._clock.now()
             try:
                 received = await self._watch()
+            except _ShardMoved:
+                self._log.info("informer.shard_moved", version=self._shard_version)
+                need_list = True
+                continue
             except Gone:
                 self._log.info("informer.watch_expired", resource_version=self._resource_version)
                 need_list = True
@@ -208,15 +224,43 @@ class Informer:
         delay = min(self._backoff_cap_s, self._backoff_base_s * 2**failures)
         await self._clock.sleep(delay / 2 + self._rng.random() * delay / 2)
 
+    async def _list_items(self) -> tuple[list[Obj], str]:
+        shard = self.shard
+        if shard is None:
+            return await self.client.list_all(
+                self.gvr,
+                namespace=self.namespace,
+                label_selector=self.label_selector,
+                field_selector=self.field_selector,
+                page_size=self._page_size,
+                metadata_only=self.metadata_only,
+            )
+        self._shard_version = shard.version
+        sent = shard.selector()
+        try:
+            items, rv = await self.client.list_all(
+                self.gvr,
+                namespace=self.namespace,
+                label_selector=self.label_selector,
+                field_selector=self.field_selector,
+                page_size=self._page_size,
+                metadata_only=self.metadata_only,
+                shard_selector=sent,
+            )
+        except ApiError as e:
+            # kube-apiserver v1.36 answers a selector it cannot parse with 500 ("invalid shard
+            # selector"); a server or proxy that refuses the parameter with 400.
+            if sent is None or not (e.status == 400 or "shard selector" in e.message):
+                raise
+            shard.enter_fallback("rejected", gvr=str(self.gvr), error=str(e))
+            return await self._list_items()
+        owned = [o for o in items if shard.owns_object(o)]
+        if sent is not None and len(owned) != len(items):
+            shard.enter_fallback("ignored", gvr=str(self.gvr), outside=len(items) - len(owned))
+        return owned, rv
+
     async def _list(self) -> None:
-        items, rv = await self.client.list_all(
-            self.gvr,
-            namespace=self.namespace,
-            label_selector=self.label_selector,
-            field_selector=self.field_selector,
-            page_size=self._page_size,
-            metadata_only=self.metadata_only,
-        )
+        items, rv = await self._list_items()
         objs = [self._prepare(o) for o in items]
         previous = self.store.replace(objs)
         self._resource_version = rv
@@ -230,6 +274,8 @@ class Informer:
                 self._dispatch("on_update", old, obj)
         for key, old in previous.items():
             if key not in self.store:
+                if self.shard is not None and not self.shard.owns_object(old):
+                    continue  # moved to another replica's range, not deleted
                 deleted += 1
                 self._dispatch("on_delete", old)
         self._synced.set()
@@ -241,7 +287,26 @@ class Informer:
         )
 
     async def _watch(self) -> bool:
-        """One watch connection; True if it delivered anything before ending cleanly."""
+        """One watch connection; True if it delivered anything before ending cleanly.
+        Raises _ShardMoved when the owned ranges change meanwhile."""
+        shard = self.shard
+        if shard is None:
+            return await self._consume_watch()
+        if shard.version != self._shard_version:
+            raise _ShardMoved
+        consume = asyncio.create_task(self._consume_watch(), name=f"informer.watch:{self.gvr}")
+        moved = asyncio.create_task(shard.changed(self._shard_version))
+        try:
+            await asyncio.wait({consume, moved}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (consume, moved):
+                task.cancel()
+            await asyncio.wait({consume, moved})
+        if consume.done() and not consume.cancelled():
+            return consume.result()  # ended (or failed) on its own: as without sharding
+        raise _ShardMoved
+
+    async def _consume_watch(self) -> bool:
         timeout_s = int(self._watch_timeout_s * (1 + self._rng.random()))
         received = False
         events = self.client.watch(
@@ -254,6 +319,7 @@ class Informer:
             timeout_s=timeout_s,
             metadata_only=self.metadata_only,
             drop_managed_fields=self._transform is strip_managed_fields,
+            **({"shard_selector": self.shard.selector()} if self.shard is not None else {}),
         )
         async with contextlib.aclosing(events):
             async for event in events:
@@ -265,6 +331,14 @@ class Informer:
         # The per-event hot path (bench/bench_informer.py): it calls no helper it can do without.
         kind, obj = event.type, event.object
         if kind == "BOOKMARK":
+            rv = _resource_version(obj)
+            if rv:
+                self._resource_version = rv
+            return
+        shard = self.shard
+        if shard is not None and not shard.owns_object(obj):
+            if shard.selector() is not None:
+                shard.enter_fallback("ignored", gvr=str(self.gvr), via="watch")
             rv = _resource_version(obj)
             if rv:
                 self._resource_version = rv

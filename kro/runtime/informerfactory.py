@@ -22,6 +22,7 @@ from kro.runtime.client import Client
 from kro.runtime.clock import Clock
 from kro.runtime.gvk import GVR
 from kro.runtime.informer import Informer, Transform, strip_managed_fields
+from kro.runtime.sharding import ShardView
 
 log = structlog.get_logger(__name__)
 
@@ -35,6 +36,7 @@ class InformerKey:
     label_selector: str | None = None
     field_selector: str | None = None
     metadata_only: bool = False
+    sharded: bool = False
 
 
 @dataclass(slots=True)
@@ -45,7 +47,11 @@ class _Entry:
 
 
 class SharedInformerFactory:
-    """Ref-counted informers over one client; the options apply to every informer it starts."""
+    """Ref-counted informers over one client; the options apply to every informer it starts.
+
+    shard: this replica's ShardView (kro.runtime.sharding); informers acquired with
+    `sharded=True` hold only its ranges. Without it, `sharded` is ignored.
+    """
 
     def __init__(
         self,
@@ -55,8 +61,10 @@ class SharedInformerFactory:
         resync_period_s: float | None = None,
         transform: Transform | None = strip_managed_fields,
         page_size: int = 500,
+        shard: ShardView | None = None,
     ) -> None:
         self._client = client
+        self.shard = shard
         self._clock = clock
         self._resync_period_s = resync_period_s
         self._transform = transform
@@ -74,11 +82,13 @@ class SharedInformerFactory:
         label_selector: str | None = None,
         field_selector: str | None = None,
         metadata_only: bool = False,
+        sharded: bool = False,
     ) -> Informer:
         """The shared informer for this combination, started if new. Pair with `release`."""
         if self._closed:
             raise RuntimeError("informer factory is closed")
-        key = InformerKey(gvr, namespace, label_selector, field_selector, metadata_only)
+        sharded = sharded and self.shard is not None
+        key = InformerKey(gvr, namespace, label_selector, field_selector, metadata_only, sharded)
         entry = self._entries.get(key)
         if entry is not None:
             entry.refs += 1
@@ -94,6 +104,7 @@ class SharedInformerFactory:
             resync_period_s=self._resync_period_s,
             clock=self._clock,
             page_size=self._page_size,
+            shard=self.shard if sharded else None,
         )
         task = asyncio.create_task(informer.run(), name=f"informer:{gvr}:{namespace or ''}")
         task.add_done_callback(self._on_done)

@@ -14,6 +14,11 @@ After `shutdown`, adds are ignored but keys already queued are still handed out;
 `QueueShutDown` only once the queue is empty, so workers drain it and exit.
 `shutdown_with_drain` also waits for every handed-out key to be `done`.
 
+Two lanes: `add_background` queues a key behind every key `add` queues, and `add` of a key
+waiting in the background promotes it. Why: a restarted controller re-lists every object it
+serves; the ones that are probably settled must not delay a new or changed one, and must not
+go through the rate limiter (which is for failures) to be spread out either.
+
 Metrics (client-go names, label `name`) are recorded only for named queues, as client-go does.
 """
 
@@ -99,6 +104,8 @@ class WorkQueue(Generic[T]):
         self._limiter: RateLimiter[T] = rate_limiter or default_controller_rate_limiter(self._clock)
         self._metrics = _QueueMetrics(metrics if name else NOOP, name)
         self._queue: deque[T] = deque()
+        self._background: deque[T] = deque()  # may hold stale entries: `_low` says which count
+        self._low: set[T] = set()  # dirty keys whose next hand-out is in the background lane
         self._dirty: set[T] = set()
         self._processing: dict[T, float] = {}  # key -> when a worker took it
         self._added_at: dict[T, float] = {}  # key -> when it became dirty (queue duration)
@@ -114,8 +121,19 @@ class WorkQueue(Generic[T]):
     # -- adding ---------------------------------------------------------------------------------
 
     def add(self, item: T) -> None:
-        """Queue `item` unless it is already waiting; defer it if a worker holds it."""
-        if self._shutting_down or item in self._dirty:
+        """Queue `item` unless it is already waiting; defer it if a worker holds it.
+
+        A key waiting in the background lane moves to the front lane.
+        """
+        if self._shutting_down:
+            return
+        if item in self._dirty:
+            if item in self._low:
+                self._low.discard(item)
+                if item not in self._processing:
+                    self._queue.append(item)
+                    self._metrics.depth.set(len(self), name=self.name)
+                    self._wakeup_getter()
             return
         self._metrics.adds.inc(name=self.name)
         self._dirty.add(item)
@@ -123,7 +141,21 @@ class WorkQueue(Generic[T]):
         if item in self._processing:
             return
         self._queue.append(item)
-        self._metrics.depth.set(len(self._queue), name=self.name)
+        self._metrics.depth.set(len(self), name=self.name)
+        self._wakeup_getter()
+
+    def add_background(self, item: T) -> None:
+        """Queue `item` behind every key of the front lane, unless it is already waiting."""
+        if self._shutting_down or item in self._dirty:
+            return
+        self._metrics.adds.inc(name=self.name)
+        self._dirty.add(item)
+        self._low.add(item)
+        self._added_at[item] = self._clock.now()
+        if item in self._processing:
+            return
+        self._background.append(item)
+        self._metrics.depth.set(len(self), name=self.name)
         self._wakeup_getter()
 
     def add_after(self, item: T, delay_s: float) -> None:
@@ -162,7 +194,7 @@ class WorkQueue(Generic[T]):
 
     async def get(self) -> T:
         """Wait for a key and mark it processing; raises QueueShutDown once shut down and empty."""
-        while not self._queue:
+        while not self._ready():
             if self._shutting_down:
                 raise QueueShutDown
             getter = asyncio.get_running_loop().create_future()
@@ -173,14 +205,14 @@ class WorkQueue(Generic[T]):
                 getter.cancel()
                 with contextlib.suppress(ValueError):
                     self._getters.remove(getter)
-                if self._queue and not getter.cancelled():
+                if self._ready() and not getter.cancelled():
                     self._wakeup_getter()  # pass on the wake-up we were given
                 raise
         return self._take()
 
     def get_nowait(self) -> T:
         """Take a ready key without waiting; QueueEmpty if none, QueueShutDown if finished."""
-        if not self._queue:
+        if not self._ready():
             raise QueueShutDown if self._shutting_down else QueueEmpty
         return self._take()
 
@@ -191,15 +223,16 @@ class WorkQueue(Generic[T]):
             return  # not handed out: nothing to finish (and re-queueing would duplicate it)
         self._metrics.work_duration.observe(self._clock.now() - started, name=self.name)
         if item in self._dirty:
-            self._queue.append(item)
-            self._metrics.depth.set(len(self._queue), name=self.name)
+            (self._background if item in self._low else self._queue).append(item)
+            self._metrics.depth.set(len(self), name=self.name)
             self._wakeup_getter()
-        elif self._shutting_down and not self._processing and not self._queue:
+        elif self._shutting_down and not self._processing and not self._ready():
             self._drained.set()
 
     def __len__(self) -> int:
-        """Keys ready to be handed out (not those processing or waiting on a delay)."""
-        return len(self._queue)
+        """Keys ready to be handed out (not those processing or waiting on a delay; a key
+        re-added to the background lane while a worker holds it counts already)."""
+        return len(self._queue) + len(self._low)
 
     @property
     def processing(self) -> int:
@@ -231,7 +264,7 @@ class WorkQueue(Generic[T]):
             getter = self._getters.popleft()
             if not getter.done():
                 getter.set_result(None)
-        if not self._processing and not self._queue:
+        if not self._processing and not self._ready():
             self._drained.set()
 
     async def shutdown_with_drain(self) -> None:
@@ -253,15 +286,31 @@ class WorkQueue(Generic[T]):
 
     # -- internals ------------------------------------------------------------------------------
 
+    def _ready(self) -> bool:
+        """Whether a key can be handed out now, from either lane (drops stale background
+        entries on the way: keys promoted to the front lane or already handed out)."""
+        if self._queue:
+            return True
+        while self._background:
+            item = self._background[0]
+            if item in self._low and item not in self._processing:
+                return True
+            self._background.popleft()
+        return False
+
     def _take(self) -> T:
-        item = self._queue.popleft()
+        if self._queue:
+            item = self._queue.popleft()
+        else:
+            item = self._background.popleft()  # `_ready` left a live entry at the head
+            self._low.discard(item)
         now = self._clock.now()
         self._processing[item] = now
         self._dirty.discard(item)
         added = self._added_at.pop(item, None)
         if added is not None:
             self._metrics.queue_duration.observe(now - added, name=self.name)
-        self._metrics.depth.set(len(self._queue), name=self.name)
+        self._metrics.depth.set(len(self), name=self.name)
         return item
 
     def _wakeup_getter(self) -> None:

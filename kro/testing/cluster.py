@@ -65,6 +65,30 @@ class ClusterOptions:
     nodes: int = 1
     detached: bool = False
     start_timeout_s: float = 180.0
+    # kube-apiserver feature gates. ShardedListAndWatch (alpha in v1.36) lets a List/Watch carry
+    # `shardSelector`; on by default because a request without the parameter is served exactly
+    # as before, so nothing else changes. `()` runs kube-apiserver with its own defaults.
+    feature_gates: tuple[tuple[str, bool], ...] = (("ShardedListAndWatch", True),)
+
+
+def feature_gates_flag(gates: Sequence[tuple[str, bool]]) -> list[str]:
+    """`--feature-gates=A=true,B=false`, or nothing when no gate is set."""
+    if not gates:
+        return []
+    return ["--feature-gates=" + ",".join(f"{name}={str(on).lower()}" for name, on in gates)]
+
+
+def parse_feature_gates(text: str) -> tuple[tuple[str, bool], ...]:
+    """`A=true,B=false` (the kube-apiserver syntax) into pairs; `` or `none`: no gate."""
+    if text.strip().lower() in ("", "none"):
+        return ()
+    pairs: list[tuple[str, bool]] = []
+    for item in text.split(","):
+        name, sep, value = item.strip().partition("=")
+        if not sep or value.lower() not in ("true", "false") or not name:
+            raise ValueError(f"feature gate {item!r} is not NAME=true|false")
+        pairs.append((name, value.lower() == "true"))
+    return tuple(pairs)
 
 
 @dataclass(kw_only=True)
@@ -350,6 +374,7 @@ class LocalCluster:
             "--max-requests-inflight=800",
             "--max-mutating-requests-inflight=400",
             "--profiling=false",
+            *feature_gates_flag(self.options.feature_gates),
             "--v=1",
         ]
 
@@ -574,6 +599,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="start a detached cluster and print its KUBECONFIG")
     up.add_argument("--nodes", type=int, default=1, help="fake nodes (0: no scheduler, no kwok)")
+    up.add_argument(
+        "--feature-gates",
+        type=parse_feature_gates,
+        default=ClusterOptions().feature_gates,
+        help="kube-apiserver feature gates, NAME=true|false,... ('none': the server defaults; "
+        "default: ShardedListAndWatch=true)",
+    )
     sub.add_parser("down", help="stop the detached cluster")
     sub.add_parser("status", help="say what is running")
     args = parser.parse_args(argv)
@@ -585,7 +617,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("a cluster is already running; `down` stops it", file=sys.stderr)
             return 1
         run_dir.mkdir(parents=True, exist_ok=True)
-        cluster = LocalCluster(run_dir, ClusterOptions(nodes=args.nodes, detached=True))
+        cluster = LocalCluster(
+            run_dir,
+            ClusterOptions(nodes=args.nodes, detached=True, feature_gates=args.feature_gates),
+        )
         try:
             state = cluster.start()
         except StartError as error:

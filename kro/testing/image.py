@@ -164,8 +164,9 @@ def image_exists(name: str) -> bool:
 
 
 def inspect(name: str) -> dict[str, Any]:
-    out = _run(["podman", "image", "inspect", name], what=f"podman image inspect {name}",
-               capture=True)
+    out = _run(
+        ["podman", "image", "inspect", name], what=f"podman image inspect {name}", capture=True
+    )
     found = json.loads(out)
     return dict(found[0])
 
@@ -194,8 +195,13 @@ def slim_rootfs(root: Path) -> None:
     """Drop package caches, apt lists, logs, docs and manuals; keep dpkg from adding more."""
     (root / "etc/dpkg/dpkg.cfg.d").mkdir(parents=True, exist_ok=True)
     (root / "etc/dpkg/dpkg.cfg.d/excludes").write_text(DPKG_EXCLUDES)
-    for pattern in ("var/cache/apt/archives/*.deb", "var/cache/apt/*.bin", "var/lib/apt/lists/*",
-                    "var/log/*.log", "var/log/apt/*"):
+    for pattern in (
+        "var/cache/apt/archives/*.deb",
+        "var/cache/apt/*.bin",
+        "var/lib/apt/lists/*",
+        "var/log/*.log",
+        "var/log/apt/*",
+    ):
         for path in root.glob(pattern):
             if path.is_file() or path.is_symlink():
                 path.unlink()
@@ -217,21 +223,36 @@ def make_base_tarball(tarball: Path) -> None:
     tarball.parent.mkdir(parents=True, exist_ok=True)
     root = tarball.parent / "rootfs.tmp"
     _remove_tree(root)
-    _say(f"debootstrap {SUITE} (minbase + {', '.join(BASE_PACKAGES)}) from {mirror()} "
-         f"into {root}: several minutes")
+    _say(
+        f"debootstrap {SUITE} (minbase + {', '.join(BASE_PACKAGES)}) from {mirror()} "
+        f"into {root}: several minutes"
+    )
     started = time.monotonic()
     try:
-        _run(["debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}",
-              SUITE, str(root), mirror()], what="debootstrap")
+        _run(
+            [
+                "debootstrap",
+                "--variant=minbase",
+                f"--include={','.join(BASE_PACKAGES)}",
+                SUITE,
+                str(root),
+                mirror(),
+            ],
+            what="debootstrap",
+        )
         slim_rootfs(root)
         partial = tarball.with_suffix(".partial")
-        _run(["tar", "--numeric-owner", "-C", str(root), "-cf", str(partial), "."],
-             what="tar of the base root filesystem")
+        _run(
+            ["tar", "--numeric-owner", "-C", str(root), "-cf", str(partial), "."],
+            what="tar of the base root filesystem",
+        )
         partial.replace(tarball)
     finally:
         _remove_tree(root)
-    _say(f"base root filesystem: {tarball} ({tarball.stat().st_size / 1e6:.0f} MB, "
-         f"{time.monotonic() - started:.0f} s)")
+    _say(
+        f"base root filesystem: {tarball} ({tarball.stat().st_size / 1e6:.0f} MB, "
+        f"{time.monotonic() - started:.0f} s)"
+    )
 
 
 def ensure_base() -> str:
@@ -245,12 +266,18 @@ def ensure_base() -> str:
     _say(f"podman import {tarball} as {BASE_IMAGE}")
     _run(
         [
-            "podman", "import",
-            "--change", "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-            "--change", "ENV LANG=C.UTF-8",
-            "--change", 'CMD ["/bin/bash"]',
-            "--message", f"Debian {SUITE} minbase with {' '.join(BASE_PACKAGES)} (debootstrap)",
-            str(tarball), BASE_IMAGE,
+            "podman",
+            "import",
+            "--change",
+            "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "--change",
+            "ENV LANG=C.UTF-8",
+            "--change",
+            'CMD ["/bin/bash"]',
+            "--message",
+            f"Debian {SUITE} minbase with {' '.join(BASE_PACKAGES)} (debootstrap)",
+            str(tarball),
+            BASE_IMAGE,
         ],
         what="podman import",
     )
@@ -270,10 +297,12 @@ def pip_conf(env: Mapping[str, str]) -> tuple[str, Path | None] | None:
     bundle to put beside it, or None when there is nothing to pass.
     """
     lines = ["[global]"]
-    for key, variable in (("index-url", "PIP_INDEX_URL"),
-                          ("extra-index-url", "PIP_EXTRA_INDEX_URL"),
-                          ("trusted-host", "PIP_TRUSTED_HOST"),
-                          ("timeout", "PIP_DEFAULT_TIMEOUT")):
+    for key, variable in (
+        ("index-url", "PIP_INDEX_URL"),
+        ("extra-index-url", "PIP_EXTRA_INDEX_URL"),
+        ("trusted-host", "PIP_TRUSTED_HOST"),
+        ("timeout", "PIP_DEFAULT_TIMEOUT"),
+    ):
         if env.get(variable):
             lines.append(f"{key} = {env[variable]}")
     ca: Path | None = None
@@ -297,9 +326,16 @@ BUILD_HOME = "/root"
 def build_image(tag: str) -> None:
     base = ensure_base()
     command = [
-        "podman", "build", "--isolation=chroot", "--pull=never",
-        "--build-arg", f"PYTHON_IMAGE={base}",
-        "--tag", tag, "--file", str(DOCKERFILE),
+        "podman",
+        "build",
+        "--isolation=chroot",
+        "--pull=never",
+        "--build-arg",
+        f"PYTHON_IMAGE={base}",
+        "--tag",
+        tag,
+        "--file",
+        str(DOCKERFILE),
     ]
     with tempfile.TemporaryDirectory(prefix="kro-image-build-") as scratch:
         settings = pip_conf(os.environ)
@@ -312,15 +348,19 @@ def build_image(tag: str) -> None:
             if ca is not None:
                 shutil.copyfile(ca, home / ".config" / "pip" / "ca.pem")
             command += ["--volume", f"{home}:{BUILD_HOME}"]
-            _say("passing the host's pip settings to the build: "
-                 + ", ".join(line.split(" = ")[0] for line in text.splitlines()[1:]))
+            _say(
+                "passing the host's pip settings to the build: "
+                + ", ".join(line.split(" = ")[0] for line in text.splitlines()[1:])
+            )
         command.append(str(REPO))
         _say(f"podman build {tag} on {base}")
         started = time.monotonic()
         _run(command, what="podman build")
     size = int(inspect(tag)["Size"])
-    _say(f"built {tag} in {time.monotonic() - started:.0f} s; size {size / 1e6:.0f} MB "
-         f"({size} bytes, podman image inspect)")
+    _say(
+        f"built {tag} in {time.monotonic() - started:.0f} s; size {size / 1e6:.0f} MB "
+        f"({size} bytes, podman image inspect)"
+    )
 
 
 # -- running the image as the chart would --------------------------------------------------------
@@ -429,13 +469,23 @@ def render_chart(helm: Path, *, metrics_port: int, health_port: int) -> dict[str
     (in a pod, the default is the pod's namespace)."""
     out = _run(
         [
-            str(helm), "template", "kro", str(CHART), "--namespace", RELEASE_NAMESPACE,
-            "--set", f"config.metricsBindAddress=127.0.0.1:{metrics_port}",
-            "--set", f"deployment.containerPort={metrics_port}",
-            "--set", f"config.healthProbeBindAddress=127.0.0.1:{health_port}",
-            "--set", f"config.leaderElectionNamespace={RELEASE_NAMESPACE}",
+            str(helm),
+            "template",
+            "kro",
+            str(CHART),
+            "--namespace",
+            RELEASE_NAMESPACE,
+            "--set",
+            f"config.metricsBindAddress=127.0.0.1:{metrics_port}",
+            "--set",
+            f"deployment.containerPort={metrics_port}",
+            "--set",
+            f"config.healthProbeBindAddress=127.0.0.1:{health_port}",
+            "--set",
+            f"config.leaderElectionNamespace={RELEASE_NAMESPACE}",
         ],
-        what="helm template", capture=True,
+        what="helm template",
+        capture=True,
     )
     for document in yaml.safe_load_all(out):
         if isinstance(document, dict) and document.get("kind") == "Deployment":
@@ -458,8 +508,15 @@ class ContainerSpec:
     empty_dirs: dict[str, str]
 
     @classmethod
-    def of(cls, config: Mapping[str, Any], chart: ChartContainer, *, image_root: Path,
-           root: Path, secrets: Path) -> ContainerSpec:
+    def of(
+        cls,
+        config: Mapping[str, Any],
+        chart: ChartContainer,
+        *,
+        image_root: Path,
+        root: Path,
+        secrets: Path,
+    ) -> ContainerSpec:
         """Kubernetes' rules: `command` replaces the image's ENTRYPOINT, `args` its CMD, and the
         container's env overrides the image's. One addition: the kubeconfig's path (a pod
         would use its ServiceAccount)."""
@@ -470,9 +527,14 @@ class ContainerSpec:
         env = image_env(config)
         env.update(chart.env)
         return cls(
-            image_root=image_root, root=root, secrets=secrets,
+            image_root=image_root,
+            root=root,
+            secrets=secrets,
             argv=[*command, *chart.args, f"--kubeconfig={SECRETS_IN_IMAGE}/kubeconfig"],
-            env=env, uid=chart.uid, gid=chart.gid, read_only_root=chart.read_only_root,
+            env=env,
+            uid=chart.uid,
+            gid=chart.gid,
+            read_only_root=chart.read_only_root,
             empty_dirs=chart.empty_dirs,
         )
 
@@ -501,21 +563,29 @@ def image_env(config: Mapping[str, Any]) -> dict[str, str]:
 def container_argv(spec: ContainerSpec) -> list[str]:
     """The host command that runs the container: unshare, then CHROOT_SCRIPT."""
     return [
-        "unshare", "--mount", "--propagation", "private", "--",
-        "/bin/sh", "-c", CHROOT_SCRIPT, "kro-container",
-        str(spec.image_root), str(spec.root), str(spec.secrets), *spec.argv,
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "--",
+        "/bin/sh",
+        "-c",
+        CHROOT_SCRIPT,
+        "kro-container",
+        str(spec.image_root),
+        str(spec.root),
+        str(spec.secrets),
+        *spec.argv,
     ]
 
 
 @contextlib.contextmanager
 def mounted_image(name: str) -> Iterator[Path]:
-    path = _run(["podman", "image", "mount", name], what="podman image mount",
-                capture=True).strip()
+    path = _run(["podman", "image", "mount", name], what="podman image mount", capture=True).strip()
     try:
         yield Path(path)
     finally:
-        subprocess.run(["podman", "image", "unmount", name], stdout=subprocess.DEVNULL,
-                       check=False)
+        subprocess.run(["podman", "image", "unmount", name], stdout=subprocess.DEVNULL, check=False)
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -535,8 +605,15 @@ def process_facts(pid: int) -> list[str]:
     facts = []
     status = Path(f"/proc/{pid}/status").read_text().splitlines()
     for line in status:
-        if line.split(":")[0] in ("Uid", "Gid", "Groups", "CapEff", "CapPrm", "CapBnd",
-                                  "NoNewPrivs"):
+        if line.split(":")[0] in (
+            "Uid",
+            "Gid",
+            "Groups",
+            "CapEff",
+            "CapPrm",
+            "CapBnd",
+            "NoNewPrivs",
+        ):
             facts.append(" ".join(line.split()))
     for line in Path(f"/proc/{pid}/mountinfo").read_text().splitlines():
         fields = line.split()
@@ -554,8 +631,12 @@ class Container:
         self.log_path = log_path
         with log_path.open("wb") as log:
             self.process = subprocess.Popen(
-                container_argv(spec), env=spec.process_env(), stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, start_new_session=True,
+                container_argv(spec),
+                env=spec.process_env(),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
                 preexec_fn=processes.die_with_parent,  # noqa: PLW1509 (prctl only)
             )
 
@@ -596,7 +677,9 @@ class Cluster:
 
     def apply(self, path: str, obj: Mapping[str, Any]) -> Any:
         return self.admin.request(
-            "PATCH", f"{path}?fieldManager={FIELD_MANAGER}&force=true", obj,
+            "PATCH",
+            f"{path}?fieldManager={FIELD_MANAGER}&force=true",
+            obj,
             content_type="application/apply-patch+yaml",
         )
 
@@ -609,13 +692,18 @@ class Cluster:
             crd = yaml.safe_load(path.read_text())
             names.append(str(crd["metadata"]["name"]))
             self.apply(f"{CRDS_API}/{names[-1]}", crd)
-        wait_for(lambda: all(self.established(n) for n in names), timeout_s=60,
-                 what=f"CRDs {names} Established")
+        wait_for(
+            lambda: all(self.established(n) for n in names),
+            timeout_s=60,
+            what=f"CRDs {names} Established",
+        )
 
     def established(self, name: str) -> bool:
         crd = self.admin.get(f"{CRDS_API}/{name}") or {}
-        return any(c.get("type") == "Established" and c.get("status") == "True"
-                   for c in (crd.get("status") or {}).get("conditions") or [])
+        return any(
+            c.get("type") == "Established" and c.get("status") == "True"
+            for c in (crd.get("status") or {}).get("conditions") or []
+        )
 
     def ensure_namespace(self, name: str) -> None:
         self.admin.ensure(
@@ -640,12 +728,17 @@ class Cluster:
             live = self.admin.get(rgd_path) or {}
             return (live.get("status") or {}).get("state") == "Active"
 
-        wait_for(rgd_active, timeout_s=timeout_s, interval_s=0.5,
-                 what=f"RGD {rgd['metadata']['name']} Active")
+        wait_for(
+            rgd_active,
+            timeout_s=timeout_s,
+            interval_s=0.5,
+            what=f"RGD {rgd['metadata']['name']} Active",
+        )
         meta = instance["metadata"]
         plural = f"{instance['kind'].lower()}s"  # what the RGD's CRD is generated with
-        path = (f"/apis/{instance['apiVersion']}/namespaces/{meta['namespace']}/{plural}/"
-                f"{meta['name']}")
+        path = (
+            f"/apis/{instance['apiVersion']}/namespaces/{meta['namespace']}/{plural}/{meta['name']}"
+        )
         _say(f"applying {instance['kind']} {meta['namespace']}/{meta['name']}")
 
         def applied() -> bool:
@@ -666,8 +759,12 @@ class Cluster:
             return live if (live.get("status") or {}).get("state") == "ACTIVE" else None
 
         try:
-            return wait_for(active, timeout_s=timeout_s, interval_s=0.5,
-                            what=f"{instance['kind']} {meta['name']} ACTIVE")
+            return wait_for(
+                active,
+                timeout_s=timeout_s,
+                interval_s=0.5,
+                what=f"{instance['kind']} {meta['name']} ACTIVE",
+            )
         except AssertionError as error:
             raise AssertionError(f"{error}\ninstance now: {self.admin.get(path)!r}") from None
 
@@ -677,16 +774,19 @@ class Cluster:
         namespace, name = meta["namespace"], meta["name"]
         lines = [f"{live['kind']} {namespace}/{name} state={status.get('state')}"]
         for condition in status.get("conditions") or []:
-            lines.append(f"    condition {condition.get('type')}={condition.get('status')} "
-                         f"{condition.get('reason', '')}")
+            lines.append(
+                f"    condition {condition.get('type')}={condition.get('status')} "
+                f"{condition.get('reason', '')}"
+            )
         projected = {k: v for k, v in status.items() if k not in ("state", "conditions")}
         lines.append(f"    status {projected}")
         deployment = self.admin.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}")
         service = self.admin.get(f"/api/v1/namespaces/{namespace}/services/{name}")
         available = ((deployment or {}).get("status") or {}).get("availableReplicas")
         cluster_ip = ((service or {}).get("spec") or {}).get("clusterIP")
-        lines.append(f"    Deployment {name}: {available} available; "
-                     f"Service {name}: clusterIP {cluster_ip}")
+        lines.append(
+            f"    Deployment {name}: {available} available; Service {name}: clusterIP {cluster_ip}"
+        )
         return lines
 
 
@@ -709,26 +809,36 @@ def run_image_test(tag: str, *, timeout_s: float = 300.0) -> None:
     config = inspect(tag).get("Config") or {}
     metrics_port, health_port = processes.free_port(), processes.free_port()
     _say("rendering the chart's Deployment (helm from kro.testing.testbin)")
-    chart = chart_container(render_chart(testbin.ensure(["helm"])["helm"],
-                                         metrics_port=metrics_port, health_port=health_port))
-    _say(f"image {tag}: entrypoint {config.get('Entrypoint')}, user {config.get('User')}; "
-         f"the chart's command {chart.command}, runAsUser/runAsGroup {chart.uid}/{chart.gid}, "
-         f"readOnlyRootFilesystem {chart.read_only_root}, emptyDir {chart.empty_dirs}")
+    chart = chart_container(
+        render_chart(
+            testbin.ensure(["helm"])["helm"], metrics_port=metrics_port, health_port=health_port
+        )
+    )
+    _say(
+        f"image {tag}: entrypoint {config.get('Entrypoint')}, user {config.get('User')}; "
+        f"the chart's command {chart.command}, runAsUser/runAsGroup {chart.uid}/{chart.gid}, "
+        f"readOnlyRootFilesystem {chart.read_only_root}, emptyDir {chart.empty_dirs}"
+    )
     _say("starting a local control plane")
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
         state = stack.enter_context(LocalCluster(options=ClusterOptions(nodes=1)))
         scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="kro-image-test-")))
         image_root = stack.enter_context(mounted_image(tag))
-        _say(f"control plane up at {state.server} ({time.monotonic() - started:.0f} s); "
-             f"image mounted read-only at {image_root}")
+        _say(
+            f"control plane up at {state.server} ({time.monotonic() - started:.0f} s); "
+            f"image mounted read-only at {image_root}"
+        )
         cluster = Cluster(Path(state.kubeconfig))
         cluster.install_crds()
         cluster.ensure_namespace(RELEASE_NAMESPACE)
         cluster.ensure_namespace(_load(EXAMPLE / "instance.yaml")["metadata"]["namespace"])
         (scratch / "root").mkdir()
         spec = ContainerSpec.of(
-            config, chart, image_root=image_root, root=scratch / "root",
+            config,
+            chart,
+            image_root=image_root,
+            root=scratch / "root",
             secrets=write_secret(scratch / "secrets", Path(state.kubeconfig), chart),
         )
         _say(f"running `{' '.join(spec.argv)}` in a chroot of the image")
@@ -742,15 +852,16 @@ def run_image_test(tag: str, *, timeout_s: float = 300.0) -> None:
         try:
             wait_for(ready, timeout_s=120, interval_s=0.5, what="the controller's /readyz")
             _say(f"controller ready (pid {pid}): " + "; ".join(process_facts(pid)))
-            live = cluster.apply_example(EXAMPLE, check=container.check_alive,
-                                         timeout_s=timeout_s)
+            live = cluster.apply_example(EXAMPLE, check=container.check_alive, timeout_s=timeout_s)
         except AssertionError as error:  # a wait that timed out
             raise ImageError(f"{error}\ncontroller log:\n{container.log_tail()}") from None
         _say(f"after {time.monotonic() - started:.0f} s: " + "\n".join(cluster.describe(live)))
         if not _http_ok(f"http://127.0.0.1:{metrics_port}/metrics"):
             raise ImageError(f"no /metrics on 127.0.0.1:{metrics_port}")
-        _say(f"/metrics answers on 127.0.0.1:{metrics_port}; the controller's process: "
-             + "; ".join(process_facts(pid)))
+        _say(
+            f"/metrics answers on 127.0.0.1:{metrics_port}; the controller's process: "
+            + "; ".join(process_facts(pid))
+        )
     _say("stopped the local control plane and unmounted the image")
 
 
@@ -759,13 +870,18 @@ def run_image_test(tag: str, *, timeout_s: float = 300.0) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m kro.testing.image", description=__doc__,
+        prog="python -m kro.testing.image",
+        description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("command", choices=("build", "test"))
     parser.add_argument("--tag", default=None, help="image name (default: localhost/kro:VERSION)")
-    parser.add_argument("--timeout", type=float, default=300.0,
-                        help="seconds to wait for the RGD and for the instance (test)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="seconds to wait for the RGD and for the instance (test)",
+    )
     args = parser.parse_args(argv)
     tag = args.tag or image_tag()
     try:

@@ -14,7 +14,10 @@ class WaitTimeout(AssertionError):
 
 
 def wait_for(
-    probe: Callable[[], T | None], *, timeout_s: float = 60.0, interval_s: float = 0.2,
+    probe: Callable[[], T | None],
+    *,
+    timeout_s: float = 60.0,
+    interval_s: float = 0.2,
     what: str = "condition",
 ) -> T:
     """Call `probe` until it returns a truthy value and return that value."""

@@ -84,6 +84,9 @@ class RecordingWatches:
     async def forget(self, parent: Any) -> None:
         self.forgotten.append(parent)
 
+    def cached_versions(self, request: Any) -> None:
+        return None  # no caches: every reconcile reads from the API server
+
 
 def sample(provider: PrometheusProvider, metric: str, **labels: str) -> float:
     """The value of one series on /metrics (0 when absent)."""

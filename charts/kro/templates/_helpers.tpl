@@ -103,6 +103,9 @@ would otherwise print large ones as 1e+06.
 {{- if $c.enableLeaderElection -}}
 {{- $args = append $args (printf "--enable-controller-warmup=%t" $c.enableControllerWarmup) -}}
 {{- end -}}
+{{- if .Values.shards.enabled -}}
+{{- $args = append $args "--shards=auto" -}}
+{{- end -}}
 {{- $args = append $args (printf "--allow-crd-deletion=%t" $c.allowCRDDeletion) -}}
 {{- $args = append $args (printf "--graceful-shutdown-timeout=%s" $c.gracefulShutdownTimeout) -}}
 {{- $args = append $args (printf "--resource-graph-definition-concurrent-reconciles=%d" ($c.resourceGraphDefinitionConcurrentReconciles | int64)) -}}

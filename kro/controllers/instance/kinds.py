@@ -37,6 +37,7 @@ from kro.controllers.instance.draining import DrainingReconciler
 from kro.controllers.instance.reconciler import (
     InstanceOptions,
     InstanceReconciler,
+    probably_settled,
     should_enqueue_update,
 )
 from kro.controllers.metrics import (
@@ -152,7 +153,10 @@ class InstanceControllers:
             self._metrics.initialise(gvr_string(kind.gvr))
             self._metrics.states.register(kind.rgd_name)
         await self._dynamic.register(
-            kind.gvr, reconciler.reconcile, should_enqueue_update=should_enqueue_update
+            kind.gvr,
+            reconciler.reconcile,
+            should_enqueue_update=should_enqueue_update,
+            probably_settled=probably_settled,
         )
         if self._draining.pop(kind.gvr, None) is not None:
             log.info("rgd.instances_taken_over", gvr=str(kind.gvr))

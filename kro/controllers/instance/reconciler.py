@@ -69,6 +69,7 @@ from kro.controllers.failures import Failure, FailureReporter
 from kro.controllers.instance import contests
 from kro.controllers.instance.labels import instance_labels
 from kro.controllers.instance.resources import ChildDeleting, InstancePass, PassOutcome
+from kro.controllers.instance.settled import SettledPasses
 from kro.controllers.instance.status import InstanceStatus, node_state_summary, status_changed
 from kro.controllers.metrics import (
     RESOLUTION_FAILED,
@@ -82,6 +83,7 @@ from kro.controllers.metrics import (
 )
 from kro.controllers.registry import RevisionRegistry, RevisionState
 from kro.dynamic import ObjectRef, WatchCoordinator
+from kro.dynamic.watches import Versions, WatchRequest
 from kro.graph.evaluate import EvaluationError, InstanceEvaluation
 from kro.graph.model import Graph
 from kro.runtime.client import Client
@@ -143,6 +145,14 @@ def should_enqueue_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> boo
     )
 
 
+def probably_settled(instance: Mapping[str, Any]) -> bool:
+    """Whether an instance found by a (re)start can wait behind new work: kro already manages
+    it (its finalizer is set) and it is not being deleted. Only metadata is cached, so a spec
+    changed while kro was down is not told apart; it waits in the background lane too."""
+    meta = instance.get("metadata") or {}
+    return FINALIZER in (meta.get("finalizers") or []) and not meta.get("deletionTimestamp")
+
+
 class InstanceReconciler:
     """Reconciles the instances of one RGD; registered with the dynamic controller."""
 
@@ -193,6 +203,7 @@ class InstanceReconciler:
             reasons=(),
         )
         self._gvr_label = gvr_string(gvr)
+        self._settled = SettledPasses(watches, gvr)
 
     def _requeue(self) -> Result:
         interval = self.options.requeue_interval_s
@@ -209,6 +220,7 @@ class InstanceReconciler:
         try:
             return await self._reconcile_request(request)
         except Exception as error:
+            self._settled.forget((request.namespace, request.name))
             self.metrics.reconcile_errors.inc(gvr=self._gvr_label)
             # Reported already, gone, or a stale read the retry re-reads: nothing to act on.
             if not isinstance(error, ReconcileFailed | NotFound | Conflict):
@@ -237,6 +249,13 @@ class InstanceReconciler:
         with structlog.contextvars.bound_contextvars(
             rgd=self.rgd_name, namespace=request.namespace, name=request.name
         ):
+            key = parent_key(parent)
+            if self._settled.unchanged(key, self._active_graph()):
+                # Nothing this instance's last pass read has changed (the caches say so by
+                # resourceVersion): that pass's outcome stands, and costs no request.
+                log.debug("instance.unchanged")
+                return Result()
+            self._settled.forget(key)
             try:
                 instance = await self.client.get(
                     self.gvr, request.name, namespace=request.namespace or None
@@ -334,7 +353,16 @@ class InstanceReconciler:
             )
             raise ReconcileFailed(str(error)) from error
         await self.watches.done(parent, commit=True)
-        return await self._finish(work.instance, graph, status, evaluation, outcome)
+        return await self._finish(
+            work.instance, graph, status, evaluation, outcome, reads=work.reads
+        )
+
+    def _active_graph(self) -> Graph | None:
+        """The latest revision's graph if Active; no metrics (a cheap check, not a resolve)."""
+        entry = self.registry.latest(self.rgd_name)
+        if entry is None or entry.state is not RevisionState.ACTIVE:
+            return None
+        return entry.graph
 
     def _resolve_graph(self) -> tuple[Graph | None, str]:
         """The latest revision if Active; otherwise why not (R-03, no fallback: N-07)."""
@@ -424,6 +452,8 @@ class InstanceReconciler:
         status: InstanceStatus,
         evaluation: InstanceEvaluation,
         outcome: PassOutcome,
+        *,
+        reads: Mapping[WatchRequest, Versions],
     ) -> Result:
         states = [
             outcome.states.get(n, INSTANCE_STATE_IN_PROGRESS) for n in graph.topological_order
@@ -456,7 +486,7 @@ class InstanceReconciler:
         author = (
             evaluation.author_conditions(status.builtin_conditions()) if graph.conditions else None
         )
-        await self._write_status(
+        written = await self._write_status(
             instance, status.build(node_state, evaluation.status_fields(), author)
         )
         log.debug(
@@ -469,6 +499,12 @@ class InstanceReconciler:
         # collections, external refs) is watched, so the change that unblocks a pending node
         # enqueues the instance. Upstream also requeues on pending data every interval; that
         # costs ~4 requests per instance per interval while Deployments roll out.
+        if outcome.settles(graph) and outcome.retry_after_s is None:
+            # The next pass would change nothing unless something it reads changes: remember
+            # what it read (or wrote) so the caches can confirm that at no cost.
+            final = written if written is not None else instance
+            version = str((final.get("metadata") or {}).get("resourceVersion") or "")
+            self._settled.record(object_key(instance), graph, version, reads)
         if outcome.mutated or outcome.apply_errors or outcome.retry:
             return self._requeue()
         if outcome.retry_after_s is not None:
@@ -558,8 +594,13 @@ class InstanceReconciler:
 
     # -- status write ------------------------------------------------------------------------
 
-    async def _write_status(self, instance: Mapping[str, Any], desired: dict[str, Any]) -> None:
+    async def _write_status(
+        self, instance: Mapping[str, Any], desired: dict[str, Any]
+    ) -> Mapping[str, Any] | None:
         """UpdateStatus with the whole status, only when it differs; one retry on conflict.
+
+        Returns the server's answer to a write of the pass's own instance (None if nothing was
+        written, or only after a conflict: then the pass read a stale instance).
 
         A written change is reported: `instance_state_transitions_total` when `state` moved,
         and (gate InstanceConditionEvents) one Event per condition whose status moved.
@@ -578,24 +619,27 @@ class InstanceReconciler:
             )
         for attempt in (1, 2):
             if not status_changed(current.get("status"), desired):
-                return
+                return None
             body = copy.deepcopy(dict(current))
             body["status"] = desired
             namespace = (current.get("metadata") or {}).get("namespace") or None
             try:
-                await self.client.update_status(self.gvr, body, namespace=namespace)
+                written = await self.client.update_status(self.gvr, body, namespace=namespace)
                 self._report(instance, desired)
-                return
+                # After a conflict the pass's input was stale: nothing to vouch for.
+                return written if attempt == 1 else None
             except Conflict:
                 if attempt == 2:
                     raise
                 meta = current.get("metadata") or {}
                 current = await self.client.get(self.gvr, meta["name"], namespace=namespace)
             except NotFound:
-                return
+                return None
+        return None
 
     async def _forget(self, parent: ObjectRef) -> None:
         """The instance is gone (or no longer ours): drop its watches and metric series."""
+        self._settled.forget(parent_key(parent))
         await self.watches.forget(parent)
         self.failures.forget(parent_key(parent))
         self.metrics.states.forget(parent_key(parent), self.rgd_name)

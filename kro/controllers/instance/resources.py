@@ -31,6 +31,7 @@ from kro.applyset import Applier, ApplyResult, Contest, Desired, prune
 from kro.controllers.instance.labels import child_labels, collection_selector, decorate
 from kro.controllers.metrics import RuntimeMetrics
 from kro.dynamic import LabelSelector, ObjectRef, ScalarWatch, SelectorWatch, WatchCoordinator
+from kro.dynamic.watches import WatchRequest
 from kro.graph.evaluate import EvaluationError, InstanceEvaluation, Pending, Readiness
 from kro.graph.model import Graph, Node, NodeType
 from kro.runtime.client import Client
@@ -64,6 +65,16 @@ class PassOutcome:
     contests: list[Contest] = field(default_factory=list)  # fields another manager rewrites
     retry_after_s: float | None = None  # a contested field waits out a backoff
     errors: dict[str, list[BaseException]] = field(default_factory=dict)  # node -> apply errors
+    pruned: bool = False  # the prune deleted something
+    changed: set[str] = field(default_factory=set)  # nodes whose objects this pass's apply changed
+
+    def settles(self, graph: Graph) -> bool:
+        """Whether the next pass, with nothing changed meanwhile, would do nothing: nothing
+        pending, failed or contested, nothing pruned, and no changed object read by another
+        node (its dependents were rendered from what it was before the apply)."""
+        if self.pending or self.apply_errors or self.retry or self.contests or self.pruned:
+            return False
+        return not any(graph.dependents_of(node_id) for node_id in self.changed)
 
 
 def node_gvr(node: Node) -> GVR:
@@ -73,6 +84,10 @@ def node_gvr(node: Node) -> GVR:
 def _identity(obj: Mapping[str, Any]) -> tuple[str, str]:
     meta = _meta(obj)
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def _versions(items: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], str]:
+    return {_identity(i): str(_meta(i).get("resourceVersion") or "") for i in items}
 
 
 class InstancePass:
@@ -103,6 +118,10 @@ class InstancePass:
         self.outcome = PassOutcome()
         self._batch: list[Desired] = []
         self._items: dict[str, list[str]] = {}  # node id -> resource ids of its desired objects
+        self.reads: dict[WatchRequest, dict[tuple[str, str], str]] = {}
+        """Per watch request, the versions this pass read, or wrote last (kro.controllers.
+        instance.settled)."""
+        self._requests: dict[str, WatchRequest] = {}  # node id -> the request it was read by
 
     async def run(self) -> PassOutcome:
         """Resolve and observe every node, then apply, record and prune."""
@@ -183,10 +202,11 @@ class InstancePass:
         if node.type is NodeType.COLLECTION:
             uid = str(_meta(self.instance).get("uid") or "")
             text = collection_selector(uid, node.id)
-            await self.watches.watch(
-                self.parent, SelectorWatch(node.id, gvr, None, LabelSelector.parse(text))
-            )
+            request: WatchRequest = SelectorWatch(node.id, gvr, None, LabelSelector.parse(text))
+            await self.watches.watch(self.parent, request)
             items, _ = await self.client.list_all(gvr, label_selector=text)
+            self.reads[request] = _versions(items)
+            self._requests[node.id] = request
             by_identity = {_identity(i): i for i in items}
             for item in items:
                 self._check_deleting(node, item)
@@ -195,17 +215,23 @@ class InstancePass:
             metadata = _meta(desired[0])
             selector = LabelSelector.from_dict(metadata.get("selector") or {})
             namespace = str(metadata.get("namespace") or "") or None
-            await self.watches.watch(self.parent, SelectorWatch(node.id, gvr, namespace, selector))
+            request = SelectorWatch(node.id, gvr, namespace, selector)
+            await self.watches.watch(self.parent, request)
             items, _ = await self.client.list_all(
                 gvr, namespace=namespace, label_selector=str(selector) or None
             )
+            self.reads[request] = _versions(items)
             return items
         namespace, name = _identity(desired[0])
-        await self.watches.watch(self.parent, ScalarWatch(node.id, gvr, namespace, name))
+        request = ScalarWatch(node.id, gvr, namespace, name)
+        self._requests[node.id] = request
+        await self.watches.watch(self.parent, request)
         try:
             live = await self.client.get(gvr, name, namespace=namespace or None)
         except NotFound:
+            self.reads[request] = {}
             return None
+        self.reads[request] = {(namespace, name): str(_meta(live).get("resourceVersion") or "")}
         if not node.type.is_external:
             self._check_deleting(node, live)
         return live
@@ -258,6 +284,7 @@ class InstancePass:
             errors = [a for a in applied if a is not None and a.error is not None]
             if any(a is not None and a.changed for a in applied):
                 self.outcome.mutated = True
+                self.outcome.changed.add(node_id)
             if errors:
                 self.outcome.apply_errors = True
                 self.outcome.errors[node_id] = [e.error for e in errors if e.error is not None]
@@ -265,6 +292,9 @@ class InstancePass:
                 self._set(node_id, NODE_STATE_ERROR, message)
                 continue
             objects = [a.obj for a in applied if a is not None and a.obj is not None]
+            request = self._requests.get(node_id)
+            if request is not None:  # what a read would find now: the server's answers
+                self.reads[request] = {**self.reads.get(request, {}), **_versions(objects)}
             node = self.graph.node(node_id)
             self.evaluation.observe(node_id, objects if node.type.is_list else objects[0])
             readiness = self._readiness(node_id)
@@ -281,6 +311,7 @@ class InstancePass:
         )
         if pruned.changed:
             self.outcome.mutated = True
+            self.outcome.pruned = True
         if pruned.inventory is not None:
             written = await self.applier.ensure_inventory(
                 result.parent, self.instance, pruned.inventory

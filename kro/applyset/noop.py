@@ -1,0 +1,95 @@
+"""kro.applyset.noop: prove from a live object alone that applying a body would change nothing.
+
+Why: the skip-unchanged cache (kro.applyset.cache) lives in memory, so a restarted controller
+re-applied every child of every converged instance once: one write per child, on every upgrade
+of kro. The live object carries what is needed to decide without the cache:
+
+* its managedFields entry of our field manager (operation Apply) lists the fields our last
+  apply set; if that set equals the body's, a new apply neither adds nor removes a field of ours;
+* if every value of the body is already what the object holds, the apply changes no value.
+
+Both together mean the server would answer with the object as it is. The comparison is strict
+(no quantity or type normalisation, same list lengths): whenever it cannot prove the no-op it
+says no, and the caller applies as before, so a wrong "no" costs one write and a "yes" is sound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+__all__ = ["already_applied"]
+
+Path = tuple[str, ...]
+
+_IDENTITY: frozenset[Path] = frozenset(
+    {("apiVersion",), ("kind",), ("metadata", "name"), ("metadata", "namespace")}
+)
+"""Fields an apply body names but managedFields never lists (the object's identity)."""
+
+
+def _body_paths(value: Any, atomic: frozenset[Path], path: Path = ()) -> Iterator[Path]:
+    """Leaf paths of a body; a list is a leaf (managedFields keys its items, we compare the
+    list as a whole), and so is a map the server keeps as one value (`atomic`)."""
+    if isinstance(value, Mapping) and value and path not in atomic:
+        for key, child in value.items():
+            yield from _body_paths(child, atomic, (*path, str(key)))
+    else:
+        yield path
+
+
+def _at(obj: Any, path: Path) -> Any:
+    for key in path:
+        if not isinstance(obj, Mapping) or key not in obj:
+            return None
+        obj = obj[key]
+    return obj
+
+
+def _field_paths(fields: Mapping[str, Any], path: Path = ()) -> Iterator[Path]:
+    """Leaf paths of a FieldsV1 set, lists (k:, i:, v: children) cut at the list itself."""
+    named = [key for key in fields if key.startswith("f:")]
+    if not named:
+        yield path
+        return
+    for key in named:
+        child = fields[key]
+        yield from _field_paths(child if isinstance(child, Mapping) else {}, (*path, key[2:]))
+
+
+def _contains(live: Any, wanted: Any) -> bool:
+    """Whether `live` holds every value of `wanted` (maps: a subset; lists: item by item)."""
+    if isinstance(wanted, Mapping):
+        return isinstance(live, Mapping) and all(
+            key in live and _contains(live[key], value) for key, value in wanted.items()
+        )
+    if isinstance(wanted, list):
+        return (
+            isinstance(live, list)
+            and len(live) == len(wanted)
+            and all(_contains(a, b) for a, b in zip(live, wanted, strict=True))
+        )
+    return type(live) is type(wanted) and bool(live == wanted)
+
+
+def already_applied(live: Mapping[str, Any], body: Mapping[str, Any], manager: str) -> bool:
+    """Whether a server-side apply of `body` by `manager` would leave `live` unchanged."""
+    entries = [
+        entry
+        for entry in (live.get("metadata") or {}).get("managedFields") or []
+        if entry.get("manager") == manager
+        and entry.get("operation") == "Apply"
+        and not entry.get("subresource")
+    ]
+    if len(entries) != 1 or not isinstance(entries[0].get("fieldsV1"), Mapping):
+        return False
+    owned = frozenset(_field_paths(entries[0]["fieldsV1"]))
+    # A map listed without its keys is atomic (a Deployment's selector, a Service's): owned
+    # as one value, so it must equal ours exactly, not merely contain it.
+    atomic = frozenset(p for p in owned if isinstance(_at(body, p), Mapping) and _at(body, p))
+    wanted = set(_body_paths(body, atomic)) - _IDENTITY
+    return (
+        owned == wanted
+        and _contains(live, body)
+        and all(_at(live, p) == _at(body, p) for p in atomic)
+    )
