@@ -18,7 +18,7 @@ import contextlib
 import itertools
 import secrets
 from collections import defaultdict
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -111,6 +111,18 @@ def _assert_no_overlap(replicas: dict[str, KroProcess]) -> int:
     return total
 
 
+async def children_hold(client: Client, names: Sequence[tuple[str, str]], value: str) -> bool:
+    """Every instance's ConfigMap exists and carries `value`."""
+    for ns, name in names:
+        try:
+            cm = await client.get(GVR("", "v1", "configmaps"), f"{name}-config", namespace=ns)
+        except errors.NotFound:
+            return False
+        if (cm.get("data") or {}).get("value") != value:
+            return False
+    return True
+
+
 async def test_three_replicas_share_instances_and_survive_a_kill(
     kro: KroEnv, spawn: Any, kube_namespace: str
 ) -> None:
@@ -165,19 +177,9 @@ async def test_three_replicas_share_instances_and_survive_a_kill(
         for ns, name in names:
             await kro.apply_instance("Sharded", name, {"value": "b"}, namespace=ns)
 
-        async def children_b() -> bool:
-            for ns, name in names:
-                try:
-                    cm = await client.get(
-                        GVR("", "v1", "configmaps"), f"{name}-config", namespace=ns
-                    )
-                except errors.NotFound:
-                    return False
-                if (cm.get("data") or {}).get("value") != "b":
-                    return False
-            return True
-
-        await wait_for(children_b, what="every ConfigMap updated", timeout_s=120)
+        await wait_for(
+            lambda: children_hold(client, names, "b"), what="every ConfigMap updated", timeout_s=120
+        )
         per_replica: dict[str, int] = {}
         for n, p in replicas.items():
             start, end = ranges[identities[n]]
@@ -194,19 +196,11 @@ async def test_three_replicas_share_instances_and_survive_a_kill(
         for ns, name in names:
             await kro.apply_instance("Sharded", name, {"value": "c"}, namespace=ns)
 
-        async def children_c() -> bool:
-            for ns, name in names:
-                try:
-                    cm = await client.get(
-                        GVR("", "v1", "configmaps"), f"{name}-config", namespace=ns
-                    )
-                except errors.NotFound:
-                    return False
-                if (cm.get("data") or {}).get("value") != "c":
-                    return False
-            return True
-
-        await wait_for(children_c, what="every ConfigMap converged after the kill", timeout_s=120)
+        await wait_for(
+            lambda: children_hold(client, names, "c"),
+            what="every ConfigMap converged after the kill",
+            timeout_s=120,
+        )
         moved_s = asyncio.get_running_loop().time() - killed_at
         print(f"converged {moved_s:.1f}s after kill -9 of {victim}")
         _assert_no_overlap(replicas)
