@@ -30,6 +30,7 @@ from typing import Any
 import structlog
 
 from kro.runtime.events import EventRecorder
+from kro.runtime.failurelog import FailureLog
 from kro.runtime.metrics import Counter
 
 log = structlog.get_logger(__name__)
@@ -76,7 +77,7 @@ class FailureReporter:
         self._counter = counter
         self._reasons = tuple(reasons)
         self.recorder = recorder
-        self._causes: dict[Hashable, tuple[str, str]] = {}
+        self._causes = FailureLog(log)
 
     def initialise(self) -> None:
         """Create every reason's series at 0 (called when the RGD or kind is registered)."""
@@ -89,21 +90,18 @@ class FailureReporter:
         self._counter.inc(rgd=self.rgd, reason=metric_reason(failure.reason))
         if self.recorder is not None:
             self.recorder.record(obj, "Warning", failure.reason, failure.message)
-        cause = (failure.reason, failure.message)
-        if self._causes.get(key) == cause:
-            return
-        self._causes[key] = cause
-        log.warning(self._event, reason=failure.reason, error=failure.message, **failure.fields)
+        if self._causes.remember(key, (failure.reason, failure.message)):
+            log.warning(self._event, reason=failure.reason, error=failure.message, **failure.fields)
 
     def clear(self, key: Hashable) -> None:
         """`key` works again: say so once, and forget its last cause."""
-        cause = self._causes.pop(key, None)
-        if cause is not None:
+        cause = self._causes.release(key)
+        if isinstance(cause, tuple):
             log.info(self._recovered, previous_reason=cause[0])
 
     def forget(self, key: Hashable) -> None:
         """`key` is gone: forget its last cause without a word."""
-        self._causes.pop(key, None)
+        self._causes.release(key)
 
     def is_failing(self, key: Hashable) -> bool:
         return key in self._causes
