@@ -96,8 +96,10 @@ def _intervals(
                 open_at[key] = _time(record)
             elif record.get("event") == "shard.reconcile_end" and key in open_at:
                 out[key].append((open_at.pop(key), _time(record), name))
-        for key, began in open_at.items():  # still running, or killed mid-reconcile
-            out[key].append((began, float("inf"), name))
+        # Still running, or killed mid-reconcile: a killed replica's work ends with the process.
+        ended = process.killed_at if process.killed_at is not None else float("inf")
+        for key, began in open_at.items():
+            out[key].append((began, ended, name))
     return out
 
 

@@ -44,6 +44,7 @@ class KroProcess:
         self.args = list(args)
         self.process: subprocess.Popen[bytes] | None = None
         self._out: IO[bytes] | None = None
+        self.killed_at: float | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -88,8 +89,10 @@ class KroProcess:
         self.signal(signal.SIGCONT)
 
     def kill9(self) -> None:
+        """SIGKILL and wait for the exit; `killed_at` (wall clock) ends whatever it was doing."""
         self.signal(signal.SIGKILL)
         self.wait_exit(30.0)
+        self.killed_at = time.time()
 
     def wait_exit(self, timeout_s: float) -> int:
         assert self.process is not None, "not started"
