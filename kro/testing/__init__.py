@@ -7,4 +7,10 @@ per test run and a fresh namespace per test.
 
 Importable by other projects. No production module imports it. Every component binds to
 127.0.0.1 only.
+
+Loading it as a pytest plugin by its short name (`pytest -p kro.testing`) loads the plugin proper,
+kro.testing.pytest_plugin, through `pytest_plugins` below; plain imports of this package never
+import pytest.
 """
+
+pytest_plugins = ["kro.testing.pytest_plugin"]

@@ -140,15 +140,17 @@ def test_without_being_asked_the_plugin_is_not_active(tmp_path: Path) -> None:
     assert "fixture 'kube_cluster' not found" in run_pytest(tmp_path, "https://127.0.0.1:1")
 
 
-def test_a_local_cluster_is_reused_and_named(tmp_path: Path) -> None:
-    out = run_pytest(tmp_path, "https://127.0.0.1:1", "-p", "kro.testing.pytest_plugin")
+@pytest.mark.parametrize("plugin", ["kro.testing.pytest_plugin", "kro.testing"])
+def test_a_local_cluster_is_reused_and_named(tmp_path: Path, plugin: str) -> None:
+    out = run_pytest(tmp_path, "https://127.0.0.1:1", "-p", plugin)
     assert "SERVER https://127.0.0.1:1" in out
     assert "1 passed" in out
     assert "reused the cluster named by $KRO_TEST_KUBECONFIG at https://127.0.0.1:1" in out
 
 
-def test_a_remote_cluster_is_refused(tmp_path: Path) -> None:
-    out = run_pytest(tmp_path, "https://prod.example.com", "-p", "kro.testing.pytest_plugin")
+@pytest.mark.parametrize("plugin", ["kro.testing.pytest_plugin", "kro.testing"])
+def test_a_remote_cluster_is_refused(tmp_path: Path, plugin: str) -> None:
+    out = run_pytest(tmp_path, "https://prod.example.com", "-p", plugin)
     assert "refuses to run tests against https://prod.example.com" in out
     assert "1 error" in out or "1 failed" in out
 
