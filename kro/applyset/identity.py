@@ -24,6 +24,7 @@ from typing import Any
 
 from kro.api.names import APPLYSET_ID_PREFIX, APPLYSET_ID_SUFFIX, INVENTORY_HASH_PREFIX
 from kro.runtime.gvk import GVK, GVR
+from kro.runtime.objectref import ObjectRef
 
 __all__ = [
     "GroupKind",
@@ -126,16 +127,3 @@ class Parent:
         """The namespace members are listed in besides `additional-namespaces` (D-03): the
         parent's own, or `default` for a cluster-scoped parent (upstream's choice)."""
         return self.namespace or DEFAULT_NAMESPACE
-
-
-@dataclass(frozen=True, slots=True)
-class ObjectRef:
-    """One member object, as results and errors report it (never its body)."""
-
-    gvr: GVR
-    namespace: str
-    name: str
-    uid: str = ""
-
-    def __str__(self) -> str:
-        return f"{self.namespace}/{self.name}" if self.namespace else self.name

@@ -40,13 +40,13 @@ from kro.dynamic.controller import generation_changed as generation_changed
 from kro.dynamic.errors import DynamicError as DynamicError
 from kro.dynamic.errors import InformerSyncTimeout as InformerSyncTimeout
 from kro.dynamic.errors import SelectorError as SelectorError
-from kro.dynamic.objectref import ObjectRef as ObjectRef
 from kro.dynamic.selector import LabelSelector as LabelSelector
 from kro.dynamic.selector import Requirement as Requirement
 from kro.dynamic.watches import ScalarWatch as ScalarWatch
 from kro.dynamic.watches import SelectorWatch as SelectorWatch
 from kro.dynamic.watches import WatchCoordinator as WatchCoordinator
 from kro.dynamic.watches import WatchRequest as WatchRequest
+from kro.runtime.objectref import ObjectRef as ObjectRef
 
 __all__ = [
     "DynamicController",

@@ -28,7 +28,7 @@ PARENT: Final = "parent"  # the `type` label of the handler families
 
 def gvr_label(gvr: GVR) -> str:
     """Go's GVR.String(): `apps/v1, Resource=deployments`, core `/v1, Resource=configmaps`."""
-    return f"{gvr.group}/{gvr.version}, Resource={gvr.resource}"
+    return gvr.label
 
 
 gvr_string = gvr_label

@@ -15,24 +15,29 @@ controller per kind cannot do that. So one controller hosts a handler per parent
   items, worked by `options.workers` tasks; a key is never processed twice at once (the queue
   guarantees it). Child events reach the same queue through `watches` (kro.dynamic.watches).
 
-Outcomes of a handler call (W-05), each counted in dynamic_controller_requeue_total{type}:
+The worker loop, the requeue contract and the retry judgement are kro.runtime.Controller's:
+the dynamic controller wraps it, dispatching each `ObjectRef` (kro.runtime.objectref) to the
+handler of its kind, and keeps upstream's per-kind score through a `ReconcileObserver`. Outcomes
+of a handler call (W-05), each counted in dynamic_controller_requeue_total{type}:
 
 * `Result()`                   -> forget the item's failures
 * `Result(requeue_after_s=d)`  -> forget, re-add after d seconds        (type="requeue_after")
-* `Result(requeue=True)`       -> forget, re-add at once (upstream Add)  (type="requeue")
+* `Result(requeue=True)`       -> rate-limited re-add, not an error     (type="requeue")
+                                  (upstream re-adds at once; kro's instance handler never asks)
 * `TerminalError`              -> forget, not retried: upstream NoRequeue (type="no_requeue")
 * `NotFound`                   -> forget, dropped (the object is gone)
 * any other exception          -> rate-limited re-add while fewer than `max_retries` re-adds
                                   are on record, then dropped            (type="rate_limited")
 * no handler (deregistered)    -> dropped
 
-Go recovers panics; Python has only exceptions. Every exception counts in
-dynamic_controller_handler_errors_total, and those that signal a bug in the handler rather than
-a failure of the world (`_BUG_TYPES`) also in dynamic_controller_reconcile_panics_total. No
-exception ever ends a worker.
+Every exception other than TerminalError counts in dynamic_controller_handler_errors_total, and
+those that signal a bug in the handler rather than a failure of the world
+(kro.runtime.outcomes.is_bug) also in dynamic_controller_reconcile_panics_total. No exception
+ever ends a worker.
 
-Leadership: like kro.runtime.Controller, a work gate set by the manager (`set_work_gate`) is
-asked before each item; while it is closed the item goes back to the queue untouched.
+Leadership and sharding are the runtime controller's too: the manager's work gate
+(`set_work_gate`) is asked before each item, and a sharded replica's view admits only the items
+of its range.
 
 Shutdown (W-10): `shutdown()` stops the queue; workers finish what is queued, then `run()`
 returns after releasing every informer. Cancelling `run()` is the hard stop; a deadline on a
@@ -44,7 +49,6 @@ call (a new term needs a new controller, which is why losing leadership ends the
 from __future__ import annotations
 
 import asyncio
-import secrets
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -54,19 +58,20 @@ import structlog
 
 from kro.dynamic._informers import InformerPool
 from kro.dynamic._metrics import PARENT, DynamicMetrics, gvr_key, gvr_string
-from kro.dynamic.objectref import ObjectRef
 from kro.dynamic.watches import WatchCoordinator
 from kro.runtime.clock import Clock, RealClock
+from kro.runtime.controller import Controller
 from kro.runtime.errors import NotFound
-from kro.runtime.failurelog import FailureLog
 from kro.runtime.gvk import GVR
 from kro.runtime.informer import Informer
 from kro.runtime.informerfactory import SharedInformerFactory
 from kro.runtime.metrics import NOOP, MetricsProvider
+from kro.runtime.objectref import ObjectRef
+from kro.runtime.outcomes import Outcome, ReconcileObserver, is_bug
 from kro.runtime.ratelimit import ItemExponentialBackoff, MaxOf, TokenBucket
-from kro.runtime.reconcile import Request, Result, TerminalError
+from kro.runtime.reconcile import Request, Result
 from kro.runtime.store import Obj
-from kro.runtime.workqueue import QueueShutDown, WorkQueue
+from kro.runtime.workqueue import WorkQueue
 
 log = structlog.get_logger(__name__)
 
@@ -82,15 +87,13 @@ UpdatePredicate = Callable[[Mapping[str, Any], Mapping[str, Any]], bool]
 SettledPredicate = Callable[[Mapping[str, Any]], bool]
 """`(cached parent) -> bool`: is this object probably settled (its reconcile can wait)?"""
 
-_BUG_TYPES: Final[tuple[type[BaseException], ...]] = (
-    AssertionError,
-    AttributeError,
-    LookupError,
-    NameError,
-    TypeError,
-    ArithmeticError,
-    RecursionError,
-)
+_REQUEUE_TYPES: Final = {
+    Outcome.REQUEUE_AFTER: "requeue_after",
+    Outcome.REQUEUE: "requeue",
+    Outcome.TERMINAL: "no_requeue",
+    Outcome.RETRY: "rate_limited",
+}
+"""dynamic_controller_requeue_total's `type` per outcome (success and a drop add nothing)."""
 
 
 def generation_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
@@ -178,6 +181,58 @@ class _ParentEvents:
         self._controller.enqueue(ObjectRef.of(self._gvr, obj))
 
 
+class _Dispatch:
+    """The runtime controller's reconciler: hands each item to the handler of its kind."""
+
+    def __init__(self, controller: DynamicController) -> None:
+        self._controller = controller
+
+    async def reconcile(self, item: ObjectRef) -> Result:
+        controller = self._controller
+        registration = controller._registrations.get(item.gvr)
+        if registration is None:
+            log.debug("queue.item_dropped", reason="no_handler")
+            return Result()
+        log.debug("dynamic.reconcile")
+        try:
+            return await registration.handler(item.request)
+        except NotFound:
+            log.debug("queue.item_dropped", reason="not_found")
+            return Result()
+        finally:
+            if item.gvr not in controller._registrations:
+                # Deregistered while the handler ran: whatever it watched meanwhile goes too
+                # (its series went with `deregister`, and the score skips the kind).
+                await controller.watches.forget(item)
+
+
+class _Score(ReconcileObserver[ObjectRef]):
+    """Upstream kro's per-kind families, from the runtime controller's judgement."""
+
+    def __init__(self, controller: DynamicController) -> None:
+        self._controller = controller
+        self._metrics = controller._metrics
+
+    def taken(self, item: ObjectRef) -> None:
+        self._metrics.queue_length.set(len(self._controller.queue))
+
+    def reconciled(
+        self, item: ObjectRef, outcome: Outcome, seconds: float, error: Exception | None
+    ) -> None:
+        if item.gvr not in self._controller._registrations:
+            return  # no handler, or deregistered meanwhile: the kind's series are gone
+        m, key = self._metrics, gvr_key(item.gvr)
+        m.reconcile_total.inc(gvr=key)
+        m.reconcile_duration.observe(seconds, gvr=key)
+        if outcome in (Outcome.RETRY, Outcome.DROPPED):
+            m.handler_errors.inc(gvr=key)
+            if error is not None and is_bug(error):
+                m.panics.inc(gvr=key)
+        requeue = _REQUEUE_TYPES.get(outcome)
+        if requeue is not None:
+            m.requeue_total.inc(gvr=key, type=requeue)
+
+
 class DynamicController:
     """Handlers for many parent GVRs on one shared queue; see the module docstring.
 
@@ -198,7 +253,6 @@ class DynamicController:
             raise ValueError("the dynamic controller needs at least one worker")
         self._clock: Clock = clock or RealClock()
         self._metrics = DynamicMetrics(metrics)
-        self._failures = FailureLog(log)
         limiter = MaxOf[ObjectRef](
             ItemExponentialBackoff(self.options.retry_min_delay_s, self.options.retry_max_delay_s),
             TokenBucket(self.options.retry_qps, self.options.retry_burst, clock=self._clock),
@@ -218,7 +272,18 @@ class DynamicController:
         # Sharded replicas (kro.runtime.sharding): parents come from sharded informers and a
         # worker reconciles only what the view owns, counted in flight for the handover drain.
         self.shard = informers.shard
-        self._gate: Callable[[], bool] = _always_open
+        self._controller = Controller[ObjectRef](
+            CONTROLLER_NAME,
+            _Dispatch(self),
+            self.queue,
+            workers=self.options.workers,
+            max_retries=self.options.max_retries,
+            clock=self._clock,
+            unfinished_work_period_s=self.options.unfinished_work_period_s,
+            gate_poll_s=self.options.gate_poll_s,
+            shard=self.shard,
+            observer=_Score(self),
+        )
         self._ran = False
         self._locks: defaultdict[GVR, asyncio.Lock] = defaultdict(asyncio.Lock)
 
@@ -308,7 +373,7 @@ class DynamicController:
 
     def set_work_gate(self, gate: Callable[[], bool]) -> None:
         """Ask `gate()` before each item; items wait in the queue while it says no."""
-        self._gate = gate
+        self._controller.set_work_gate(gate)
 
     def enqueue(self, ref: ObjectRef) -> None:
         """Queue `ref` for its handler (de-duplicated while it waits)."""
@@ -326,146 +391,21 @@ class DynamicController:
         if self._ran:
             raise RuntimeError("a DynamicController runs once; build a new one for a new term")
         self._ran = True
-        log.info("controller.started", controller=CONTROLLER_NAME, workers=self.options.workers)
         try:
-            async with asyncio.TaskGroup() as workers:
-                for i in range(self.options.workers):
-                    workers.create_task(self._work(), name=f"{CONTROLLER_NAME}:worker-{i}")
-                if self.options.unfinished_work_period_s:
-                    workers.create_task(
-                        self._refresh_unfinished_work(self.options.unfinished_work_period_s),
-                        name=f"{CONTROLLER_NAME}:unfinished-work",
-                    )
+            await self._controller.run()
         finally:
             self.queue.shutdown()
             await self._close()
-            log.info("controller.stopped", controller=CONTROLLER_NAME)
 
     def shutdown(self) -> None:
         """Stop accepting items; `run()` returns once the queued and in-flight ones are done."""
         self.queue.shutdown()
-
-    async def _refresh_unfinished_work(self, period_s: float) -> None:
-        """Keep workqueue_unfinished_work_seconds / _longest_running_processor_seconds fresh,
-        so a stuck reconcile shows up on dashboards while it is stuck."""
-        while not self.queue.is_shutting_down:
-            self.queue.update_unfinished_work()
-            await self._clock.sleep(period_s)
 
     async def _close(self) -> None:
         for gvr in list(self._registrations):
             await self.deregister(gvr)
         await self.watches.close()
 
-    async def _work(self) -> None:
-        while True:
-            try:
-                item = await self.queue.get()
-            except QueueShutDown:
-                return
-            self._metrics.queue_length.set(len(self.queue))
-            if not self._gate():
-                self.queue.done(item)
-                self.queue.add(item)
-                await self._clock.sleep(self.options.gate_poll_s)
-                continue
-            try:
-                await self._process_owned(item)
-            except asyncio.CancelledError:
-                # Hard stop mid-reconcile: hand the item back for whoever runs next.
-                self.queue.done(item)
-                self.queue.add(item)
-                raise
-            except Exception:  # handler errors are judged in _process; this is our own bug
-                log.exception("dynamic.process_failed", gvr=gvr_key(item.gvr))
-            self.queue.done(item)
-            await asyncio.sleep(0)  # a no-op handler never suspends; let events in
-
-    async def _process_owned(self, item: ObjectRef) -> None:
-        """`_process`, if this replica's shard owns the item now (always without sharding)."""
-        shard = self.shard
-        if shard is None:
-            await self._process(item)
-            return
-        if not shard.begin(item.namespace, item.name):
-            log.debug("queue.item_dropped", reason="other_shard", gvr=gvr_key(item.gvr))
-            self.queue.forget(item)
-            return
-        try:
-            await self._process(item)
-        finally:
-            shard.end(item.namespace, item.name)
-
-    async def _process(self, item: ObjectRef) -> None:
-        registration = self._registrations.get(item.gvr)
-        if registration is None:
-            log.debug("queue.item_dropped", reason="no_handler", gvr=gvr_key(item.gvr))
-            self.queue.forget(item)
-            return
-        key = gvr_key(item.gvr)
-        with structlog.contextvars.bound_contextvars(
-            controller=CONTROLLER_NAME,
-            gvr=key,
-            namespace=item.namespace,
-            name=item.name,
-            reconcile_id=secrets.token_hex(4),
-        ):
-            self._metrics.reconcile_total.inc(gvr=key)
-            log.debug("dynamic.reconcile")
-            started = self._clock.now()
-            try:
-                result = await registration.handler(item.request)
-            except TerminalError:
-                self._metrics.requeue_total.inc(gvr=key, type="no_requeue")
-                log.warning("reconcile.no_requeue", exc_info=True)
-                self._failures.forget(item)
-                self.queue.forget(item)
-            except NotFound:
-                log.debug("queue.item_dropped", reason="not_found")
-                self._failures.forget(item)
-                self.queue.forget(item)
-            except Exception as exc:
-                self._on_error(item, key, exc)
-            else:
-                self._on_result(item, key, result)
-            finally:
-                self._metrics.reconcile_duration.observe(self._clock.now() - started, gvr=key)
-        if item.gvr not in self._registrations:
-            # Deregistered while the handler ran: whatever it watched meanwhile must go too,
-            # and so must the series recorded above after `deregister` removed them.
-            await self.watches.forget(item)
-            if not self.queue.is_shutting_down:
-                self._metrics.forget_parent(item.gvr)
-
-    def _on_result(self, item: ObjectRef, key: str, result: Result) -> None:
-        self._failures.succeeded(item)
-        self.queue.forget(item)
-        if result.requeue_after_s is not None:
-            self._metrics.requeue_total.inc(gvr=key, type="requeue_after")
-            self.queue.add_after(item, result.requeue_after_s)
-        elif result.requeue:
-            self._metrics.requeue_total.inc(gvr=key, type="requeue")
-            self.queue.add(item)
-
-    def _on_error(self, item: ObjectRef, key: str, exc: Exception) -> None:
-        self._metrics.handler_errors.inc(gvr=key)
-        if isinstance(exc, _BUG_TYPES):
-            self._metrics.panics.inc(gvr=key)
-        requeues = self.queue.num_requeues(item)
-        if requeues < self.options.max_retries:
-            self._metrics.requeue_total.inc(gvr=key, type="rate_limited")
-            self._failures.failed(item, exc, event="reconcile.failed", attempt=requeues + 1)
-            self.queue.add_rate_limited(item)
-        else:
-            attempt = requeues + 1
-            log.error("queue.item_dropped", reason="max_retries", attempt=attempt, exc_info=exc)
-            self._failures.forget(item)
-            self.queue.forget(item)
-
     def _count_registrations(self) -> None:
         self._metrics.gvr_count.set(len(self._registrations))
         self._metrics.handler_count.set(len(self._registrations), type=PARENT)
-
-
-def _always_open() -> bool:
-    return True

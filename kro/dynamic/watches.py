@@ -45,10 +45,10 @@ import structlog
 
 from kro.dynamic._informers import InformerPool
 from kro.dynamic._metrics import DynamicMetrics, gvr_string
-from kro.dynamic.objectref import ObjectRef
 from kro.dynamic.selector import LabelSelector
 from kro.runtime.gvk import GVR
 from kro.runtime.informer import Informer
+from kro.runtime.objectref import ObjectRef
 from kro.runtime.store import Obj
 
 log = structlog.get_logger(__name__)

@@ -51,6 +51,12 @@ class GVR:
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
+    @property
+    def label(self) -> str:
+        """Go's GroupVersionResource.String(), the form of metric labels and log fields:
+        `apps/v1, Resource=deployments`, core `/v1, Resource=configmaps`."""
+        return f"{self.group}/{self.version}, Resource={self.resource}"
+
     def __str__(self) -> str:
         return (
             f"{self.resource}.{self.version}.{self.group}"

@@ -68,7 +68,12 @@ async def test_requeue_after_comes_back_after_the_delay(
     assert dynamic.queue.num_requeues(A) == 0  # not a retry
 
 
-async def test_requeue_comes_back_at_once(dynamic: DynamicController, metrics: Metrics) -> None:
+async def test_requeue_comes_back_after_the_rate_limited_delay_without_an_error(
+    dynamic: DynamicController, clock: FakeClock, metrics: Metrics
+) -> None:
+    """One requeue contract with kro.runtime.Controller (controller-runtime's): a bare requeue
+    is a rate-limited re-add, not an error and not a failure to remember."""
+
     async def again(request: Request) -> Result:
         return Result(requeue=len(handler.calls) == 1)
 
@@ -76,8 +81,14 @@ async def test_requeue_comes_back_at_once(dynamic: DynamicController, metrics: M
     await dynamic.register(WIDGETS, handler)
     async with running(dynamic):
         dynamic.enqueue(A)
-        await handler.wait_for_calls(2)  # no clock advance needed
+        await handler.wait_for_calls(1)
+        await wait_until_idle(dynamic)
+        await clock.advance(0.19)  # the first per-item delay is 200ms
+        assert len(handler.calls) == 1
+        await clock.advance(0.01)
+        await handler.wait_for_calls(2)
     assert requeues(metrics, "requeue") == 1
+    assert metrics.value("dynamic_controller_handler_errors_total", gvr=GVR_KEY) == 0
 
 
 @pytest.mark.parametrize(
