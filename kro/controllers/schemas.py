@@ -4,6 +4,16 @@ The graph builder is pure and resolves schemas synchronously from memory; this r
 I/O in `prefetch()`: one GET of `/openapi/v3/<group-version>` and one discovery lookup per group
 version the RGD references, cached with a TTL (upstream: 5 minutes, G-07) so that CRDs installed
 later are picked up, and with concurrent fetches of the same group version de-duplicated.
+
+Invalidation (a CRD was added or changed) makes the next prefetch fetch again; it does not take
+schemas away from a build that is between its prefetch and its synchronous resolves. A build
+prefetches several group versions concurrently, and a CRD event arriving in between (another
+RGD's CRD, or another replica's) used to empty the cache under it: `resolve` then failed with
+"schema not found" for a kind it had just fetched, and the graph was reported invalid. So
+invalidated entries, and fetches that straddle an invalidation, stay resolvable as "stale" until
+their group version is fetched again: such a build sees the schema as it was just before the
+event, exactly as if the event had come a moment later, and the event re-enqueues what it
+concerns.
 Schemas are resolved into self-contained per-kind schemas by `kro.graph.resolver.build_bundle`,
 the same code that produced the offline bundle, so offline and live checks agree.
 """
@@ -46,11 +56,14 @@ class LiveSchemaResolver:
         self._client = client
         self._ttl_s = ttl_s
         self._cache: dict[tuple[str, str], _Entry] = {}
+        self._stale: dict[tuple[str, str], _Entry] = {}
+        self._epoch = 0  # invalidations so far
         self._inflight: dict[tuple[str, str], asyncio.Future[_Entry]] = {}
         self._metrics = metrics or SchemaResolverMetrics()
 
     def resolve(self, gvk: GVK) -> ResolvedSchema:
-        entry = self._cache.get((gvk.group, gvk.version))
+        group_version = (gvk.group, gvk.version)
+        entry = self._cache.get(group_version) or self._stale.get(group_version)
         if entry is None or gvk not in entry.kinds:
             raise SchemaNotFoundError(gvk)
         return entry.kinds[gvk]
@@ -62,6 +75,8 @@ class LiveSchemaResolver:
     def invalidate(self) -> None:
         """Forget everything (e.g. when a CRD changed and its schema must be re-read)."""
         evicted = self._size()
+        self._epoch += 1
+        self._stale.update(self._cache)
         self._cache.clear()
         if evicted:
             self._metrics.evictions.inc(evicted)
@@ -83,10 +98,10 @@ class LiveSchemaResolver:
         self._metrics.misses.inc()
         future: asyncio.Future[_Entry] = asyncio.get_running_loop().create_future()
         self._inflight[group_version] = future
-        started = time.monotonic()
+        started, epoch = time.monotonic(), self._epoch
         try:
             fetched = await self._fetch(*group_version)
-            self._store(group_version, fetched)
+            self._store(group_version, fetched, fresh=epoch == self._epoch)
             future.set_result(fetched)
         except BaseException as error:
             if isinstance(error, Exception):
@@ -98,12 +113,14 @@ class LiveSchemaResolver:
             self._metrics.api_call_duration.observe(time.monotonic() - started)
             del self._inflight[group_version]
 
-    def _store(self, group_version: tuple[str, str], fetched: _Entry) -> None:
+    def _store(self, group_version: tuple[str, str], fetched: _Entry, *, fresh: bool) -> None:
+        """Cache a fetch; one that an invalidation overtook is only kept as stale."""
+        self._stale.pop(group_version, None)
         stale = self._cache.pop(group_version, None)
         if stale is not None and stale.kinds:
             self._metrics.evictions.inc(len(stale.kinds))
         if fetched.kinds:  # a missing group version may appear any moment: never cache it
-            self._cache[group_version] = fetched
+            (self._cache if fresh else self._stale)[group_version] = fetched
         self._metrics.size.set(self._size())
 
     async def _fetch(self, group: str, version: str) -> _Entry:

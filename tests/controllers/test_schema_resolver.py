@@ -117,6 +117,51 @@ async def test_invalidate_evicts_everything(
     assert sample(provider, "schema_resolver_cache_misses_total") == 2
 
 
+async def test_an_invalidation_during_a_prefetch_keeps_what_it_fetched(
+    provider: PrometheusProvider,
+) -> None:
+    """A build prefetches group versions concurrently; a CRD event between one fetch and the
+    build's resolves must not make a kind it just fetched "not found"."""
+    invalidated = asyncio.Event()
+
+    class Racing(DiscoveryClient):
+        async def request(self, method: str, path: str, **_: Any) -> Any:
+            if path.startswith(("/openapi/v3/apis/example.com", "/apis/example.com")):
+                await invalidated.wait()  # the other group version is still being fetched
+            return await super().request(method, path)
+
+    racing = Racing()
+    racing.release.set()
+    resolver = _resolver(racing, provider)
+    build = asyncio.create_task(resolver.prefetch([CONFIGMAP, WIDGET]))
+    while "/api/v1" not in racing.calls:  # core/v1 fetched and stored  # noqa: ASYNC110
+        await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    resolver.invalidate()  # a CRD appeared meanwhile
+    invalidated.set()
+    await build
+    assert resolver.resolve(CONFIGMAP).gvk == CONFIGMAP
+    # ...but the next prefetch asks the API server again.
+    await resolver.prefetch([CONFIGMAP])
+    assert racing.calls.count("/openapi/v3/api/v1") == 2
+
+
+async def test_a_fetch_overtaken_by_an_invalidation_is_fetched_again(
+    provider: PrometheusProvider,
+) -> None:
+    slow = DiscoveryClient()
+    resolver = _resolver(slow, provider)
+    build = asyncio.create_task(resolver.prefetch([CONFIGMAP]))
+    while not slow.calls:  # noqa: ASYNC110
+        await asyncio.sleep(0)
+    resolver.invalidate()  # the answer in flight may predate the change
+    slow.release.set()
+    await build
+    assert resolver.resolve(CONFIGMAP).gvk == CONFIGMAP  # usable by the build that asked
+    await resolver.prefetch([CONFIGMAP])
+    assert slow.calls.count("/openapi/v3/api/v1") == 2  # but not trusted as fresh
+
+
 async def test_failed_lookups_are_counted(provider: PrometheusProvider) -> None:
     class Broken:
         async def request(self, method: str, path: str, **_: Any) -> Any:
