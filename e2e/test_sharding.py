@@ -14,115 +14,26 @@ view is settled, each replica reconciles only namespaces in its range.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import itertools
 import secrets
-from collections import defaultdict
-from collections.abc import AsyncIterator, Iterator, Sequence
-from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-import pytest
-from kro_harness import KroEnv, is_ready, wait_for
+from kro_harness import KroEnv, wait_for
+from sharding_fixtures import (
+    all_ready,
+    assert_no_overlap,
+    children_hold,
+    create_namespaces,
+    delete_namespaces,
+    sharded_rgd,
+    sharding_fixtures,
+)
 
-from kro.runtime import GVR, Client, errors
-from kro.runtime.sharding import TRACE_ENV, assign, fnv1a64
-from kro.testing.kroprocess import FAST_LEASE_ARGS, KroProcess
-from kro.testing.pytest_plugin import ClusterHandle
-from kro.testing.runlocal import install_crds
+from kro.runtime.sharding import assign, fnv1a64
 
-NAMESPACES_GVR = GVR("", "v1", "namespaces")
 NAMESPACES = 6
 INSTANCES = 24
 
-
-@pytest.fixture
-def spawn(
-    kube_cluster: ClusterHandle,
-    kube_namespace: str,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[Any]:
-    monkeypatch.setenv(TRACE_ENV, "1")
-    started: list[KroProcess] = []
-
-    def start(name: str) -> KroProcess:
-        process = KroProcess(
-            kube_cluster.kubeconfig,
-            tmp_path / f"{name}.log",
-            [
-                *FAST_LEASE_ARGS,
-                "--shards=auto",
-                f"--leader-election-namespace={kube_namespace}",
-                "--dynamic-controller-concurrent-reconciles=2",
-            ],
-        ).start()
-        started.append(process)
-        return process
-
-    try:
-        yield start
-    finally:
-        for process in started:
-            process.stop()
-
-
-@pytest.fixture
-async def kro(kube_cluster: ClusterHandle, kube_namespace: str) -> AsyncIterator[KroEnv]:
-    client = await Client.from_kubeconfig(str(kube_cluster.kubeconfig))
-    await install_crds(client)
-    env = KroEnv(client, kube_namespace)
-    try:
-        yield env
-    finally:
-        await client.close()
-
-
-def _time(record: dict[str, Any]) -> float:
-    return datetime.fromisoformat(str(record["timestamp"]).replace("Z", "+00:00")).timestamp()
-
-
-def _intervals(
-    replicas: dict[str, KroProcess],
-) -> dict[tuple[str, str], list[tuple[float, float, str]]]:
-    """(namespace, name) -> [(start, end, replica)] from the reconcile trace."""
-    out: dict[tuple[str, str], list[tuple[float, float, str]]] = defaultdict(list)
-    for name, process in replicas.items():
-        open_at: dict[tuple[str, str], float] = {}
-        for record in process.events():
-            key = (str(record.get("ns")), str(record.get("obj")))
-            if record.get("event") == "shard.reconcile_start":
-                open_at[key] = _time(record)
-            elif record.get("event") == "shard.reconcile_end" and key in open_at:
-                out[key].append((open_at.pop(key), _time(record), name))
-        # Still running, or killed mid-reconcile: a killed replica's work ends with the process.
-        ended = process.killed_at if process.killed_at is not None else float("inf")
-        for key, began in open_at.items():
-            out[key].append((began, ended, name))
-    return out
-
-
-def _assert_no_overlap(replicas: dict[str, KroProcess]) -> int:
-    total = 0
-    for key, spans in _intervals(replicas).items():
-        spans.sort()
-        total += len(spans)
-        for (_s1, e1, r1), (s2, _e2, r2) in itertools.pairwise(spans):
-            assert r1 == r2 or e1 <= s2, f"{key} reconciled by {r1} and {r2} at once"
-    return total
-
-
-async def children_hold(client: Client, names: Sequence[tuple[str, str]], value: str) -> bool:
-    """Every instance's ConfigMap exists and carries `value`."""
-    for ns, name in names:
-        try:
-            cm = await client.get(GVR("", "v1", "configmaps"), f"{name}-config", namespace=ns)
-        except errors.NotFound:
-            return False
-        if (cm.get("data") or {}).get("value") != value:
-            return False
-    return True
+spawn, kro = sharding_fixtures()
 
 
 async def test_three_replicas_share_instances_and_survive_a_kill(
@@ -130,27 +41,9 @@ async def test_three_replicas_share_instances_and_survive_a_kill(
 ) -> None:
     client = kro.client
     namespaces = [f"{kube_namespace}-{secrets.token_hex(3)}" for _ in range(NAMESPACES)]
-    for ns in namespaces:
-        await client.create(
-            NAMESPACES_GVR, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
-        )
+    await create_namespaces(client, namespaces)
     replicas = {name: spawn(name) for name in ("r0", "r1", "r2")}
-    definition = kro.rgd(
-        "sharded",
-        "Sharded",
-        {"value": "string"},
-        [
-            {
-                "id": "config",
-                "template": {
-                    "apiVersion": "v1",
-                    "kind": "ConfigMap",
-                    "metadata": {"name": "${schema.metadata.name}-config"},
-                    "data": {"value": "${schema.spec.value}"},
-                },
-            }
-        ],
-    )
+    definition = sharded_rgd(kro)
     try:
         await kro.apply_rgd(definition)
         await kro.wait_rgd_active(definition["metadata"]["name"])
@@ -159,17 +52,10 @@ async def test_three_replicas_share_instances_and_survive_a_kill(
         for ns, name in names:
             await kro.apply_instance("Sharded", name, {"value": "a"}, namespace=ns)
 
-        async def all_ready() -> bool:
-            for ns, name in names:
-                try:
-                    if not is_ready(await client.get(gvr, name, namespace=ns)):
-                        return False
-                except errors.NotFound:
-                    return False
-            return True
-
-        await wait_for(all_ready, what="every instance ACTIVE", timeout_s=180)
-        reconciled = _assert_no_overlap(replicas)
+        await wait_for(
+            lambda: all_ready(client, gvr, names), what="every instance ACTIVE", timeout_s=180
+        )
+        reconciled = assert_no_overlap(replicas)
         assert reconciled >= INSTANCES
 
         # Settled: each replica reconciles only its range from now on.
@@ -205,9 +91,7 @@ async def test_three_replicas_share_instances_and_survive_a_kill(
         )
         moved_s = asyncio.get_running_loop().time() - killed_at
         print(f"converged {moved_s:.1f}s after kill -9 of {victim}")
-        _assert_no_overlap(replicas)
+        assert_no_overlap(replicas)
     finally:
         await kro.cleanup()
-        for ns in namespaces:
-            with contextlib.suppress(errors.NotFound):
-                await client.delete(NAMESPACES_GVR, ns)
+        await delete_namespaces(client, namespaces)

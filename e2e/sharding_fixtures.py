@@ -1,0 +1,295 @@
+"""e2e/sharding_fixtures.py: what the `kro controller --shards=auto` e2e modules share.
+
+A module binds the two fixtures by name, `spawn, kro = sharding_fixtures()`: `spawn(name)`
+starts one sharded replica as a real process (kro.testing.kroprocess, fast Lease timings, the
+reconcile trace on) in the test's Lease namespace, `kro` is the test's KroEnv. Both use the
+`kube_cluster` and `kube_namespace` fixtures of the module, so a module that defines its own
+(a control plane with other feature gates) gets replicas on that cluster.
+
+The checks read what the replicas say. Each logs `shard.reconcile_start`/`shard.reconcile_end`
+per reconcile (KRO_SHARD_TRACE_RECONCILES=1): `assert_no_overlap` proves that no instance was
+ever reconciled by two replicas at once, and `assert_reconciles_in` that after a mark each one
+reconciled only namespaces of its range. /metrics says whether a replica has settled on a view
+(`settled`) and whether it filters on the client (`kro_shard_fallback_mode`).
+
+Namespace names: FNV-1a of names that differ only in their last characters lands in one narrow
+band of the hash space (docs/sharding.md), so `spread_namespaces` draws random names until every
+range of an assignment holds some: a replica with nothing to do proves nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import secrets
+import time
+import urllib.request
+from collections import defaultdict
+from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kro_harness import KroEnv, is_ready, wait_for
+
+from kro.runtime import GVR, Client, errors
+from kro.runtime.sharding import TRACE_ENV, Range, assign, contains, fnv1a64
+from kro.testing.kroprocess import FAST_LEASE_ARGS, KroProcess
+from kro.testing.pytest_plugin import ClusterHandle
+from kro.testing.runlocal import install_crds
+
+NAMESPACES_GVR = GVR("", "v1", "namespaces")
+CONFIGMAPS_GVR = GVR("", "v1", "configmaps")
+KIND = "Sharded"
+
+Key = tuple[str, str]
+"""(namespace, name) of an instance."""
+
+
+def sharding_fixtures() -> tuple[Any, Any]:
+    """`spawn` (starts replicas, stops them after the test) and `kro` (the test's KroEnv)."""
+
+    @pytest.fixture
+    def spawn(
+        kube_cluster: ClusterHandle,
+        kube_namespace: str,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> Iterator[Any]:
+        monkeypatch.setenv(TRACE_ENV, "1")
+        started: list[KroProcess] = []
+
+        def start(name: str) -> KroProcess:
+            process = KroProcess(
+                kube_cluster.kubeconfig,
+                tmp_path / f"{name}.log",
+                [
+                    *FAST_LEASE_ARGS,
+                    "--shards=auto",
+                    f"--leader-election-namespace={kube_namespace}",
+                    "--dynamic-controller-concurrent-reconciles=2",
+                ],
+            ).start()
+            started.append(process)
+            return process
+
+        try:
+            yield start
+        finally:
+            for process in started:
+                process.stop()
+
+    @pytest.fixture
+    async def kro(kube_cluster: ClusterHandle, kube_namespace: str) -> AsyncIterator[KroEnv]:
+        client = await Client.from_kubeconfig(str(kube_cluster.kubeconfig))
+        await install_crds(client)
+        env = KroEnv(client, kube_namespace)
+        try:
+            yield env
+        finally:
+            await client.close()
+
+    return spawn, kro
+
+
+# -- the RGD, namespaces and instances ---------------------------------------------------------
+
+
+def sharded_rgd(kro: KroEnv) -> dict[str, Any]:
+    """One ConfigMap per instance carrying `spec.value`: what converged is easy to read."""
+    return kro.rgd(
+        "sharded",
+        KIND,
+        {"value": "string"},
+        [
+            {
+                "id": "config",
+                "template": {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": "${schema.metadata.name}-config"},
+                    "data": {"value": "${schema.spec.value}"},
+                },
+            }
+        ],
+    )
+
+
+async def install_sharded_rgd(kro: KroEnv) -> GVR:
+    """Apply `sharded_rgd`, wait until it is Active, return the instances' GVR."""
+    definition = sharded_rgd(kro)
+    await kro.apply_rgd(definition)
+    await kro.wait_rgd_active(definition["metadata"]["name"])
+    return await kro.gvr_of(KIND)
+
+
+def spread_namespaces(prefix: str, members: Iterable[str], per_range: int) -> list[str]:
+    """Random `prefix-xxxxxx` names, `per_range` in each range of `assign(members)`, ordered
+    so that consecutive names fall in different ranges."""
+    ranges = list(assign(members).values())
+    buckets: list[list[str]] = [[] for _ in ranges]
+    while any(len(b) < per_range for b in buckets):
+        name = f"{prefix}-{secrets.token_hex(3)}"
+        for bucket, owned in zip(buckets, ranges, strict=True):
+            if len(bucket) < per_range and contains((owned,), fnv1a64(name)):
+                bucket.append(name)
+    return [name for row in zip(*buckets, strict=True) for name in row]
+
+
+async def create_namespaces(client: Client, names: Iterable[str]) -> None:
+    for ns in names:
+        await client.create(
+            NAMESPACES_GVR, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+        )
+
+
+async def delete_namespaces(client: Client, names: Iterable[str]) -> None:
+    for ns in names:
+        with contextlib.suppress(errors.NotFound):
+            await client.delete(NAMESPACES_GVR, ns)
+
+
+async def apply_all(kro: KroEnv, names: Sequence[Key], value: str) -> None:
+    """Set `spec.value` of every instance (creating those that do not exist)."""
+    for ns, name in names:
+        await kro.apply_instance(KIND, name, {"value": value}, namespace=ns)
+
+
+async def all_ready(client: Client, gvr: GVR, names: Sequence[Key]) -> bool:
+    for ns, name in names:
+        try:
+            if not is_ready(await client.get(gvr, name, namespace=ns)):
+                return False
+        except errors.NotFound:
+            return False
+    return True
+
+
+async def children_hold(client: Client, names: Sequence[Key], value: str) -> bool:
+    """Every instance's ConfigMap exists and carries `value`."""
+    for ns, name in names:
+        try:
+            cm = await client.get(CONFIGMAPS_GVR, f"{name}-config", namespace=ns)
+        except errors.NotFound:
+            return False
+        if (cm.get("data") or {}).get("value") != value:
+            return False
+    return True
+
+
+async def converge(kro: KroEnv, names: Sequence[Key], value: str, what: str) -> float:
+    """Wait until every instance's ConfigMap carries `value`; the seconds it took."""
+    began = asyncio.get_running_loop().time()
+    await wait_for(lambda: children_hold(kro.client, names, value), what=what, timeout_s=120)
+    return asyncio.get_running_loop().time() - began
+
+
+# -- what the replicas said --------------------------------------------------------------------
+
+
+def member_lease(process: KroProcess) -> str:
+    """The replica's member Lease name: the name the assignment sorts (`assign`)."""
+    return str(process.wait_event("controller.sharding")["member_lease"])
+
+
+def _time(record: Mapping[str, Any]) -> float:
+    return datetime.fromisoformat(str(record["timestamp"]).replace("Z", "+00:00")).timestamp()
+
+
+def reconcile_intervals(
+    replicas: Mapping[str, KroProcess], exited_at: Mapping[str, float] | None = None
+) -> dict[Key, list[tuple[float, float, str]]]:
+    """(namespace, name) -> [(start, end, replica)] from the reconcile trace.
+
+    A reconcile still open in the log ends when its process ended: at `killed_at` for kill -9,
+    at `exited_at[name]` for a replica the test stopped otherwise; else it is still running.
+    """
+    out: dict[Key, list[tuple[float, float, str]]] = defaultdict(list)
+    for name, process in replicas.items():
+        open_at: dict[Key, float] = {}
+        for record in process.events():
+            key = (str(record.get("ns")), str(record.get("obj")))
+            if record.get("event") == "shard.reconcile_start":
+                open_at[key] = _time(record)
+            elif record.get("event") == "shard.reconcile_end" and key in open_at:
+                out[key].append((open_at.pop(key), _time(record), name))
+        ended = process.killed_at
+        if ended is None:
+            ended = (exited_at or {}).get(name, float("inf"))
+        for key, began in open_at.items():
+            out[key].append((began, ended, name))
+    return out
+
+
+def assert_no_overlap(
+    replicas: Mapping[str, KroProcess], exited_at: Mapping[str, float] | None = None
+) -> int:
+    """No instance was reconciled by two replicas at once; the number of reconciles."""
+    total = 0
+    for key, spans in reconcile_intervals(replicas, exited_at).items():
+        spans.sort()
+        total += len(spans)
+        for (_s1, e1, r1), (s2, _e2, r2) in itertools.pairwise(spans):
+            assert r1 == r2 or e1 <= s2, f"{key} reconciled by {r1} and {r2} at once"
+    return total
+
+
+def reconciled_since(process: KroProcess, mark: int) -> list[Key]:
+    return [
+        (str(r["ns"]), str(r["obj"])) for r in process.find("shard.reconcile_start", since=mark)
+    ]
+
+
+def assert_reconciles_in(
+    replicas: Mapping[str, KroProcess], marks: Mapping[str, int], ranges: Mapping[str, Range]
+) -> dict[str, int]:
+    """Each replica reconciled, after its mark, only namespaces of its range; and something.
+    `ranges` is keyed like `replicas`. Returns the reconciles per replica."""
+    counts: dict[str, int] = {}
+    for name, process in replicas.items():
+        done = reconciled_since(process, marks[name])
+        outside = [key for key in done if not contains((ranges[name],), fnv1a64(key[0]))]
+        assert not outside, f"{name} reconciled outside its range: {outside}"
+        assert done, f"{name} reconciled nothing in its range"
+        counts[name] = len(done)
+    return counts
+
+
+def scrape(process: KroProcess) -> str:
+    """The replica's /metrics page (probes and metrics share one address in these tests)."""
+    with urllib.request.urlopen(process.health_url() + "/metrics", timeout=10) as response:
+        return str(response.read().decode())
+
+
+def metric(text: str, name: str) -> float | None:
+    """The value of an unlabelled sample `name` on a /metrics page."""
+    for line in text.splitlines():
+        if line.startswith(f"{name} "):
+            return float(line.split()[1])
+    return None
+
+
+async def settled(replicas: Collection[KroProcess]) -> None:
+    """Wait until every replica sees exactly these members and owns its full 1/n share."""
+    n = len(replicas)
+
+    def probe() -> bool:
+        for process in replicas:
+            text = scrape(process)
+            owned = metric(text, "kro_shard_owned_range_fraction")
+            if metric(text, "kro_shard_members") != n or owned is None or abs(owned - 1 / n) > 1e-6:
+                return False
+        return True
+
+    async def poll() -> bool:
+        return await asyncio.to_thread(probe)
+
+    await wait_for(poll, what=f"{n} replicas settled on one view", timeout_s=60)
+
+
+def stop_gracefully(process: KroProcess) -> float:
+    """SIGTERM and wait for the exit; the wall-clock time it had exited by."""
+    process.stop()
+    return time.time()
