@@ -9,7 +9,8 @@ graph kro runs (`explain_source`), then per node the live objects the instance's
 objects name (GET, or a LIST by kro's labels for collections — the controller's own reads,
 `kro.controllers.instance.resources`), and last the Warning Events about the instance and its
 children. A deleting instance is explained from its ApplySet members (`explain_deletion`)
-instead, as kro deletes without the graph.
+instead, as kro deletes without the graph. With sharded replicas, the member Leases say which
+replica owns the instance (`explain_shard`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from kro.cli.explain_cause import condition_reports, recorded_errors, root_cause
 from kro.cli.explain_deletion import read_members, summarize_deletion
 from kro.cli.explain_mask import SecretMask
 from kro.cli.explain_report import EventReport, InstanceReport, NodeReport
+from kro.cli.explain_shard import read_shard_owners
 from kro.cli.explain_source import LoadedGraph, find_rgd_name, forbidden_note, load_graph
 from kro.cli.explain_walk import Observed, object_id, walk
 from kro.controllers.instance.labels import collection_selector
@@ -221,6 +223,7 @@ async def explain_instance(client: Client, target: Target, mask: SecretMask) -> 
     else:
         notes.append("no ResourceGraphDefinition found for this kind: is it an instance of one?")
     events, note = await read_events(client, ident.namespace, uids)
+    shards = await read_shard_owners(client, ident.namespace)
     notes += [note] if note else []
     status = instance.get("status") or {}
     generation = _meta(instance).get("generation")
@@ -238,4 +241,5 @@ async def explain_instance(client: Client, target: Target, mask: SecretMask) -> 
         conditions=condition_reports(instance),
         events=events,
         notes=tuple(notes),
+        shards=shards,
     )

@@ -22,11 +22,13 @@ from kro.cli.explain_report import (
     InstanceReport,
     NodeReport,
     RGDReport,
+    ShardReport,
     to_data,
 )
 
 OUTPUT_FORMATS: Final = ("text", "json", "yaml")
 _INDENT: Final = "  "
+_SHARD_INDENT: Final = " " * len("Shard:     ")
 
 
 def render(report: InstanceReport | RGDReport, output: str, mask: SecretMask) -> str:
@@ -69,6 +71,8 @@ def render_instance(report: InstanceReport) -> str:
     ]
     if report.source is not None:
         lines.append(f"Graph:     {_source(report.source)}")
+    for shard in report.shards:
+        lines += _shard(shard)
     if report.deletion is not None:
         lines += ["", *_deletion(report.deletion)]
     if report.nodes:
@@ -92,6 +96,31 @@ def _source(source: GraphSource) -> str:
     if source.from_revision:
         return f"{rgd}, GraphRevision {source.revision_name} (revision {source.revision})"
     return f"{rgd}, built from its spec (GraphRevisions not read)"
+
+
+def _shard(shard: ShardReport) -> list[str]:
+    where = (
+        f'namespace "{shard.namespace}"'
+        if shard.namespace
+        else "cluster-scoped instances (the empty namespace)"
+    )
+    group = f'shard group "{shard.group}" in namespace {shard.lease_namespace}'
+    if not shard.owner_lease:
+        return [
+            f"Shard:     no live replica owns {where}: every member Lease of {group} has "
+            f"expired ({', '.join(shard.expired)})"
+        ]
+    lines = [
+        f"Shard:     replica {shard.owner} owns {where} (hash {shard.namespace_hash} in "
+        f"{shard.owner_range}; member Lease {shard.owner_lease}, one of {len(shard.members)} "
+        f"live in {group})"
+    ]
+    if shard.handover:
+        lines.append(
+            f"{_SHARD_INDENT}handover in progress: not every live replica has acknowledged "
+            "this membership yet, and the owner takes its range only once all have"
+        )
+    return lines
 
 
 def _nodes(nodes: Sequence[NodeReport]) -> list[str]:

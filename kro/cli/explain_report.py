@@ -173,6 +173,29 @@ class GraphSource:
 
 
 @dataclass(frozen=True, slots=True)
+class ShardReport:
+    """Which sharded replica (`kro controller --shards=auto`) owns the instance's namespace.
+
+    group, lease_namespace: the shard group (label `kro.run/shard-group`) and where its member
+    Leases live. members: the live member Leases, expired: the others. owner: the holder
+    identity of the owning member ("" when no member is live), owner_lease its Lease,
+    owner_range its hash range. handover: not every live member has acknowledged the view of
+    these members yet, so the owner may not have taken its range yet.
+    """
+
+    group: str
+    lease_namespace: str
+    namespace: str
+    namespace_hash: str
+    members: tuple[str, ...] = ()
+    expired: tuple[str, ...] = ()
+    owner: str = ""
+    owner_lease: str = ""
+    owner_range: str = ""
+    handover: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class InstanceReport:
     """Everything `kro explain KIND/NAME` prints."""
 
@@ -189,6 +212,7 @@ class InstanceReport:
     conditions: tuple[ConditionReport, ...] = ()
     events: tuple[EventReport, ...] = ()
     notes: tuple[str, ...] = ()
+    shards: tuple[ShardReport, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
