@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import itertools
 import secrets
-import time
 import urllib.request
 from collections import defaultdict
 from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Mapping, Sequence
@@ -199,12 +198,12 @@ def _time(record: Mapping[str, Any]) -> float:
 
 
 def reconcile_intervals(
-    replicas: Mapping[str, KroProcess], exited_at: Mapping[str, float] | None = None
+    replicas: Mapping[str, KroProcess],
 ) -> dict[Key, list[tuple[float, float, str]]]:
     """(namespace, name) -> [(start, end, replica)] from the reconcile trace.
 
-    A reconcile still open in the log ends when its process ended: at `killed_at` for kill -9,
-    at `exited_at[name]` for a replica the test stopped otherwise; else it is still running.
+    A reconcile still open in the log of a replica killed with kill -9 ended with the process
+    (`killed_at`); any other is still running.
     """
     out: dict[Key, list[tuple[float, float, str]]] = defaultdict(list)
     for name, process in replicas.items():
@@ -215,20 +214,16 @@ def reconcile_intervals(
                 open_at[key] = _time(record)
             elif record.get("event") == "shard.reconcile_end" and key in open_at:
                 out[key].append((open_at.pop(key), _time(record), name))
-        ended = process.killed_at
-        if ended is None:
-            ended = (exited_at or {}).get(name, float("inf"))
+        ended = process.killed_at if process.killed_at is not None else float("inf")
         for key, began in open_at.items():
             out[key].append((began, ended, name))
     return out
 
 
-def assert_no_overlap(
-    replicas: Mapping[str, KroProcess], exited_at: Mapping[str, float] | None = None
-) -> int:
+def assert_no_overlap(replicas: Mapping[str, KroProcess]) -> int:
     """No instance was reconciled by two replicas at once; the number of reconciles."""
     total = 0
-    for key, spans in reconcile_intervals(replicas, exited_at).items():
+    for key, spans in reconcile_intervals(replicas).items():
         spans.sort()
         total += len(spans)
         for (_s1, e1, r1), (s2, _e2, r2) in itertools.pairwise(spans):
@@ -289,7 +284,13 @@ async def settled(replicas: Collection[KroProcess]) -> None:
     await wait_for(poll, what=f"{n} replicas settled on one view", timeout_s=60)
 
 
-def stop_gracefully(process: KroProcess) -> float:
-    """SIGTERM and wait for the exit; the wall-clock time it had exited by."""
-    process.stop()
-    return time.time()
+def open_reconciles(process: KroProcess) -> list[Key]:
+    """The reconciles the replica started and never ended, per its trace."""
+    started: list[Key] = []
+    for record in process.events():
+        key = (str(record.get("ns")), str(record.get("obj")))
+        if record.get("event") == "shard.reconcile_start":
+            started.append(key)
+        elif record.get("event") == "shard.reconcile_end" and key in started:
+            started.remove(key)
+    return started
