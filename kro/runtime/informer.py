@@ -32,12 +32,15 @@ from kro.runtime.client import Client, WatchEvent
 from kro.runtime.clock import Clock, RealClock, wait_with_timeout
 from kro.runtime.errors import ApiError, Gone, KubeError, RequestTimeout, TransportError
 from kro.runtime.gvk import GVR
+from kro.runtime.metrics import NOOP, MetricsProvider
 from kro.runtime.sharding import ShardView
 from kro.runtime.store import Obj, Store, object_key
 
 log = structlog.get_logger(__name__)
 
 Transform = Callable[[Obj], Obj]
+
+WATCH_EVENTS_METRIC = "kro_informer_watch_events_total"
 
 SHORT_WATCH_S = 1.0
 """A watch that ends sooner than this without a single event counts as a failure (backoff),
@@ -66,6 +69,13 @@ def strip_managed_fields(obj: Obj) -> Obj:
     return obj
 
 
+def _client_metrics(client: Client) -> MetricsProvider:
+    """The provider the client records rest_client_* in (test doubles may have none)."""
+    options = getattr(client, "options", None)
+    provider = getattr(options, "metrics", None)
+    return provider if provider is not None else NOOP
+
+
 def _resource_version(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
@@ -84,6 +94,9 @@ class Informer:
         selector goes to the server, every object is also checked here (the fallback when
         the server ignores or rejects it), and a change of ranges relists, dropping what left
         the ranges without on_delete (the object still exists; another replica owns it).
+    metrics: where `kro_informer_watch_events_total` goes (default: the client's provider).
+        It counts the ADDED/MODIFIED/DELETED events received, before the shard filter, by
+        `sharded` (true for informers with a shard): what sharding saves on the wire.
     """
 
     def __init__(
@@ -104,9 +117,17 @@ class Informer:
         backoff_cap_s: float = 30.0,
         rng: random.Random | None = None,
         shard: ShardView | None = None,
+        metrics: MetricsProvider | None = None,
     ) -> None:
         self.client = client
         self.shard = shard
+        provider = metrics if metrics is not None else _client_metrics(client)
+        self._m_events = provider.counter(
+            WATCH_EVENTS_METRIC,
+            "Watch events (ADDED, MODIFIED, DELETED) informers received, before the shard filter.",
+            ("sharded",),
+        )
+        self._sharded = "true" if shard is not None else "false"
         self._shard_version = shard.version if shard is not None else 0
         self.gvr = gvr
         self.namespace = namespace
@@ -335,6 +356,7 @@ class Informer:
             if rv:
                 self._resource_version = rv
             return
+        self._m_events.inc(sharded=self._sharded)
         shard = self.shard
         if shard is not None and not shard.owns_object(obj):
             if shard.selector() is not None:
