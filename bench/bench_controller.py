@@ -16,8 +16,14 @@ first). `--floor` also runs, in a fresh namespace with kro
 stopped, a plain client that creates the same objects with the same concurrency (floor 1), and
 one that server-side-applies them and writes one status per instance (floor 2), and prints the
 ratios. `--restart` restarts the controller once everything is ACTIVE and settled, and reports
-the time until its requests stop, its writes and its requests per instance. The load average at
-the start is recorded with every result.
+the time until its requests stop, its writes and its requests per instance. `--replicas N` runs
+N `kro controller --shards=auto` replicas instead (kro.testing.kroprocess) over instances spread
+across `--namespaces` namespaces with random names (FNV-1a needs diverse names to spread), waits
+until they have settled on one view, and reports per replica its peak RSS, CPU seconds, watch
+events received (`kro_informer_watch_events_total`, sharded parent informers apart) and
+reconciles, plus the time until every instance is ACTIVE; results go to
+bench/results/controller-<scenario>-<N>-w<W>-r<replicas>.json. The load average at the start is
+recorded with every result.
 
     python bench/bench_controller.py --instances 200 --workers 16
     python bench/bench_controller.py --instances 1000 --workers 16 --steady-seconds 60
@@ -25,6 +31,7 @@ the start is recorded with every result.
     python bench/bench_controller.py --instances 20 --fight --steady-seconds 60
     python bench/bench_controller.py --instances 1000 --no-state-gauges  # their CPU cost
     python bench/bench_controller.py --scenario configmaps --instances 200 --floor --restart
+    python bench/bench_controller.py --scenario configmaps --instances 300 --replicas 3
 
 Without KUBECONFIG it starts its own local control plane (with fake nodes, so Deployments
 become Available and `readyWhen` passes).
@@ -37,11 +44,14 @@ import asyncio
 import contextlib
 import json
 import os
+import secrets
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +62,7 @@ from kro.runtime.client import Client, ClientOptions
 from kro.runtime.errors import AlreadyExists
 from kro.runtime.gvk import GVR
 from kro.testing.cluster import ClusterOptions, LocalCluster
+from kro.testing.kroprocess import KroProcess
 from kro.testing.processes import free_port, stop_pid
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -642,6 +653,205 @@ async def run_once(
         await client.close()
 
 
+# -- sharded replicas (--replicas) -------------------------------------------------------------
+
+WATCH_EVENTS = "kro_informer_watch_events_total"
+
+
+def _scrape(process: KroProcess) -> str:
+    with urllib.request.urlopen(process.health_url() + "/metrics", timeout=10) as response:
+        return str(response.read().decode())
+
+
+def _samples(text: str, name: str) -> dict[str, float]:
+    """Every sample of `name`, keyed by its label text (`` when it has none)."""
+    found: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith((f"{name}{{", f"{name} ")):
+            series, value = line.rsplit(" ", 1)
+            labels = series[len(name) :].strip("{}")
+            found[labels] = found.get(labels, 0.0) + float(value)
+    return found
+
+
+def _replica_counters(process: KroProcess) -> dict[str, float]:
+    """Watch events received (sharded parent informers, the others) and instance reconciles."""
+    text = _scrape(process)
+    events = _samples(text, WATCH_EVENTS)
+    return {
+        "watch_events_sharded": events.get('sharded="true"', 0.0),
+        "watch_events_unsharded": events.get('sharded="false"', 0.0),
+        "reconciles": sum(_samples(text, "instance_reconcile_total").values()),
+    }
+
+
+async def _settled(replicas: Sequence[KroProcess], timeout_s: float = 180.0) -> float:
+    """Seconds until every replica sees all members and owns its full 1/n of the hash space."""
+    n, started = len(replicas), time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        texts = [await asyncio.to_thread(_scrape, p) for p in replicas]
+        if all(
+            _samples(t, "kro_shard_members").get("") == n
+            and abs(_samples(t, "kro_shard_owned_range_fraction").get("", 0.0) - 1 / n) < 1e-6
+            for t in texts
+        ):
+            return time.monotonic() - started
+        await asyncio.sleep(0.5)
+    raise TimeoutError(f"{n} replicas did not settle on one view within {timeout_s}s")
+
+
+async def _create_spread(
+    client: Client, keys: Sequence[tuple[str, str]]
+) -> dict[tuple[str, str], float]:
+    """Create the instances (namespace, name), 32 at a time; when each create returned."""
+    created: dict[tuple[str, str], float] = {}
+    limit = asyncio.Semaphore(32)
+
+    async def one(namespace: str, name: str) -> None:
+        async with limit:
+            body = {
+                "apiVersion": f"{GROUP}/v1alpha1",
+                "kind": "BenchApp",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {},
+            }
+            await client.create(INSTANCES, body, namespace=namespace)
+            created[(namespace, name)] = time.monotonic()
+
+    await asyncio.gather(*(one(ns, name) for ns, name in keys))
+    return created
+
+
+async def _wait_active_spread(
+    client: Client, namespaces: set[str], count: int, timeout_s: float
+) -> dict[tuple[str, str], float]:
+    """First time each instance of `namespaces` was seen ACTIVE (cluster-wide lists, 0.5 s)."""
+    active: dict[tuple[str, str], float] = {}
+    deadline = time.monotonic() + timeout_s
+    while len(active) < count and time.monotonic() < deadline:
+        items, _ = await client.list_all(INSTANCES)
+        now = time.monotonic()
+        for item in items:
+            meta = item["metadata"]
+            if (
+                meta.get("namespace") in namespaces
+                and (item.get("status") or {}).get("state") == "ACTIVE"
+            ):
+                active.setdefault((meta["namespace"], meta["name"]), now)
+        await asyncio.sleep(0.5)
+    return active
+
+
+async def run_replicas(
+    kubeconfig: str,
+    instances: int,
+    workers: int,
+    replicas: int,
+    *,
+    namespaces: int,
+    scenario: str,
+) -> dict[str, Any]:
+    """N `--shards=auto` replicas: per-replica RSS, CPU, watch events, and time to all ACTIVE."""
+    load = _load_average()
+    client = await Client.from_kubeconfig(kubeconfig, options=ClientOptions(qps=0))
+    tag = f"bench-{int(time.time())}"
+    names = [f"{tag}-{secrets.token_hex(3)}" for _ in range(namespaces)]
+    lease_namespace = f"{tag}-leases"
+    logs = Path(tempfile.mkdtemp(prefix="kro-bench-replicas-"))
+    started_replicas: list[KroProcess] = []
+    try:
+        for crd in kro_crds():
+            with contextlib.suppress(AlreadyExists):
+                await client.create(CRDS, crd)
+            await wait_established(client, crd["metadata"]["name"])
+        for ns in [*names, lease_namespace]:
+            await client.create(
+                NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+            )
+        args = [
+            "--shards=auto",
+            f"--leader-election-namespace={lease_namespace}",
+            f"--dynamic-controller-concurrent-reconciles={workers}",
+            "--client-qps=500",
+            "--client-burst=1000",
+        ]
+        for index in range(replicas):
+            process = KroProcess(Path(kubeconfig), logs / f"replica-{index}.log", args)
+            started_replicas.append(process.start())
+        settle_s = await _settled(started_replicas)
+        await client.apply(RGDS, scenario_rgd(scenario), field_manager="bench", force=True)
+        await _wait_rgd_active(client)
+        await client.mapper.refresh()
+        before = await _request_total(client)
+        counters_before = [_replica_counters(p) for p in started_replicas]
+        cpu_before = [_proc_usage(p.pid)[0] for p in started_replicas]
+        started = time.monotonic()
+        keys = [(names[i % namespaces], f"app-{i:05d}") for i in range(instances)]
+        created = await _create_spread(client, keys)
+        active = await _wait_active_spread(client, set(names), instances, timeout_s=1800)
+        all_active_s = max(active.values()) - started if len(active) == instances else None
+        after = await _request_total(client)
+        per_replica = []
+        for index, process in enumerate(started_replicas):
+            cpu, peak = _proc_usage(process.pid)
+            counters = _replica_counters(process)
+            per_replica.append(
+                {
+                    "replica": index,
+                    "peak_rss_mib": peak / 2**20,
+                    "cpu_s": cpu - cpu_before[index],
+                    "cpu_s_since_start": cpu,
+                    **{k: v - counters_before[index][k] for k, v in counters.items()},
+                }
+            )
+        latencies = sorted(active[k] - created[k] for k in active)
+        return {
+            "scenario": scenario,
+            "load_average_at_start": load,
+            "instances": instances,
+            "namespaces": namespaces,
+            "workers": workers,
+            "replicas": replicas,
+            "settle_s": settle_s,
+            "active": len(active),
+            "all_active_s": all_active_s,
+            "p50_create_to_active_s": statistics.median(latencies) if latencies else None,
+            "p99_create_to_active_s": latencies[int(0.99 * (len(latencies) - 1))]
+            if latencies
+            else None,
+            "api_requests_per_instance": (after - before) / instances,
+            "total_cpu_s": sum(r["cpu_s"] for r in per_replica),
+            "max_peak_rss_mib": max(r["peak_rss_mib"] for r in per_replica),
+            "per_replica": per_replica,
+        }
+    finally:
+        for process in started_replicas:
+            process.stop()
+        await client.close()
+
+
+def _report_replicas(result: dict[str, Any]) -> None:
+    for key, value in result.items():
+        if key == "per_replica":
+            continue
+        print(f"  {key:28} {value:.3f}" if isinstance(value, float) else f"  {key:28} {value}")
+    print("  replica  peak RSS MiB  CPU s  watch events (sharded/other)  reconciles")
+    for row in result["per_replica"]:
+        print(
+            f"  {row['replica']:7}  {row['peak_rss_mib']:12.1f}  {row['cpu_s']:5.1f}  "
+            f"{row['watch_events_sharded']:>13.0f} / {row['watch_events_unsharded']:<12.0f}"
+            f"  {row['reconciles']:10.0f}"
+        )
+    RESULTS.mkdir(exist_ok=True)
+    name = (
+        f"controller-{result['scenario']}-{result['instances']}-w{result['workers']}"
+        f"-r{result['replicas']}.json"
+    )
+    path = RESULTS / name
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"  written to {path}")
+
+
 def _report(result: dict[str, Any]) -> None:
     for key, value in result.items():
         if key == "steady_state_writes_by_object":
@@ -659,6 +869,22 @@ def _report(result: dict[str, Any]) -> None:
 
 
 async def _main(args: argparse.Namespace, kubeconfig: str) -> None:
+    if args.replicas:
+        print(
+            f"== {args.scenario}: {args.instances} instances in {args.namespaces} namespaces, "
+            f"{args.replicas} sharded replica(s), {args.workers} workers each"
+        )
+        _report_replicas(
+            await run_replicas(
+                kubeconfig,
+                args.instances,
+                args.workers,
+                args.replicas,
+                namespaces=args.namespaces,
+                scenario=args.scenario,
+            )
+        )
+        return
     print(f"== {args.scenario}: {args.instances} instances, {args.workers} workers")
     _report(
         await run_once(
@@ -719,7 +945,21 @@ def main() -> None:
         help="run the controller without instances_by_state / rgds_by_state (KRO_STATE_GAUGES=0), "
         "to compare its CPU with a default run",
     )
+    parser.add_argument(
+        "--replicas",
+        type=int,
+        default=0,
+        help="run this many `kro controller --shards=auto` replicas instead of one controller",
+    )
+    parser.add_argument(
+        "--namespaces",
+        type=int,
+        default=30,
+        help="with --replicas: spread the instances over this many namespaces",
+    )
     args = parser.parse_args()
+    if args.replicas and (args.fight or args.floor or args.restart or args.scaling):
+        parser.error("--replicas runs alone: not with --fight, --floor, --restart or --scaling")
     if args.no_state_gauges:
         os.environ["KRO_STATE_GAUGES"] = "0"  # the controller subprocess inherits it
     if args.scaling:
