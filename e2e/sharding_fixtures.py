@@ -166,6 +166,24 @@ async def all_ready(client: Client, gvr: GVR, names: Sequence[Key]) -> bool:
     return True
 
 
+async def wait_all_ready(
+    client: Client, gvr: GVR, names: Sequence[Key], replicas: Mapping[str, KroProcess]
+) -> None:
+    """Every instance ACTIVE; on timeout, say which replicas never served the kind (a replica
+    that does not serve it still owns its range, so the instances there wait forever)."""
+    try:
+        await wait_for(
+            lambda: all_ready(client, gvr, names), what="every instance ACTIVE", timeout_s=180
+        )
+    except AssertionError as error:
+        silent = {
+            name: [str(r.get("error")) for r in process.find("graphrevision.compile_failed")]
+            for name, process in replicas.items()
+            if not process.find("rgd.serving")
+        }
+        raise AssertionError(f"{error}; replicas not serving the kind: {silent}") from None
+
+
 async def children_hold(client: Client, names: Sequence[Key], value: str) -> bool:
     """Every instance's ConfigMap exists and carries `value`."""
     for ns, name in names:

@@ -19,13 +19,13 @@ from typing import Any
 
 from kro_harness import KroEnv, wait_for
 from sharding_fixtures import (
-    all_ready,
     assert_no_overlap,
     children_hold,
     create_namespaces,
     delete_namespaces,
     sharded_rgd,
     sharding_fixtures,
+    wait_all_ready,
 )
 
 from kro.runtime.sharding import assign, fnv1a64
@@ -52,9 +52,7 @@ async def test_three_replicas_share_instances_and_survive_a_kill(
         for ns, name in names:
             await kro.apply_instance("Sharded", name, {"value": "a"}, namespace=ns)
 
-        await wait_for(
-            lambda: all_ready(client, gvr, names), what="every instance ACTIVE", timeout_s=180
-        )
+        await wait_all_ready(client, gvr, names, replicas)
         reconciled = assert_no_overlap(replicas)
         assert reconciled >= INSTANCES
 

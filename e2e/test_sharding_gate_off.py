@@ -22,7 +22,6 @@ import pytest
 from kro_harness import KroEnv, wait_for
 from sharding_fixtures import (
     Key,
-    all_ready,
     apply_all,
     assert_no_overlap,
     assert_reconciles_in,
@@ -36,6 +35,7 @@ from sharding_fixtures import (
     settled,
     sharding_fixtures,
     spread_namespaces,
+    wait_all_ready,
 )
 
 from kro.runtime import GVR
@@ -120,9 +120,7 @@ async def test_without_the_gate_replicas_filter_on_the_client(
         gvr = await install_sharded_rgd(kro)
         names = [(namespaces[i % len(namespaces)], f"i{i}") for i in range(INSTANCES)]
         await apply_all(kro, names, "a")
-        await wait_for(
-            lambda: all_ready(client, gvr, names), what="every instance ACTIVE", timeout_s=180
-        )
+        await wait_all_ready(client, gvr, names, replicas)
         assert assert_no_overlap(replicas) >= INSTANCES
 
         # Settled: each replica reconciles only its range, although it receives everything.

@@ -22,11 +22,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from kro_harness import KroEnv, wait_for
+from kro_harness import KroEnv
 from sharding_fixtures import (
     KIND,
     Key,
-    all_ready,
     apply_all,
     assert_no_overlap,
     assert_reconciles_in,
@@ -39,6 +38,7 @@ from sharding_fixtures import (
     settled,
     sharding_fixtures,
     spread_namespaces,
+    wait_all_ready,
 )
 
 from kro.runtime.sharding import assign
@@ -96,9 +96,7 @@ async def test_replicas_scale_out_and_in_while_instances_change(
         gvr = await install_sharded_rgd(kro)
         names = [(namespaces[i % len(namespaces)], f"i{i}") for i in range(INSTANCES)]
         await apply_all(kro, names, "a")
-        await wait_for(
-            lambda: all_ready(client, gvr, names), what="every instance ACTIVE", timeout_s=180
-        )
+        await wait_all_ready(client, gvr, names, replicas)
 
         # 3 -> 4: a replica joins while the instances keep changing.
         stop = asyncio.Event()
