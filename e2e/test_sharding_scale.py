@@ -24,7 +24,6 @@ from typing import Any
 
 from kro_harness import KroEnv
 from sharding_fixtures import (
-    KIND,
     Key,
     apply_all,
     assert_no_overlap,
@@ -41,6 +40,7 @@ from sharding_fixtures import (
     wait_all_ready,
 )
 
+from kro.runtime import GVR
 from kro.runtime.sharding import assign
 from kro.testing.kroprocess import KroProcess
 from kro.testing.pytest_plugin import ClusterHandle
@@ -61,15 +61,16 @@ async def churn(kro: KroEnv, names: Sequence[Key], prefix: str, stop: asyncio.Ev
     raise AssertionError("unreachable")
 
 
-def explain(cluster: ClusterHandle, namespace: str, name: str) -> str:
-    """`kro explain KIND/NAME -n NAMESPACE` as a user runs it; its stdout."""
+def explain(cluster: ClusterHandle, gvr: GVR, namespace: str, name: str) -> str:
+    """`kro explain RESOURCE.GROUP/NAME -n NAMESPACE` as a user runs it; its stdout. The
+    group is named because earlier tests of the session leave kinds called Sharded behind."""
     done = subprocess.run(
         [
             sys.executable,
             "-m",
             "kro.cli.main",
             "explain",
-            f"{KIND}/{name}",
+            f"{gvr.resource}.{gvr.group}/{name}",
             "-n",
             namespace,
             f"--kubeconfig={cluster.kubeconfig}",
@@ -138,7 +139,7 @@ async def test_replicas_scale_out_and_in_while_instances_change(
         for name, process in survivors.items():
             record = process.find("shard.reconcile_start", since=marks[name])[0]
             text = await asyncio.to_thread(
-                explain, kube_cluster, str(record["ns"]), str(record["obj"])
+                explain, kube_cluster, gvr, str(record["ns"]), str(record["obj"])
             )
             shard = next(line for line in text.splitlines() if line.startswith("Shard:"))
             print(shard)
