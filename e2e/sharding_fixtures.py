@@ -277,7 +277,7 @@ def scrape(process: KroProcess) -> str:
 
 
 def metric(text: str, name: str) -> float | None:
-    """The value of an unlabelled sample `name` on a /metrics page."""
+    """The value of the sample `name` (labels included as exposed) on a /metrics page."""
     for line in text.splitlines():
         if line.startswith(f"{name} "):
             return float(line.split()[1])
@@ -312,3 +312,19 @@ def open_reconciles(process: KroProcess) -> list[Key]:
         elif record.get("event") == "shard.reconcile_end" and key in started:
             started.remove(key)
     return started
+
+
+def leaders(
+    replicas: Mapping[str, KroProcess], since: Mapping[str, int] | None = None
+) -> list[str]:
+    """The replicas that logged winning the leader Lease (since their offsets in `since`)."""
+    return [
+        n
+        for n, p in replicas.items()
+        if p.find("leadership.promoted", since=(since or {}).get(n, 0))
+    ]
+
+
+def events_about(process: KroProcess, event: str, rgd: str, since: int = 0) -> list[dict[str, Any]]:
+    """`event` records of `process` that name RGD `rgd`."""
+    return [r for r in process.find(event, since=since) if r.get("rgd") == rgd]

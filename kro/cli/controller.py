@@ -14,6 +14,11 @@ nothing is recorded (the controllers get the no-op provider).
 
 Outside a pod, leader election puts its Lease in the kubeconfig context's namespace (the one
 kubectl would use), not silently in `default`; the namespace is logged at start.
+
+`--shards=auto` always campaigns for the leader Lease, whatever `--leader-elect` says (the other
+leader-election flags apply as usual): every replica runs every controller and reconciles its
+share of the instances, and only the one holding the Lease writes RGDs, GraphRevisions and
+CRDs (kro.controllers.leadership). Without a leader nobody would.
 """
 
 from __future__ import annotations
@@ -113,7 +118,9 @@ def lease_namespace(config: ControllerConfig) -> tuple[str, str]:
 
 
 def _leader_election(config: ControllerConfig) -> LeaderElectionConfig | None:
-    if not config.leader_elect:
+    """`--leader-elect`, or `--shards=auto` (which needs a leader for its writes)."""
+    sharded = config.shards == "auto"
+    if not config.leader_elect and not sharded:
         return None
     namespace, source = lease_namespace(config)
     log.info(
@@ -121,6 +128,8 @@ def _leader_election(config: ControllerConfig) -> LeaderElectionConfig | None:
         lease=LEADER_ELECTION_LEASE,
         lease_namespace=namespace,
         namespace_from=source,
+        # Sharded, the leader writes RGDs, GraphRevisions and CRDs; every replica reconciles.
+        leader_writes_only=sharded,
     )
     return LeaderElectionConfig(
         lease_name=LEADER_ELECTION_LEASE,
@@ -291,9 +300,9 @@ async def _run(config: ControllerConfig, client: Client, metrics: MetricsProvide
         ManagerOptions(
             health_probe_bind_address=config.health_probe_bind_address,
             metrics_bind_address=config.metrics_bind_address,
-            # Sharded replicas all run the dynamic controller, and (for now) the RGD and
-            # GraphRevision controllers too: their writes are idempotent applies.
-            leader_election=None if membership is not None else _leader_election(config),
+            # Sharded replicas all run every controller (KroApp.install); the Lease decides
+            # only who writes RGDs, GraphRevisions and CRDs.
+            leader_election=_leader_election(config),
             graceful_shutdown_timeout_s=config.graceful_shutdown_timeout_s,
             gc_tuning=GcTuning(),  # the controller owns its process; an embedding library not
         ),
@@ -307,7 +316,8 @@ async def _run(config: ControllerConfig, client: Client, metrics: MetricsProvide
         "controller.starting",
         metrics=config.metrics_bind_address,
         health=config.health_probe_bind_address,
-        leader_elect=config.leader_elect,
+        leader_elect=config.leader_elect or membership is not None,
+        shards=config.shards,
     )
     try:
         await manager.run()

@@ -8,6 +8,15 @@ its flags; tests and operators embedding kro can build one directly.
 Beyond upstream's triggers, an RGD is also reconciled when it disappears and when a kro-owned
 CRD naming it is listed (every one at start-up): that is how the instances of a deleted RGD are
 found and served until they are gone (kro.controllers.instance.kinds), also after a restart.
+
+Sharded (`AppOptions.shard`, `kro controller --shards=auto`), the three controllers run on every
+replica (`Manager.add_controller(..., leader_only=False)`) and the manager's leadership becomes
+the `WriteGate` of the RGD and GraphRevision reconcilers: only the leader writes RGDs,
+GraphRevisions and CRDs, the others follow (kro.controllers.leadership). A follower also queues a
+GraphRevision again when the leader writes its status (the verdict it waits for), and a replica
+that wins the Lease queues every RGD and GraphRevision (`Promotion`). Each replica exports how
+many instances it owns (`kro_shard_owned_instances`: the objects in its sharded informers).
+Without sharding nothing of this applies: the controllers are leader-only and always write.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ from kro.controllers.crd import CRDS, is_kro_owned
 from kro.controllers.events import RecorderPool
 from kro.controllers.graphrevision import GRAPH_REVISIONS, GraphRevisionReconciler
 from kro.controllers.instance.labels import KRO_VERSION
+from kro.controllers.leadership import Promotion, WriteGate
 from kro.controllers.metrics import (
     CelMetrics,
     ConditionDurations,
@@ -136,6 +146,9 @@ class KroApp:
         cluster's OpenAPI, cached; tests pass an offline one)."""
         clock = RealClock()
         self.client = client
+        self.options = options
+        # Open unless `install` binds it to leadership (sharded replicas; module docstring).
+        self.writes = WriteGate()
         self.registry = RevisionRegistry(RegistryMetrics(metrics))
         # Always there: Warnings of kro-py's own (a field another controller keeps rewriting)
         # are recorded whatever the gates; the gate InstanceConditionEvents only decides the
@@ -176,6 +189,7 @@ class KroApp:
             else None,
             recorders=self.recorders,
             enqueue_rgd=self.enqueue_rgd,
+            writes=self.writes,
         )
         self.gr_reconciler = GraphRevisionReconciler(
             client=client,
@@ -184,6 +198,7 @@ class KroApp:
             options=options.rgd.build,
             notify_rgd=self.enqueue_rgd,
             metrics=GraphRevisionMetrics(metrics),
+            writes=self.writes,
         )
         self.rgd_controller = Controller(
             "ResourceGraphDefinition",
@@ -202,10 +217,24 @@ class KroApp:
             metrics=metrics,
         )
         self.informers = self._informers()
+        self.rgd_informer, self.revision_informer = self.informers[0], self.informers[1]
+        if options.shard is not None:
+            options.shard.count_owned(self.owned_instances)
 
     def enqueue_rgd(self, name: str) -> None:
         if name:
             self.rgd_queue.add(Request("", name))
+
+    def owned_instances(self) -> int:
+        """Instances this replica owns now: the objects in its sharded (parent) informers."""
+        return sum(len(i.store) for i in self.factory.informers() if i.shard is not None)
+
+    def requeue_all(self) -> None:
+        """Queue every RGD and GraphRevision in the caches (this replica starts leading)."""
+        for revision in self.revision_informer.store.list():
+            self.gr_queue.add(Request("", _name(revision)))
+        for rgd in self.rgd_informer.store.list():
+            self.enqueue_rgd(_name(rgd))
 
     def _informers(self) -> list[Informer]:
         rgds = Informer(self.client, RGDS)
@@ -223,7 +252,7 @@ class KroApp:
             _Handler(
                 on_add=self._revision_added,
                 on_update=self._revision_updated,
-                on_delete=lambda o: self.enqueue_rgd(_snapshot_name(o)),
+                on_delete=self._revision_deleted,
             )
         )
         crds = Informer(self.client, CRDS, metadata_only=True)
@@ -241,10 +270,22 @@ class KroApp:
         self.enqueue_rgd(_snapshot_name(revision))
 
     def _revision_updated(self, old: Obj, new: Obj) -> None:
-        """Revisions are immutable: only the start of their deletion is news (N-01)."""
-        if (new.get("metadata") or {}).get("deletionTimestamp"):
+        """Revisions are immutable: only the start of their deletion is news (N-01), and, to
+        a replica that does not lead, the leader's verdict in their status."""
+        if (new.get("metadata") or {}).get("deletionTimestamp") or (
+            old.get("status") != new.get("status") and not self.writes.allowed()
+        ):
             self.gr_queue.add(Request("", _name(new)))
         self.enqueue_rgd(_snapshot_name(new))
+
+    def _revision_deleted(self, revision: Obj) -> None:
+        """The leader's GraphRevision controller evicts a revision from the registry before it
+        removes the finalizer; a replica that does not lead may see the revision gone before
+        it reconciled its deletion, so it evicts it here."""
+        if not self.writes.allowed():
+            spec = revision.get("spec") or {}
+            self.registry.evict(_snapshot_name(revision), int(spec.get("revision") or 0))
+        self.enqueue_rgd(_snapshot_name(revision))
 
     def _forget_schemas(self) -> None:
         """A CRD appeared or changed: kinds and schemas cached before are stale."""
@@ -269,14 +310,22 @@ class KroApp:
             )
 
     def install(self, manager: Manager) -> None:
+        """Add informers, runnables and controllers to `manager`. Sharded, the controllers
+        run on every replica and only the leader writes (module docstring)."""
         for informer in self.informers:
             manager.add_informer(informer)
         manager.add_runnable(self.factory)
         if self.recorders is not None:
             manager.add_runnable(self.recorders)
-        manager.add_controller(self.gr_controller)
-        manager.add_controller(self.rgd_controller)
-        manager.add_controller(self.dynamic)
+        if self.options.shard is None:
+            manager.add_controller(self.gr_controller)
+            manager.add_controller(self.rgd_controller)
+            manager.add_controller(self.dynamic)
+            return
+        self.writes.bind(manager.may_reconcile)
+        for controller in (self.gr_controller, self.rgd_controller, self.dynamic):
+            manager.add_controller(controller, leader_only=False)
+        manager.add_controller(Promotion(self.requeue_all))
 
 
 def _snapshot_name(revision: Obj) -> str:

@@ -4,6 +4,10 @@ Create when absent and wait until it is Established (Q-01). When present: refuse
 not own or that another RGD owns (P-09); compare the live and desired schema and names and write
 nothing when they agree (Q-02); refuse breaking changes unless the RGD allows them (Q-03, Q-05);
 otherwise merge-patch the group, names, scope, versions and labels (Q-06).
+
+`crd_is_current` is the read-only half, for replicas that do not lead
+(kro.controllers.leadership): true once the cluster's CRD is the one `ensure_crd` would leave
+as it is, Established.
 """
 
 from __future__ import annotations
@@ -64,18 +68,13 @@ async def ensure_crd(
         return
     if not is_kro_owned(live):
         raise CRDError(f"failed to update CRD {name}: CRD already exists and is not owned by KRO")
-    owner = ((live.get("metadata") or {}).get("labels") or {}).get(LABEL_RGD_NAME)
+    owner = _owner(live)
     if owner and owner != rgd_name:
         raise CRDError(
             f"failed to update CRD {name}: CRD is owned by another ResourceGraphDefinition {owner}"
         )
     report = compare_crds(live, desired)
-    labels_differ = any(
-        ((live.get("metadata") or {}).get("labels") or {}).get(k) != v
-        for k, v in ((desired.get("metadata") or {}).get("labels") or {}).items()
-    )
-    names_differ = _names(live) != _names(desired)
-    if not report.has_changes() and not labels_differ and not names_differ:
+    if not report.has_changes() and not _labels_or_names_differ(live, desired):
         return
     if report.breaking and not allow_breaking:
         raise CRDError(f"cannot update CRD {name}: breaking changes detected: {report.summary()}")
@@ -100,6 +99,49 @@ async def ensure_crd(
     await client.patch(CRDS, name, patch, patch_type="merge")
     log.info("crd.updated", crd=name, rgd=rgd_name, changes=len(report.changes))
     await wait_established(client, name)
+
+
+def _owner(crd: Mapping[str, Any]) -> str:
+    return str(((crd.get("metadata") or {}).get("labels") or {}).get(LABEL_RGD_NAME) or "")
+
+
+def _labels_or_names_differ(
+    live: Mapping[str, Any], desired: Mapping[str, Any], *, ignore: frozenset[str] = frozenset()
+) -> bool:
+    """A desired label missing or different on the live CRD (but those in `ignore`), or
+    different spec.names."""
+    live_labels = (live.get("metadata") or {}).get("labels") or {}
+    return any(
+        live_labels.get(k) != v
+        for k, v in ((desired.get("metadata") or {}).get("labels") or {}).items()
+        if k not in ignore
+    ) or _names(live) != _names(desired)
+
+
+async def crd_is_current(
+    client: Client,
+    desired: Mapping[str, Any],
+    *,
+    rgd_name: str,
+    ignore_labels: frozenset[str] = frozenset(),
+) -> bool:
+    """Read-only: is the cluster's CRD the one `ensure_crd(desired)` would leave as it is, and
+    Established? False while it is missing, owned by someone else, or not updated yet.
+
+    `ignore_labels`: labels that may differ (the kro version, while replicas of two versions
+    run side by side during a rolling upgrade).
+    """
+    try:
+        live = await client.get(CRDS, str(desired["metadata"]["name"]))
+    except NotFound:
+        return False
+    if not is_kro_owned(live) or _owner(live) not in ("", rgd_name):
+        return False
+    if compare_crds(live, desired).has_changes():
+        return False
+    return _is_established(live) and not _labels_or_names_differ(
+        live, desired, ignore=ignore_labels
+    )
 
 
 async def wait_established(client: Client, name: str) -> None:

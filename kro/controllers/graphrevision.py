@@ -5,18 +5,24 @@ the same builder the RGD controller validated it with and records the result in 
 registry (Pending -> Active | Failed). After a restart the informer lists every revision again
 and each is recompiled ("warm-up"), so the registry is rebuilt from the cluster (N-01, N-02).
 On deletion the registry entry is evicted before the finalizer goes (N-03).
+
+With `--shards=auto` every replica runs this controller but only the leader writes
+(kro.controllers.leadership): a follower adds no finalizer and writes no status; it compiles a
+revision once the leader's `GraphVerified` condition gives the verdict and records that verdict
+(Active with its own compiled graph, or Failed with the leader's message), so that replicas never
+disagree about which revision serves.
 """
 
 from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import structlog
 
-from kro.api.conditions import conditions_of, ordered_conditions, set_condition
+from kro.api.conditions import conditions_of, get_condition, ordered_conditions, set_condition
 from kro.api.names import (
     CONDITION_GRAPH_VERIFIED,
     CONDITION_READY,
@@ -33,10 +39,12 @@ from kro.api.names import (
 )
 from kro.applyset import remove_finalizer
 from kro.controllers.instance.status import now_rfc3339
+from kro.controllers.leadership import WriteGate
 from kro.controllers.metrics import COMPILE_FAILED, COMPILE_SUCCESS, GraphRevisionMetrics
 from kro.controllers.registry import RevisionRegistry, RevisionState
 from kro.graph.builder import BuildOptions, build_graph_async
 from kro.graph.errors import GraphError
+from kro.graph.model import Graph
 from kro.graph.resolver import SchemaResolver
 from kro.runtime.client import Client
 from kro.runtime.errors import KubeError, NotFound
@@ -60,13 +68,16 @@ class GraphRevisionReconciler:
         options: BuildOptions,
         notify_rgd: Callable[[str], None],
         metrics: GraphRevisionMetrics | None = None,
+        writes: WriteGate | None = None,
     ) -> None:
+        """`writes`: whether this replica may write GraphRevisions (default: always)."""
         self.client = client
         self.registry = registry
         self.resolver = resolver
         self.options = options
         self.notify_rgd = notify_rgd
         self.metrics = metrics or GraphRevisionMetrics()
+        self.writes = writes or WriteGate()
 
     async def reconcile(self, request: Request) -> Result:
         try:
@@ -86,9 +97,12 @@ class GraphRevisionReconciler:
                 if self.registry.get(rgd_name, number) is not None:
                     self.metrics.finalizer_evictions.inc()
                 self.registry.evict(rgd_name, number)
-                await remove_finalizer(self.client, GRAPH_REVISIONS, revision, FINALIZER)
+                if self.writes.allowed():  # a follower leaves the finalizer to the leader
+                    await remove_finalizer(self.client, GRAPH_REVISIONS, revision, FINALIZER)
                 self.notify_rgd(rgd_name)
                 return Result()
+            if not self.writes.allowed():
+                return await self._follow(revision, rgd_name, number, spec_hash)
             revision = await self._ensure_finalizer(revision)
             known = self.registry.get(rgd_name, number)
             if known is not None and known.state is not RevisionState.PENDING:
@@ -98,10 +112,54 @@ class GraphRevisionReconciler:
             self.notify_rgd(rgd_name)
             return Result()
 
+    async def _follow(
+        self, revision: dict[str, Any], rgd_name: str, number: int, spec_hash: str
+    ) -> Result:
+        """Not the leader: take the leader's verdict, compile for our own registry, write
+        nothing. Without a verdict yet, wait for the leader's status update (KroApp queues
+        the revision again when it comes, and when this replica starts leading)."""
+        known = self.registry.get(rgd_name, number)
+        if known is not None and known.state is not RevisionState.PENDING:
+            return Result()
+        verdict: Mapping[str, Any] = (
+            get_condition(revision.get("status"), CONDITION_GRAPH_VERIFIED) or {}
+        )
+        if verdict.get("status") == STATUS_FALSE:
+            message = str(verdict.get("message") or "")
+            self.registry.fail(rgd_name, number, spec_hash, message)
+            log.info("graphrevision.failed_by_leader", error=message)
+            self.notify_rgd(rgd_name)
+            return Result()
+        if verdict.get("status") != STATUS_TRUE:
+            return Result()
+        self.registry.put_pending(rgd_name, number, spec_hash)
+        started = time.monotonic()
+        try:
+            graph = await self._build(revision, rgd_name)
+        except GraphError as error:
+            self._count(COMPILE_FAILED, started)
+            # The leader compiled it: what we lack is probably a schema we have not seen yet
+            # (a CRD created a moment ago). Stay Pending and retry with back-off.
+            raise FollowerCompileError(
+                f"graph revision {revision['metadata']['name']} is verified by the leader but "
+                f"does not compile here (yet): {error}"
+            ) from error
+        self._count(COMPILE_SUCCESS, started)
+        self.registry.activate(rgd_name, number, spec_hash, graph)
+        log.info("graphrevision.active", nodes=len(graph.nodes), follower=True)
+        self.notify_rgd(rgd_name)
+        return Result()
+
+    async def _build(self, revision: dict[str, Any], rgd_name: str) -> Graph:
+        snapshot = (revision.get("spec") or {}).get("snapshot") or {}
+        rgd = {"metadata": {"name": rgd_name}, "spec": snapshot.get("spec") or {}}
+        return await build_graph_async(rgd, self.resolver, options=self.options)
+
     async def _ensure_finalizer(self, revision: dict[str, Any]) -> dict[str, Any]:
         finalizers = list((revision.get("metadata") or {}).get("finalizers") or [])
         if FINALIZER in finalizers:
             return revision
+        self.writes.check("graphrevision finalizer")
         patch = {
             "metadata": {
                 "finalizers": [*finalizers, FINALIZER],
@@ -113,14 +171,12 @@ class GraphRevisionReconciler:
     async def _compile(
         self, revision: dict[str, Any], rgd_name: str, number: int, spec_hash: str
     ) -> None:
-        snapshot = (revision.get("spec") or {}).get("snapshot") or {}
-        rgd = {"metadata": {"name": rgd_name}, "spec": snapshot.get("spec") or {}}
         status: dict[str, Any] = copy.deepcopy(revision.get("status") or {})
         now = now_rfc3339()
         generation = (revision.get("metadata") or {}).get("generation")
         started = time.monotonic()
         try:
-            graph = await build_graph_async(rgd, self.resolver, options=self.options)
+            graph = await self._build(revision, rgd_name)
         except GraphError as error:
             self._count(COMPILE_FAILED, started)
             message = f'failed to compile graph revision "{revision["metadata"]["name"]}": {error}'
@@ -182,6 +238,7 @@ class GraphRevisionReconciler:
         status["conditions"] = ordered_conditions(conditions_of(status))
         if revision.get("status") == status:
             return
+        self.writes.check("graphrevision status")
         body = copy.deepcopy(revision)
         body["status"] = status
         try:
@@ -189,3 +246,7 @@ class GraphRevisionReconciler:
         except KubeError:
             self.metrics.status_update_errors.inc()
             raise
+
+
+class FollowerCompileError(Exception):
+    """A revision the leader verified does not compile on this replica (yet); retried."""

@@ -60,8 +60,14 @@ class Revisions:
         return max(self.live, key=lambda r: int(r["spec"]["revision"]), default=None)
 
 
-async def list_revisions(client: Client, rgd: Mapping[str, Any]) -> Revisions:
-    """GraphRevisions of `rgd` (direct read), adopting live ones it does not own (P-04)."""
+async def list_revisions(
+    client: Client, rgd: Mapping[str, Any], *, adopt: bool = True
+) -> Revisions:
+    """GraphRevisions of `rgd` (direct read), adopting live ones it does not own (P-04).
+
+    adopt=False (a replica that does not lead, kro.controllers.leadership): read only; a
+    revision the leader has yet to adopt counts as live all the same.
+    """
     name, uid = str(_meta(rgd)["name"]), str(_meta(rgd).get("uid"))
     page = await client.list(GRAPH_REVISIONS, field_selector=f"spec.snapshot.name={name}")
     found = Revisions()
@@ -70,7 +76,7 @@ async def list_revisions(client: Client, rgd: Mapping[str, Any]) -> Revisions:
             found.terminating.append(item)
             continue
         owners = _meta(item).get("ownerReferences") or []
-        if not any(o.get("uid") == uid and o.get("controller") for o in owners):
+        if adopt and not any(o.get("uid") == uid and o.get("controller") for o in owners):
             adopted = copy.deepcopy(item)
             adopted["metadata"]["ownerReferences"] = [owner_reference(rgd)]
             found.live.append(await client.update(GRAPH_REVISIONS, adopted))

@@ -26,6 +26,15 @@ whose series start at 0 the first time an RGD is reconciled. Each status write a
 Finalizer writes carry the resourceVersion: a JSON merge patch replaces the whole list, so
 without it a finalizer someone else added meanwhile could be lost. A Conflict re-reads through
 the queue.
+
+With `--shards=auto` every replica runs this controller and only the leader writes
+(kro.controllers.leadership). A replica that does not lead takes the *follower path*
+(`_follow`): it reads the RGD and its GraphRevisions, serves the latest revision exactly when
+the leader would (no terminating revision, the latest one matches the spec and is Active in this
+replica's registry) and only once the cluster's CRD is what the leader makes it, and releases
+the kinds of a deleted RGD. It sends no write for RGDs, GraphRevisions or CRDs and reports no
+failure (the leader's status, Events and error counters do), so `rgds_by_state` and
+`rgd_errors_total` come from the leader only.
 """
 
 from __future__ import annotations
@@ -88,6 +97,7 @@ from kro.api.objects import metadata as _meta
 from kro.applyset import Applier, remove_finalizer
 from kro.controllers.crd import (
     CRDError,
+    crd_is_current,
     delete_crd_if_owned,
     ensure_crd,
 )
@@ -98,6 +108,7 @@ from kro.controllers.instance import InstanceOptions
 from kro.controllers.instance.kinds import InstanceControllers, Kind
 from kro.controllers.instance.labels import KRO_VERSION
 from kro.controllers.instance.status import now_rfc3339
+from kro.controllers.leadership import NotLeader, WriteGate
 from kro.controllers.metrics import (
     ISSUE_NO_REVISION,
     ISSUE_SPEC_CHANGED,
@@ -169,10 +180,13 @@ class RGDReconciler:
         recorders: RecorderPool | None = None,
         enqueue_rgd: Callable[[str], None] | None = None,
         permissions: PermissionChecker | None = None,
+        writes: WriteGate | None = None,
     ) -> None:
         """`enqueue_rgd(name)` brings an RGD back to this reconciler's queue; the kind of a
         deleted RGD calls it when one of its instances is gone. `permissions` runs the
-        pre-flight of each served graph (default: access reviews through `client`)."""
+        pre-flight of each served graph (default: access reviews through `client`). `writes`:
+        whether this replica may write RGDs, GraphRevisions and CRDs (default: always)."""
+        self.writes = writes or WriteGate()
         self.permissions = permissions or PermissionChecker(client)
         self.client = client
         self.registry = registry
@@ -211,6 +225,8 @@ class RGDReconciler:
 
     async def reconcile(self, request: Request) -> Result:
         with structlog.contextvars.bound_contextvars(rgd=request.name):
+            if not self.writes.allowed():
+                return await self._follow(request.name)
             try:
                 rgd = await self.client.get(RGDS, request.name)
             except NotFound:  # gone (maybe without us seeing its deletion): let go of it
@@ -231,14 +247,62 @@ class RGDReconciler:
             try:
                 result = await self._resolve(rgd, status)
             except Exception as error:
-                # A Conflict is a stale read, which the retry re-reads: nothing to act on.
-                if request.name not in self._reported and not isinstance(error, Conflict):
+                # A Conflict is a stale read, which the retry re-reads: nothing to act on. Nor
+                # is leadership lost midway: the retry takes the follower path.
+                if request.name not in self._reported and not isinstance(
+                    error, Conflict | NotLeader
+                ):
                     self._report(rgd, Failure(EVENT_RECONCILE_FAILED, f"reconcile failed: {error}"))
                 raise
             finally:
                 self._reported.discard(request.name)
-                await self._write_status(rgd, status)
+                if self.writes.allowed():  # no longer leading: the status is the leader's
+                    await self._write_status(rgd, status)
             return result
+
+    # -- following (not the leader) ----------------------------------------------------------
+
+    async def _follow(self, name: str) -> Result:
+        """The follower path (module docstring): the leader's decisions, applied to this
+        replica's registrations only. Never writes an RGD, a GraphRevision or a CRD."""
+        try:
+            rgd = await self.client.get(RGDS, name)
+        except NotFound:
+            await self.kinds.release(name)
+            self._forget(name)
+            return Result()
+        if _meta(rgd).get("deletionTimestamp"):
+            # The leader deletes the CRD (if allowed) and removes the finalizer; the instances
+            # of this replica's share are drained here as there.
+            await self.kinds.release(name)
+            self._forget(name)
+            return Result()
+        await self.kinds.settle(name)
+        revisions = await list_revisions(self.client, rgd, adopt=False)
+        if not revisions.live and not revisions.terminating:
+            self.registry.drop(name)
+        latest = revisions.latest
+        if revisions.terminating or latest is None:
+            return self._follow_wait()
+        number = int(latest["spec"]["revision"])
+        labels = _meta(latest).get("labels") or {}
+        if labels.get(LABEL_GRAPH_REVISION_HASH) != spec_hash(rgd.get("spec") or {}):
+            return Result()  # the leader issues a new revision (or the update is invalid)
+        entry = self.registry.get(name, number)
+        if entry is None or entry.state is RevisionState.PENDING:
+            return self._follow_wait()  # our GraphRevision controller notifies us when done
+        if entry.state is RevisionState.FAILED or entry.graph is None:
+            return Result()  # as the leader: nothing new to serve
+        crd = self._desired_crd(rgd, entry.graph)
+        if not await crd_is_current(
+            self.client, crd, rgd_name=name, ignore_labels=frozenset({LABEL_KRO_VERSION})
+        ):
+            return self._follow_wait()  # the leader applies it (CRD events bring us back too)
+        await self._register(rgd, entry.graph, number)
+        return Result()
+
+    def _follow_wait(self) -> Result:
+        return Result(requeue_after_s=self.options.progress_requeue_delay_s)
 
     # -- failures ----------------------------------------------------------------------------
 
@@ -272,6 +336,7 @@ class RGDReconciler:
         name = str(_meta(rgd)["name"])
         generation = _meta(rgd).get("generation")
         wanted_hash = spec_hash(rgd.get("spec") or {})
+        self.writes.check("graphrevision adoption")
         revisions = await list_revisions(self.client, rgd)
         if not revisions.live and not revisions.terminating:
             self.registry.drop(name)
@@ -394,6 +459,7 @@ class RGDReconciler:
         self.metrics.build_duration.observe(time.monotonic() - started, name=name)
         number = max(int(status.get("lastIssuedRevision") or 0), latest_number) + 1
         revision = revision_manifest(rgd, number, wanted_hash)
+        self.writes.check("graphrevision creation")
         await self.client.create(GRAPH_REVISIONS, revision)
         self.metrics.revision_issue.inc(reason=reason)
         status["lastIssuedRevision"] = number
@@ -417,23 +483,15 @@ class RGDReconciler:
     async def _serve(
         self, rgd: dict[str, Any], status: dict[str, Any], graph: Graph, number: int, cond: Any
     ) -> Result:
-        name, uid = str(_meta(rgd)["name"]), str(_meta(rgd).get("uid"))
+        name = str(_meta(rgd)["name"])
         # Pre-flight: PermissionsGranted; while something is missing, look again later.
         recheck_s = await report_permissions(self.permissions, graph, status, cond)
-        crd = copy.deepcopy(dict(graph.instance.crd))
-        labels = crd.setdefault("metadata", {}).setdefault("labels", {})
-        labels.update(
-            {
-                LABEL_OWNED: OWNED_VALUE,
-                LABEL_KRO_VERSION: KRO_VERSION,
-                LABEL_RGD_ID: uid,
-                LABEL_RGD_NAME: name,
-            }
-        )
+        crd = self._desired_crd(rgd, graph)
         allow = (_meta(rgd).get("annotations") or {}).get(
             ANNOTATION_ALLOW_BREAKING_CHANGES
         ) == ALLOW_BREAKING_CHANGES_VALUE
         try:
+            self.writes.check("crd apply")
             await ensure_crd(self.client, crd, rgd_name=name, allow_breaking=allow)
         except (CRDError, KubeError) as error:
             cond(CONDITION_KIND_READY, STATUS_FALSE, REASON_FAILED, str(error))
@@ -458,6 +516,7 @@ class RGDReconciler:
         self._report_permissions(rgd, status)
         status["topologicalOrder"] = list(graph.topological_order)
         status["resources"] = graph.resources_status()
+        self.writes.check("graphrevision collection")
         await collect_revisions(
             self.client,
             name,
@@ -466,6 +525,21 @@ class RGDReconciler:
             metrics=self.metrics,
         )
         return Result(requeue_after_s=recheck_s)
+
+    @staticmethod
+    def _desired_crd(rgd: Mapping[str, Any], graph: Graph) -> dict[str, Any]:
+        """The CRD the graph generates, labelled as kro's and this RGD's (P-09)."""
+        crd = copy.deepcopy(dict(graph.instance.crd))
+        labels = crd.setdefault("metadata", {}).setdefault("labels", {})
+        labels.update(
+            {
+                LABEL_OWNED: OWNED_VALUE,
+                LABEL_KRO_VERSION: KRO_VERSION,
+                LABEL_RGD_ID: str(_meta(rgd).get("uid")),
+                LABEL_RGD_NAME: str(_meta(rgd)["name"]),
+            }
+        )
+        return crd
 
     def _report_permissions(self, rgd: Mapping[str, Any], status: Mapping[str, Any]) -> None:
         """Serving: missing permissions are the one failure left to report; else recovered."""
@@ -500,9 +574,11 @@ class RGDReconciler:
             entry = self.registry.latest(name)
             if entry is not None and entry.graph is not None:
                 crd_name = str(entry.graph.instance.crd["metadata"]["name"])
+                self.writes.check("crd deletion")
                 await delete_crd_if_owned(self.client, crd_name, rgd_name=name)
         await self.kinds.release(name)
         self._forget(name)
+        self.writes.check("rgd finalizer")
         await remove_finalizer(self.client, RGDS, rgd, FINALIZER)
         self.metrics.deletions.inc(name=name)
         self.metrics.deletion_duration.observe(time.monotonic() - started, name=name)
@@ -514,6 +590,7 @@ class RGDReconciler:
         finalizers = list(_meta(rgd).get("finalizers") or [])
         if FINALIZER in finalizers:
             return rgd
+        self.writes.check("rgd finalizer")
         patch = {
             "metadata": {
                 "resourceVersion": _meta(rgd).get("resourceVersion"),
@@ -553,11 +630,13 @@ class RGDReconciler:
             return
         body = copy.deepcopy(dict(rgd))
         body["status"] = status
+        self.writes.check("rgd status")
         try:
             await self.client.update_status(RGDS, body)
         except NotFound:
             return
         previous = str((rgd.get("status") or {}).get("state") or "")
+        log.info("rgd.status_updated", state=status["state"], previous=previous)
         if previous and previous != status["state"]:
             self.metrics.state_transitions.inc(
                 name=str(_meta(rgd)["name"]), **{"from": previous, "to": status["state"]}

@@ -7,12 +7,19 @@ The manager owns every long-lived task of the process (controller-runtime's Mana
 * controllers run only while this replica holds the leader Lease (kro.runtime.leaderelection),
   or always when leader election is off, and only once every informer has synced (a sync that
   does not finish within `cache_sync_timeout_s` is fatal, naming the informers);
-* losing the Lease is fatal, as in controller-runtime: controllers are cancelled at once and
-  `run` raises LeaderElectionLost, so the process exits non-zero and the kubelet starts a fresh
-  one. Nothing of the old term (queues shut down, registrations dropped, caches of what was
-  applied) can then leak into a new one, and no replica ever leads without reconciling. Workers
-  also ask `may_reconcile()` before each key, which is false as soon as the renew deadline has
-  passed on our clock: a leader resumed after a pause reconciles nothing before it steps down;
+* a controller added with `leader_only=False` (controller-runtime's `NeedLeaderElection()`
+  returning false) runs on every replica, leader or not, from the first full cache sync until
+  the process stops, and is drained on a graceful stop like the others. Replicas that share
+  work run their controllers that way and ask `may_reconcile()` (the gate leader-only
+  controllers get) before a write only the leader may make; a replica that wins the Lease
+  starts its leader-only controllers beside them without stopping them;
+* losing the Lease is fatal, as in controller-runtime: leader-only controllers are cancelled at
+  once (those of every replica are drained) and `run` raises LeaderElectionLost, so the process
+  exits non-zero and the kubelet starts a fresh one. Nothing of the old term (queues shut down,
+  registrations dropped, caches of what was applied) can then leak into a new one, and no
+  replica ever leads without reconciling. Workers also ask `may_reconcile()` before each key,
+  which is false as soon as the renew deadline has passed on our clock: a leader resumed after a
+  pause reconciles nothing before it steps down;
 * any informer, runnable or controller that fails is fatal too: `run` stops everything and
   raises it, so a broken process never keeps answering probes as if it worked;
 * one aiohttp server answers /healthz, /readyz (informers synced and custom checks pass) and
@@ -194,7 +201,8 @@ class Manager:
         self._clock: Clock = clock or RealClock()
         self._informers: list[Runnable] = []
         self._runnables: list[Runnable] = []
-        self._controllers: list[Drainable] = []
+        self._controllers: list[Drainable] = []  # leader-only
+        self._everywhere: list[Drainable] = []  # every replica (leader_only=False)
         self._health_checks: dict[str, Check] = {"ping": lambda: True}
         self._ready_checks: dict[str, Check] = {
             "informers": self._informers_synced,
@@ -204,6 +212,8 @@ class Manager:
         self._stop_requested = asyncio.Event()
         self._controllers_idle = asyncio.Event()
         self._controllers_idle.set()
+        self._everywhere_idle = asyncio.Event()
+        self._everywhere_idle.set()
         self._stopping = False
         self._runner: web.AppRunner | None = None
         self._run_task: asyncio.Task[None] | None = None
@@ -224,14 +234,17 @@ class Manager:
         """Run `runnable` always, leader or not (an event recorder, a cache warmer)."""
         self._runnables.append(runnable)
 
-    def add_controller(self, controller: Drainable) -> None:
-        """Run `controller` only while leading; drained on graceful stop.
+    def add_controller(self, controller: Drainable, *, leader_only: bool = True) -> None:
+        """Run `controller` only while leading (the default), or on every replica
+        (`leader_only=False`) from the first full cache sync on; drained on graceful stop.
 
-        A `Gated` controller is given `may_reconcile` to ask before each key.
+        A `Gated` controller is given a gate to ask before each key: `may_reconcile` when it is
+        leader-only, `may_work` (closed only once the process is failing) when it runs on every
+        replica.
         """
         if isinstance(controller, Gated):
-            controller.set_work_gate(self.may_reconcile)
-        self._controllers.append(controller)
+            controller.set_work_gate(self.may_reconcile if leader_only else self.may_work)
+        (self._controllers if leader_only else self._everywhere).append(controller)
 
     def add_health_check(self, name: str, check: Check) -> None:
         self._health_checks[name] = check
@@ -277,13 +290,19 @@ class Manager:
         return self._elector is not None and self._elector.is_leader
 
     def may_reconcile(self) -> bool:
-        """May a worker start a reconcile now? False once leadership is in doubt or lost,
-        and after a fatal failure (the process is on its way out)."""
+        """May leader-only work start now? False once leadership is in doubt or lost, and after
+        a fatal failure (the process is on its way out). Controllers that run on every replica
+        ask it before a write only the leader may make."""
         if self._fatal is not None:
             return False
         if self.options.leader_election is None:
             return True
         return self._elector is not None and self._elector.is_leader
+
+    def may_work(self) -> bool:
+        """May a controller that runs on every replica start a reconcile now? False only after
+        a fatal failure."""
+        return self._fatal is None
 
     async def wait_for_serving(self) -> None:
         """Wait until `run` has bound its probe/metrics sockets (or found none to bind)."""
@@ -353,6 +372,16 @@ class Manager:
                     leader = tg.create_task(
                         self._guard(self._lead(), "leader"), name="manager:leader"
                     )
+                    if self._everywhere:
+                        leader_or_not = self._run_controllers(
+                            self._everywhere, self._everywhere_idle
+                        )
+                        background.append(
+                            tg.create_task(
+                                self._guard(leader_or_not, "controller"),
+                                name="manager:controllers-every-replica",
+                            )
+                        )
                     await self._stop_requested.wait()
                     await self._shutdown(leader)
                     for task in background:
@@ -389,13 +418,13 @@ class Manager:
     async def _lead(self) -> None:
         cfg = self.options.leader_election
         if cfg is None:
-            await self._run_controllers()
+            await self._run_leader_controllers()
             return
         assert self._client is not None  # checked in __init__
         self._elector = LeaderElector(
             self._client,
             cfg,
-            on_started_leading=self._run_controllers,
+            on_started_leading=self._run_leader_controllers,
             clock=self._clock,
             metrics=self.metrics,
         )
@@ -404,23 +433,32 @@ class Manager:
     def _elector_healthy(self) -> bool:
         return self._elector is None or self._elector.is_healthy(tolerance_s=20.0)
 
-    async def _run_controllers(self) -> None:
+    async def _run_leader_controllers(self) -> None:
+        await self._run_controllers(self._controllers, self._controllers_idle)
+
+    async def _run_controllers(self, controllers: list[Drainable], idle: asyncio.Event) -> None:
+        """Run `controllers` (one group: the leader-only ones, or those of every replica) once
+        the caches have synced; `idle` is clear while they run."""
         if self._stopping or not await self._wait_for_cache_sync():
             return
-        self._controllers_idle.clear()
+        idle.clear()
         try:
-            log.info("manager.controllers_starting", controllers=len(self._controllers))
+            log.info(
+                "manager.controllers_starting",
+                controllers=len(controllers),
+                leader_only=controllers is self._controllers,
+            )
             try:
                 async with asyncio.TaskGroup() as tg:
-                    for i, controller in enumerate(self._controllers):
+                    for i, controller in enumerate(controllers):
                         tg.create_task(controller.run(), name=f"manager:controller-{i}")
             except BaseExceptionGroup as group:
                 # One controller failed and the others were cancelled: surface the cause itself.
                 first = group.exceptions[0]
                 raise first from group
         finally:
-            self._controllers_idle.set()
-        if not self._stopping and self._controllers:
+            idle.set()
+        if not self._stopping and controllers:
             raise ControllersStopped("every controller returned while the manager was running")
 
     async def _wait_for_cache_sync(self) -> bool:
@@ -445,10 +483,15 @@ class Manager:
         self._stopping = True
         timeout_s = self.options.graceful_shutdown_timeout_s
         log.info("manager.draining", timeout_s=timeout_s)
-        for controller in self._controllers:
+        for controller in (*self._controllers, *self._everywhere):
             controller.shutdown()
+
+        async def drained() -> None:
+            await self._controllers_idle.wait()
+            await self._everywhere_idle.wait()
+
         try:
-            await wait_with_timeout(self._clock, self._controllers_idle.wait(), timeout_s)
+            await wait_with_timeout(self._clock, drained(), timeout_s)
         except TimeoutError:
             log.warning("manager.drain_timed_out", timeout_s=timeout_s)
         leader.cancel()  # stops what is left; the elector releases the Lease as it unwinds

@@ -24,6 +24,11 @@ selector), and then writes the view id into its Lease (`kro.run/shard-view`, the
 acknowledgement). It *grows* to its full new range only once every member of the view has
 acknowledged that same view. Members that disagree about the view never grow, so two replicas
 never own one hash at once; a dead member stops counting after the lease duration.
+
+Metrics, per replica: `kro_shard_owned_range_fraction` (how much of the hash space it owns),
+`kro_shard_owned_instances` (the objects it owns, counted at scrape time by what the owner of
+the view hands `ShardView.count_owned`), `kro_shard_members`, `kro_shard_handovers_total` and
+`kro_shard_fallback_mode`; each exists, at 0, from the start.
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ import structlog
 from .clock import Clock, RealClock
 from .errors import AlreadyExists, Conflict, KubeError, NotFound
 from .leaderelection import LEASES, format_micro_time
-from .metrics import NOOP, MetricsProvider
+from .metrics import NOOP, CallbackGaugeProvider, MetricsProvider, Sample
 
 log = structlog.get_logger(__name__)
 
@@ -131,6 +136,25 @@ class ShardView:
             "1 when the API server ignored or rejected shardSelector and kro filters locally.",
         )
         self._fallback_gauge.set(0)
+        self._count_owned: Callable[[], int] = lambda: 0
+        if isinstance(metrics, CallbackGaugeProvider):
+            metrics.callback_gauge(
+                "kro_shard_owned_instances",
+                "Objects this replica owns now (in its sharded informers).",
+                (),
+                self._owned_samples,
+            )
+
+    def count_owned(self, count: Callable[[], int]) -> None:
+        """`count()` says how many objects this replica owns now; read at every scrape of
+        `kro_shard_owned_instances` (0 until this is called)."""
+        self._count_owned = count
+
+    def owned_count(self) -> int:
+        return self._count_owned()
+
+    def _owned_samples(self) -> Iterable[Sample]:
+        yield {}, float(self._count_owned())
 
     def owns(self, namespace: str) -> bool:
         return contains(self.ranges, fnv1a64(namespace))
@@ -282,6 +306,8 @@ class ShardMembership:
         )
         self._members_gauge = metrics.gauge("kro_shard_members", "Live members in our view.")
         self._handovers.inc(0)
+        self._range_gauge.set(0)
+        self._members_gauge.set(0)
 
     @property
     def name(self) -> str:
