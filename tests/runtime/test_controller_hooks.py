@@ -205,6 +205,7 @@ def test_object_refs_name_an_object_whatever_its_uid() -> None:
     obj = {"metadata": {"namespace": "mine", "name": "a", "uid": "u-1"}}
     ref = ObjectRef.of(WIDGETS, obj)
     assert ref.uid == "u-1"
-    assert ref == MINE and hash(ref) == hash(MINE)
+    assert ref == MINE
+    assert hash(ref) == hash(MINE)
     assert str(ref) == "widgets.v1.example.com:mine/a"
     assert ref.request.namespace == "mine"
