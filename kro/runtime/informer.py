@@ -40,8 +40,6 @@ log = structlog.get_logger(__name__)
 
 Transform = Callable[[Obj], Obj]
 
-WATCH_EVENTS_METRIC = "kro_informer_watch_events_total"
-
 SHORT_WATCH_S = 1.0
 """A watch that ends sooner than this without a single event counts as a failure (backoff),
 so a server that closes watches at once cannot make us spin."""
@@ -123,7 +121,7 @@ class Informer:
         self.shard = shard
         provider = metrics if metrics is not None else _client_metrics(client)
         self._m_events = provider.counter(
-            WATCH_EVENTS_METRIC,
+            "kro_informer_watch_events_total",
             "Watch events (ADDED, MODIFIED, DELETED) informers received, before the shard filter.",
             ("sharded",),
         )

@@ -15,7 +15,7 @@ from fakeapi import FakeApiServer
 from kro.runtime.client import Client
 from kro.runtime.clock import FakeClock
 from kro.runtime.gvk import GVR
-from kro.runtime.informer import WATCH_EVENTS_METRIC, Informer
+from kro.runtime.informer import Informer
 from kro.runtime.prometheus import PrometheusProvider
 from kro.runtime.sharding import ShardView, fnv1a64
 from kro.testing.waiting import eventually
@@ -30,7 +30,9 @@ def cm(name: str, ns: str = "default") -> dict[str, Any]:
 
 
 def received(provider: PrometheusProvider, sharded: str) -> float:
-    value = provider.registry.get_sample_value(WATCH_EVENTS_METRIC, {"sharded": sharded})
+    value = provider.registry.get_sample_value(
+        "kro_informer_watch_events_total", {"sharded": sharded}
+    )
     return value or 0.0
 
 
