@@ -38,33 +38,71 @@ Example::
         case Value(value=ok): ...
         case DataPending(): ...                   # retry later
         case ExpressionError(message=msg): ...    # report
+
+Each name is imported when first used (kro._lazy), so the engine loads with the first name
+that needs it.
 """
 
-from kro.cel.convert import InputConverter as InputConverter
-from kro.cel.convert import to_json_value as to_json_value
-from kro.cel.deps import Dependency as Dependency
-from kro.cel.engine import Activation as Activation
-from kro.cel.engine import CelEnvironment as CelEnvironment
-from kro.cel.engine import CelOptions as CelOptions
-from kro.cel.engine import CompiledExpression as CompiledExpression
-from kro.cel.engine import bind as bind
-from kro.cel.engine import evaluate as evaluate
-from kro.cel.errors import CelCompileError as CelCompileError
-from kro.cel.errors import CelConversionError as CelConversionError
-from kro.cel.errors import CelDataPendingError as CelDataPendingError
-from kro.cel.errors import CelDeclarationError as CelDeclarationError
-from kro.cel.errors import CelError as CelError
-from kro.cel.errors import CelEvaluationError as CelEvaluationError
-from kro.cel.errors import UnsupportedFunctionError as UnsupportedFunctionError
-from kro.cel.lib_conditions import ConditionRead as ConditionRead
-from kro.cel.lib_conditions import NewCondition as NewCondition
-from kro.cel.limits import EvaluationLimits as EvaluationLimits
-from kro.cel.opaque import OMIT as OMIT
-from kro.cel.results import DataPending as DataPending
-from kro.cel.results import EvalResult as EvalResult
-from kro.cel.results import ExpressionError as ExpressionError
-from kro.cel.results import Value as Value
-from kro.cel.types import CelType as CelType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kro.cel.convert import InputConverter as InputConverter
+    from kro.cel.convert import to_json_value as to_json_value
+    from kro.cel.deps import Dependency as Dependency
+    from kro.cel.engine import Activation as Activation
+    from kro.cel.engine import CelEnvironment as CelEnvironment
+    from kro.cel.engine import CelOptions as CelOptions
+    from kro.cel.engine import CompiledExpression as CompiledExpression
+    from kro.cel.engine import bind as bind
+    from kro.cel.engine import evaluate as evaluate
+    from kro.cel.errors import CelCompileError as CelCompileError
+    from kro.cel.errors import CelConversionError as CelConversionError
+    from kro.cel.errors import CelDataPendingError as CelDataPendingError
+    from kro.cel.errors import CelDeclarationError as CelDeclarationError
+    from kro.cel.errors import CelError as CelError
+    from kro.cel.errors import CelEvaluationError as CelEvaluationError
+    from kro.cel.errors import UnsupportedFunctionError as UnsupportedFunctionError
+    from kro.cel.lib_conditions import ConditionRead as ConditionRead
+    from kro.cel.lib_conditions import NewCondition as NewCondition
+    from kro.cel.limits import EvaluationLimits as EvaluationLimits
+    from kro.cel.opaque import OMIT as OMIT
+    from kro.cel.results import DataPending as DataPending
+    from kro.cel.results import EvalResult as EvalResult
+    from kro.cel.results import ExpressionError as ExpressionError
+    from kro.cel.results import Value as Value
+    from kro.cel.types import CelType as CelType
+else:
+    from kro._lazy import lazy_exports
+
+    __getattr__, __dir__ = lazy_exports(
+        __name__,
+        {
+            ".convert": ("InputConverter", "to_json_value"),
+            ".deps": ("Dependency",),
+            ".engine": (
+                "Activation",
+                "CelEnvironment",
+                "CelOptions",
+                "CompiledExpression",
+                "bind",
+                "evaluate",
+            ),
+            ".errors": (
+                "CelCompileError",
+                "CelConversionError",
+                "CelDataPendingError",
+                "CelDeclarationError",
+                "CelError",
+                "CelEvaluationError",
+                "UnsupportedFunctionError",
+            ),
+            ".lib_conditions": ("ConditionRead", "NewCondition"),
+            ".limits": ("EvaluationLimits",),
+            ".opaque": ("OMIT",),
+            ".results": ("DataPending", "EvalResult", "ExpressionError", "Value"),
+            ".types": ("CelType",),
+        },
+    )
 
 __all__ = [
     "OMIT",

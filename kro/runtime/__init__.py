@@ -25,64 +25,109 @@ Everything a caller catches is in `errors` (one tree under `errors.KubeError`).
         await manager.run()                           # until SIGTERM
 
 The names below are the public API; submodules stay importable for the rest
-(`kro.runtime.store.object_key`, `kro.runtime.discovery.ResourceInfo`, ...).
+(`kro.runtime.store.object_key`, `kro.runtime.discovery.ResourceInfo`, ...). Each is imported
+when first used (kro._lazy): `import kro.runtime.gvk` does not load aiohttp or pydantic.
 """
 
-from . import conditions as conditions
-from . import errors as errors
-from . import owners as owners
-from . import predicates as predicates
-from .adapters import FunctionReconciler as FunctionReconciler
-from .adapters import ObjectReconciler as ObjectReconciler
-from .builder import ControllerBuilder as ControllerBuilder
-from .cache import InformerCache as InformerCache
-from .client import Client as Client
-from .client import ClientOptions as ClientOptions
-from .client import WatchEvent as WatchEvent
-from .clock import Clock as Clock
-from .clock import FakeClock as FakeClock
-from .clock import RealClock as RealClock
-from .config import ConnectionConfig as ConnectionConfig
-from .controller import Controller as Controller
-from .discovery import RESTMapper as RESTMapper
-from .events import EventRecorder as EventRecorder
-from .events import EventRecorderOptions as EventRecorderOptions
-from .finalizers import Finalizer as Finalizer
-from .finalizers import FinalizerOutcome as FinalizerOutcome
-from .gvk import GVK as GVK
-from .gvk import GVR as GVR
-from .informer import EventHandler as EventHandler
-from .informer import Informer as Informer
-from .informer import strip_managed_fields as strip_managed_fields
-from .informerfactory import SharedInformerFactory as SharedInformerFactory
-from .leaderelection import LeaderElectionConfig as LeaderElectionConfig
-from .leaderelection import LeaderElector as LeaderElector
-from .logging import configure as configure_logging
-from .manager import GcTuning as GcTuning
-from .manager import Manager as Manager
-from .manager import ManagerOptions as ManagerOptions
-from .metrics import MetricsProvider as MetricsProvider
-from .predicates import Predicate as Predicate
-from .prometheus import PrometheusProvider as PrometheusProvider
-from .ratelimit import ItemExponentialBackoff as ItemExponentialBackoff
-from .ratelimit import MaxOf as MaxOf
-from .ratelimit import RateLimiter as RateLimiter
-from .ratelimit import TokenBucket as TokenBucket
-from .ratelimit import default_controller_rate_limiter as default_controller_rate_limiter
-from .reader import CachedReader as CachedReader
-from .reconcile import ObjectKey as ObjectKey
-from .reconcile import Reconciler as Reconciler
-from .reconcile import Request as Request
-from .reconcile import Result as Result
-from .reconcile import TerminalError as TerminalError
-from .status import StatusWriter as StatusWriter
-from .store import Store as Store
-from .typed import InvalidObject as InvalidObject
-from .typed import KubeModel as KubeModel
-from .typed import ObjectMeta as ObjectMeta
-from .typed import WireModel as WireModel
-from .workqueue import QueueShutDown as QueueShutDown
-from .workqueue import WorkQueue as WorkQueue
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from . import conditions as conditions
+    from . import errors as errors
+    from . import owners as owners
+    from . import predicates as predicates
+    from .adapters import FunctionReconciler as FunctionReconciler
+    from .adapters import ObjectReconciler as ObjectReconciler
+    from .builder import ControllerBuilder as ControllerBuilder
+    from .cache import InformerCache as InformerCache
+    from .client import Client as Client
+    from .client import ClientOptions as ClientOptions
+    from .client import WatchEvent as WatchEvent
+    from .clock import Clock as Clock
+    from .clock import FakeClock as FakeClock
+    from .clock import RealClock as RealClock
+    from .config import ConnectionConfig as ConnectionConfig
+    from .controller import Controller as Controller
+    from .discovery import RESTMapper as RESTMapper
+    from .events import EventRecorder as EventRecorder
+    from .events import EventRecorderOptions as EventRecorderOptions
+    from .finalizers import Finalizer as Finalizer
+    from .finalizers import FinalizerOutcome as FinalizerOutcome
+    from .gvk import GVK as GVK
+    from .gvk import GVR as GVR
+    from .informer import EventHandler as EventHandler
+    from .informer import Informer as Informer
+    from .informer import strip_managed_fields as strip_managed_fields
+    from .informerfactory import SharedInformerFactory as SharedInformerFactory
+    from .leaderelection import LeaderElectionConfig as LeaderElectionConfig
+    from .leaderelection import LeaderElector as LeaderElector
+    from .logging import configure as configure_logging
+    from .manager import GcTuning as GcTuning
+    from .manager import Manager as Manager
+    from .manager import ManagerOptions as ManagerOptions
+    from .metrics import MetricsProvider as MetricsProvider
+    from .predicates import Predicate as Predicate
+    from .prometheus import PrometheusProvider as PrometheusProvider
+    from .ratelimit import ItemExponentialBackoff as ItemExponentialBackoff
+    from .ratelimit import MaxOf as MaxOf
+    from .ratelimit import RateLimiter as RateLimiter
+    from .ratelimit import TokenBucket as TokenBucket
+    from .ratelimit import default_controller_rate_limiter as default_controller_rate_limiter
+    from .reader import CachedReader as CachedReader
+    from .reconcile import ObjectKey as ObjectKey
+    from .reconcile import Reconciler as Reconciler
+    from .reconcile import Request as Request
+    from .reconcile import Result as Result
+    from .reconcile import TerminalError as TerminalError
+    from .status import StatusWriter as StatusWriter
+    from .store import Store as Store
+    from .typed import InvalidObject as InvalidObject
+    from .typed import KubeModel as KubeModel
+    from .typed import ObjectMeta as ObjectMeta
+    from .typed import WireModel as WireModel
+    from .workqueue import QueueShutDown as QueueShutDown
+    from .workqueue import WorkQueue as WorkQueue
+else:
+    from kro._lazy import lazy_exports
+
+    __getattr__, __dir__ = lazy_exports(
+        __name__,
+        {
+            ".": ("conditions", "errors", "owners", "predicates"),
+            ".adapters": ("FunctionReconciler", "ObjectReconciler"),
+            ".builder": ("ControllerBuilder",),
+            ".cache": ("InformerCache",),
+            ".client": ("Client", "ClientOptions", "WatchEvent"),
+            ".clock": ("Clock", "FakeClock", "RealClock"),
+            ".config": ("ConnectionConfig",),
+            ".controller": ("Controller",),
+            ".discovery": ("RESTMapper",),
+            ".events": ("EventRecorder", "EventRecorderOptions"),
+            ".finalizers": ("Finalizer", "FinalizerOutcome"),
+            ".gvk": ("GVK", "GVR"),
+            ".informer": ("EventHandler", "Informer", "strip_managed_fields"),
+            ".informerfactory": ("SharedInformerFactory",),
+            ".leaderelection": ("LeaderElectionConfig", "LeaderElector"),
+            ".logging": ("configure as configure_logging",),
+            ".manager": ("GcTuning", "Manager", "ManagerOptions"),
+            ".metrics": ("MetricsProvider",),
+            ".predicates": ("Predicate",),
+            ".prometheus": ("PrometheusProvider",),
+            ".ratelimit": (
+                "ItemExponentialBackoff",
+                "MaxOf",
+                "RateLimiter",
+                "TokenBucket",
+                "default_controller_rate_limiter",
+            ),
+            ".reader": ("CachedReader",),
+            ".reconcile": ("ObjectKey", "Reconciler", "Request", "Result", "TerminalError"),
+            ".status": ("StatusWriter",),
+            ".store": ("Store",),
+            ".typed": ("InvalidObject", "KubeModel", "ObjectMeta", "WireModel"),
+            ".workqueue": ("QueueShutDown", "WorkQueue"),
+        },
+    )
 
 __all__ = [
     "GVK",

@@ -1,10 +1,12 @@
 """kro.runtime.config: where the API server is and how to authenticate to it.
 
-kubernetes-asyncio's loaders read kubeconfig files, in-cluster service accounts, exec plugins and
-the OIDC/GCP auth providers; they are complete and current, so we reuse them, and only them. The
-result is a `ConnectionConfig` (base URL, one `ssl.SSLContext`, an `AuthProvider`) that
-`kro.runtime.client.Client` turns into its own aiohttp sessions. The kubernetes-asyncio package
-is imported lazily: importing it costs ~0.5 s and ~40 MiB, paid only by code that loads a config.
+Kubeconfig files are read by kro.runtime.kubeconfig, and the in-cluster service account here,
+for every user that has a token, a token file, a client certificate, username and password or
+nothing; a user with an exec plugin or an OIDC/GCP auth provider goes to kubernetes-asyncio's
+loader, complete and current, which we reuse for those and only those. Importing any part of
+kubernetes-asyncio imports its whole generated API client (~0.3 s of CPU and ~34 MiB), so it is
+imported only for them. The result is a `ConnectionConfig` (base URL, one `ssl.SSLContext`, an
+`AuthProvider`) that `kro.runtime.client.Client` turns into its own aiohttp sessions.
 
 Tokens expire (exec plugins on EKS: ~15 min; projected service-account tokens rotate), and the
 loaders do not refresh on their own, so every provider here re-reads on a schedule and again
@@ -20,11 +22,14 @@ import ssl
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import structlog
 
 from kro.runtime.errors import KubeError
+
+if TYPE_CHECKING:
+    from kro.runtime.kubeconfig import Material, Resolved
 
 log = structlog.get_logger(__name__)
 
@@ -224,12 +229,94 @@ def build_ssl_context(
 async def load_kubeconfig(
     path: str | None = None, *, context: str | None = None
 ) -> ConnectionConfig:
-    """Load one kubeconfig file (or a `:`-separated list, like $KUBECONFIG) and one context."""
+    """Load one kubeconfig file (or a `:`-separated list, like $KUBECONFIG) and one context.
+
+    kro.runtime.kubeconfig reads it; only a user with an exec plugin or an auth provider is
+    handed to kubernetes-asyncio's loader (whose import costs ~0.3 s and ~34 MiB).
+    """
+    from kro.runtime import kubeconfig
+
+    path = path or _home_kubeconfig()
+    try:
+        selection = kubeconfig.select(kubeconfig.read(path), context)
+        if not kubeconfig.needs_plugin(selection):
+            config = _connection(kubeconfig.resolve(selection))
+            log.debug("config.loaded", source="kubeconfig", server=config.server, context=context)
+            return config
+    except kubeconfig.KubeconfigError as e:
+        raise ConfigError(f"cannot load kubeconfig {path}: {e}") from None
+    return await _load_with_plugin(path, context)
+
+
+def _connection(resolved: Resolved) -> ConnectionConfig:
+    """A ConnectionConfig from a `kro.runtime.kubeconfig.Resolved`."""
+    auth: AuthProvider | None = None
+    if resolved.token_file:
+        auth = TokenFileAuth(resolved.token_file)
+    elif resolved.authorization:
+        auth = StaticAuth(resolved.authorization)
+    return ConnectionConfig(
+        server=resolved.server,
+        ssl_context=_tls_context(resolved) if resolved.https else None,
+        auth=auth,
+        proxy=resolved.proxy,
+        tls_server_name=resolved.tls_server_name,
+    )
+
+
+def _tls_context(resolved: Resolved) -> ssl.SSLContext:
+    """The same context `build_ssl_context` makes. Inline (`-data`) material goes through files
+    that exist only while the context loads them: the ssl module reads only files."""
+    import tempfile
+
+    from kro.runtime.kubeconfig import KubeconfigError
+
+    with tempfile.TemporaryDirectory(prefix="kro-tls-") as scratch:
+
+        def path_of(material: Material | None, name: str) -> str | None:
+            if material is None:
+                return None
+            if material.path is not None:
+                return material.path
+            file = os.path.join(scratch, name)
+            with open(os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
+                f.write(material.data or b"")
+            return file
+
+        try:
+            ctx = ssl.create_default_context(cafile=path_of(resolved.ca, "ca.crt"))
+        except (ssl.SSLError, OSError) as e:
+            why = _why(e)
+            raise KubeconfigError(
+                f"cannot use the cluster's certificate-authority: {why}"
+            ) from None
+        cert_file = path_of(resolved.client_certificate, "client.crt")
+        if cert_file:
+            try:
+                ctx.load_cert_chain(cert_file, path_of(resolved.client_key, "client.key"))
+            except (ssl.SSLError, OSError) as e:
+                why = _why(e)
+                raise KubeconfigError(f"cannot use the user's client certificate: {why}") from None
+    if not resolved.verify:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+def _why(error: OSError) -> str:
+    """OpenSSL's reason (`NO_CERTIFICATE_OR_CRL_FOUND`, `KEY_VALUES_MISMATCH`) or the OS's;
+    neither quotes the material."""
+    if isinstance(error, ssl.SSLError):
+        return str(error.reason or type(error).__name__)
+    return str(error.strerror or type(error).__name__)
+
+
+async def _load_with_plugin(path: str, context: str | None) -> ConnectionConfig:
+    """An exec plugin or an auth provider: kubernetes-asyncio's loader, kept for refreshes."""
     from kubernetes_asyncio.client import Configuration
     from kubernetes_asyncio.config import ConfigException
     from kubernetes_asyncio.config.kube_config import load_kube_config
 
-    path = path or _home_kubeconfig()
     cfg = Configuration()
     try:
         loader = await load_kube_config(
@@ -284,24 +371,42 @@ def load_incluster(
     token_path: str = f"{SERVICE_ACCOUNT_DIR}/token",
     ca_path: str = f"{SERVICE_ACCOUNT_DIR}/ca.crt",
 ) -> ConnectionConfig:
-    """The pod's service account: host from the environment, token re-read every minute."""
-    from kubernetes_asyncio.config import ConfigException
-    from kubernetes_asyncio.config.incluster_config import InClusterConfigLoader
+    """The pod's service account: host from the environment, token re-read every minute.
 
-    env = dict(os.environ if environ is None else environ)
-    loader = InClusterConfigLoader(
-        token_filename=token_path, cert_filename=ca_path, try_refresh_token=False, environ=env
-    )
+    Checks what kubernetes-asyncio's in-cluster loader checks, with its messages.
+    """
+    env = os.environ if environ is None else environ
     try:
-        loader._load_config()
-    except (ConfigException, OSError) as e:
+        server = _incluster_server(env)
+        _require_content(token_path, "Service token file does not exist.", "Token file")
+        _require_content(ca_path, "Service certification file does not exists.", "Cert file")
+    except (ConfigError, OSError, ValueError) as e:
         raise ConfigError(f"not running in a cluster: {e}") from e
-    log.debug("config.loaded", source="in-cluster", server=loader.host)
+    log.debug("config.loaded", source="in-cluster", server=server)
     return ConnectionConfig(
-        server=str(loader.host),
+        server=server,
         ssl_context=build_ssl_context(ca_file=ca_path),
         auth=TokenFileAuth(token_path),
     )
+
+
+def _incluster_server(env: Mapping[str, str]) -> str:
+    host, port = env.get("KUBERNETES_SERVICE_HOST"), env.get("KUBERNETES_SERVICE_PORT")
+    if host is None or port is None:
+        raise ConfigError("Service host/port is not set.")
+    if not host or not port:
+        raise ConfigError("Service host/port is set but empty.")
+    if ":" in host or "%" in host:  # an IPv6 address, as Go's net.JoinHostPort brackets it
+        return f"https://[{host}]:{port}"
+    return f"https://{host}:{port}"
+
+
+def _require_content(path: str, missing: str, what: str) -> None:
+    if not os.path.isfile(path):
+        raise ConfigError(missing)
+    with open(path, encoding="utf-8") as f:
+        if not f.read():
+            raise ConfigError(f"{what} exists but empty.")
 
 
 async def load_default(path: str | None = None, *, context: str | None = None) -> ConnectionConfig:

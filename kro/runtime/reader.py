@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Mapping
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, overload
 
 import orjson
 
@@ -30,12 +30,14 @@ from .client import Client
 from .errors import NotFound
 from .gvk import GVR
 from .labels import parse_selector
-from .typed import KubeModel
+
+if TYPE_CHECKING:  # typed models are pydantic: loaded by the code that defines one, not here
+    from .typed import KubeModel
 
 __all__ = ["CachedReader", "Kind", "gvr_of"]
 
-M = TypeVar("M", bound=KubeModel)
-Kind = GVR | type[KubeModel]
+M = TypeVar("M", bound="KubeModel")
+Kind: TypeAlias = "GVR | type[KubeModel]"
 Obj = dict[str, Any]
 
 
