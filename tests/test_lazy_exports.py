@@ -17,7 +17,7 @@ from types import ModuleType
 
 import pytest
 
-LAZY = ("kro.runtime", "kro.api", "kro.cel")
+LAZY = ("kro.runtime", "kro.api", "kro.cel", "kro.controllers.instance")
 
 
 def _run(code: str) -> str:
@@ -106,6 +106,9 @@ def test_a_submodule_is_an_attribute_after_importing_the_package() -> None:
         ("from kro.runtime.reader import CachedReader", ("pydantic",)),
         ("import kro.api.names, kro.api.conditions", ("pydantic", "yaml")),
         ("import kro.cel", ("cel_expr_python", "google.protobuf")),
+        ("from kro.graph.model import Graph", ("kro.cel.engine", "cel_expr_python")),
+        ("from kro.graph.options import BuildOptions", ("kro.graph.builder", "kro.cel")),
+        ("import kro.controllers.instance.labels", ("kro.controllers.instance.reconciler",)),
     ],
 )
 def test_importing_a_light_name_loads_nothing_heavy(

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
 from kro.api.names import KRO_DOMAIN, RGD_KIND, SCOPE_CLUSTER, SCOPE_NAMESPACED
@@ -48,6 +47,7 @@ from kro.graph.errors import GraphError, SchemaError, TemplateError
 from kro.graph.hashing import spec_hash
 from kro.graph.model import Graph, Instance, Node
 from kro.graph.nodes import NodeContext, compile_node
+from kro.graph.options import BuildOptions as BuildOptions  # noqa: PLC0414 (re-exported)
 from kro.graph.plural import resource_plural
 from kro.graph.resolver import GVK, SchemaResolver, referenced_gvks
 from kro.graph.resources import ParsedResource, parse_resource
@@ -56,22 +56,6 @@ from kro.graph.status import CompiledStatus, compile_status
 from kro.graph.validation import validate_kind, validate_resources
 
 _OBJECT_META_GVK: Final = GVK("", "v1", "ConfigMap")
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class BuildOptions:
-    """Limits and feature gates the build honours (upstream `Builder` configuration).
-
-    max_collection_size: most items one forEach may expand to (F-03, flag
-        `--rgd-max-collection-size`, default 1000); enforced at evaluation, carried on the Graph.
-    max_collection_dimension_size: most forEach dimensions per resource (G-03, flag
-        `--rgd-max-collection-dimension-size`, default 10); enforced here.
-    omit_function: the `CELOmitFunction` feature gate (C-31, default off).
-    """
-
-    max_collection_size: int = 1000
-    max_collection_dimension_size: int = 10
-    omit_function: bool = False
 
 
 def split_rgd(rgd: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:

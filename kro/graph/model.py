@@ -14,11 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from kro.cel import CelEnvironment, CompiledExpression
 from kro.graph.resolver import GVK
 from kro.graph.template import FieldPath
+
+if TYPE_CHECKING:  # annotations only: code that reads a Graph need not load the CEL engine
+    from kro.cel import CelEnvironment, CompiledExpression
 
 
 class NodeType(StrEnum):

@@ -5,11 +5,27 @@ resolves the latest compiled graph from the registry, evaluates it per instance 
 `kro.graph.evaluate`, applies children with `kro.applyset`, and writes status. Once the RGD is
 deleted, `DrainingReconciler` replaces it until the kind has no instance left: it marks each
 instance as no longer reconciled and still serves its deletion.
+
+Each name is imported when first used (kro._lazy): the modules beside this one (status, labels,
+kinds) import without loading the reconciler and, through it, the graph evaluator.
 """
 
-from kro.controllers.instance.draining import DrainingReconciler as DrainingReconciler
-from kro.controllers.instance.reconciler import InstanceOptions as InstanceOptions
-from kro.controllers.instance.reconciler import InstanceReconciler as InstanceReconciler
-from kro.controllers.instance.reconciler import should_enqueue_update as should_enqueue_update
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kro.controllers.instance.draining import DrainingReconciler as DrainingReconciler
+    from kro.controllers.instance.reconciler import InstanceOptions as InstanceOptions
+    from kro.controllers.instance.reconciler import InstanceReconciler as InstanceReconciler
+    from kro.controllers.instance.reconciler import should_enqueue_update as should_enqueue_update
+else:
+    from kro._lazy import lazy_exports
+
+    __getattr__, __dir__ = lazy_exports(
+        __name__,
+        {
+            ".draining": ("DrainingReconciler",),
+            ".reconciler": ("InstanceOptions", "InstanceReconciler", "should_enqueue_update"),
+        },
+    )
 
 __all__ = ["DrainingReconciler", "InstanceOptions", "InstanceReconciler", "should_enqueue_update"]
