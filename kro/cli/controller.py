@@ -42,7 +42,7 @@ from kro.controllers.app import AppOptions, KroApp
 from kro.controllers.instance import InstanceOptions
 from kro.controllers.rgd import RGDOptions
 from kro.dynamic import DynamicControllerOptions
-from kro.graph.builder import BuildOptions
+from kro.graph.options import BuildOptions
 from kro.runtime.client import Client, ClientOptions
 from kro.runtime.config import ConfigError, ConnectionConfig, load_default
 from kro.runtime.errors import TransportError, Unauthorized

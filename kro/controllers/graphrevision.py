@@ -42,9 +42,9 @@ from kro.controllers.instance.status import now_rfc3339
 from kro.controllers.leadership import WriteGate
 from kro.controllers.metrics import COMPILE_FAILED, COMPILE_SUCCESS, GraphRevisionMetrics
 from kro.controllers.registry import RevisionRegistry, RevisionState
-from kro.graph.builder import BuildOptions, build_graph_async
 from kro.graph.errors import GraphError
 from kro.graph.model import Graph
+from kro.graph.options import BuildOptions
 from kro.graph.resolver import SchemaResolver
 from kro.runtime.client import Client
 from kro.runtime.errors import KubeError, NotFound
@@ -153,6 +153,8 @@ class GraphRevisionReconciler:
     async def _build(self, revision: dict[str, Any], rgd_name: str) -> Graph:
         snapshot = (revision.get("spec") or {}).get("snapshot") or {}
         rgd = {"metadata": {"name": rgd_name}, "spec": snapshot.get("spec") or {}}
+        from kro.graph.builder import build_graph_async  # the compiler: with the first RGD
+
         return await build_graph_async(rgd, self.resolver, options=self.options)
 
     async def _ensure_finalizer(self, revision: dict[str, Any]) -> dict[str, Any]:

@@ -104,9 +104,9 @@ from kro.controllers.crd import (
 from kro.controllers.events import RecorderPool
 from kro.controllers.failures import Failure, FailureReporter
 from kro.controllers.graphrevision import GRAPH_REVISIONS
-from kro.controllers.instance import InstanceOptions
 from kro.controllers.instance.kinds import InstanceControllers, Kind
 from kro.controllers.instance.labels import KRO_VERSION
+from kro.controllers.instance.options import InstanceOptions
 from kro.controllers.instance.status import now_rfc3339
 from kro.controllers.leadership import NotLeader, WriteGate
 from kro.controllers.metrics import (
@@ -132,10 +132,10 @@ from kro.controllers.permissions import PermissionChecker, ready_dependents, rep
 from kro.controllers.registry import RevisionRegistry, RevisionState
 from kro.controllers.revisions import collect_revisions, list_revisions, revision_manifest
 from kro.dynamic import DynamicController
-from kro.graph.builder import BuildOptions, build_graph_async
 from kro.graph.errors import GraphError
 from kro.graph.hashing import spec_hash
 from kro.graph.model import Graph
+from kro.graph.options import BuildOptions
 from kro.graph.resolver import SchemaResolver
 from kro.runtime.client import Client
 from kro.runtime.errors import Conflict, KubeError, NotFound
@@ -445,6 +445,8 @@ class RGDReconciler:
         started = time.monotonic()
         self.metrics.build_total.inc(name=name)
         try:
+            from kro.graph.builder import build_graph_async  # the compiler: with the first RGD
+
             await build_graph_async(rgd, self.resolver, options=self.options.build)
         except GraphError as error:
             self.metrics.build_errors.inc(name=name)

@@ -66,6 +66,9 @@ if TYPE_CHECKING:
     from .manager import Manager as Manager
     from .manager import ManagerOptions as ManagerOptions
     from .metrics import MetricsProvider as MetricsProvider
+    from .objectref import ObjectRef as ObjectRef
+    from .outcomes import Outcome as Outcome
+    from .outcomes import ReconcileObserver as ReconcileObserver
     from .predicates import Predicate as Predicate
     from .prometheus import PrometheusProvider as PrometheusProvider
     from .ratelimit import ItemExponentialBackoff as ItemExponentialBackoff
@@ -111,6 +114,8 @@ else:
             ".logging": ("configure as configure_logging",),
             ".manager": ("GcTuning", "Manager", "ManagerOptions"),
             ".metrics": ("MetricsProvider",),
+            ".objectref": ("ObjectRef",),
+            ".outcomes": ("Outcome", "ReconcileObserver"),
             ".predicates": ("Predicate",),
             ".prometheus": ("PrometheusProvider",),
             ".ratelimit": (
@@ -161,12 +166,15 @@ __all__ = [
     "ObjectKey",
     "ObjectMeta",
     "ObjectReconciler",
+    "ObjectRef",
+    "Outcome",
     "Predicate",
     "PrometheusProvider",
     "QueueShutDown",
     "RESTMapper",
     "RateLimiter",
     "RealClock",
+    "ReconcileObserver",
     "Reconciler",
     "Request",
     "Result",

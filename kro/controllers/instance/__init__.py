@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from kro.controllers.instance.draining import DrainingReconciler as DrainingReconciler
-    from kro.controllers.instance.reconciler import InstanceOptions as InstanceOptions
+    from kro.controllers.instance.options import InstanceOptions as InstanceOptions
     from kro.controllers.instance.reconciler import InstanceReconciler as InstanceReconciler
     from kro.controllers.instance.reconciler import should_enqueue_update as should_enqueue_update
 else:
@@ -24,7 +24,8 @@ else:
         __name__,
         {
             ".draining": ("DrainingReconciler",),
-            ".reconciler": ("InstanceOptions", "InstanceReconciler", "should_enqueue_update"),
+            ".options": ("InstanceOptions",),
+            ".reconciler": ("InstanceReconciler", "should_enqueue_update"),
         },
     )
 

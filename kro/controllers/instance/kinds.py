@@ -33,13 +33,7 @@ from kro.applyset import Applier
 from kro.controllers.crd import CRDS
 from kro.controllers.events import RecorderPool, recorder_name
 from kro.controllers.failures import FailureReporter
-from kro.controllers.instance.draining import DrainingReconciler
-from kro.controllers.instance.reconciler import (
-    InstanceOptions,
-    InstanceReconciler,
-    probably_settled,
-    should_enqueue_update,
-)
+from kro.controllers.instance.options import InstanceOptions
 from kro.controllers.metrics import (
     INSTANCE_FAILURES,
     CelMetrics,
@@ -147,6 +141,12 @@ class InstanceControllers:
         if served is not None and served.kind.gvr != kind.gvr:
             del self._served[kind.rgd_uid]
             await self._deregister(served.kind)  # the RGD now generates another kind
+        from kro.controllers.instance.reconciler import (  # with the first RGD: CEL, evaluator
+            InstanceReconciler,
+            probably_settled,
+            should_enqueue_update,
+        )
+
         first = kind.gvr not in self._failures
         reconciler = InstanceReconciler(**self._reconciler_args(kind))
         if first:
@@ -197,6 +197,9 @@ class InstanceControllers:
         if await self._has_instances(kind.gvr):
             if kind.gvr in self._draining:
                 return
+            from kro.controllers.instance.draining import DrainingReconciler
+            from kro.controllers.instance.reconciler import should_enqueue_update
+
             reconciler = DrainingReconciler(
                 on_instance_gone=lambda: self._instance_gone(kind.rgd_name),
                 **self._reconciler_args(kind),

@@ -17,7 +17,6 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -68,6 +67,7 @@ from kro.controllers.events import record_condition_changes
 from kro.controllers.failures import Failure, FailureReporter
 from kro.controllers.instance import contests
 from kro.controllers.instance.labels import instance_labels
+from kro.controllers.instance.options import InstanceOptions as InstanceOptions  # noqa: PLC0414
 from kro.controllers.instance.resources import ChildDeleting, InstancePass, PassOutcome
 from kro.controllers.instance.settled import SettledPasses
 from kro.controllers.instance.status import InstanceStatus, node_state_summary, status_changed
@@ -113,17 +113,6 @@ def apply_failure(errors: Mapping[str, Sequence[BaseException]]) -> Failure:
         "apply failed: " + "; ".join(parts),
         {"resource_id": ",".join(errors), "code": ",".join(codes)},
     )
-
-
-@dataclass(frozen=True, kw_only=True)
-class InstanceOptions:
-    """requeue_interval_s: `--instance-requeue-interval` (0 disables delayed requeues).
-    condition_events: one Event per condition change (feature gate InstanceConditionEvents);
-        Warnings kro-py adds of its own (a field fight) are recorded regardless."""
-
-    requeue_interval_s: float = 3.0
-    max_collection_size: int = 1000
-    condition_events: bool = False
 
 
 def is_suspended(instance: Mapping[str, Any]) -> bool:

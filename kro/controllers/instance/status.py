@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import datetime as dt
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from kro.api.conditions import (
     Condition,
@@ -33,7 +33,9 @@ from kro.api.names import (
     REASON_FIELD_YIELDED,
     STATUS_TRUE,
 )
-from kro.graph.evaluate import ConditionResults
+
+if TYPE_CHECKING:  # annotations only: the evaluator loads the CEL engine
+    from kro.graph.evaluate import ConditionResults
 
 
 def now_rfc3339() -> str:
