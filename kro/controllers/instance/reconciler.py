@@ -15,14 +15,17 @@ also tells `instances_by_state` the instance's state.
 from __future__ import annotations
 
 import copy
+import json
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import structlog
 
+from kro import __version__
 from kro.api.names import (
     ANNOTATION_RECONCILE,
+    ANNOTATION_SETTLED_INPUTS,
     CONDITION_GRAPH_RESOLVED,
     CONDITION_INSTANCE_MANAGED,
     CONDITION_RESOURCES_READY,
@@ -70,6 +73,13 @@ from kro.controllers.instance.labels import instance_labels
 from kro.controllers.instance.options import InstanceOptions as InstanceOptions  # noqa: PLC0414
 from kro.controllers.instance.resources import ChildDeleting, InstancePass, PassOutcome
 from kro.controllers.instance.settled import SettledPasses
+from kro.controllers.instance.settled_record import (
+    SettledRecord,
+    instance_digest,
+    reads_digest,
+    recorded,
+    without_record,
+)
 from kro.controllers.instance.status import InstanceStatus, node_state_summary, status_changed
 from kro.controllers.metrics import (
     RESOLUTION_FAILED,
@@ -82,7 +92,7 @@ from kro.controllers.metrics import (
     gvr_string,
 )
 from kro.controllers.registry import RevisionRegistry, RevisionState
-from kro.dynamic import ObjectRef, WatchCoordinator
+from kro.dynamic import DynamicError, ObjectRef, WatchCoordinator
 from kro.dynamic.watches import Versions, WatchRequest
 from kro.graph.evaluate import EvaluationError, InstanceEvaluation
 from kro.graph.model import Graph
@@ -261,6 +271,7 @@ class InstanceReconciler:
     async def _reconcile(self, instance: dict[str, Any], parent: ObjectRef) -> Result:
         status = InstanceStatus(instance)
         graph, failure = self._resolve_graph()
+        identity = self._identity(graph)
         if graph is None:
             status.set(CONDITION_GRAPH_RESOLVED, STATUS_FALSE, REASON_RESOLUTION_FAILED, failure)
             await self._write_status(instance, status.build(INSTANCE_STATE_ERROR, None))
@@ -288,9 +299,11 @@ class InstanceReconciler:
             await self._write_status(instance, status.build(INSTANCE_STATE_ACTIVE, None))
             self.failures.clear(parent_key(parent))
             return Result()
+        if identity is not None and await self._confirm_settled(instance, parent, graph, identity):
+            return Result()
         started = time.monotonic()
         evaluation = InstanceEvaluation(
-            graph, instance, max_collection_size=self.options.max_collection_size
+            graph, without_record(instance), max_collection_size=self.options.max_collection_size
         )
         self.runtime_metrics.creation_total.inc()
         self.runtime_metrics.creation_duration.observe(time.monotonic() - started)
@@ -306,7 +319,7 @@ class InstanceReconciler:
             metrics=self.runtime_metrics,
         )
         try:
-            return await self._run_pass(work, parent, graph, status, evaluation)
+            return await self._run_pass(work, parent, graph, status, evaluation, identity=identity)
         finally:
             self.cel_metrics.record(evaluation.eval_durations_s)
 
@@ -317,6 +330,8 @@ class InstanceReconciler:
         graph: Graph,
         status: InstanceStatus,
         evaluation: InstanceEvaluation,
+        *,
+        identity: str | None,
     ) -> Result:
         try:
             outcome = await work.run()
@@ -343,7 +358,7 @@ class InstanceReconciler:
             raise ReconcileFailed(str(error)) from error
         await self.watches.done(parent, commit=True)
         return await self._finish(
-            work.instance, graph, status, evaluation, outcome, reads=work.reads
+            work.instance, graph, status, evaluation, outcome, reads=work.reads, identity=identity
         )
 
     def _active_graph(self) -> Graph | None:
@@ -352,6 +367,104 @@ class InstanceReconciler:
         if entry is None or entry.state is not RevisionState.ACTIVE:
             return None
         return entry.graph
+
+    def _identity(self, graph: Graph | None) -> str | None:
+        """What besides the instance decides what a pass with `graph` renders: the revision it
+        was compiled from, the RGD, kro's version and the options that change a rendering
+        (kro.controllers.instance.settled_record). None: not the latest revision's graph."""
+        entry = self.registry.latest(self.rgd_name)
+        if graph is None or entry is None or entry.graph is not graph:
+            return None
+        return json.dumps(
+            [
+                __version__,
+                self.applier.tooling,
+                self.options.max_collection_size,
+                self.rgd_name,
+                self.rgd_uid,
+                entry.revision,
+                entry.spec_hash,
+            ]
+        )
+
+    async def _confirm_settled(
+        self, instance: Mapping[str, Any], parent: ObjectRef, graph: Graph, identity: str
+    ) -> bool:
+        """Whether the instance's settled record (kro.controllers.instance.settled_record)
+        confirms that a pass would change nothing: the instance and graph are those it was made
+        with, and the caches hold every object its pass read at the same resourceVersion. Then
+        the watches of that pass are committed and the pass is remembered as settled.
+
+        A mismatch after the watches were declared leaves the cycle open for the pass that
+        follows: it declares the same requests (same graph, same instance) and commits them.
+        """
+        value = recorded(instance)
+        if value is None:
+            return False
+        record = SettledRecord.decode(value)
+        if record is None:
+            log.debug("instance.settled_record_unreadable")
+            return False
+        if record.instance != instance_digest(identity, instance):
+            return False
+        try:
+            for request in record.watches:  # the informers exist and are listed after this
+                await self.watches.watch(parent, request)
+        except DynamicError:
+            return False  # the pass meets it too, and reports it
+        reads: dict[WatchRequest, Versions] = {}
+        for request in record.watches:
+            found = self.watches.cached_versions(request)
+            if found is None:
+                return False
+            reads[request] = found
+        if reads_digest(reads) != record.reads:
+            return False
+        await self.watches.done(parent, commit=True)
+        meta = instance.get("metadata") or {}
+        self._settled.record(
+            object_key(instance), graph, str(meta.get("resourceVersion") or ""), reads
+        )
+        current = instance.get("status") or {}
+        self._track(instance, str(current.get("state") or ""), current.get("conditions") or [])
+        self.failures.clear(object_key(instance))
+        log.debug("instance.settled_confirmed", watches=len(reads))
+        return True
+
+    async def _persist(
+        self,
+        instance: Mapping[str, Any],
+        identity: str,
+        reads: Mapping[WatchRequest, Versions],
+    ) -> Mapping[str, Any]:
+        """Write the settled record on the instance unless it carries it already; returns the
+        instance as it is now. A pass that read a stale instance writes none (the precondition
+        on its resourceVersion), and a failure only costs a full pass after a restart."""
+        meta = instance.get("metadata") or {}
+        version = str(meta.get("resourceVersion") or "")
+        value = SettledRecord.of(identity, instance, reads).encode()
+        if value is None:
+            log.debug("instance.settled_record_too_large", watches=len(reads))
+            return instance
+        if not version or recorded(instance) == value:
+            return instance
+        patch = {
+            "metadata": {
+                "resourceVersion": version,
+                "annotations": {ANNOTATION_SETTLED_INPUTS: value},
+            }
+        }
+        try:
+            return await self.client.patch(
+                self.gvr,
+                str(meta.get("name") or ""),
+                patch,
+                namespace=str(meta.get("namespace") or "") or None,
+                field_manager=FIELD_MANAGER_LABELLER,
+            )
+        except KubeError as error:  # a Conflict: the next pass writes it
+            log.debug("instance.settled_record_not_written", error=str(error))
+            return instance
 
     def _resolve_graph(self) -> tuple[Graph | None, str]:
         """The latest revision if Active; otherwise why not (R-03, no fallback: N-07)."""
@@ -443,6 +556,7 @@ class InstanceReconciler:
         outcome: PassOutcome,
         *,
         reads: Mapping[WatchRequest, Versions],
+        identity: str | None,
     ) -> Result:
         states = [
             outcome.states.get(n, INSTANCE_STATE_IN_PROGRESS) for n in graph.topological_order
@@ -492,6 +606,9 @@ class InstanceReconciler:
             # The next pass would change nothing unless something it reads changes: remember
             # what it read (or wrote) so the caches can confirm that at no cost.
             final = written if written is not None else instance
+            if node_state == INSTANCE_STATE_ACTIVE and identity is not None:
+                # Converged: a restarted controller can confirm it instead of repeating it.
+                final = await self._persist(final, identity, reads)
             version = str((final.get("metadata") or {}).get("resourceVersion") or "")
             self._settled.record(object_key(instance), graph, version, reads)
         if outcome.mutated or outcome.apply_errors or outcome.retry:
@@ -595,17 +712,7 @@ class InstanceReconciler:
         and (gate InstanceConditionEvents) one Event per condition whose status moved.
         """
         current: Mapping[str, Any] = instance
-        meta = instance.get("metadata") or {}
-        self.metrics.states.set(
-            object_key(instance), str(desired.get("state") or ""), self.rgd_name
-        )
-        if self.condition_durations is not None:
-            self.condition_durations.update(
-                self._gvr_label,
-                str(meta.get("namespace") or ""),
-                str(meta.get("name") or ""),
-                desired.get("conditions") or [],
-            )
+        self._track(instance, str(desired.get("state") or ""), desired.get("conditions") or [])
         for attempt in (1, 2):
             if not status_changed(current.get("status"), desired):
                 return None
@@ -625,6 +732,19 @@ class InstanceReconciler:
             except NotFound:
                 return None
         return None
+
+    def _track(self, instance: Mapping[str, Any], state: str, conditions: Sequence[Any]) -> None:
+        """`instances_by_state` and the condition durations: what the instance's status says
+        (or is about to say)."""
+        meta = instance.get("metadata") or {}
+        self.metrics.states.set(object_key(instance), state, self.rgd_name)
+        if self.condition_durations is not None:
+            self.condition_durations.update(
+                self._gvr_label,
+                str(meta.get("namespace") or ""),
+                str(meta.get("name") or ""),
+                conditions,
+            )
 
     async def _forget(self, parent: ObjectRef) -> None:
         """The instance is gone (or no longer ours): drop its watches and metric series."""
