@@ -24,6 +24,7 @@ from kro.controllers.instance import InstanceReconciler
 from kro.controllers.instance import settled_record as record_module
 from kro.controllers.instance.reconciler import probably_settled, should_enqueue_update
 from kro.controllers.instance.settled_record import SettledRecord
+from kro.controllers.metrics import InstanceMetrics
 from kro.controllers.registry import RevisionRegistry
 from kro.dynamic import (
     DynamicController,
@@ -36,6 +37,7 @@ from kro.graph.builder import build_graph
 from kro.runtime.client import Client
 from kro.runtime.gvk import GVR
 from kro.runtime.informerfactory import SharedInformerFactory
+from kro.runtime.prometheus import PrometheusProvider
 from kro.runtime.reconcile import Request, Result
 
 REQUEST = Request(NS, "hi")
@@ -88,6 +90,7 @@ async def running(client: Client, registry: RevisionRegistry) -> AsyncIterator[K
         registry=registry,
         applier=Applier(client, ApplierOptions(tooling=tooling_for("v0.9.3"))),
         watches=dynamic.watches,
+        metrics=InstanceMetrics(PrometheusProvider(process_metrics=False)),
     )
     # Registered without running workers: the test drives the reconciles itself.
     await dynamic.register(
@@ -157,6 +160,7 @@ async def test_a_restarted_controller_confirms_a_converged_instance_with_one_rea
         before = len(api.requests)
         assert await kro.reconciler.reconcile(REQUEST) == Result()
         assert sent(api, before) == [("GET", INSTANCE_PATH)]
+        assert kro.reconciler.metrics.states.count("ACTIVE", "greeter") == 1
         # Remembered in memory as well: the next reconcile sends nothing at all.
         before = len(api.requests)
         assert await kro.reconciler.reconcile(REQUEST) == Result()

@@ -71,7 +71,7 @@ from kro.runtime.gvk import GVR
 
 FORMAT: Final = 1
 MAX_RECORD_BYTES: Final = 4096
-"""The largest annotation value written; a few dozen watch requests fit (names are short)."""
+"""The largest annotation value written: some hundreds of watch requests (~850 bytes for 100)."""
 _MAX_WATCHES_JSON: Final = 256 * 1024  # decompression bound: a forged value cannot blow up
 _DIGEST_CHARS: Final = 32  # 128 bits of sha256, hex
 
