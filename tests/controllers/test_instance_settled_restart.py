@@ -154,6 +154,11 @@ async def test_a_restarted_controller_confirms_a_converged_instance_with_one_rea
     value = annotation(api)
     assert value is not None
     assert "hello world" not in value  # names, versions and digests only
+    # Written before the status says ACTIVE: whoever waits for ACTIVE finds no write after it.
+    writes = [r for r in api.requests if r.method in WRITES and r.path.startswith(INSTANCE_PATH)]
+    record = next(i for i, r in enumerate(writes) if ANNOTATION_SETTLED_INPUTS.encode() in r.body)
+    active = next(i for i, r in enumerate(writes) if b'"state":"ACTIVE"' in r.body)
+    assert record < active
     instance, child = stored(api, GREETERS, "hi"), stored(api, CONFIGMAPS, "hi")
 
     async with running(client, registry) as kro:
@@ -400,3 +405,6 @@ def test_the_instance_digest_ignores_only_what_writing_the_record_changes() -> N
         changed["metadata"][field] = value
         assert record_module.instance_digest("g1", changed) != digest
     assert record_module.instance_digest("g1", {**instance, "status": {"state": "x"}}) != digest
+    # Digested before the server stores it: a whole float is the integer the server keeps.
+    floats = record_module.instance_digest("g1", {**instance, "status": {"n": [2.0, 0.5]}})
+    assert record_module.instance_digest("g1", {**instance, "status": {"n": [2, 0.5]}}) == floats

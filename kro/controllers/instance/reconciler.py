@@ -434,15 +434,17 @@ class InstanceReconciler:
     async def _persist(
         self,
         instance: Mapping[str, Any],
+        after: Mapping[str, Any],
         identity: str,
         reads: Mapping[WatchRequest, Versions],
     ) -> Mapping[str, Any]:
-        """Write the settled record on the instance unless it carries it already; returns the
-        instance as it is now. A pass that read a stale instance writes none (the precondition
-        on its resourceVersion), and a failure only costs a full pass after a restart."""
+        """Write the settled record of a pass on `instance` unless it carries it already;
+        `after` is the instance once the pass has written its status. Returns the instance as
+        it is now. A pass that read a stale instance writes none (the precondition on its
+        resourceVersion), and a failure only costs a full pass after a restart."""
         meta = instance.get("metadata") or {}
         version = str(meta.get("resourceVersion") or "")
-        value = SettledRecord.of(identity, instance, reads).encode()
+        value = SettledRecord.of(identity, after, reads).encode()
         if value is None:
             log.debug("instance.settled_record_too_large", watches=len(reads))
             return instance
@@ -589,9 +591,17 @@ class InstanceReconciler:
         author = (
             evaluation.author_conditions(status.builtin_conditions()) if graph.conditions else None
         )
-        written = await self._write_status(
-            instance, status.build(node_state, evaluation.status_fields(), author)
-        )
+        desired = status.build(node_state, evaluation.status_fields(), author)
+        settles = outcome.settles(graph) and outcome.retry_after_s is None
+        current: Mapping[str, Any] = instance
+        if settles and node_state == INSTANCE_STATE_ACTIVE and identity is not None:
+            # Converged: written down for a restarted controller to confirm instead of repeat,
+            # before the status, so that whoever sees the instance ACTIVE sees the record too.
+            after = {**instance, "status": desired}
+            if not status_changed(instance.get("status"), desired):
+                after = instance
+            current = await self._persist(instance, after, identity, reads)
+        written = await self._write_status(current, desired)
         log.debug(
             "instance.reconciled",
             state=node_state,
@@ -602,13 +612,10 @@ class InstanceReconciler:
         # collections, external refs) is watched, so the change that unblocks a pending node
         # enqueues the instance. Upstream also requeues on pending data every interval; that
         # costs ~4 requests per instance per interval while Deployments roll out.
-        if outcome.settles(graph) and outcome.retry_after_s is None:
+        if settles:
             # The next pass would change nothing unless something it reads changes: remember
             # what it read (or wrote) so the caches can confirm that at no cost.
-            final = written if written is not None else instance
-            if node_state == INSTANCE_STATE_ACTIVE and identity is not None:
-                # Converged: a restarted controller can confirm it instead of repeating it.
-                final = await self._persist(final, identity, reads)
+            final = written if written is not None else current
             version = str((final.get("metadata") or {}).get("resourceVersion") or "")
             self._settled.record(object_key(instance), graph, version, reads)
         if outcome.mutated or outcome.apply_errors or outcome.retry:

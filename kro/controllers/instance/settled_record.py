@@ -46,9 +46,13 @@ Why this is safe, and never a guess:
 
 What it costs: one metadata merge patch when an ACTIVE pass settles with inputs whose record
 the instance does not already carry (its resourceVersion as precondition, so a pass that read a
-stale instance writes none). Nothing else is written, and nothing is removed: an old record is
-harmless (see above). A record larger than MAX_RECORD_BYTES is not written (the restart runs the
-pass, as before). It holds names, resourceVersions and digests, never data.
+stale instance writes none). It is written before the pass's status write, with the status
+that write is about to store in its digest: whoever waits for ACTIVE then finds the record
+already there and no write after it (a status the server would store otherwise, say pruned,
+only makes the record miss, and the restart runs the pass). Nothing else is written, and
+nothing is removed: an old record is harmless (see above). A record larger than
+MAX_RECORD_BYTES is not written (the restart runs the pass, as before). It holds names,
+resourceVersions and digests, never data.
 """
 
 from __future__ import annotations
@@ -74,6 +78,18 @@ MAX_RECORD_BYTES: Final = 4096
 """The largest annotation value written: some hundreds of watch requests (~850 bytes for 100)."""
 _MAX_WATCHES_JSON: Final = 256 * 1024  # decompression bound: a forged value cannot blow up
 _DIGEST_CHARS: Final = 32  # 128 bits of sha256, hex
+
+
+def _canonical(value: Any) -> Any:
+    """JSON as the API server stores it: a whole float is an integer there (1.0 -> 1), and a
+    status is digested before the server has stored it (see `instance_digest`)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _canonical(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_canonical(v) for v in value]
+    return value
 
 
 def _digest(value: Any) -> str:
@@ -102,8 +118,11 @@ def without_record(instance: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def instance_digest(identity: str, instance: Mapping[str, Any]) -> str:
-    """What a pass read of the instance and its graph; see the module for what is left out."""
-    body = copy.deepcopy(dict(instance))
+    """What a pass read of the instance and its graph; see the module for what is left out.
+
+    A pass digests the instance with the status it is about to write (the record is written
+    first), so numbers are compared as the server will store them."""
+    body = _canonical(copy.deepcopy(dict(instance)))
     metadata = body.get("metadata")
     if isinstance(metadata, dict):
         metadata.pop("resourceVersion", None)
