@@ -16,6 +16,10 @@ own write, answers "changed", and the pass runs as before: the skip is never a g
 
 Only passes that asked for no follow-up are remembered (no requeue, no contested field, no
 failure); anything else forgets the entry, so backoff and retries are unaffected.
+
+This memory goes with the process; what survives a restart is the settled record an ACTIVE
+pass writes on its instance (kro.controllers.instance.settled_record), which the first pass of
+a restarted controller confirms with one read and then remembers here.
 """
 
 from __future__ import annotations
