@@ -13,8 +13,10 @@ on conditions with deadlines (never fixed sleeps), and a clean-up that deletes i
 
 Each test module binds its two fixtures with `controller, kro = kro_fixtures()`: a controller
 per module (module scope, so modules never overlap) over `running_controller`, and a `KroEnv` per
-test over `kro_env`; modules that need other controller flags define their own. Fixtures are
-never imported from a conftest, and helper modules have names unique across test folders.
+test over `kro_env`; modules that need other controller flags define their own. Modules that run
+`kro controller` as child processes (replicas, leadership, sharding) bind `spawn, kro =
+process_fixtures(...)` instead. Fixtures are never imported from a conftest, and helper modules
+have names unique across test folders.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from kro.runtime.gvk import GVK, GVR
 from kro.runtime.logging import configure
 from kro.runtime.manager import Manager, ManagerOptions
 from kro.runtime.prometheus import PrometheusProvider
+from kro.testing.kroprocess import FAST_LEASE_ARGS, KroProcess
 from kro.testing.pytest_plugin import ClusterHandle
 from kro.testing.runlocal import install_crds
 from kro.testing.waiting import eventually
@@ -198,6 +201,55 @@ def kro_fixtures() -> tuple[Any, Any]:
     return controller, kro
 
 
+def process_fixtures(*args: str, env: Mapping[str, str] | None = None) -> tuple[Any, Any]:
+    """The fixtures of a module that runs `kro controller` as child processes: `spawn(name)`
+    starts one (fast Leases, the test's namespace for its Leases, two workers, then `args`;
+    `env` set for it) and stops every one after the test; `kro` is the test's KroEnv with kro's
+    CRDs installed and no in-process controller."""
+
+    @pytest.fixture
+    def spawn(
+        kube_cluster: ClusterHandle,
+        kube_namespace: str,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> Iterator[Callable[[str], KroProcess]]:
+        for key, value in (env or {}).items():
+            monkeypatch.setenv(key, value)
+        started: list[KroProcess] = []
+
+        def start(name: str) -> KroProcess:
+            process = KroProcess(
+                kube_cluster.kubeconfig,
+                tmp_path / f"{name}.log",
+                [
+                    *FAST_LEASE_ARGS,
+                    f"--leader-election-namespace={kube_namespace}",
+                    "--dynamic-controller-concurrent-reconciles=2",
+                    *args,
+                ],
+            ).start()
+            started.append(process)
+            return process
+
+        try:
+            yield start
+        finally:
+            for process in started:
+                process.stop()
+
+    @pytest.fixture
+    async def kro(kube_cluster: ClusterHandle, kube_namespace: str) -> AsyncIterator[KroEnv]:
+        client = await Client.from_kubeconfig(str(kube_cluster.kubeconfig))
+        await install_crds(client)
+        try:
+            yield KroEnv(client, kube_namespace)
+        finally:
+            await client.close()
+
+    return spawn, kro
+
+
 # -- waiting ---------------------------------------------------------------------------------
 
 
@@ -283,6 +335,26 @@ class KroEnv:
             "metadata": metadata,
             "spec": {"schema": schema, "resources": [dict(r) for r in resources]},
         }
+
+    def value_rgd(self, name: str, kind: str) -> dict[str, Any]:
+        """One ConfigMap `<instance>-config` per instance carrying `spec.value`: a graph whose
+        convergence is easy to read."""
+        return self.rgd(
+            name,
+            kind,
+            {"value": "string"},
+            [
+                {
+                    "id": "config",
+                    "template": {
+                        "apiVersion": "v1",
+                        "kind": "ConfigMap",
+                        "metadata": {"name": "${schema.metadata.name}-config"},
+                        "data": {"value": "${schema.spec.value}"},
+                    },
+                }
+            ],
+        )
 
     def rgd_name(self, name: str) -> str:
         return f"{name}-{self.suffix}"

@@ -14,56 +14,18 @@ a replacement process (what the kubelet starts after the exit) takes over cleanl
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-from kro_harness import CONFIGMAPS, KroEnv, is_ready, meta, wait_for
+from kro_harness import CONFIGMAPS, KroEnv, is_ready, meta, process_fixtures, wait_for
 
 from kro.runtime import GVR, Client, errors
-from kro.testing.kroprocess import FAST_LEASE_ARGS, KroProcess
-from kro.testing.pytest_plugin import ClusterHandle
-from kro.testing.runlocal import install_crds
+from kro.testing.kroprocess import KroProcess
 
 LEASES = GVR("coordination.k8s.io", "v1", "leases")
 LEASE_NAME = "controller.kro.run"
 
 
-@pytest.fixture
-def spawn(kube_cluster: ClusterHandle, kube_namespace: str, tmp_path: Path) -> Iterator[Any]:
-    started: list[KroProcess] = []
-
-    def start(name: str) -> KroProcess:
-        process = KroProcess(
-            kube_cluster.kubeconfig,
-            tmp_path / f"{name}.log",
-            [
-                *FAST_LEASE_ARGS,
-                f"--leader-election-namespace={kube_namespace}",
-                "--log-level=debug",
-                "--dynamic-controller-concurrent-reconciles=2",
-            ],
-        ).start()
-        started.append(process)
-        return process
-
-    try:
-        yield start
-    finally:
-        for process in started:
-            process.stop()
-
-
-@pytest.fixture
-async def kro(kube_cluster: ClusterHandle, kube_namespace: str) -> AsyncIterator[KroEnv]:
-    client = await Client.from_kubeconfig(str(kube_cluster.kubeconfig))
-    await install_crds(client)
-    env = KroEnv(client, kube_namespace)
-    try:
-        yield env
-    finally:
-        await client.close()
+spawn, kro = process_fixtures("--log-level=debug")
 
 
 async def holder(client: Client, namespace: str) -> str:
@@ -82,22 +44,7 @@ async def wait_holder(kro: KroEnv, identity: str, timeout_s: float = 60.0) -> No
 
 
 def rgd(kro: KroEnv) -> dict[str, Any]:
-    return kro.rgd(
-        "ha",
-        "Replicated",
-        {"value": "string"},
-        [
-            {
-                "id": "config",
-                "template": {
-                    "apiVersion": "v1",
-                    "kind": "ConfigMap",
-                    "metadata": {"name": "${schema.metadata.name}-config"},
-                    "data": {"value": "${schema.spec.value}"},
-                },
-            }
-        ],
-    )
+    return kro.value_rgd("ha", "Replicated")
 
 
 async def converged(kro: KroEnv, gvr: GVR, name: str, value: str) -> None:
