@@ -226,8 +226,14 @@ class KroApp:
             self.rgd_queue.add(Request("", name))
 
     def owned_instances(self) -> int:
-        """Instances this replica owns now: the objects in its sharded (parent) informers."""
-        return sum(len(i.store) for i in self.factory.informers() if i.shard is not None)
+        """Instances this replica owns now: the objects in its sharded parent informers (the
+        sharded informers of child kinds hold children, kro.dynamic.watches)."""
+        parents = self.dynamic.registered()
+        return sum(
+            len(i.store)
+            for i in self.factory.informers()
+            if i.shard is not None and i.gvr in parents
+        )
 
     def requeue_all(self) -> None:
         """Queue every RGD and GraphRevision in the caches (this replica starts leading)."""

@@ -1,4 +1,4 @@
-"""kro.dynamic._informers: one metadata-only, all-namespace informer per GVR, synced on acquire.
+"""kro.dynamic._informers: metadata-only, all-namespace informers per GVR, synced on acquire.
 
 Upstream's `watch.Manager` (W-02). Reference counting and sharing are the SharedInformerFactory's
 (kro.runtime.informerfactory): the controller's parent watches and the coordinator's child
@@ -6,6 +6,9 @@ watches ask for the same key, so a GVR that is both parent and child costs one i
 pool adds what the dynamic controller needs on top: waiting for the first LIST with a deadline
 (a kind whose CRD is gone must not park a worker forever), the sync-duration histogram, and the
 `dynamic_controller_watch_count` gauge over the GVRs it holds.
+
+A sharded replica may hold two informers of one GVR: the sharded one (its own namespaces) and
+the whole kind (what the shard would not deliver); `covering` says which cache can answer.
 """
 
 from __future__ import annotations
@@ -40,6 +43,12 @@ class InformerPool:
         self._refs: dict[GVR, int] = {}  # our references per GVR; keys = the GVRs we watch
         # The informers behind each key of _refs, one entry per reference, with `sharded`.
         self._held: dict[GVR, list[tuple[Informer, bool]]] = {}
+
+    @property
+    def sharded(self) -> bool:
+        """Whether `acquire(..., sharded=True)` gives a sharded informer (this replica is one
+        of several sharing the instances, kro.runtime.sharding)."""
+        return self._factory.shard is not None
 
     def gvrs(self) -> frozenset[GVR]:
         """The GVRs with at least one reference held through this pool."""
@@ -79,6 +88,19 @@ class InformerPool:
         # A whole-kind informer first: a sharded one does not see other shards' objects.
         for informer, _sharded in sorted(held, key=lambda entry: entry[1]):
             if informer.has_synced():
+                return informer
+        return None
+
+    def covering(self, gvr: GVR, namespace: str | None) -> Informer | None:
+        """A held informer of `gvr` whose cache holds every object of `namespace` ("":
+        cluster-scoped, None: all namespaces), else None (see Informer.covers).
+
+        Why: a sharded informer holds only this replica's namespaces, and only once it has
+        relisted after a change of ranges; asked about anything else, its cache would answer
+        "no such object" where the truth is "not known here".
+        """
+        for informer, _sharded in self._held.get(gvr) or []:
+            if informer.covers(namespace):
                 return informer
         return None
 

@@ -24,6 +24,14 @@ with the parent informers), and every add/update/delete of it, tombstones includ
 Matching parents are enqueued. Child events are never generation-filtered: a status change of a
 child is exactly what a parent waiting on readiness needs to see.
 
+Sharded replicas (kro.runtime.sharding): a request for objects in the parent's own namespace is
+served by the GVR's sharded informer, which holds only the namespaces this replica owns. The
+parent and those objects hash alike, so the replica that reconciles the parent is the one that
+receives their events, before and after any change of ranges. Every other request (another
+namespace, a cluster-scoped kind, a selector over all namespaces) is served by the GVR's
+whole-kind informer, as without sharding. The rule depends on the request alone, never on the
+current ranges, so a handover moves no request between informers; the sharded informer relists.
+
 Invariant: every (parent, request) in the routing index holds one reference on its GVR's
 informer, and the informer is released when the last such reference goes.
 
@@ -108,6 +116,10 @@ class _ParentState:
         return self.committed | (self.cycle or set())
 
 
+Slot = tuple[GVR, bool]
+"""An informer the coordinator holds: the GVR, and whether it is the sharded one."""
+
+
 @dataclass(slots=True)
 class _Held:
     """The coordinator's use of one informer: a router handler and a reference per request."""
@@ -147,9 +159,9 @@ class WatchCoordinator:
         self._parents: dict[ObjectRef, _ParentState] = {}
         self._scalar: dict[tuple[GVR, str, str], Counter[ObjectRef]] = {}
         self._selectors: dict[GVR, set[tuple[ObjectRef, SelectorWatch]]] = {}
-        self._held: dict[GVR, _Held] = {}
+        self._held: dict[Slot, _Held] = {}
         self._releasing: list[Informer] = []  # last reference gone; release awaited after
-        self._locks: defaultdict[GVR, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self._locks: defaultdict[GVR, asyncio.Lock] = defaultdict(asyncio.Lock)  # both slots
         self._request_counts: Counter[tuple[GVR, str]] = Counter()
         self._parent_counts: Counter[GVR] = Counter()
 
@@ -169,13 +181,14 @@ class WatchCoordinator:
         if request in state.committed:  # already indexed and holding its informer
             state.cycle.add(request)
             return
-        await self._hold(request.gvr)
+        slot = self.slot(parent, request)
+        await self._hold(slot)
         if self._parents.get(parent) is not state or state.cycle is None:
             # forgotten (deregistered, removed) or finished while we waited for the informer
-            await self._drop_refs([request.gvr])
+            await self._drop_refs([slot])
             return
         if request in state.cycle:
-            await self._drop_refs([request.gvr])
+            await self._drop_refs([slot])
             return
         state.cycle.add(request)
         self._index(parent, request)
@@ -228,19 +241,31 @@ class WatchCoordinator:
 
     def watched_gvrs(self) -> frozenset[GVR]:
         """GVRs whose informer this coordinator holds."""
-        return frozenset(self._held)
+        return frozenset(gvr for gvr, _sharded in self._held)
+
+    def slot(self, parent: ObjectRef, request: WatchRequest) -> Slot:
+        """Which informer serves `request` of `parent`: the sharded one for objects in the
+        parent's own namespace on a sharded replica, the whole kind otherwise (module doc)."""
+        sharded = (
+            self._pool.sharded and bool(request.namespace) and request.namespace == parent.namespace
+        )
+        return (request.gvr, sharded)
 
     # -- reads from the caches ------------------------------------------------------------------
 
     def cached_versions(self, request: WatchRequest) -> Versions | None:
         """What the informer caches hold for `request`: (namespace, name) -> resourceVersion.
 
-        None when no synced informer of the kind is held (the caller must ask the API server).
+        None when no informer held for the kind has listed everything the request covers (not
+        synced; or sharded, and the namespace is not this replica's or awaits the relist after a
+        change of ranges): the caller must ask the API server.
         An empty mapping is an answer too: the cache knows of no such object. Why: a reconcile
         whose every read is unchanged (same resourceVersions) would do exactly what it did last
         time, so it can be skipped without a single request (kro.controllers.instance.settled).
         """
-        informer = self._pool.synced(request.gvr)
+        # A scalar's "" is a cluster-scoped object; a selector's None or "" every namespace.
+        namespace = request.namespace or ("" if isinstance(request, ScalarWatch) else None)
+        informer = self._pool.covering(request.gvr, namespace)
         if informer is None:
             return None
         if isinstance(request, ScalarWatch):
@@ -307,7 +332,7 @@ class WatchCoordinator:
         if not state.committed and state.cycle is None and self._parents.get(parent) is state:
             del self._parents[parent]
             self._count_parent(parent.gvr, -1)
-        await self._drop_refs([r.gvr for r in dropped])
+        await self._drop_refs([self.slot(parent, r) for r in dropped])
 
     def _index(self, parent: ObjectRef, request: WatchRequest) -> None:
         if isinstance(request, ScalarWatch):
@@ -335,19 +360,21 @@ class WatchCoordinator:
                     del self._selectors[request.gvr]
         self._count_request(request, -1)
 
-    async def _hold(self, gvr: GVR) -> None:
-        """Take one reference on the informer of `gvr`, acquiring and listing it if needed."""
+    async def _hold(self, slot: Slot) -> None:
+        """Take one reference on the informer of `slot`, acquiring and listing it if needed."""
+        gvr, sharded = slot
         lock = self._locks[gvr]
         try:
             async with lock:
-                held = self._held.get(gvr)
+                held = self._held.get(slot)
                 if held is None:
-                    informer = await self._pool.acquire(gvr)
+                    informer = await self._pool.acquire(gvr, sharded=sharded)
                     router = _Router(self, gvr)
-                    # Replays the cache as adds; no request of this GVR is indexed yet, so
-                    # they only count as routed events.
+                    # Replays the cache as adds; the requests it serves are not indexed yet,
+                    # so they only count as routed events (or wake a parent whose other
+                    # request of the GVR matches: a harmless extra reconcile).
                     informer.add_handler(router)
-                    held = self._held[gvr] = _Held(informer, router)
+                    held = self._held[slot] = _Held(informer, router)
                 held.refs += 1
         finally:
             # Drop the lock once nobody holds or awaits it, or the map would keep one per GVR
@@ -355,19 +382,21 @@ class WatchCoordinator:
             if not lock.locked() and not lock._waiters and self._locks.get(gvr) is lock:
                 del self._locks[gvr]
 
-    async def _drop_refs(self, gvrs: list[GVR]) -> None:
-        self._release_later(gvrs)
+    async def _drop_refs(self, slots: list[Slot]) -> None:
+        self._release_later(slots)
         await self._drain_releases()
 
-    def _release_later(self, gvrs: list[GVR]) -> None:
+    def _release_later(self, slots: list[Slot]) -> None:
         """Drop references synchronously (no await between index and count changes)."""
-        for gvr in gvrs:
-            held = self._held[gvr]
+        for slot in slots:
+            held = self._held[slot]
             held.refs -= 1
             if held.refs == 0:
-                del self._held[gvr]
+                del self._held[slot]
                 held.informer.remove_handler(held.router)
-                self._metrics.forget_routes(gvr)  # no router of ours counts for it any more
+                gvr, sharded = slot
+                if (gvr, not sharded) not in self._held:
+                    self._metrics.forget_routes(gvr)  # no router of ours counts for it any more
                 self._releasing.append(held.informer)
 
     async def _drain_releases(self) -> None:

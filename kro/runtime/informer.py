@@ -127,6 +127,7 @@ class Informer:
         )
         self._sharded = "true" if shard is not None else "false"
         self._shard_version = shard.version if shard is not None else 0
+        self._listed_version = -1  # the shard version the cache was last listed with
         self.gvr = gvr
         self.namespace = namespace
         self.label_selector = label_selector
@@ -155,6 +156,27 @@ class Informer:
     def has_synced(self) -> bool:
         """True once the first LIST is in the store (stays true across relists)."""
         return self._synced.is_set()
+
+    def covers(self, namespace: str | None) -> bool:
+        """Whether the cache holds every object of `namespace` ("": cluster-scoped, None:
+        every namespace) as of the last event, so that an object missing from it does not exist.
+
+        Why: a reader that confirms "unchanged" from the cache must not mistake an object the
+        cache never received for a deleted one. False before the first list; for a sharded
+        informer also outside its ranges and while a change of ranges awaits the relist.
+        """
+        if not self._synced.is_set():
+            return False
+        if self.namespace is not None and namespace != self.namespace:
+            return False
+        shard = self.shard
+        if shard is None:
+            return True
+        return (
+            namespace is not None
+            and self._listed_version == shard.version
+            and shard.owns(namespace)
+        )
 
     async def wait_for_sync(self, timeout_s: float | None = None) -> bool:
         """Wait for the first LIST; False if `timeout_s` (clock time) passes first."""
@@ -283,6 +305,7 @@ class Informer:
         objs = [self._prepare(o) for o in items]
         previous = self.store.replace(objs)
         self._resource_version = rv
+        self._listed_version = self._shard_version  # the ranges this list was asked for
         relist = self._synced.is_set()
         deleted = 0
         for obj in objs:
