@@ -10,7 +10,10 @@ The checks read what the replicas say. Each logs `shard.reconcile_start`/`shard.
 per reconcile (KRO_SHARD_TRACE_RECONCILES=1): `assert_no_overlap` proves that no instance was
 ever reconciled by two replicas at once, and `assert_reconciles_in` that after a mark each one
 reconciled only namespaces of its range. /metrics says whether a replica has settled on a view
-(`settled`) and whether it filters on the client (`kro_shard_fallback_mode`).
+(`settled`) and whether it filters on the client (`kro_shard_fallback_mode`). The informers' list
+records (`informer.listed`/`informer.relisted`, with `sharded`) say what each cache holds:
+`caches_only` compares a sharded cache with the objects of the replica's range, for the
+instances and for their ConfigMaps alike.
 
 Namespace names: FNV-1a of names that differ only in their last characters lands in one narrow
 band of the hash space (docs/sharding.md), so `spread_namespaces` draws random names until every
@@ -25,7 +28,16 @@ import itertools
 import secrets
 import urllib.request
 from collections import defaultdict
-from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -34,7 +46,7 @@ import pytest
 from kro_harness import KroEnv, is_ready, wait_for
 
 from kro.runtime import GVR, Client, errors
-from kro.runtime.sharding import TRACE_ENV, Range, assign, contains, fnv1a64
+from kro.runtime.sharding import TRACE_ENV, Range, assign, contains, fnv1a64, namespace_of
 from kro.testing.kroprocess import FAST_LEASE_ARGS, KroProcess
 from kro.testing.pytest_plugin import ClusterHandle
 from kro.testing.runlocal import install_crds
@@ -300,6 +312,54 @@ async def settled(replicas: Collection[KroProcess]) -> None:
         return await asyncio.to_thread(probe)
 
     await wait_for(poll, what=f"{n} replicas settled on one view", timeout_s=60)
+
+
+def cached(process: KroProcess, gvr: GVR, since: int) -> int | None:
+    """Objects in the replica's sharded cache of `gvr` after its last (re)list since byte
+    `since`, if any (the `informer.listed`/`informer.relisted` records)."""
+    lists = [
+        r
+        for r in process.events(since)
+        if r.get("event") in ("informer.listed", "informer.relisted")
+        and r.get("gvr") == str(gvr)
+        and r.get("sharded") is True
+    ]
+    return int(lists[-1]["objects"]) if lists else None
+
+
+def whole_kind_lists(process: KroProcess, gvr: GVR) -> list[dict[str, Any]]:
+    """The replica's lists of `gvr` by an unsharded informer (every namespace's objects)."""
+    return [
+        r
+        for r in process.events()
+        if r.get("event") in ("informer.listed", "informer.relisted")
+        and r.get("gvr") == str(gvr)
+        and r.get("sharded") is False
+    ]
+
+
+async def objects_in_range(client: Client, gvr: GVR, owned: Range) -> int:
+    """How many objects of `gvr` (all namespaces) the API server holds in range `owned`."""
+    items, _ = await client.list_all(gvr)
+    return sum(1 for item in items if contains((owned,), fnv1a64(namespace_of(item))))
+
+
+async def caches_only(
+    process: KroProcess, gvr: GVR, since: int, expected: Callable[[], Awaitable[int]]
+) -> None:
+    """Wait until the replica's last (re)list of `gvr` since byte `since` cached `expected()`
+    objects: what its sharded cache holds until the next relist, as long as nothing of the
+    kind is created or deleted meanwhile."""
+    seen: list[tuple[int | None, int]] = []
+
+    async def probe() -> bool:
+        seen.append((cached(process, gvr, since), await expected()))
+        return seen[-1][0] == seen[-1][1]
+
+    try:
+        await wait_for(probe, what=f"a relist of {gvr} caching exactly its range")
+    except AssertionError as error:
+        raise AssertionError(f"{error}; (cached, in range): {sorted(set(seen))}") from None
 
 
 def open_reconciles(process: KroProcess) -> list[Key]:

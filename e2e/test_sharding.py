@@ -8,7 +8,8 @@ docs/sharding.md), so `ns-0`…`ns-9` would all fall to one replica.
 
 Each replica logs `shard.reconcile_start`/`shard.reconcile_end` (KRO_SHARD_TRACE_RECONCILES=1);
 the test checks that no instance is ever reconciled by two replicas at once and that, once the
-view is settled, each replica reconciles only namespaces in its range.
+view is settled, each replica reconciles only namespaces in its range; after the kill, each
+survivor's caches of the instances and of their ConfigMaps hold exactly its new range.
 """
 
 from __future__ import annotations
@@ -19,16 +20,21 @@ from typing import Any
 
 from kro_harness import KroEnv, wait_for
 from sharding_fixtures import (
+    CONFIGMAPS_GVR,
     assert_no_overlap,
+    caches_only,
     children_hold,
     create_namespaces,
     delete_namespaces,
+    objects_in_range,
+    settled,
     sharded_rgd,
     sharding_fixtures,
     wait_all_ready,
+    whole_kind_lists,
 )
 
-from kro.runtime.sharding import assign, fnv1a64
+from kro.runtime.sharding import Range, assign, contains, fnv1a64
 
 NAMESPACES = 6
 INSTANCES = 24
@@ -77,6 +83,7 @@ async def test_three_replicas_share_instances_and_survive_a_kill(
 
         # kill -9 one replica: its range moves within the lease duration (+ renew rounds).
         victim = "r1"
+        marks = {n: p.offset() for n, p in replicas.items()}
         replicas[victim].kill9()
         killed_at = asyncio.get_running_loop().time()
         for ns, name in names:
@@ -90,6 +97,23 @@ async def test_three_replicas_share_instances_and_survive_a_kill(
         moved_s = asyncio.get_running_loop().time() - killed_at
         print(f"converged {moved_s:.1f}s after kill -9 of {victim}")
         assert_no_overlap(replicas)
+
+        # Each survivor's caches, instances and their ConfigMaps alike, hold its range only.
+        survivors = {n: p for n, p in replicas.items() if n != victim}
+        await settled(survivors.values())
+        final = assign(identities[n] for n in survivors)
+        for n, p in survivors.items():
+            owned = final[identities[n]]
+
+            async def instances(owned: Range = owned) -> int:
+                return sum(1 for ns, _ in names if contains((owned,), fnv1a64(ns)))
+
+            async def configmaps(owned: Range = owned) -> int:
+                return await objects_in_range(client, CONFIGMAPS_GVR, owned)
+
+            await caches_only(p, gvr, marks[n], instances)
+            await caches_only(p, CONFIGMAPS_GVR, marks[n], configmaps)
+            assert not whole_kind_lists(p, CONFIGMAPS_GVR), n
     finally:
         await kro.cleanup()
         await delete_namespaces(client, namespaces)

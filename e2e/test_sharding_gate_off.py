@@ -8,7 +8,9 @@ of e2e/test_sharding.py holds here too: the replicas share the instances, every 
 converges, none is reconciled by two replicas at once, once settled each replica reconciles
 only its range, and kill -9 moves the killed replica's range. On top: each replica says once
 in its log that it fell back and reports it on /metrics, and its instance cache holds only its
-range (the informer's relist after the kill counts exactly the instances of its new range).
+range (the informer's relist after the kill counts exactly the instances of its new range), and
+so does its cache of the instances' ConfigMaps (children in the instance's namespace are
+watched through the sharded informer too).
 """
 
 from __future__ import annotations
@@ -19,30 +21,32 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kro_harness import KroEnv, wait_for
+from kro_harness import KroEnv
 from sharding_fixtures import (
+    CONFIGMAPS_GVR,
     Key,
     apply_all,
     assert_no_overlap,
     assert_reconciles_in,
+    caches_only,
     converge,
     create_namespaces,
     delete_namespaces,
     install_sharded_rgd,
     member_lease,
     metric,
+    objects_in_range,
     scrape,
     settled,
     sharding_fixtures,
     spread_namespaces,
     wait_all_ready,
+    whole_kind_lists,
 )
 
-from kro.runtime import GVR
 from kro.runtime.sharding import Range, assign, contains, fnv1a64
 from kro.testing.adminapi import AdminApi
 from kro.testing.cluster import ClusterOptions
-from kro.testing.kroprocess import KroProcess
 from kro.testing.pytest_plugin import ClusterHandle, create_namespace, private_cluster
 
 GATE_OFF = (("ShardedListAndWatch", False),)
@@ -77,31 +81,6 @@ def kube_namespace(kube_cluster: ClusterHandle) -> Iterator[str]:
 
 
 spawn, kro = sharding_fixtures()
-
-
-def cached(process: KroProcess, gvr: GVR, since: int) -> int | None:
-    """Instances in the replica's cache after its last (re)list since byte `since`, if any."""
-    lists = [
-        r
-        for r in process.events(since)
-        if r.get("event") in ("informer.listed", "informer.relisted") and r.get("gvr") == str(gvr)
-    ]
-    return int(lists[-1]["objects"]) if lists else None
-
-
-async def caches_only(process: KroProcess, gvr: GVR, since: int, expected: int) -> None:
-    """Wait until the replica's last (re)list of `gvr` since byte `since` cached `expected`
-    instances: what it holds until the next relist, as nothing is created or deleted."""
-    seen: list[int | None] = []
-
-    async def probe() -> bool:
-        seen.append(cached(process, gvr, since))
-        return seen[-1] == expected
-
-    try:
-        await wait_for(probe, what=f"a relist caching the {expected} instances of the range")
-    except AssertionError as error:
-        raise AssertionError(f"{error}; cached after each relist: {sorted(set(seen))}") from None
 
 
 def in_range(names: Sequence[Key], owned: Range) -> int:
@@ -151,7 +130,18 @@ async def test_without_the_gate_replicas_filter_on_the_client(
         await settled(survivors.values())
         final = assign(leases[name] for name in survivors)
         for name, process in survivors.items():
-            await caches_only(process, gvr, marks[name], in_range(names, final[leases[name]]))
+            owned = final[leases[name]]
+
+            async def instances(owned: Range = owned) -> int:
+                return in_range(names, owned)
+
+            async def configmaps(owned: Range = owned) -> int:
+                return await objects_in_range(client, CONFIGMAPS_GVR, owned)
+
+            await caches_only(process, gvr, marks[name], instances)
+            # The children too: the ConfigMaps of the range only, and no whole-kind cache.
+            await caches_only(process, CONFIGMAPS_GVR, marks[name], configmaps)
+            assert not whole_kind_lists(process, CONFIGMAPS_GVR), name
     finally:
         await kro.cleanup()
         await delete_namespaces(client, namespaces)

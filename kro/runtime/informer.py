@@ -146,7 +146,7 @@ class Informer:
         self._synced = asyncio.Event()
         self._resource_version = ""
         self._running = False
-        self._log = log.bind(gvr=str(gvr), namespace=namespace or "")
+        self._log = log.bind(gvr=str(gvr), namespace=namespace or "", sharded=shard is not None)
 
     @property
     def last_resource_version(self) -> str:
