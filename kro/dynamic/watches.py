@@ -32,8 +32,8 @@ namespace, a cluster-scoped kind, a selector over all namespaces) is served by t
 whole-kind informer, as without sharding. The rule depends on the request alone, never on the
 current ranges, so a handover moves no request between informers; the sharded informer relists.
 
-Invariant: every (parent, request) in the routing index holds one reference on its GVR's
-informer, and the informer is released when the last such reference goes.
+Invariant: every (parent, request) in the routing index holds one reference on the informer of
+its slot (`slot`: the GVR, sharded or not), released when the last such reference goes.
 
 Nothing is kept for a GVR nobody uses: parent kinds come and go with their RGDs, and so do the
 kinds they watch. The per-GVR lock goes when nobody holds or awaits it; the routing series of
