@@ -29,27 +29,21 @@ import secrets
 import urllib.request
 from collections import defaultdict
 from collections.abc import (
-    AsyncIterator,
     Awaitable,
     Callable,
     Collection,
     Iterable,
-    Iterator,
     Mapping,
     Sequence,
 )
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-import pytest
-from kro_harness import KroEnv, is_ready, wait_for
+from kro_harness import KroEnv, is_ready, process_fixtures, wait_for
 
 from kro.runtime import GVR, Client, errors
 from kro.runtime.sharding import TRACE_ENV, Range, assign, contains, fnv1a64, namespace_of
-from kro.testing.kroprocess import FAST_LEASE_ARGS, KroProcess
-from kro.testing.pytest_plugin import ClusterHandle
-from kro.testing.runlocal import install_crds
+from kro.testing.kroprocess import KroProcess
 
 NAMESPACES_GVR = GVR("", "v1", "namespaces")
 CONFIGMAPS_GVR = GVR("", "v1", "configmaps")
@@ -60,49 +54,9 @@ Key = tuple[str, str]
 
 
 def sharding_fixtures() -> tuple[Any, Any]:
-    """`spawn` (starts replicas, stops them after the test) and `kro` (the test's KroEnv)."""
-
-    @pytest.fixture
-    def spawn(
-        kube_cluster: ClusterHandle,
-        kube_namespace: str,
-        tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch,
-    ) -> Iterator[Any]:
-        monkeypatch.setenv(TRACE_ENV, "1")
-        started: list[KroProcess] = []
-
-        def start(name: str) -> KroProcess:
-            process = KroProcess(
-                kube_cluster.kubeconfig,
-                tmp_path / f"{name}.log",
-                [
-                    *FAST_LEASE_ARGS,
-                    "--shards=auto",
-                    f"--leader-election-namespace={kube_namespace}",
-                    "--dynamic-controller-concurrent-reconciles=2",
-                ],
-            ).start()
-            started.append(process)
-            return process
-
-        try:
-            yield start
-        finally:
-            for process in started:
-                process.stop()
-
-    @pytest.fixture
-    async def kro(kube_cluster: ClusterHandle, kube_namespace: str) -> AsyncIterator[KroEnv]:
-        client = await Client.from_kubeconfig(str(kube_cluster.kubeconfig))
-        await install_crds(client)
-        env = KroEnv(client, kube_namespace)
-        try:
-            yield env
-        finally:
-            await client.close()
-
-    return spawn, kro
+    """`spawn` (starts `--shards=auto` replicas that trace their reconciles, stops them after
+    the test) and `kro` (the test's KroEnv)."""
+    return process_fixtures("--shards=auto", env={TRACE_ENV: "1"})
 
 
 # -- the RGD, namespaces and instances ---------------------------------------------------------
@@ -110,22 +64,7 @@ def sharding_fixtures() -> tuple[Any, Any]:
 
 def sharded_rgd(kro: KroEnv) -> dict[str, Any]:
     """One ConfigMap per instance carrying `spec.value`: what converged is easy to read."""
-    return kro.rgd(
-        "sharded",
-        KIND,
-        {"value": "string"},
-        [
-            {
-                "id": "config",
-                "template": {
-                    "apiVersion": "v1",
-                    "kind": "ConfigMap",
-                    "metadata": {"name": "${schema.metadata.name}-config"},
-                    "data": {"value": "${schema.spec.value}"},
-                },
-            }
-        ],
-    )
+    return kro.value_rgd("sharded", KIND)
 
 
 async def install_sharded_rgd(kro: KroEnv) -> GVR:

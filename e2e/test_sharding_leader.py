@@ -43,25 +43,6 @@ LEADER_WRITES = ("rgd.revision_issued", "crd.created", "rgd.status_updated")
 """Log events only the leader path emits, each for a write of an RGD, a GraphRevision or a CRD."""
 
 
-def config_rgd(env: KroEnv, name: str, kind: str) -> dict[str, Any]:
-    return env.rgd(
-        name,
-        kind,
-        {"value": "string"},
-        [
-            {
-                "id": "config",
-                "template": {
-                    "apiVersion": "v1",
-                    "kind": "ConfigMap",
-                    "metadata": {"name": "${schema.metadata.name}-config"},
-                    "data": {"value": "${schema.spec.value}"},
-                },
-            }
-        ],
-    )
-
-
 def owner_of(namespace: str, leases: Mapping[str, str]) -> str:
     """The replica whose range (in the assignment of `leases`, replica -> member Lease)
     holds `namespace`."""
@@ -92,7 +73,7 @@ async def test_one_leader_writes_rgds_revisions_and_crds_and_fails_over(
     await create_namespaces(client, namespaces)
     try:
         # -- one RGD: written by the leader only, served by all ------------------------------
-        first = config_rgd(kro, "led", "Led")
+        first = kro.value_rgd("led", "Led")
         first_name = str(first["metadata"]["name"])
         await kro.apply_rgd(first)
         await kro.wait_rgd_active(first_name)
@@ -136,7 +117,7 @@ async def test_one_leader_writes_rgds_revisions_and_crds_and_fails_over(
         marks = {n: p.offset() for n, p in replicas.items()}
         pids = {n: p.pid for n, p in replicas.items()}
         replicas[leader].kill9()
-        second = config_rgd(kro, "after", "After")
+        second = kro.value_rgd("after", "After")
         second_name = str(second["metadata"]["name"])
         await kro.apply_rgd(second)
         survivors = {n: replicas[n] for n in followers}
