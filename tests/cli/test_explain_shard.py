@@ -7,9 +7,7 @@ say they own, not against a second copy of the assignment.
 
 from __future__ import annotations
 
-import copy
 import json
-from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -18,68 +16,15 @@ from kro.cli.explain_mask import SecretMask
 from kro.cli.explain_report import InstanceReport
 from kro.cli.explain_shard import read_shard_owners, shard_owners
 from kro.runtime.clock import FakeClock
-from kro.runtime.errors import AlreadyExists, Forbidden, NotFound
-from kro.runtime.leaderelection import LEASES
+from kro.runtime.errors import Forbidden
 from kro.runtime.sharding import ShardingConfig, ShardMembership, ShardView
+from kro.testing.leases import FakeLeases
 
 EPOCH = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 NAMESPACES = [f"team-{i:x}{i * 7919:x}" for i in range(60)]
 
 
-class Leases:
-    """An in-memory Lease API: what ShardMembership writes, and what explain lists."""
-
-    def __init__(self) -> None:
-        self.items: dict[tuple[str, str], dict[str, Any]] = {}
-        self.rv = 0
-        self.selectors: list[str | None] = []
-
-    def _store(self, obj: Mapping[str, Any], namespace: str | None) -> dict[str, Any]:
-        self.rv += 1
-        new = copy.deepcopy(dict(obj))
-        new["metadata"]["resourceVersion"] = str(self.rv)
-        new["metadata"]["namespace"] = namespace or ""
-        self.items[(namespace or "", new["metadata"]["name"])] = new
-        return copy.deepcopy(new)
-
-    async def get(self, gvr: Any, name: str, *, namespace: str | None = None) -> dict[str, Any]:
-        if (namespace or "", name) not in self.items:
-            raise NotFound(status=404, reason="NotFound", message=name)
-        return copy.deepcopy(self.items[(namespace or "", name)])
-
-    async def list(
-        self, gvr: Any, *, namespace: str | None = None, label_selector: str | None = None
-    ) -> dict[str, Any]:
-        items = [o for (ns, _), o in self.items.items() if namespace in (None, ns)]
-        return {"items": copy.deepcopy(items)}
-
-    async def list_all(
-        self, gvr: Any, *, label_selector: str | None = None
-    ) -> tuple[list[dict[str, Any]], str]:
-        assert gvr == LEASES
-        self.selectors.append(label_selector)
-        return (await self.list(gvr))["items"], str(self.rv)
-
-    async def create(
-        self, gvr: Any, obj: Mapping[str, Any], *, namespace: str | None = None
-    ) -> dict[str, Any]:
-        if (namespace or "", obj["metadata"]["name"]) in self.items:
-            raise AlreadyExists(status=409, reason="AlreadyExists", message="exists")
-        return self._store(obj, namespace)
-
-    async def update(
-        self, gvr: Any, obj: Mapping[str, Any], *, namespace: str | None = None
-    ) -> dict[str, Any]:
-        return self._store(obj, namespace)
-
-    async def delete(
-        self, gvr: Any, name: str, *, namespace: str | None = None
-    ) -> dict[str, Any] | None:
-        self.items.pop((namespace or "", name), None)
-        return None
-
-    def leases(self) -> list[dict[str, Any]]:
-        return copy.deepcopy(list(self.items.values()))
+Leases = FakeLeases
 
 
 class Replicas:

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import copy
 import itertools
-from collections.abc import Mapping
-from typing import Any
 
 import pytest
 
 from kro.runtime.clock import FakeClock
-from kro.runtime.errors import AlreadyExists, Conflict, NotFound
 from kro.runtime.sharding import (
     HASH_SPACE,
     ShardingConfig,
@@ -21,6 +17,7 @@ from kro.runtime.sharding import (
     intersect,
     selector,
 )
+from kro.testing.leases import FakeLeases
 
 
 def test_fnv1a64_matches_the_published_vectors() -> None:
@@ -65,56 +62,7 @@ def test_view_admits_only_owned_namespaces_and_counts_in_flight() -> None:
     assert view.inflight_outside() == 0
 
 
-class Leases:
-    """An in-memory Lease API with resourceVersions, Conflict and NotFound."""
-
-    def __init__(self) -> None:
-        self.items: dict[str, dict[str, Any]] = {}
-        self.rv = 0
-        self.down: set[str] = set()  # identities whose calls fail (a partitioned replica)
-
-    def _bump(self, obj: Mapping[str, Any]) -> dict[str, Any]:
-        self.rv += 1
-        new = copy.deepcopy(dict(obj))
-        new["metadata"]["resourceVersion"] = str(self.rv)
-        self.items[new["metadata"]["name"]] = new
-        return copy.deepcopy(new)
-
-    async def get(self, gvr: Any, name: str, *, namespace: str | None = None) -> dict[str, Any]:
-        if name not in self.items:
-            raise NotFound(status=404, reason="NotFound", message=name)
-        return copy.deepcopy(self.items[name])
-
-    async def list(
-        self, gvr: Any, *, namespace: str | None = None, label_selector: str | None = None
-    ) -> dict[str, Any]:
-        return {"items": copy.deepcopy(list(self.items.values()))}
-
-    async def create(
-        self, gvr: Any, obj: Mapping[str, Any], *, namespace: str | None = None
-    ) -> dict[str, Any]:
-        if obj["metadata"]["name"] in self.items:
-            raise AlreadyExists(status=409, reason="AlreadyExists", message="exists")
-        return self._bump(obj)
-
-    async def update(
-        self, gvr: Any, obj: Mapping[str, Any], *, namespace: str | None = None
-    ) -> dict[str, Any]:
-        name = obj["metadata"]["name"]
-        if obj["spec"]["holderIdentity"] in self.down:
-            raise Conflict(status=409, reason="Conflict", message="partitioned")
-        current = self.items.get(name)
-        if current is None:
-            raise NotFound(status=404, reason="NotFound", message=name)
-        if current["metadata"]["resourceVersion"] != obj["metadata"]["resourceVersion"]:
-            raise Conflict(status=409, reason="Conflict", message="stale")
-        return self._bump(obj)
-
-    async def delete(
-        self, gvr: Any, name: str, *, namespace: str | None = None
-    ) -> dict[str, Any] | None:
-        self.items.pop(name, None)
-        return None
+Leases = FakeLeases
 
 
 def _member(api: Leases, clock: FakeClock, name: str) -> ShardMembership:

@@ -4,14 +4,12 @@ range and member count follow the view, handovers are counted, fallback mode is 
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Mapping
 from typing import Any
 
 from kro.runtime.clock import FakeClock
-from kro.runtime.errors import Conflict, NotFound
 from kro.runtime.prometheus import PrometheusProvider
 from kro.runtime.sharding import ShardingConfig, ShardMembership, ShardView
+from kro.testing.leases import FakeLeases
 
 SERIES = (
     "kro_shard_owned_range_fraction",
@@ -26,39 +24,7 @@ def value(provider: PrometheusProvider, name: str) -> float | None:
     return provider.registry.get_sample_value(name)
 
 
-class Leases:
-    """Just enough of the Lease API for members that never race."""
-
-    def __init__(self) -> None:
-        self.items: dict[str, dict[str, Any]] = {}
-        self.rv = 0
-
-    def _store(self, obj: Mapping[str, Any]) -> dict[str, Any]:
-        self.rv += 1
-        new = copy.deepcopy(dict(obj))
-        new["metadata"]["resourceVersion"] = str(self.rv)
-        self.items[new["metadata"]["name"]] = new
-        return copy.deepcopy(new)
-
-    async def get(self, gvr: Any, name: str, *, namespace: str | None = None) -> dict[str, Any]:
-        if name not in self.items:
-            raise NotFound(status=404, reason="NotFound", message=name)
-        return copy.deepcopy(self.items[name])
-
-    async def list(self, gvr: Any, **_: Any) -> dict[str, Any]:
-        return {"items": copy.deepcopy(list(self.items.values()))}
-
-    async def create(self, gvr: Any, obj: Mapping[str, Any], **_: Any) -> dict[str, Any]:
-        return self._store(obj)
-
-    async def update(self, gvr: Any, obj: Mapping[str, Any], **_: Any) -> dict[str, Any]:
-        current = self.items[obj["metadata"]["name"]]
-        if current["metadata"]["resourceVersion"] != obj["metadata"]["resourceVersion"]:
-            raise Conflict(status=409, reason="Conflict", message="stale")
-        return self._store(obj)
-
-    async def delete(self, gvr: Any, name: str, **_: Any) -> None:
-        self.items.pop(name, None)
+Leases = FakeLeases
 
 
 def member(api: Leases, clock: FakeClock, name: str, provider: PrometheusProvider) -> Any:
