@@ -221,6 +221,23 @@ def assert_reconciles_in(
     return counts
 
 
+async def update_within_ranges(
+    kro: KroEnv,
+    names: Sequence[Key],
+    value: str,
+    replicas: Mapping[str, KroProcess],
+    leases: Mapping[str, str],
+) -> dict[str, int]:
+    """Once the replicas have settled on the view of `leases` (replica -> member Lease): set
+    every instance to `value`, wait until every ConfigMap carries it, and check that each
+    replica reconciled only namespaces of its range meanwhile. The reconciles per replica."""
+    ranges = assign(leases[name] for name in replicas)
+    marks = {name: process.offset() for name, process in replicas.items()}
+    await apply_all(kro, names, value)
+    await converge(kro, names, value, f"every ConfigMap at {value!r} once settled")
+    return assert_reconciles_in(replicas, marks, {n: ranges[leases[n]] for n in replicas})
+
+
 def scrape(process: KroProcess) -> str:
     """The replica's /metrics page (probes and metrics share one address in these tests)."""
     with urllib.request.urlopen(process.health_url() + "/metrics", timeout=10) as response:

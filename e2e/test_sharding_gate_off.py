@@ -27,7 +27,6 @@ from sharding_fixtures import (
     Key,
     apply_all,
     assert_no_overlap,
-    assert_reconciles_in,
     cached,
     caches_only,
     converge,
@@ -41,6 +40,7 @@ from sharding_fixtures import (
     settled,
     sharding_fixtures,
     spread_namespaces,
+    update_within_ranges,
     wait_all_ready,
     whole_kind_lists,
 )
@@ -105,13 +105,7 @@ async def test_without_the_gate_replicas_filter_on_the_client(
 
         # Settled: each replica reconciles only its range, although it receives everything.
         await settled(replicas.values())
-        ranges = assign(leases.values())
-        marks = {name: process.offset() for name, process in replicas.items()}
-        await apply_all(kro, names, "b")
-        await converge(kro, names, "b", "every ConfigMap updated")
-        per_replica = assert_reconciles_in(
-            replicas, marks, {name: ranges[leases[name]] for name in replicas}
-        )
+        per_replica = await update_within_ranges(kro, names, "b", replicas, leases)
         print(f"reconciles per replica after settling: {per_replica}")
 
         # The fallback: said once per replica, and on /metrics.

@@ -27,7 +27,6 @@ from sharding_fixtures import (
     Key,
     apply_all,
     assert_no_overlap,
-    assert_reconciles_in,
     converge,
     create_namespaces,
     delete_namespaces,
@@ -37,11 +36,11 @@ from sharding_fixtures import (
     settled,
     sharding_fixtures,
     spread_namespaces,
+    update_within_ranges,
     wait_all_ready,
 )
 
 from kro.runtime import GVR
-from kro.runtime.sharding import assign
 from kro.testing.kroprocess import KroProcess
 from kro.testing.pytest_plugin import ClusterHandle
 
@@ -125,13 +124,8 @@ async def test_replicas_scale_out_and_in_while_instances_change(
         assert replicas["r0"].find("shard.left")
 
         # Settled: each survivor reconciles only its range of the final assignment.
-        final = assign(leases[name] for name in survivors)
         marks = {name: process.offset() for name, process in survivors.items()}
-        await apply_all(kro, names, "d")
-        await converge(kro, names, "d", "every ConfigMap updated once settled")
-        per_replica = assert_reconciles_in(
-            survivors, marks, {name: final[leases[name]] for name in survivors}
-        )
+        per_replica = await update_within_ranges(kro, names, "d", survivors, leases)
         print(f"{reconciles} reconciles while scaling; per survivor once settled: {per_replica}")
         assert_no_overlap(replicas)
 
