@@ -8,6 +8,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from kro.controllers.instance.reconciler import InstanceReconciler
 from kro.graph.builder import build_graph
 from kro.graph.model import Graph
 from kro.graph.resolver import OfflineSchemaResolver
@@ -165,3 +166,11 @@ class DictClient:
     async def delete(self, gvr: GVR, name: str, **_: Any) -> None:
         self.writes.append(("delete", gvr, name))
         self.objects.pop((gvr, name), None)
+
+
+def greeter_reconciler(**kwargs: Any) -> InstanceReconciler:
+    """The instance reconciler of the Greeter kind (RGD `greeter`), built as the RGD controller
+    builds it; `kwargs` are the rest of its arguments (client, registry, applier, watches...)."""
+    return InstanceReconciler(
+        rgd_name="greeter", rgd_uid="uid-greeter", gvr=GREETERS, kind="Greeter", **kwargs
+    )

@@ -16,6 +16,7 @@ from controllers_fakes import (
     RecordingWatches,
     greeter,
     greeter_graph,
+    greeter_reconciler,
     greeter_rgd,
     sample,
 )
@@ -47,16 +48,12 @@ HI = Request(NS, "hi")
 def _instances(
     client: Client, applier: Applier, provider: PrometheusProvider, registry: RevisionRegistry
 ) -> InstanceReconciler:
-    return InstanceReconciler(
+    return greeter_reconciler(
         runtime_metrics=RuntimeMetrics(provider),
-        rgd_name="greeter",
-        rgd_uid="uid-greeter",
-        gvr=GREETERS,
-        kind="Greeter",
         client=client,
         registry=registry,
         applier=applier,
-        watches=RecordingWatches(),  # type: ignore[arg-type]
+        watches=RecordingWatches(),
         metrics=InstanceMetrics(provider),
     )
 

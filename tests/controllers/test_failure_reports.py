@@ -19,6 +19,7 @@ from controllers_fakes import (
     RecordingWatches,
     greeter,
     greeter_graph,
+    greeter_reconciler,
     greeter_rgd,
     sample,
 )
@@ -74,15 +75,11 @@ def _reconciler(
         recorder=pool.recorder("kro/greeters.unit.kro.run-controller"),
     )
     failures.initialise()
-    return InstanceReconciler(
-        rgd_name="greeter",
-        rgd_uid="uid-greeter",
-        gvr=GREETERS,
-        kind="Greeter",
+    return greeter_reconciler(
         client=client,
         registry=registry,
         applier=applier,
-        watches=RecordingWatches(),  # type: ignore[arg-type]
+        watches=RecordingWatches(),
         metrics=metrics,
         failures=failures,
     )

@@ -4,7 +4,15 @@ blocks that is shown on the instance as `deletion blocked: <error>` (D-06), not 
 from __future__ import annotations
 
 import pytest
-from controllers_fakes import CONFIGMAPS, GREETERS, NS, RecordingWatches, greeter, greeter_graph
+from controllers_fakes import (
+    CONFIGMAPS,
+    GREETERS,
+    NS,
+    RecordingWatches,
+    greeter,
+    greeter_graph,
+    greeter_reconciler,
+)
 from fakeapi import FakeApiServer, Fault
 
 from kro.applyset import Applier
@@ -30,15 +38,11 @@ async def _active(api: FakeApiServer, client: Client, applier: Applier) -> Insta
     registry = RevisionRegistry()
     registry.activate("greeter", 1, "h1", greeter_graph())
     api.seed(GREETERS, greeter())
-    reconciler = InstanceReconciler(
-        rgd_name="greeter",
-        rgd_uid="uid-greeter",
-        gvr=GREETERS,
-        kind="Greeter",
+    reconciler = greeter_reconciler(
         client=client,
         registry=registry,
         applier=applier,
-        watches=RecordingWatches(),  # type: ignore[arg-type]
+        watches=RecordingWatches(),
     )
     await reconciler.reconcile(HI)
     await client.get(CONFIGMAPS, "hi", namespace=NS)

@@ -10,7 +10,14 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from controllers_fakes import GREETERS, NS, RecordingWatches, greeter, greeter_graph
+from controllers_fakes import (
+    GREETERS,
+    NS,
+    RecordingWatches,
+    greeter,
+    greeter_graph,
+    greeter_reconciler,
+)
 from fakeapi import FakeApiServer
 
 from kro.applyset import Applier
@@ -73,15 +80,11 @@ async def _flushed(recorder: EventRecorder) -> None:
 def _greeters(
     client: Client, applier: Applier, registry: RevisionRegistry, events: EventRecorder | None
 ) -> InstanceReconciler:
-    return InstanceReconciler(
-        rgd_name="greeter",
-        rgd_uid="uid-greeter",
-        gvr=GREETERS,
-        kind="Greeter",
+    return greeter_reconciler(
         client=client,
         registry=registry,
         applier=applier,
-        watches=RecordingWatches(),  # type: ignore[arg-type]
+        watches=RecordingWatches(),
         events=events,
     )
 

@@ -8,11 +8,10 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 
 import pytest
-from controllers_fakes import CONFIGMAPS, GREETERS, NS, greeter, greeter_graph
+from controllers_fakes import CONFIGMAPS, GREETERS, NS, greeter, greeter_graph, greeter_reconciler
 from fakeapi import FakeApiServer
 
 from kro.applyset import Applier
-from kro.controllers.instance import InstanceReconciler
 from kro.controllers.instance.reconciler import probably_settled, should_enqueue_update
 from kro.controllers.registry import RevisionRegistry
 from kro.dynamic import DynamicController, DynamicControllerOptions
@@ -51,11 +50,7 @@ async def test_a_converged_instance_is_reconciled_without_a_request(
 ) -> None:
     registry = RevisionRegistry()
     registry.activate("greeter", 1, "h1", greeter_graph())
-    reconciler = InstanceReconciler(
-        rgd_name="greeter",
-        rgd_uid="uid-greeter",
-        gvr=GREETERS,
-        kind="Greeter",
+    reconciler = greeter_reconciler(
         client=client,
         registry=registry,
         applier=applier,

@@ -15,7 +15,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from controllers_fakes import CONFIGMAPS, GREETERS, GROUP, NS, RESOLVER, greeter, greeter_rgd
+from controllers_fakes import (
+    CONFIGMAPS,
+    GREETERS,
+    GROUP,
+    NS,
+    RESOLVER,
+    greeter,
+    greeter_reconciler,
+    greeter_rgd,
+)
 from fakeapi import FakeApiServer
 
 from kro.api.names import ANNOTATION_SETTLED_INPUTS
@@ -81,11 +90,7 @@ async def running(client: Client, registry: RevisionRegistry) -> AsyncIterator[K
     """A controller process on the shared fake API server; leaving the block stops it."""
     factory = SharedInformerFactory(client)
     dynamic = DynamicController(factory, options=DynamicControllerOptions(workers=1))
-    reconciler = InstanceReconciler(
-        rgd_name="greeter",
-        rgd_uid="uid-greeter",
-        gvr=GREETERS,
-        kind="Greeter",
+    reconciler = greeter_reconciler(
         client=client,
         registry=registry,
         applier=Applier(client, ApplierOptions(tooling=tooling_for("v0.9.3"))),

@@ -48,7 +48,8 @@ class Authorizer:
         self.reviews.append(copy.deepcopy(dict(obj)))
         attributes = obj["spec"]["resourceAttributes"]
         resource = attributes["resource"] + (
-            f"/{attributes['subresource']}" if attributes["subresource"] else "")
+            f"/{attributes['subresource']}" if attributes["subresource"] else ""
+        )
         allowed = (attributes["group"], resource, attributes["verb"]) in self.allowed
         return {**obj, "status": {"allowed": allowed}}
 
@@ -76,12 +77,12 @@ async def test_one_cluster_wide_review_per_permission_with_the_subresource_split
         PolicyRule(("example.com",), ("widgets/status",), ("update",)),
     ]
     attributes = sorted(
-        (r["spec"]["resourceAttributes"] for r in authorizer.reviews), key=lambda a: a["verb"])
+        (r["spec"]["resourceAttributes"] for r in authorizer.reviews), key=lambda a: a["verb"]
+    )
     assert attributes == [
         {"group": "apps", "resource": "deployments", "subresource": "", "verb": "get"},
         {"group": "apps", "resource": "deployments", "subresource": "", "verb": "patch"},
-        {"group": "example.com", "resource": "widgets", "subresource": "status",
-         "verb": "update"},
+        {"group": "example.com", "resource": "widgets", "subresource": "status", "verb": "update"},
     ]
     assert all("namespace" not in a for a in attributes)  # every namespace at once
     assert {r["kind"] for r in authorizer.reviews} == {"SelfSubjectAccessReview"}
@@ -91,8 +92,10 @@ async def test_answers_are_cached_per_rule_set() -> None:
     authorizer, clock = Authorizer(), Clock()
     checks = checker(authorizer, clock)
     first = await checks.check([DEPLOYMENTS])
-    assert first.missing == {Permission("apps", "deployments", "get"),
-                             Permission("apps", "deployments", "patch")}
+    assert first.missing == {
+        Permission("apps", "deployments", "get"),
+        Permission("apps", "deployments", "patch"),
+    }
     await checks.check([DEPLOYMENTS])
     assert len(authorizer.reviews) == 2  # the second check was answered from the cache
     await checks.check([DEPLOYMENTS, STATUS])  # another rule set: asked
@@ -123,8 +126,9 @@ async def test_complete_answers_are_kept_longer() -> None:
 
 async def test_a_failed_review_is_an_unknown_answer_not_a_missing_permission() -> None:
     authorizer = Authorizer()
-    authorizer.fail = Forbidden(status=403, reason="Forbidden",
-                                message="cannot create selfsubjectaccessreviews")
+    authorizer.fail = Forbidden(
+        status=403, reason="Forbidden", message="cannot create selfsubjectaccessreviews"
+    )
     check = await checker(authorizer).check([DEPLOYMENTS])
     assert check == AccessCheck(error="403 Forbidden: cannot create selfsubjectaccessreviews")
     assert not check.complete
@@ -142,13 +146,17 @@ async def _report(
         seen.append((kind, value, reason, message))
 
     after = await report_permissions(
-        checker(authorizer), greeter_graph(), {} if status is None else status, cond)
+        checker(authorizer), greeter_graph(), {} if status is None else status, cond
+    )
     return seen, after
 
 
 def _all_of_greeter() -> set[tuple[str, str, str]]:
-    return {(p.group, p.resource, p.verb)
-            for rule in required_rules(greeter_graph()) for p in rule.permissions()}
+    return {
+        (p.group, p.resource, p.verb)
+        for rule in required_rules(greeter_graph())
+        for p in rule.permissions()
+    }
 
 
 async def test_no_condition_when_everything_is_granted_and_an_old_one_goes() -> None:
@@ -156,17 +164,29 @@ async def test_no_condition_when_everything_is_granted_and_an_old_one_goes() -> 
     seen, after = await _report(Authorizer(_all_of_greeter()), status)
     assert seen == []
     assert [c["type"] for c in status["conditions"]] == [
-        "GraphRevisionsResolved", "GraphAccepted", "KindReady", "ControllerReady"]
+        "GraphRevisionsResolved",
+        "GraphAccepted",
+        "KindReady",
+        "ControllerReady",
+    ]
     assert after is None  # nothing to look at again
 
 
 async def test_condition_false_names_each_missing_resource_and_verb() -> None:
-    granted = _all_of_greeter() - {("", "configmaps", "create"), ("", "configmaps", "delete"),
-                                   ("unit.kro.run", "greeters/status", "update")}
+    granted = _all_of_greeter() - {
+        ("", "configmaps", "create"),
+        ("", "configmaps", "delete"),
+        ("unit.kro.run", "greeters/status", "update"),
+    }
     seen, after = await _report(Authorizer(granted))
-    assert seen == [("PermissionsGranted", "False", "MissingPermissions",
-                     "missing permissions: configmaps: create, delete; "
-                     "unit.kro.run/greeters/status: update")]
+    assert seen == [
+        (
+            "PermissionsGranted",
+            "False",
+            "MissingPermissions",
+            "missing permissions: configmaps: create, delete; unit.kro.run/greeters/status: update",
+        )
+    ]
     assert after == CheckerOptions().recheck_missing_s
 
 
@@ -174,8 +194,14 @@ async def test_condition_unknown_when_kro_cannot_ask() -> None:
     authorizer = Authorizer()
     authorizer.fail = Forbidden(status=403, reason="Forbidden", message="no")
     seen, after = await _report(authorizer)
-    assert seen == [("PermissionsGranted", "Unknown", "PermissionCheckFailed",
-                     "cannot check kro's permissions: 403 Forbidden: no")]
+    assert seen == [
+        (
+            "PermissionsGranted",
+            "Unknown",
+            "PermissionCheckFailed",
+            "cannot check kro's permissions: 403 Forbidden: no",
+        )
+    ]
     assert after == CheckerOptions().recheck_failed_s
 
 
@@ -184,15 +210,27 @@ async def test_condition_unknown_when_kro_cannot_ask() -> None:
 
 def _status(permissions: str | None) -> dict[str, Any]:
     conditions = [
-        {"type": t, "status": "True", "reason": "x", "message": "", "observedGeneration": 1,
-         "lastTransitionTime": "2026-01-01T00:00:00Z"}
+        {
+            "type": t,
+            "status": "True",
+            "reason": "x",
+            "message": "",
+            "observedGeneration": 1,
+            "lastTransitionTime": "2026-01-01T00:00:00Z",
+        }
         for t in ("GraphRevisionsResolved", "GraphAccepted", "KindReady", "ControllerReady")
     ]
     if permissions is not None:
-        conditions.append({
-            "type": "PermissionsGranted", "status": permissions, "reason": "MissingPermissions",
-            "message": "missing permissions: configmaps: create", "observedGeneration": 1,
-            "lastTransitionTime": "2026-01-01T00:00:01Z"})
+        conditions.append(
+            {
+                "type": "PermissionsGranted",
+                "status": permissions,
+                "reason": "MissingPermissions",
+                "message": "missing permissions: configmaps: create",
+                "observedGeneration": 1,
+                "lastTransitionTime": "2026-01-01T00:00:01Z",
+            }
+        )
     return {"conditions": conditions}
 
 
@@ -224,7 +262,10 @@ async def test_missing_permissions_make_the_rgd_not_ready_but_still_active() -> 
     ready = get_condition(status, "Ready")
     assert ready is not None
     assert (ready["status"], ready["reason"], ready["message"]) == (
-        "False", "MissingPermissions", "missing permissions: configmaps: create")
+        "False",
+        "MissingPermissions",
+        "missing permissions: configmaps: create",
+    )
     assert status["state"] == "Active"
 
 

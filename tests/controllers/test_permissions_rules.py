@@ -25,16 +25,23 @@ WRITE = ["get", "list", "watch", "create", "patch", "delete"]
 INSTANCE = ["get", "list", "watch", "patch"]
 
 
-def rgd(*resources: dict[str, Any], scope: str = "Namespaced", group: str | None = "example.com",
-        spec: dict[str, Any] | None = None) -> dict[str, Any]:
+def rgd(
+    *resources: dict[str, Any],
+    scope: str = "Namespaced",
+    group: str | None = "example.com",
+    spec: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     schema: dict[str, Any] = {
-        "apiVersion": "v1alpha1", "kind": "Widget", "scope": scope,
-        "spec": spec or {"name": "string | default=w", "items": "[]string | default=[\"a\"]"},
+        "apiVersion": "v1alpha1",
+        "kind": "Widget",
+        "scope": scope,
+        "spec": spec or {"name": "string | default=w", "items": '[]string | default=["a"]'},
     }
     if group is not None:
         schema["group"] = group
     return {
-        "apiVersion": "kro.run/v1alpha1", "kind": "ResourceGraphDefinition",
+        "apiVersion": "kro.run/v1alpha1",
+        "kind": "ResourceGraphDefinition",
         "metadata": {"name": "widgets"},
         "spec": {"schema": schema, "resources": list(resources)},
     }
@@ -42,14 +49,15 @@ def rgd(*resources: dict[str, Any], scope: str = "Namespaced", group: str | None
 
 def template(node_id: str, api_version: str, kind: str, **extra: Any) -> dict[str, Any]:
     metadata = {"name": f"${{schema.metadata.name}}-{node_id}", **extra.pop("metadata", {})}
-    return {"id": node_id,
-            "template": {"apiVersion": api_version, "kind": kind, "metadata": metadata},
-            **extra}
+    return {
+        "id": node_id,
+        "template": {"apiVersion": api_version, "kind": kind, "metadata": metadata},
+        **extra,
+    }
 
 
 def external(node_id: str, kind: str, metadata: dict[str, Any]) -> dict[str, Any]:
-    return {"id": node_id,
-            "externalRef": {"apiVersion": "v1", "kind": kind, "metadata": metadata}}
+    return {"id": node_id, "externalRef": {"apiVersion": "v1", "kind": kind, "metadata": metadata}}
 
 
 def build(spec: dict[str, Any]) -> Graph:
@@ -78,7 +86,9 @@ def test_instance_kind_needs_no_create_update_delete_or_finalizers_subresource()
     needed = required_permissions(build(rgd(template("cm", "v1", "ConfigMap"))))
     widgets = {p for p in needed if p.group == "example.com"}
     assert {(p.resource, p.verb) for p in widgets} == {
-        *(("widgets", v) for v in INSTANCE), ("widgets/status", "update")}
+        *(("widgets", v) for v in INSTANCE),
+        ("widgets/status", "update"),
+    }
 
 
 def test_instance_kind_in_the_default_group() -> None:
@@ -94,7 +104,8 @@ def test_cluster_scoped_instance_kind_needs_the_same_rules() -> None:
 
 def test_template_resource_is_read_watched_applied_and_deleted() -> None:
     assert rules(rgd(template("deploy", "apps/v1", "Deployment")))[0] == rule(
-        "apps", ["deployments"], WRITE)
+        "apps", ["deployments"], WRITE
+    )
 
 
 def test_conditional_resource_needs_its_rule_too() -> None:
@@ -103,8 +114,10 @@ def test_conditional_resource_needs_its_rule_too() -> None:
 
 
 def test_cluster_scoped_kinds_from_a_namespaced_instance() -> None:
-    spec = rgd(template("ns", "v1", "Namespace"),
-               template("role", "rbac.authorization.k8s.io/v1", "ClusterRole"))
+    spec = rgd(
+        template("ns", "v1", "Namespace"),
+        template("role", "rbac.authorization.k8s.io/v1", "ClusterRole"),
+    )
     assert rules(spec) == [
         rule("", ["namespaces"], WRITE),
         rule("example.com", ["widgets"], INSTANCE),
@@ -114,11 +127,18 @@ def test_cluster_scoped_kinds_from_a_namespaced_instance() -> None:
 
 
 def test_foreach_collection_is_never_read_by_name() -> None:
-    spec = rgd(template("cms", "v1", "ConfigMap",
-                        metadata={"name": "${schema.metadata.name}-${tier}"},
-                        forEach=[{"tier": "${schema.spec.items}"}]))
-    assert rules(spec)[0] == rule("", ["configmaps"], ["list", "watch", "create", "patch",
-                                                      "delete"])
+    spec = rgd(
+        template(
+            "cms",
+            "v1",
+            "ConfigMap",
+            metadata={"name": "${schema.metadata.name}-${tier}"},
+            forEach=[{"tier": "${schema.spec.items}"}],
+        )
+    )
+    assert rules(spec)[0] == rule(
+        "", ["configmaps"], ["list", "watch", "create", "patch", "delete"]
+    )
 
 
 def test_kinds_with_the_same_group_and_verbs_share_a_rule() -> None:
@@ -127,11 +147,19 @@ def test_kinds_with_the_same_group_and_verbs_share_a_rule() -> None:
 
 
 def test_rules_do_not_depend_on_the_order_of_resources() -> None:
-    first = [template("svc", "v1", "Service"), template("deploy", "apps/v1", "Deployment"),
-             external("cfg", "ConfigMap", {"name": "shared"})]
+    first = [
+        template("svc", "v1", "Service"),
+        template("deploy", "apps/v1", "Deployment"),
+        external("cfg", "ConfigMap", {"name": "shared"}),
+    ]
     assert rules(rgd(*first)) == rules(rgd(*reversed(first)))
     assert [r["apiGroups"] for r in rules(rgd(*first))] == [
-        [""], [""], ["apps"], ["example.com"], ["example.com"]]
+        [""],
+        [""],
+        ["apps"],
+        ["example.com"],
+        ["example.com"],
+    ]
 
 
 # --- externalRefs -------------------------------------------------------------------------------
@@ -139,7 +167,8 @@ def test_rules_do_not_depend_on_the_order_of_resources() -> None:
 
 def test_external_ref_by_name_is_read_only() -> None:
     assert rules(rgd(external("cfg", "ConfigMap", {"name": "shared"})))[0] == rule(
-        "", ["configmaps"], READ)
+        "", ["configmaps"], READ
+    )
 
 
 def test_external_ref_by_selector_is_listed_and_watched_only() -> None:
@@ -156,17 +185,25 @@ def test_a_kind_both_read_and_created_gets_the_union() -> None:
 
 
 def _owned(block: object) -> dict[str, Any]:
-    reference: dict[str, object] = {"apiVersion": "example.com/v1alpha1", "kind": "Widget",
-                 "name": "${schema.metadata.name}", "uid": "${schema.metadata.uid}"}
+    reference: dict[str, object] = {
+        "apiVersion": "example.com/v1alpha1",
+        "kind": "Widget",
+        "name": "${schema.metadata.name}",
+        "uid": "${schema.metadata.uid}",
+    }
     if block is not None:
         reference["blockOwnerDeletion"] = block
     return template("cm", "v1", "ConfigMap", metadata={"ownerReferences": [reference]})
 
 
-@pytest.mark.parametrize(("block", "needed"), [(True, True), (False, False), (None, False)],
-                         ids=["blocking", "not-blocking", "unset"])
+@pytest.mark.parametrize(
+    ("block", "needed"),
+    [(True, True), (False, False), (None, False)],
+    ids=["blocking", "not-blocking", "unset"],
+)
 def test_blocking_owner_reference_to_the_instance_needs_its_finalizers(
-        block: object, needed: bool) -> None:
+    block: object, needed: bool
+) -> None:
     finalizers = Permission("example.com", "widgets/finalizers", "update")
     assert (finalizers in required_permissions(build(rgd(_owned(block))))) is needed
 
@@ -175,8 +212,12 @@ def test_blocking_owner_reference_to_the_instance_needs_its_finalizers(
 
 
 def test_rules_for_sorts_groups_resources_and_verbs() -> None:
-    permissions = [Permission("apps", "deployments", "delete"), Permission("", "pods", "watch"),
-                   Permission("apps", "deployments", "get"), Permission("", "pods", "get")]
+    permissions = [
+        Permission("apps", "deployments", "delete"),
+        Permission("", "pods", "watch"),
+        Permission("apps", "deployments", "get"),
+        Permission("", "pods", "get"),
+    ]
     assert rules_for(permissions) == [
         PolicyRule(("",), ("pods",), ("get", "watch")),
         PolicyRule(("apps",), ("deployments",), ("get", "delete")),
@@ -184,16 +225,21 @@ def test_rules_for_sorts_groups_resources_and_verbs() -> None:
 
 
 def test_missing_permissions_are_listed_by_resource_with_their_verbs() -> None:
-    missing = [Permission("apps", "deployments", "patch"), Permission("", "services", "delete"),
-               Permission("apps", "deployments", "create"),
-               Permission("example.com", "widgets/status", "update")]
+    missing = [
+        Permission("apps", "deployments", "patch"),
+        Permission("", "services", "delete"),
+        Permission("apps", "deployments", "create"),
+        Permission("example.com", "widgets/status", "update"),
+    ]
     assert describe_missing(missing) == (
         "missing permissions: services: delete; apps/deployments: create, patch; "
-        "example.com/widgets/status: update")
+        "example.com/widgets/status: update"
+    )
 
 
 def test_one_removed_rule_is_described_as_that_rule() -> None:
     role = required_rules(build(rgd(template("deploy", "apps/v1", "Deployment"))))
     removed = role[0]
     assert describe_missing(removed.permissions()) == (
-        "missing permissions: apps/deployments: get, list, watch, create, patch, delete")
+        "missing permissions: apps/deployments: get, list, watch, create, patch, delete"
+    )
