@@ -45,6 +45,7 @@ import contextlib
 import json
 import os
 import secrets
+import signal
 import statistics
 import subprocess
 import sys
@@ -226,12 +227,81 @@ runpy.run_module("kro.cli.main", run_name="__main__")
 commit), bypassing the editable install, to measure before and after on one machine."""
 
 
-def _start_controller(kubeconfig: str, workers: int, metrics_port: int) -> subprocess.Popen[bytes]:
+_PROFILED_LAUNCHER = """
+import collections, gc, io, os, pstats, runpy, signal, sys
+mode, out, source = sys.argv[1:4]
+del sys.argv[1:4]
+if source:
+    sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f)]
+    sys.path.insert(0, source)
+sys.argv[0] = "kro"
+if mode == "memory":
+    import tracemalloc
+    tracemalloc.start(12)
+
+    def report():
+        current, peak = tracemalloc.get_traced_memory()
+        snapshot = tracemalloc.take_snapshot().filter_traces(
+            [tracemalloc.Filter(False, tracemalloc.__file__)]
+        )
+        lines = [f"traced now {current / 2**20:.1f} MiB, traced peak {peak / 2**20:.1f} MiB"]
+        lines.append("-- by file")
+        lines += [str(s) for s in snapshot.statistics("filename")[:25]]
+        lines.append("-- by line")
+        lines += [str(s) for s in snapshot.statistics("lineno")[:40]]
+        lines.append("-- by kro line (innermost frame in kro/ that allocated, or called what did)")
+        by_kro = collections.Counter()
+        for trace in snapshot.traces:
+            frame = next(
+                (f for f in trace.traceback if "/kro/" in f.filename), trace.traceback[0]
+            )
+            by_kro[f"{frame.filename}:{frame.lineno}"] += trace.size
+        lines += [f"{where}: {size / 2**20:.2f} MiB" for where, size in by_kro.most_common(40)]
+        lines.append("-- live objects by type (gc)")
+        types = collections.Counter(type(o).__name__ for o in gc.get_objects())
+        lines += [f"{name}: {count}" for name, count in types.most_common(25)]
+        return "\\n".join(lines)
+else:
+    import cProfile
+    profile = cProfile.Profile()
+
+    def report():
+        profile.disable()
+        text = io.StringIO()
+        stats = pstats.Stats(profile, stream=text)
+        stats.sort_stats("cumulative").print_stats(40)
+        stats.sort_stats("tottime").print_stats(40)
+        return text.getvalue()
+
+    profile.enable()
+
+
+def dump(signum, frame):
+    with open(out + ".part", "w") as f:
+        f.write(report())
+    os.replace(out + ".part", out)
+
+
+signal.signal(signal.SIGUSR1, dump)
+runpy.run_module("kro.cli.main", run_name="__main__")
+"""
+"""`--profile memory|cpu`: the controller runs under tracemalloc (12 frames) or cProfile, and
+SIGUSR1 writes the top allocations by file, line and innermost kro line plus live objects by type,
+or the top functions by cumulative and self time, to the file named on its command line. Both
+slow the controller (tracemalloc about twice): profiled runs are for where, not how much."""
+
+
+def _start_controller(
+    kubeconfig: str, workers: int, metrics_port: int, profile: tuple[str, Path] | None = None
+) -> subprocess.Popen[bytes]:
     """`kro controller`; with KRO_BENCH_LOG=<path> its debug log (JSON lines) goes there,
-    with KRO_BENCH_SOURCE=<checkout> it runs that checkout's kro."""
+    with KRO_BENCH_SOURCE=<checkout> it runs that checkout's kro, with `profile` (mode, output)
+    under _PROFILED_LAUNCHER."""
     log = Path(os.environ["KRO_BENCH_LOG"]) if os.environ.get("KRO_BENCH_LOG") else None
     source = os.environ.get("KRO_BENCH_SOURCE")
     launcher = ["-c", _LAUNCHER, source] if source else ["-m", "kro.cli.main"]
+    if profile:
+        launcher = ["-c", _PROFILED_LAUNCHER, profile[0], str(profile[1]), source or ""]
     return subprocess.Popen(
         [
             sys.executable,
@@ -504,6 +574,24 @@ def _rss(pid: int) -> int:
     return 0
 
 
+async def _profile_report(controller: subprocess.Popen[bytes], dump: Path) -> str:
+    """Ask the profiled controller (SIGUSR1) for its report once every instance is ACTIVE."""
+    controller.send_signal(signal.SIGUSR1)
+    for _ in range(600):
+        await asyncio.sleep(0.5)
+        if text := _take_report(dump):
+            return text
+    return "(no report from the controller)"
+
+
+def _take_report(dump: Path) -> str:
+    """The report once the controller has renamed it into place (empty until then)."""
+    text = dump.read_text()
+    if text:
+        dump.unlink()
+    return text
+
+
 async def _quiet(port: int, quiet_s: float, limit_s: float) -> float:
     """Seconds (from now) until the controller's request count last moved, once it has not
     moved for `quiet_s` (or `limit_s` passed)."""
@@ -560,6 +648,7 @@ async def run_once(
     scenario: str = "three",
     floor: bool = False,
     restart: bool = False,
+    profile: str | None = None,
 ) -> dict[str, Any]:
     load = _load_average()
     client = await Client.from_kubeconfig(kubeconfig, options=ClientOptions(qps=0))
@@ -573,7 +662,10 @@ async def run_once(
             NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
         )
         metrics_port = free_port()
-        controller = _start_controller(kubeconfig, workers, metrics_port)
+        dump = Path(tempfile.mkstemp(prefix="kro-profile-")[1]) if profile else None
+        controller = _start_controller(
+            kubeconfig, workers, metrics_port, (profile, dump) if profile and dump else None
+        )
         try:
             startup = await _startup_usage(controller, metrics_port)
             await client.apply(
@@ -596,6 +688,7 @@ async def run_once(
             controller_after = _controller_requests(metrics_port)
             cpu_after, peak = _proc_usage(controller.pid)
             latencies = sorted(active[n] - created[n] for n in active)
+            profile_report = await _profile_report(controller, dump) if dump else None
             detection_s = (
                 await _wait_fights_detected(client, namespace, instances) if fight else None
             )
@@ -646,6 +739,7 @@ async def run_once(
                 "steady_state_controller_requests": steady_requests,
                 **startup,
                 **extra,
+                **({"profile": profile, "profile_report": profile_report} if profile else {}),
             }
         finally:
             stop_pid(controller.pid, reap=controller.poll)
@@ -854,6 +948,9 @@ def _report_replicas(result: dict[str, Any]) -> None:
 
 def _report(result: dict[str, Any]) -> None:
     for key, value in result.items():
+        if key == "profile_report":
+            print(value)
+            continue
         if key == "steady_state_writes_by_object":
             for obj, per in sorted(value.items()):
                 print(f"    {obj:40} {per}")
@@ -861,6 +958,7 @@ def _report(result: dict[str, Any]) -> None:
         print(f"  {key:28} {value:.3f}" if isinstance(value, float) else f"  {key:28} {value}")
     RESULTS.mkdir(exist_ok=True)
     suffix = "-fight" if result.get("fight") else ""
+    suffix += f"-profile-{result['profile']}" if result.get("profile") else ""
     scenario = result.get("scenario", "three")
     name = f"controller-{scenario}-{result['instances']}-w{result['workers']}{suffix}.json"
     path = RESULTS / name
@@ -896,6 +994,7 @@ async def _main(args: argparse.Namespace, kubeconfig: str) -> None:
             scenario=args.scenario,
             floor=args.floor,
             restart=args.restart,
+            profile=args.profile,
         )
     )
 
@@ -956,6 +1055,13 @@ def main() -> None:
         type=int,
         default=30,
         help="with --replicas: spread the instances over this many namespaces",
+    )
+    parser.add_argument(
+        "--profile",
+        choices=("memory", "cpu"),
+        help="run the controller under tracemalloc or cProfile and print, once every instance "
+        "is ACTIVE, its top allocations (by file, line, kro line; live objects by type) or its "
+        "top functions by cumulative and self time",
     )
     args = parser.parse_args()
     if args.replicas and (args.fight or args.floor or args.restart or args.scaling):
