@@ -959,6 +959,7 @@ def _report(result: dict[str, Any]) -> None:
     RESULTS.mkdir(exist_ok=True)
     suffix = "-fight" if result.get("fight") else ""
     suffix += f"-profile-{result['profile']}" if result.get("profile") else ""
+    suffix += "-scaling" if result.get("scaling") else ""
     scenario = result.get("scenario", "three")
     name = f"controller-{scenario}-{result['instances']}-w{result['workers']}{suffix}.json"
     path = RESULTS / name
@@ -999,18 +1000,35 @@ async def _main(args: argparse.Namespace, kubeconfig: str) -> None:
     )
 
 
-def _scaling(instances: int) -> None:
-    """Throughput per worker count, each on a fresh cluster so runs do not see each other."""
+def _scaling(instances: int, scenario: str) -> None:
+    """Throughput per worker count, each on a fresh cluster so runs do not see each other.
+    Results go to controller-<scenario>-<N>-w<W>-scaling.json."""
     rows = []
     for workers in (1, 2, 4, 8, 16, 32):
-        print(f"== {instances} instances, {workers} workers")
+        print(f"== {scenario}: {instances} instances, {workers} workers")
         with LocalCluster(options=ClusterOptions(nodes=1)) as state:
-            result = asyncio.run(run_once(state.kubeconfig, instances, workers, 0))
+            result = asyncio.run(
+                run_once(state.kubeconfig, instances, workers, 0, scenario=scenario)
+            )
+        result["scaling"] = True
         _report(result)
-        rows.append((workers, result["throughput_per_s"], result["controller_cpu_s"]))
-    print("workers  instances/s  controller CPU s")
-    for workers, throughput, cpu in rows:
-        print(f"{workers:7}  {throughput:11.2f}  {cpu:16.2f}")
+        rows.append(
+            (
+                workers,
+                result["load_average_at_start"][0],
+                result["all_active_s"] or 0.0,
+                result["throughput_per_s"],
+                result["controller_cpu_s"],
+                result["controller_requests_per_instance"],
+                result["controller_peak_rss_mib"],
+            )
+        )
+    print("workers  load  all ACTIVE s  instances/s  controller CPU s  requests/instance  peak MiB")
+    for workers, load, active_s, throughput, cpu, requests, rss in rows:
+        print(
+            f"{workers:7}  {load:4.2f}  {active_s:12.1f}  {throughput:11.2f}  {cpu:16.2f}  "
+            f"{requests:17.1f}  {rss:8.1f}"
+        )
 
 
 def main() -> None:
@@ -1069,7 +1087,7 @@ def main() -> None:
     if args.no_state_gauges:
         os.environ["KRO_STATE_GAUGES"] = "0"  # the controller subprocess inherits it
     if args.scaling:
-        _scaling(args.scaling)
+        _scaling(args.scaling, args.scenario)
         return
     kubeconfig = os.environ.get("KUBECONFIG")
     if kubeconfig:
