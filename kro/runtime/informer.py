@@ -15,7 +15,7 @@ Handlers are plain synchronous callables invoked on the loop in event order. The
 dict is in the store and shared with every other handler. A failing handler is logged and the
 others still run. The transform hook runs once per received object before it is cached; the
 default drops `metadata.managedFields`, which is ~30% of a typical object and never needed by a
-controller's cache.
+controller's cache, and shares repeated metadata strings (see `strip_managed_fields`).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -59,11 +60,40 @@ class EventHandler(Protocol):
     def on_delete(self, obj: Obj) -> None: ...
 
 
+SHARED_VALUE_MAX_LEN = 64
+"""Label and annotation values up to this long are shared (interned); longer ones are
+mostly unique (digests, descriptions, records) and an intern table entry would only add."""
+
+
 def strip_managed_fields(obj: Obj) -> Obj:
-    """The default transform: drop managedFields (large, and only the server needs them)."""
+    """The default transform: drop managedFields (large, and only the server needs them) and
+    share the strings that repeat from object to object.
+
+    Why share: a cache holds thousands of objects whose metadata repeats the same values, the
+    namespace, `apiVersion` and `kind`, and the labels and annotations kro and others stamp on
+    every child (`kro.run/owned: "true"`, the instance's name, id and applyset on each of its
+    children). The decoder makes a new string for every value (it shares keys only), so each
+    copy costs its full size: ~900 of the ~2,500 bytes a kro child's metadata takes in a
+    metadata-only cache (bench/bench_controller.py, docs/performance.md). Interned, equal values
+    are one object. Names, uids, resourceVersions and timestamps are unique and left alone.
+    """
+    intern = sys.intern
+    for field in ("apiVersion", "kind"):
+        value = obj.get(field)
+        if type(value) is str:
+            obj[field] = intern(value)
     meta = obj.get("metadata")
     if isinstance(meta, dict):
         meta.pop("managedFields", None)
+        namespace = meta.get("namespace")
+        if type(namespace) is str:
+            meta["namespace"] = intern(namespace)
+        for field in ("labels", "annotations"):
+            values = meta.get(field)
+            if type(values) is dict:
+                for key, value in values.items():  # replacing values keeps the dict's size
+                    if type(value) is str and len(value) <= SHARED_VALUE_MAX_LEN:
+                        values[key] = intern(value)
     return obj
 
 

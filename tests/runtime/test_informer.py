@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import dataclasses
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, cast
 
+import orjson
 import pytest
 from fakeapi import FakeApiServer, Fault
 from fakeapi_options import FAST
@@ -17,7 +19,7 @@ from kro.runtime.client import Client
 from kro.runtime.clock import FakeClock
 from kro.runtime.config import ConnectionConfig
 from kro.runtime.gvk import GVR
-from kro.runtime.informer import Informer
+from kro.runtime.informer import SHARED_VALUE_MAX_LEN, Informer, strip_managed_fields
 
 pytestmark = pytest.mark.usefixtures("no_task_leaks")
 
@@ -143,6 +145,48 @@ async def test_default_transform_strips_managed_fields(
         await recorder.wait_for_event(("add", "default/b"))
     for _, obj in recorder.objects:
         assert "managedFields" not in obj["metadata"]
+
+
+def _decoded_child(name: str) -> dict[str, Any]:
+    """A child's metadata as the watch decoder makes it: fresh strings for every value."""
+    return cast(
+        dict[str, Any],
+        orjson.loads(
+            orjson.dumps(
+                {
+                    "apiVersion": "meta.k8s.io/v1",
+                    "kind": "PartialObjectMetadata",
+                    "metadata": {
+                        "name": name,
+                        "namespace": "team-a",
+                        "uid": f"uid-{name}",
+                        "labels": {"kro.run/owned": "true", "kro.run/instance-name": "app-1"},
+                        "annotations": {"digest": "x" * (SHARED_VALUE_MAX_LEN + 1)},
+                        "managedFields": [{"manager": "kro"}],
+                    },
+                }
+            )
+        ),
+    )
+
+
+def test_default_transform_shares_repeated_metadata_strings() -> None:
+    """Equal namespaces, kinds and short label/annotation values of two cached objects are one
+    string object; unique and long values are left as decoded, and no value changes."""
+    a, b = _decoded_child("a"), _decoded_child("b")
+    expected = copy.deepcopy(a)
+    del expected["metadata"]["managedFields"]
+    assert a["metadata"]["namespace"] is not b["metadata"]["namespace"]  # as decoded
+    a, b = strip_managed_fields(a), strip_managed_fields(b)
+    assert a == expected
+    meta_a, meta_b = a["metadata"], b["metadata"]
+    assert meta_a["namespace"] is meta_b["namespace"]
+    assert a["kind"] is b["kind"]
+    assert a["apiVersion"] is b["apiVersion"]
+    for key in ("kro.run/owned", "kro.run/instance-name"):
+        assert meta_a["labels"][key] is meta_b["labels"][key]
+    assert meta_a["annotations"]["digest"] is not meta_b["annotations"]["digest"]
+    assert meta_a["annotations"]["digest"] == meta_b["annotations"]["digest"]
 
 
 async def test_custom_transform_and_metadata_only(client: Client, fake_api: FakeApiServer) -> None:
