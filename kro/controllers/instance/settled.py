@@ -11,8 +11,12 @@ comparing them costs no request.
 
 What is remembered per instance is small (versions, not objects): the graph it was computed
 with, the instance's resourceVersion after the pass's own writes, and per watch request the
-(namespace, name) -> resourceVersion it saw. A cache that is not synced, or that lags behind our
-own write, answers "changed", and the pass runs as before: the skip is never a guess.
+(namespace, name) -> resourceVersion it saw. A request for one object by name (every child and
+external reference) keeps only the version string, or None when the object was absent: its
+(namespace, name) is the request's own, and a one-entry dict with its key tuple would cost
+~250 bytes more per read, ~1.2 KiB per instance of five children. A cache that is not synced,
+or that lags behind our own write, answers "changed", and the pass runs as before: the skip is
+never a guess.
 
 Only passes that asked for no follow-up are remembered (no requeue, no contested field, no
 failure); anything else forgets the entry, so backoff and retries are unaffected.
@@ -35,11 +39,42 @@ from kro.runtime.gvk import GVR
 Key = tuple[str, str]
 
 
+Seen = str | Versions | None
+"""What a pass saw for one watch request: the resourceVersion of a named object (None: absent),
+or the versions of every object a selector covered."""
+
+
+def _compact(request: WatchRequest, found: Versions) -> Seen:
+    """`found` as kept: a named object's version alone when that says the same."""
+    if isinstance(request, ScalarWatch):
+        if not found:
+            return None
+        version = found.get((request.namespace, request.name)) if len(found) == 1 else None
+        if version is not None:
+            return version
+    return dict(found)
+
+
+def _same(request: WatchRequest, cached: Versions | None, seen: Seen) -> bool:
+    """Whether the cache's answer for `request` is what the pass saw (False: cannot tell)."""
+    if cached is None:
+        return False
+    if seen is None:
+        return not cached
+    if isinstance(seen, str):  # only ever kept for a ScalarWatch
+        return (
+            isinstance(request, ScalarWatch)
+            and len(cached) == 1
+            and cached.get((request.namespace, request.name)) == seen
+        )
+    return cached == seen
+
+
 @dataclass(frozen=True, slots=True)
 class _Entry:
     graph: Graph
-    instance: Versions
-    reads: tuple[tuple[WatchRequest, Versions], ...]
+    instance: str
+    reads: tuple[tuple[WatchRequest, Seen], ...]
 
 
 class SettledPasses:
@@ -69,8 +104,8 @@ class SettledPasses:
             return
         self._entries[key] = _Entry(
             graph,
-            {key: instance_version},
-            tuple((request, dict(found)) for request, found in reads.items()),
+            instance_version,
+            tuple((request, _compact(request, found)) for request, found in reads.items()),
         )
 
     def forget(self, key: Key) -> None:
@@ -83,6 +118,9 @@ class SettledPasses:
         if entry is None or graph is None or entry.graph is not graph:
             return False
         watches = self._watches
-        if watches.cached_versions(self._parent(key)) != entry.instance:
+        parent = self._parent(key)
+        if not _same(parent, watches.cached_versions(parent), entry.instance):
             return False
-        return all(watches.cached_versions(request) == seen for request, seen in entry.reads)
+        return all(
+            _same(request, watches.cached_versions(request), seen) for request, seen in entry.reads
+        )
