@@ -9,6 +9,7 @@ from typing import cast
 
 from controllers_fakes import CONFIGMAPS, GREETERS, NS, greeter_graph
 
+from kro.controllers.instance.resources import node_gvr
 from kro.controllers.instance.settled import SettledPasses
 from kro.dynamic import LabelSelector, ScalarWatch, SelectorWatch, WatchCoordinator
 from kro.dynamic.watches import Versions, WatchRequest
@@ -83,3 +84,13 @@ def test_any_change_or_unknown_means_changed() -> None:
         passes = _passes(caches)
         passes.record(KEY, graph, "10", _reads())
         assert not passes.unchanged(KEY, graph), (request, answer)
+
+
+def test_every_pass_shares_one_gvr_per_kind() -> None:
+    """The watch requests settled passes keep hold the node's GVR: one object per kind, not one
+    per pass and child."""
+    first, second = greeter_graph(), greeter_graph()
+    node_id = next(n for n in first.topological_order if first.node(n).resource)
+    gvr = node_gvr(first.node(node_id))
+    assert gvr == node_gvr(second.node(node_id))
+    assert gvr is node_gvr(second.node(node_id))
