@@ -271,6 +271,7 @@ else:
         stats = pstats.Stats(profile, stream=text)
         stats.sort_stats("cumulative").print_stats(40)
         stats.sort_stats("tottime").print_stats(40)
+        stats.print_callers(12)  # who calls the 12 most expensive by self time
         return text.getvalue()
 
     profile.enable()
@@ -287,7 +288,8 @@ runpy.run_module("kro.cli.main", run_name="__main__")
 """
 """`--profile memory|cpu`: the controller runs under tracemalloc (6 frames) or cProfile, and
 SIGUSR1 writes the top allocations by file, line and innermost kro line plus live objects by type,
-or the top functions by cumulative and self time, to the file named on its command line. Both
+or the top functions by cumulative and self time (and the callers of the costliest), to the file
+named on its command line. Both
 slow the controller (tracemalloc about twice): profiled runs are for where, not how much."""
 
 
