@@ -18,25 +18,15 @@ object it lacks exists, so it answers only lists whose selector implies its own.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 
 from .client import Client
 from .clock import Clock
 from .gvk import GVR
 from .informer import Informer, Transform, strip_managed_fields
+from .informerfactory import InformerKey
 from .labels import implies
 
 __all__ = ["InformerCache", "InformerKey"]
-
-
-@dataclass(frozen=True, slots=True)
-class InformerKey:
-    """What makes two informers different; equal keys share one informer."""
-
-    gvr: GVR
-    namespace: str | None = None
-    label_selector: str | None = None
-    field_selector: str | None = None
 
 
 class InformerCache:

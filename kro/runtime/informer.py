@@ -297,17 +297,10 @@ class Informer:
 
     async def _list_items(self) -> tuple[list[Obj], str]:
         shard = self.shard
-        if shard is None:
-            return await self.client.list_all(
-                self.gvr,
-                namespace=self.namespace,
-                label_selector=self.label_selector,
-                field_selector=self.field_selector,
-                page_size=self._page_size,
-                metadata_only=self.metadata_only,
-            )
-        self._shard_version = shard.version
-        sent = shard.selector()
+        sent: str | None = None
+        if shard is not None:
+            self._shard_version = shard.version
+            sent = shard.selector()
         try:
             items, rv = await self.client.list_all(
                 self.gvr,
@@ -321,10 +314,13 @@ class Informer:
         except ApiError as e:
             # kube-apiserver v1.36 answers a selector it cannot parse with 500 ("invalid shard
             # selector"); a server or proxy that refuses the parameter with 400.
-            if sent is None or not (e.status == 400 or "shard selector" in e.message):
+            refused = e.status == 400 or "shard selector" in e.message
+            if shard is None or sent is None or not refused:
                 raise
             shard.enter_fallback("rejected", gvr=str(self.gvr), error=str(e))
             return await self._list_items()
+        if shard is None:
+            return items, rv
         owned = [o for o in items if shard.owns_object(o)]
         if sent is not None and len(owned) != len(items):
             shard.enter_fallback("ignored", gvr=str(self.gvr), outside=len(items) - len(owned))
