@@ -44,6 +44,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import secrets
 import signal
 import statistics
@@ -175,12 +176,28 @@ def fighting_rgd() -> dict[str, Any]:
 
 
 async def _request_total(client: Client) -> float:
+    return sum((await _requests_by_verb(client)).values())
+
+
+async def _requests_by_verb(client: Client) -> dict[str, float]:
+    """kube-apiserver's apiserver_request_total summed by "VERB resource[/subresource]"."""
     text = await client.request("GET", "/metrics", accept="text/plain")
-    total = 0.0
+    found: dict[str, float] = {}
     for line in str(text).splitlines():
-        if line.startswith("apiserver_request_total{"):
-            total += float(line.rsplit(" ", 1)[1])
-    return total
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', line.split("}", 1)[0]))
+        key = f"{labels.get('verb', '')} {labels.get('resource', '')}"
+        if labels.get("subresource"):
+            key += "/" + labels["subresource"]
+        found[key] = found.get(key, 0.0) + float(line.rsplit(" ", 1)[1])
+    return found
+
+
+def _per_instance(before: dict[str, float], after: dict[str, float], n: int) -> dict[str, float]:
+    """Requests per instance by verb and resource between two scrapes, largest first."""
+    diff = {k: (after.get(k, 0.0) - before.get(k, 0.0)) / n for k in after}
+    return dict(sorted(((k, round(v, 2)) for k, v in diff.items() if v > 0), key=lambda kv: -kv[1]))
 
 
 def _proc_usage(pid: int) -> tuple[float, int]:
@@ -678,7 +695,8 @@ async def run_once(
             )
             await _wait_rgd_active(client)
             await client.mapper.refresh()
-            before = await _request_total(client)
+            by_verb_before = await _requests_by_verb(client)
+            before = sum(by_verb_before.values())
             controller_before = _controller_requests(metrics_port)
             cpu_before, _ = _proc_usage(controller.pid)
             started = time.monotonic()
@@ -686,7 +704,8 @@ async def run_once(
             created = await _create(client, namespace, names)
             active = await _wait_active(client, namespace, instances, timeout_s=1800)
             all_active_s = max(active.values()) - started if len(active) == instances else None
-            after = await _request_total(client)
+            by_verb_after = await _requests_by_verb(client)
+            after = sum(by_verb_after.values())
             controller_after = _controller_requests(metrics_port)
             cpu_after, peak = _proc_usage(controller.pid)
             latencies = sorted(active[n] - created[n] for n in active)
@@ -727,6 +746,9 @@ async def run_once(
                 else None,
                 "api_requests_total": after - before,
                 "api_requests_per_instance": (after - before) / instances,
+                "api_requests_per_instance_by_verb": _per_instance(
+                    by_verb_before, by_verb_after, instances
+                ),
                 "controller_requests_per_instance": (controller_after - controller_before)
                 / instances,
                 "controller_cpu_s": cpu_after - cpu_before,

@@ -222,6 +222,21 @@ class Applier:
     def tooling(self) -> str:
         return self._options.tooling
 
+    def applied(
+        self, api_version: str, kind: str, namespace: str, name: str
+    ) -> tuple[str, str] | None:
+        """(uid, resourceVersion) our last apply of this object returned, if remembered."""
+        return self._cache.applied((api_version, kind, namespace, name))
+
+    def vouches_for(self, live: Mapping[str, Any]) -> bool:
+        """Whether `live`, even without its managedFields or content, is exactly what our
+        last apply of it left (same uid and resourceVersion) with no contested field: then
+        the skip decision and a metadata read need nothing more of it (kro.applyset.cache)."""
+        meta = _meta(live)
+        uid, version = str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")
+        known = self._cache.applied_version(uid)
+        return bool(version) and known == version and not self._contests.tracks(uid)
+
     async def apply(
         self, parent_obj: Mapping[str, Any], parent_gvr: GVR, desired: Sequence[Desired]
     ) -> ApplyResult:

@@ -201,6 +201,10 @@ class FieldContests:
             retry_after_s=min(retry) if retry else None,
         )
 
+    def tracks(self, uid: str) -> bool:
+        """Whether some field of object `uid` is in a contest kro remembers."""
+        return uid in self._objects
+
     def forget(self, uid: str) -> None:
         """The object is gone (deleted, pruned): its rounds go with it."""
         self._objects.pop(uid, None)

@@ -253,6 +253,16 @@ class WatchCoordinator:
 
     # -- reads from the caches ------------------------------------------------------------------
 
+    def cached_object(self, request: ScalarWatch) -> tuple[bool, Obj | None]:
+        """The informer cache's copy of the object `request` names: (False, None) when no
+        informer held for the kind has listed its namespace (ask the API server), (True, None)
+        when the cache knows of no such object, else (True, the cached object). The object is
+        the cache's own (metadata only, shared): read it, never change it."""
+        informer = self._pool.covering(request.gvr, request.namespace or "")
+        if informer is None:
+            return False, None
+        return True, informer.store.get_by(request.namespace or None, request.name)
+
     def cached_versions(self, request: WatchRequest) -> Versions | None:
         """What the informer caches hold for `request`: (namespace, name) -> resourceVersion.
 

@@ -143,6 +143,13 @@ class Graph:
     environment: CelEnvironment
     spec_hash: str = ""
     max_collection_size: int = 1000  # F-03: most items one forEach may expand to
+    metadata_only: frozenset[str] = field(init=False, repr=False, compare=False)
+    """Resource ids whose every read, by any expression of the graph, stays inside `metadata`
+    (and not `metadata.managedFields`), including ids nothing reads at all. A pass may take
+    such an object from a metadata-only cache instead of asking the API server for it."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "metadata_only", _metadata_only(self))
 
     def node(self, node_id: str) -> Node:
         return self.nodes[node_id]
@@ -158,3 +165,28 @@ class Graph:
             for n in self.topological_order
             if self.nodes[n].dependencies
         ]
+
+
+def _expressions(graph: Graph) -> list[CompiledExpression]:
+    """Every compiled expression of `graph`, whatever its context."""
+    found: list[CompiledExpression] = list(graph.conditions)
+    for status_field in graph.status_fields:
+        found.extend(status_field.expressions)
+    for node in graph.nodes.values():
+        for template_field in node.fields:
+            found.extend(template_field.expressions)
+        found.extend(node.include_when)
+        found.extend(node.ready_when)
+        found.extend(d.expression for d in node.for_each)
+    return found
+
+
+def _metadata_only(graph: Graph) -> frozenset[str]:
+    """Graph.metadata_only: the ids no expression reads beyond `metadata.<field>`."""
+    content: set[str] = set()
+    for expression in _expressions(graph):
+        for read in expression.dependencies:
+            path = read.path
+            if not path.startswith("metadata.") or path.startswith("metadata.managedFields"):
+                content.add(read.root)
+    return frozenset(n for n in graph.nodes if n not in content)

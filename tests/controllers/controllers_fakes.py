@@ -88,6 +88,9 @@ class RecordingWatches:
     def cached_versions(self, request: Any) -> None:
         return None  # no caches: every reconcile reads from the API server
 
+    def cached_object(self, request: Any) -> tuple[bool, None]:
+        return False, None
+
 
 def sample(provider: PrometheusProvider, metric: str, **labels: str) -> float:
     """The value of one series on /metrics (0 when absent)."""

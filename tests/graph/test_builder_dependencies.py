@@ -237,3 +237,39 @@ def test_random_graphs_sort_or_report_a_real_cycle(deps: dict[str, list[str]]) -
         assert set(graph.nodes[rid].dependencies) == set(refs)
         for ref in refs:
             assert graph.nodes[ref].apply_order < graph.nodes[rid].apply_order
+
+
+def test_metadata_only_lists_the_resources_nothing_reads_beyond_metadata() -> None:
+    graph = build(
+        rgd(
+            cm("named"),
+            configmap("content", data={"x": "y"}),
+            cm("labelled"),
+            configmap("unread"),
+            cm("reader", "named"),
+            configmap("dataReader", data={"x": "${content.data.x}"}),
+            configmap("labelReader", data={"x": "${labelled.metadata.labels.team}"}),
+            configmap("ready", readyWhen=["${ready.metadata.name != ''}"]),
+            configmap("statusRead"),
+            configmap("fieldsRead"),
+            configmap("wholeRead"),
+            configmap("wholeReader", data={"x": "${wholeRead == wholeRead ? 'y' : 'n'}"}),
+            configmap(
+                "fieldsReader", data={"x": "${string(size(fieldsRead.metadata.managedFields))}"}
+            ),
+            status={"s": "${statusRead.data.x}"},
+        )
+    )
+    # Content is read by an expression of another resource, of the status, or as a whole
+    # (`wholeRead == wholeRead`); managedFields are not kept by a metadata-only cache.
+    assert graph.metadata_only == {
+        "named",
+        "labelled",
+        "unread",
+        "reader",
+        "dataReader",
+        "labelReader",
+        "ready",
+        "wholeReader",
+        "fieldsReader",
+    }

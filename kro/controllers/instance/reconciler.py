@@ -69,6 +69,7 @@ from kro.applyset import (
 from kro.controllers.events import record_condition_changes
 from kro.controllers.failures import Failure, FailureReporter
 from kro.controllers.instance import contests
+from kro.controllers.instance.known_instances import KnownInstances
 from kro.controllers.instance.labels import instance_labels
 from kro.controllers.instance.options import InstanceOptions as InstanceOptions  # noqa: PLC0414
 from kro.controllers.instance.resources import ChildDeleting, InstancePass, PassOutcome
@@ -203,6 +204,7 @@ class InstanceReconciler:
         )
         self._gvr_label = gvr_string(gvr)
         self._settled = SettledPasses(watches, gvr)
+        self._known = KnownInstances(watches, gvr)
 
     def _requeue(self) -> Result:
         interval = self.options.requeue_interval_s
@@ -220,6 +222,7 @@ class InstanceReconciler:
             return await self._reconcile_request(request)
         except Exception as error:
             self._settled.forget((request.namespace, request.name))
+            self._known.forget((request.namespace, request.name))
             self.metrics.reconcile_errors.inc(gvr=self._gvr_label)
             # Reported already, gone, or a stale read the retry re-reads: nothing to act on.
             if not isinstance(error, ReconcileFailed | NotFound | Conflict):
@@ -255,13 +258,15 @@ class InstanceReconciler:
                 log.debug("instance.unchanged")
                 return Result()
             self._settled.forget(key)
-            try:
-                instance = await self.client.get(
-                    self.gvr, request.name, namespace=request.namespace or None
-                )
-            except NotFound:
-                await self._forget(parent)
-                return Result()
+            instance = self._known.take(key)
+            if instance is None:
+                try:
+                    instance = await self.client.get(
+                        self.gvr, request.name, namespace=request.namespace or None
+                    )
+                except NotFound:
+                    await self._forget(parent)
+                    return Result()
             if (instance.get("metadata") or {}).get("deletionTimestamp"):
                 return await self._delete(instance, parent)
             return await self._reconcile(instance, parent)
@@ -618,6 +623,8 @@ class InstanceReconciler:
             final = written if written is not None else current
             version = str((final.get("metadata") or {}).get("resourceVersion") or "")
             self._settled.record(object_key(instance), graph, version, reads)
+        else:  # the next pass starts from it, if nobody writes the instance meanwhile
+            self._known.keep(object_key(instance), written if written is not None else current)
         if outcome.mutated or outcome.apply_errors or outcome.retry:
             return self._requeue()
         if outcome.retry_after_s is not None:
@@ -756,6 +763,7 @@ class InstanceReconciler:
     async def _forget(self, parent: ObjectRef) -> None:
         """The instance is gone (or no longer ours): drop its watches and metric series."""
         self._settled.forget(parent_key(parent))
+        self._known.forget(parent_key(parent))
         await self.watches.forget(parent)
         self.failures.forget(parent_key(parent))
         self.metrics.states.forget(parent_key(parent), self.rgd_name)

@@ -236,15 +236,53 @@ class InstancePass:
         request = ScalarWatch(node.id, gvr, namespace, name)
         self._requests[node.id] = request
         await self.watches.watch(self.parent, request)
-        try:
-            live = await self.client.get(gvr, name, namespace=namespace or None)
-        except NotFound:
+        known, live = self._from_cache(node, request, desired[0])
+        if not known:
+            try:
+                live = await self.client.get(gvr, name, namespace=namespace or None)
+            except NotFound:
+                live = None
+        if live is None:
             self.reads[request] = {}
             return None
         self.reads[request] = {(namespace, name): str(_meta(live).get("resourceVersion") or "")}
         if not node.type.is_external:
             self._check_deleting(node, live)
         return live
+
+    def _from_cache(
+        self, node: Node, request: ScalarWatch, desired: Mapping[str, Any]
+    ) -> tuple[bool, Mapping[str, Any] | None]:
+        """Whether the kind's informer cache answers this read without a GET, and its answer.
+
+        The caches hold metadata only (kro.dynamic), so:
+        - "no such object" is believed unless kro applied that object (then the cache may lag
+          behind our own create, and the API server is asked);
+        - an object is used when nothing in the graph reads it beyond `metadata`
+          (Graph.metadata_only) and, for an object kro applies, the applier vouches that it is
+          exactly what our last apply left (same uid and resourceVersion, no contested field),
+          so the apply decision needs none of the rest.
+        Anything else is a GET, as before: a pass on a new instance of five ConfigMaps
+        makes ~1 read instead of ~9.
+        """
+        known, cached = self.watches.cached_object(request)
+        if not known:
+            return False, None
+        if cached is None:
+            if node.type.is_external:
+                return True, None
+            applied = self.applier.applied(
+                str(desired.get("apiVersion") or ""),
+                str(desired.get("kind") or ""),
+                request.namespace,
+                request.name,
+            )
+            return applied is None, None
+        if node.id not in self.graph.metadata_only:
+            return False, None
+        if node.type.is_external or self.applier.vouches_for(cached):
+            return True, cached
+        return False, None
 
     @staticmethod
     def _check_deleting(node: Node, live: Mapping[str, Any]) -> None:

@@ -1,0 +1,63 @@
+"""kro.controllers.instance.known_instances: the instance as our own last write left it.
+
+Why: every pass starts with a GET of its instance, because the instance informer holds metadata
+only and a pass needs the spec. But the pass that just ran holds the whole instance as the API
+server answered its last write (the status update, the settled record, the inventory): when the
+informer shows the instance still at that answer's resourceVersion, nobody has written it since,
+so that answer *is* the instance, and the next pass needs no GET. A new instance of five
+ConfigMaps converges in two or three passes; this saves one or two GETs of it.
+
+Only instances whose last pass did not settle are kept (a settled one costs nothing already,
+kro.controllers.instance.settled), each until its next pass takes it, without managedFields:
+the memory is bounded by the instances in flight. A cache that cannot tell, or shows another
+version, means a GET as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kro.dynamic import ScalarWatch, WatchCoordinator
+from kro.runtime.gvk import GVR
+
+Key = tuple[str, str]
+
+
+def _version(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+class KnownInstances:
+    """Per instance of one kind: the server's last answer about it, while its cache agrees."""
+
+    def __init__(self, watches: WatchCoordinator, gvr: GVR) -> None:
+        self._watches = watches
+        self._gvr = gvr
+        self._objects: dict[Key, dict[str, Any]] = {}
+
+    def __len__(self) -> int:
+        return len(self._objects)
+
+    def keep(self, key: Key, instance: Mapping[str, Any]) -> None:
+        """Remember `instance`, an answer of the API server, for the next pass of `key`."""
+        if not _version(instance):
+            self._objects.pop(key, None)
+            return
+        metadata = {k: v for k, v in (instance.get("metadata") or {}).items()}
+        metadata.pop("managedFields", None)
+        self._objects[key] = {**instance, "metadata": metadata}
+
+    def take(self, key: Key) -> dict[str, Any] | None:
+        """The kept instance of `key` if the informer shows it unchanged since; forgotten
+        either way (a pass owns what it takes)."""
+        kept = self._objects.pop(key, None)
+        if kept is None:
+            return None
+        cached = self._watches.cached_versions(ScalarWatch("", self._gvr, key[0], key[1]))
+        if cached is None or cached.get(key) != _version(kept):
+            return None
+        return kept
+
+    def forget(self, key: Key) -> None:
+        self._objects.pop(key, None)

@@ -1,0 +1,174 @@
+"""A pass takes a child from the informer cache, without a GET, when that is provably enough.
+
+The caches hold metadata only. A missing child is believed missing unless kro applied it (then
+the cache may lag behind our own create); a present child is used when no expression reads it
+beyond `metadata` and it is still exactly what kro's last apply left. Everything else is read
+from the API server, and what the user sees (the child's content, the instance's state) is the
+same either way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controllers_fakes import CONFIGMAPS, GREETERS, NS, greeter, greeter_rgd
+from fakeapi import FakeApiServer
+from kro_process import CHILD_PATH, INSTANCE_PATH, REQUEST, Kro, registry_of, running, sent, stored
+
+from kro.dynamic import ScalarWatch
+from kro.runtime.client import Client
+from kro.runtime.reconcile import Result
+from kro.testing.waiting import eventually
+
+CHILD = ScalarWatch("greeting", CONFIGMAPS, NS, "hi")
+INSTANCE = ScalarWatch("", GREETERS, NS, "hi")
+
+
+async def _cache_holds(kro: Kro, version: str | None, request: ScalarWatch = CHILD) -> None:
+    """Wait until the informer has caught up with the object at `version` (None: until it
+    knows the object is gone)."""
+
+    async def caught_up() -> bool:
+        known, obj = kro.dynamic.watches.cached_object(request)
+        if not known:
+            return False
+        if version is None:
+            return obj is None
+        return obj is not None and obj["metadata"]["resourceVersion"] == version
+
+    await eventually(
+        caught_up, what=f"the cache of {request} at {version}", timeout_s=10, interval_s=0.01
+    )
+
+
+async def _passes(api: FakeApiServer, kro: Kro) -> list[tuple[str, str]]:
+    """Reconcile until the instance settles, each pass after the caches saw the last one's
+    writes (as the watch events that trigger the passes guarantee); what they sent."""
+    before = len(api.requests)
+    for _ in range(5):
+        result = await kro.reconciler.reconcile(REQUEST)
+        child = api.object(CONFIGMAPS, "hi", NS)
+        await _cache_holds(kro, child["metadata"]["resourceVersion"] if child else None)
+        instance = stored(api, GREETERS, "hi")
+        await _cache_holds(kro, instance["metadata"]["resourceVersion"], INSTANCE)
+        if result == Result():
+            return sent(api, before)
+    raise AssertionError("the instance did not settle in 5 passes")
+
+
+def _status_reads_content() -> dict[str, Any]:
+    rgd = greeter_rgd()
+    rgd["spec"]["schema"]["status"] = {"text": "${greeting.data.text}"}
+    return rgd
+
+
+def _status_reads_name() -> dict[str, Any]:
+    rgd = greeter_rgd()
+    rgd["spec"]["schema"]["status"] = {"child": "${greeting.metadata.name}"}
+    return rgd
+
+
+async def test_a_new_instance_converges_without_reading_a_child_nobody_reads(
+    api: FakeApiServer, client: Client
+) -> None:
+    api.seed(GREETERS, greeter())
+    async with running(client, registry_of()) as kro:
+        requests = await _passes(api, kro)
+    assert ("GET", CHILD_PATH) not in requests
+    assert requests.count(("PATCH", CHILD_PATH)) == 1  # created once, never re-applied
+    # The first pass reads the instance; the next ones start from its own last write.
+    assert requests.count(("GET", INSTANCE_PATH)) == 1
+    assert stored(api, CONFIGMAPS, "hi")["data"] == {"text": "hello world"}
+    assert stored(api, GREETERS, "hi")["status"]["state"] == "ACTIVE"
+
+
+async def _renamed(api: FakeApiServer, kro: Kro) -> list[tuple[str, str]]:
+    """Converge, then change the instance's spec: what the passes for the change sent."""
+    await _passes(api, kro)
+    instance = stored(api, GREETERS, "hi")
+    api.modify(GREETERS, {**instance, "spec": {"name": "there"}})
+    await _cache_holds(kro, stored(api, GREETERS, "hi")["metadata"]["resourceVersion"], INSTANCE)
+    return await _passes(api, kro)
+
+
+async def test_a_child_read_only_by_metadata_comes_from_the_cache(
+    api: FakeApiServer, client: Client
+) -> None:
+    api.seed(GREETERS, greeter())
+    async with running(client, registry_of(_status_reads_name())) as kro:
+        requests = await _renamed(api, kro)
+    assert ("GET", CHILD_PATH) not in requests
+    assert stored(api, CONFIGMAPS, "hi")["data"] == {"text": "hello there"}
+    status = stored(api, GREETERS, "hi")["status"]
+    assert status["child"] == "hi"
+    assert status["state"] == "ACTIVE"
+
+
+async def test_a_child_whose_content_is_read_is_read_from_the_api_server(
+    api: FakeApiServer, client: Client
+) -> None:
+    api.seed(GREETERS, greeter())
+    async with running(client, registry_of(_status_reads_content())) as kro:
+        requests = await _renamed(api, kro)
+    assert ("GET", CHILD_PATH) in requests
+    status = stored(api, GREETERS, "hi")["status"]
+    assert status["text"] == "hello there"
+    assert status["state"] == "ACTIVE"
+
+
+async def test_a_child_someone_else_changed_is_read_and_put_right(
+    api: FakeApiServer, client: Client
+) -> None:
+    api.seed(GREETERS, greeter())
+    async with running(client, registry_of()) as kro:
+        await _passes(api, kro)
+        child = stored(api, CONFIGMAPS, "hi")
+        api.modify(CONFIGMAPS, {**child, "data": {"text": "edited"}})
+        await _cache_holds(kro, stored(api, CONFIGMAPS, "hi")["metadata"]["resourceVersion"])
+        requests = await _passes(api, kro)
+    # The cache's version is not the one kro's apply returned: the rest is unknown.
+    assert ("GET", CHILD_PATH) in requests
+    assert stored(api, CONFIGMAPS, "hi")["data"] == {"text": "hello world"}
+
+
+async def test_a_child_kro_applied_and_the_cache_misses_is_asked_for(
+    api: FakeApiServer, client: Client
+) -> None:
+    api.seed(GREETERS, greeter())
+    async with running(client, registry_of()) as kro:
+        await _passes(api, kro)
+        api.remove(CONFIGMAPS, "hi", NS)
+        await _cache_holds(kro, None)
+        requests = await _passes(api, kro)
+    # kro applied it, so a cache without it might only lag behind: the API server decides.
+    assert ("GET", CHILD_PATH) in requests
+    assert stored(api, CONFIGMAPS, "hi")["data"] == {"text": "hello world"}
+
+
+def _chained() -> dict[str, Any]:
+    """The greeter and a second ConfigMap that copies the first one's text: two passes."""
+    rgd = greeter_rgd()
+    rgd["spec"]["resources"].append(
+        {
+            "id": "copy",
+            "template": {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "${schema.metadata.name}-copy"},
+                "data": {"text": "${greeting.data.text}"},
+            },
+        }
+    )
+    return rgd
+
+
+async def test_later_passes_start_from_the_instance_as_kro_last_wrote_it(
+    api: FakeApiServer, client: Client
+) -> None:
+    api.seed(GREETERS, greeter())
+    async with running(client, registry_of(_chained())) as kro:
+        requests = await _passes(api, kro)
+    assert requests.count(("PUT", f"{INSTANCE_PATH}/status")) == 2  # IN_PROGRESS, ACTIVE
+    assert requests.count(("GET", INSTANCE_PATH)) == 1
+    assert stored(api, CONFIGMAPS, "hi-copy")["data"] == {"text": "hello world"}
+    assert stored(api, GREETERS, "hi")["status"]["state"] == "ACTIVE"
