@@ -86,6 +86,28 @@ def test_any_change_or_unknown_means_changed() -> None:
         assert not passes.unchanged(KEY, graph), (request, answer)
 
 
+def test_a_cache_behind_the_pass_own_writes_shows_no_change() -> None:
+    """The informer has yet to deliver the pass's last write: an older version (by number, not
+    by text: "9" is older than "10") is no change; the event that follows brings it back."""
+    graph = greeter_graph()
+    lagging: list[tuple[WatchRequest, Versions]] = [
+        (PARENT, {KEY: "9"}),
+        (CHILD, {(NS, "hello-cm"): "8"}),
+        (PICKED, {(NS, "a"): "12", (NS, "b"): "7"}),
+    ]
+    for request, answer in lagging:
+        caches = _caches()
+        caches.versions[request] = answer
+        passes = _passes(caches)
+        passes.record(KEY, graph, "10", _reads())
+        assert passes.unchanged(KEY, graph), (request, answer)
+    caches = _caches()
+    caches.versions[PARENT] = {KEY: "not-a-number"}
+    passes = _passes(caches)
+    passes.record(KEY, graph, "10", _reads())
+    assert not passes.unchanged(KEY, graph)  # versions it cannot compare: changed
+
+
 def test_every_pass_shares_one_gvr_per_kind() -> None:
     """The watch requests settled passes keep hold the node's GVR: one object per kind, not one
     per pass and child."""

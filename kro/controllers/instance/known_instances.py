@@ -3,8 +3,9 @@
 Why: every pass starts with a GET of its instance, because the instance informer holds metadata
 only and a pass needs the spec. But the pass that just ran holds the whole instance as the API
 server answered its last write (the status update, the settled record, the inventory): when the
-informer shows the instance still at that answer's resourceVersion, nobody has written it since,
-so that answer *is* the instance, and the next pass needs no GET. A new instance of five
+informer shows the instance still at that answer's resourceVersion (or an older one: it has yet
+to deliver our own write), nobody has written it since, so that answer *is* the instance, and
+the next pass needs no GET. A new instance of five
 ConfigMaps converges in two or three passes; this saves one or two GETs of it.
 
 Only instances whose last pass did not settle are kept (a settled one costs nothing already,
@@ -20,6 +21,7 @@ from typing import Any
 
 from kro.dynamic import ScalarWatch, WatchCoordinator
 from kro.runtime.gvk import GVR
+from kro.runtime.versions import older
 
 Key = tuple[str, str]
 
@@ -55,9 +57,12 @@ class KnownInstances:
         if kept is None:
             return None
         cached = self._watches.cached_versions(ScalarWatch("", self._gvr, key[0], key[1]))
-        if cached is None or cached.get(key) != _version(kept):
+        version = cached.get(key) if cached else None
+        if version is None:
             return None
-        return kept
+        if version == _version(kept) or older(version, _version(kept)) is True:
+            return kept  # unchanged, or the cache has yet to deliver our own last write
+        return None
 
     def forget(self, key: Key) -> None:
         self._objects.pop(key, None)

@@ -15,8 +15,11 @@ with, the instance's resourceVersion after the pass's own writes, and per watch 
 external reference) keeps only the version string, or None when the object was absent: its
 (namespace, name) is the request's own, and a one-entry dict with its key tuple would cost
 ~250 bytes more per read, ~1.2 KiB per instance of five children. A cache that is not synced,
-or that lags behind our own write, answers "changed", and the pass runs as before: the skip is
-never a guess.
+answers "changed", and the pass runs as before: the skip is never a guess. A cache that lags
+behind the pass's own writes (it shows a version older than the pass saw or wrote, which
+resourceVersions tell: kro.runtime.versions) answers "unchanged": the event of that write is on
+its way and brings the instance back; without this, every settled instance was re-read once
+or twice as the events of its own last writes arrived.
 
 Only passes that asked for no follow-up are remembered (no requeue, no contested field, no
 failure); anything else forgets the entry, so backoff and retries are unaffected.
@@ -35,6 +38,7 @@ from kro.dynamic import ScalarWatch, WatchCoordinator
 from kro.dynamic.watches import Versions, WatchRequest
 from kro.graph.model import Graph
 from kro.runtime.gvk import GVR
+from kro.runtime.versions import older
 
 Key = tuple[str, str]
 
@@ -55,8 +59,15 @@ def _compact(request: WatchRequest, found: Versions) -> Seen:
     return dict(found)
 
 
+def _not_newer(cached: str | None, seen: str) -> bool:
+    """The cache holds the version the pass saw, or an older one: it has yet to deliver the
+    pass's own write (whose event will bring the instance back), and shows no change."""
+    return cached is not None and (cached == seen or older(cached, seen) is True)
+
+
 def _same(request: WatchRequest, cached: Versions | None, seen: Seen) -> bool:
-    """Whether the cache's answer for `request` is what the pass saw (False: cannot tell)."""
+    """Whether the cache's answer for `request` is what the pass saw, or the same object at a
+    version the pass already left behind (False: cannot tell)."""
     if cached is None:
         return False
     if seen is None:
@@ -65,9 +76,9 @@ def _same(request: WatchRequest, cached: Versions | None, seen: Seen) -> bool:
         return (
             isinstance(request, ScalarWatch)
             and len(cached) == 1
-            and cached.get((request.namespace, request.name)) == seen
+            and _not_newer(cached.get((request.namespace, request.name)), seen)
         )
-    return cached == seen
+    return cached.keys() == seen.keys() and all(_not_newer(cached[k], v) for k, v in seen.items())
 
 
 @dataclass(frozen=True, slots=True)
