@@ -122,9 +122,13 @@ class Informer:
         selector goes to the server, every object is also checked here (the fallback when
         the server ignores or rejects it), and a change of ranges relists, dropping what left
         the ranges without on_delete (the object still exists; another replica owns it).
-    metrics: where `kro_informer_watch_events_total` goes (default: the client's provider).
-        It counts the ADDED/MODIFIED/DELETED events received, before the shard filter, by
-        `sharded` (true for informers with a shard): what sharding saves on the wire.
+    metrics: where `kro_informer_watch_events_total` and `kro_informer_cached_objects` go
+        (default: the client's provider). The counter counts the ADDED/MODIFIED/DELETED events
+        received, before the shard filter, by `sharded` (true for informers with a shard): what
+        sharding saves on the wire. The gauge is the objects in the stores of the running
+        informers, by the same label: what sharding saves in memory. Informers share a series,
+        so each adds the changes of its own count rather than setting the value, and takes its
+        count back when it stops (its cache is no longer kept in step).
     """
 
     def __init__(
@@ -155,7 +159,13 @@ class Informer:
             "Watch events (ADDED, MODIFIED, DELETED) informers received, before the shard filter.",
             ("sharded",),
         )
+        self._m_cached = provider.gauge(
+            "kro_informer_cached_objects",
+            "Objects in the caches of the running informers (after the shard filter).",
+            ("sharded",),
+        )
         self._sharded = "true" if shard is not None else "false"
+        self._counted = 0  # what this informer has added to kro_informer_cached_objects
         self._shard_version = shard.version if shard is not None else 0
         self._listed_version = -1  # the shard version the cache was last listed with
         self.gvr = gvr
@@ -240,6 +250,8 @@ class Informer:
             await self._run()
         finally:
             self._running = False
+            self._m_cached.dec(self._counted, sharded=self._sharded)
+            self._counted = 0
 
     async def _run(self) -> None:
         # Not a TaskGroup: a crash should surface as itself, not wrapped in an ExceptionGroup.
@@ -330,6 +342,9 @@ class Informer:
         items, rv = await self._list_items()
         objs = [self._prepare(o) for o in items]
         previous = self.store.replace(objs)
+        cached = len(self.store)
+        self._m_cached.inc(cached - self._counted, sharded=self._sharded)
+        self._counted = cached
         self._resource_version = rv
         self._listed_version = self._shard_version  # the ranges this list was asked for
         relist = self._synced.is_set()
@@ -415,11 +430,15 @@ class Informer:
         if self._transform is not None:
             obj = self._transform(obj)
         if kind == "DELETED":
-            self.store.delete(object_key(obj))
+            if self.store.delete(object_key(obj)) is not None:
+                self._m_cached.dec(sharded=self._sharded)
+                self._counted -= 1
             self._dispatch("on_delete", obj)
         else:
             old = self.store.add(obj)
             if old is None:
+                self._m_cached.inc(sharded=self._sharded)
+                self._counted += 1
                 self._dispatch("on_add", obj)
             else:
                 self._dispatch("on_update", old, obj)
