@@ -20,8 +20,10 @@ the time until its requests stop, its writes and its requests per instance. `--r
 N `kro controller --shards=auto` replicas instead (kro.testing.kroprocess) over instances spread
 across `--namespaces` namespaces with random names (FNV-1a needs diverse names to spread), waits
 until they have settled on one view, and reports per replica its peak RSS, CPU seconds, watch
-events received (`kro_informer_watch_events_total`, sharded parent informers apart) and
-reconciles, plus the time until every instance is ACTIVE; results go to
+events received (`kro_informer_watch_events_total`, sharded parent informers apart), objects
+cached once settled (`kro_informer_cached_objects`, the same way), both also as shares of the
+`--replicas 1` run's figures when its result file is there, and reconciles, plus the time
+until every instance is ACTIVE; results go to
 bench/results/controller-<scenario>-<N>-w<W>-r<replicas>.json. The load average at the start is
 recorded with every result.
 
@@ -777,6 +779,7 @@ async def run_once(
 # -- sharded replicas (--replicas) -------------------------------------------------------------
 
 WATCH_EVENTS = "kro_informer_watch_events_total"
+CACHED_OBJECTS = "kro_informer_cached_objects"
 
 
 def _scrape(process: KroProcess) -> str:
@@ -804,6 +807,34 @@ def _replica_counters(process: KroProcess) -> dict[str, float]:
         "watch_events_unsharded": events.get('sharded="false"', 0.0),
         "reconciles": sum(_samples(text, "instance_reconcile_total").values()),
     }
+
+
+def _replica_cached(process: KroProcess) -> dict[str, float]:
+    """Objects in the replica's informer caches now: in all, and in the sharded parent
+    informers (instances and their children) and the others (RGDs, CRDs, ...) apart."""
+    cached = _samples(_scrape(process), CACHED_OBJECTS)
+    sharded, other = cached.get('sharded="true"', 0.0), cached.get('sharded="false"', 0.0)
+    return {
+        "cached_objects": sharded + other,
+        "cached_objects_sharded": sharded,
+        "cached_objects_unsharded": other,
+    }
+
+
+async def _cached_settled(
+    replicas: Sequence[KroProcess], timeout_s: float = 60.0
+) -> list[dict[str, float]]:
+    """The replicas' cached objects once two scrapes a second apart agree (the last watch
+    events of the run may still be arriving when every instance is ACTIVE)."""
+    deadline = time.monotonic() + timeout_s
+    last = [await asyncio.to_thread(_replica_cached, p) for p in replicas]
+    while time.monotonic() < deadline:
+        await asyncio.sleep(1.0)
+        now = [await asyncio.to_thread(_replica_cached, p) for p in replicas]
+        if now == last:
+            break
+        last = now
+    return last
 
 
 async def _settled(replicas: Sequence[KroProcess], timeout_s: float = 180.0) -> float:
@@ -912,6 +943,7 @@ async def run_replicas(
         active = await _wait_active_spread(client, set(names), instances, timeout_s=1800)
         all_active_s = max(active.values()) - started if len(active) == instances else None
         after = await _request_total(client)
+        cached = await _cached_settled(started_replicas)
         per_replica = []
         for index, process in enumerate(started_replicas):
             cpu, peak = _proc_usage(process.pid)
@@ -923,6 +955,7 @@ async def run_replicas(
                     "cpu_s": cpu - cpu_before[index],
                     "cpu_s_since_start": cpu,
                     **{k: v - counters_before[index][k] for k, v in counters.items()},
+                    **cached[index],
                 }
             )
         latencies = sorted(active[k] - created[k] for k in active)
@@ -951,24 +984,75 @@ async def run_replicas(
         await client.close()
 
 
+def _replicas_result_path(result: dict[str, Any], replicas: int) -> Path:
+    return RESULTS / (
+        f"controller-{result['scenario']}-{result['instances']}-w{result['workers']}"
+        f"-r{replicas}.json"
+    )
+
+
+SHARED_FIGURES = {
+    "watch_events_share": ("watch_events_sharded", "watch_events_unsharded"),
+    "cached_objects_share": ("cached_objects",),
+    "cached_objects_sharded_share": ("cached_objects_sharded",),
+}
+"""Each share: the replica's sum of these figures over the single replica's sum."""
+
+
+def _add_shares(result: dict[str, Any]) -> None:
+    """Each replica's share of the single-replica run's figures (same scenario, instances and
+    workers; `--replicas 1` writes it), when that run's result is there and has them."""
+    if result["replicas"] == 1:
+        single = result["per_replica"][0]
+    else:
+        single_path = _replicas_result_path(result, 1)
+        if not single_path.exists():
+            return
+        single = json.loads(single_path.read_text())["per_replica"][0]
+    for share, figures in SHARED_FIGURES.items():
+        whole = sum(single.get(f) or 0.0 for f in figures)
+        if not whole or any(f not in single for f in figures):
+            continue
+        for row in result["per_replica"]:
+            row[share] = sum(row[f] for f in figures) / whole
+
+
+def _percent(row: dict[str, Any], share: str) -> str:
+    return f"{100 * row[share]:.0f} %" if share in row else "-"
+
+
+def _together(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The replicas' figures summed (shares too: they have one denominator). Against the
+    single replica's figures it shows what sharding adds: nothing received or cached twice."""
+    return {"replica": "all", **{k: sum(r[k] for r in rows) for k in rows[0] if k != "replica"}}
+
+
 def _report_replicas(result: dict[str, Any]) -> None:
     for key, value in result.items():
         if key == "per_replica":
             continue
         print(f"  {key:28} {value:.3f}" if isinstance(value, float) else f"  {key:28} {value}")
-    print("  replica  peak RSS MiB  CPU s  watch events (sharded/other)  reconciles")
-    for row in result["per_replica"]:
+    _add_shares(result)
+    rows = result["per_replica"]
+    if len(rows) > 1:
+        rows = [*rows, _together(rows)]
+    print("  replica  peak RSS MiB  CPU s  watch events (sharded/other)  share  reconciles")
+    for row in rows:
         print(
-            f"  {row['replica']:7}  {row['peak_rss_mib']:12.1f}  {row['cpu_s']:5.1f}  "
+            f"  {row['replica']:>7}  {row['peak_rss_mib']:12.1f}  {row['cpu_s']:5.1f}  "
             f"{row['watch_events_sharded']:>13.0f} / {row['watch_events_unsharded']:<12.0f}"
-            f"  {row['reconciles']:10.0f}"
+            f"  {_percent(row, 'watch_events_share'):>5}  {row['reconciles']:10.0f}"
+        )
+    print("  replica  cached objects  share  (sharded/other)  sharded share")
+    for row in rows:
+        print(
+            f"  {row['replica']:>7}  {row['cached_objects']:14.0f}"
+            f"  {_percent(row, 'cached_objects_share'):>5}"
+            f"  {row['cached_objects_sharded']:>7.0f} / {row['cached_objects_unsharded']:<6.0f}"
+            f"  {_percent(row, 'cached_objects_sharded_share'):>13}"
         )
     RESULTS.mkdir(exist_ok=True)
-    name = (
-        f"controller-{result['scenario']}-{result['instances']}-w{result['workers']}"
-        f"-r{result['replicas']}.json"
-    )
-    path = RESULTS / name
+    path = _replicas_result_path(result, result["replicas"])
     path.write_text(json.dumps(result, indent=2) + "\n")
     print(f"  written to {path}")
 
