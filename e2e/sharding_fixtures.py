@@ -108,23 +108,25 @@ async def apply_all(kro: KroEnv, names: Sequence[Key], value: str) -> None:
 
 
 async def all_ready(client: Client, gvr: GVR, names: Sequence[Key]) -> bool:
-    for ns, name in names:
-        try:
-            if not is_ready(await client.get(gvr, name, namespace=ns)):
-                return False
-        except errors.NotFound:
-            return False
-    return True
+    """Every instance exists and is ready (one list of the kind, not a read per instance: the
+    probe must not load the API server the replicas share when there are hundreds)."""
+    items, _ = await client.list_all(gvr)
+    ready = {(namespace_of(item), item["metadata"]["name"]) for item in items if is_ready(item)}
+    return all(key in ready for key in names)
 
 
 async def wait_all_ready(
-    client: Client, gvr: GVR, names: Sequence[Key], replicas: Mapping[str, KroProcess]
+    client: Client,
+    gvr: GVR,
+    names: Sequence[Key],
+    replicas: Mapping[str, KroProcess],
+    timeout_s: float = 180,
 ) -> None:
     """Every instance ACTIVE; on timeout, say which replicas never served the kind (a replica
     that does not serve it still owns its range, so the instances there wait forever)."""
     try:
         await wait_for(
-            lambda: all_ready(client, gvr, names), what="every instance ACTIVE", timeout_s=180
+            lambda: all_ready(client, gvr, names), what="every instance ACTIVE", timeout_s=timeout_s
         )
     except AssertionError as error:
         silent = {
@@ -250,6 +252,15 @@ def metric(text: str, name: str) -> float | None:
         if line.startswith(f"{name} "):
             return float(line.split()[1])
     return None
+
+
+def metric_sum(text: str, name: str) -> float:
+    """The sum of every sample of `name`, whatever its labels, on a /metrics page."""
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith((f"{name} ", f"{name}{{"))
+    )
 
 
 async def settled(replicas: Collection[KroProcess]) -> None:
