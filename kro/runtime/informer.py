@@ -166,6 +166,7 @@ class Informer:
         )
         self._sharded = "true" if shard is not None else "false"
         self._counted = 0  # what this informer has added to kro_informer_cached_objects
+        self._m_cached.inc(0, sharded=self._sharded)  # the series exists from the start
         self._shard_version = shard.version if shard is not None else 0
         self._listed_version = -1  # the shard version the cache was last listed with
         self.gvr = gvr
