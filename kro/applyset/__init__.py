@@ -46,6 +46,7 @@ from kro.applyset.applier import ApplierOptions as ApplierOptions
 from kro.applyset.applier import ApplyResult as ApplyResult
 from kro.applyset.applier import Desired as Desired
 from kro.applyset.applier import check_duplicates as check_duplicates
+from kro.applyset.applier import combined as combined
 from kro.applyset.cache import AppliedCache as AppliedCache
 from kro.applyset.contest import Contest as Contest
 from kro.applyset.contest import ContestPolicy as ContestPolicy
@@ -103,6 +104,7 @@ __all__ = [
     "apply_order",
     "applyset_id",
     "check_duplicates",
+    "combined",
     "delete_next_wave",
     "empty_inventory_metadata",
     "has_inventory_metadata",

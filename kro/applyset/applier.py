@@ -194,6 +194,25 @@ class ApplierOptions:
     contest_policy: ContestPolicy = field(default_factory=ContestPolicy)
 
 
+def combined(results: Sequence[ApplyResult]) -> ApplyResult:
+    """Several applies of one pass (its waves) as one result for the prune: the parent and
+    inventory as the last left them, every resource, and the union of the batches."""
+    last = results[-1]
+    if len(results) == 1:
+        return last
+    batch = results[0].batch_inventory
+    for result in results[1:]:
+        batch = batch.union(result.batch_inventory)
+    return ApplyResult(
+        parent=last.parent,
+        parent_obj=last.parent_obj,
+        inventory=last.inventory,
+        batch_inventory=batch,
+        resources=tuple(r for result in results for r in result.resources),
+        parent_written=any(r.parent_written for r in results),
+    )
+
+
 def check_duplicates(desired: Sequence[Desired]) -> None:
     """Raise DuplicateResources if two resource IDs render the same object (R-11)."""
     seen: dict[tuple[str, str, str, str, str], str] = {}

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from controllers_fakes import CONFIGMAPS, GREETERS, NS, greeter, greeter_rgd
 from fakeapi import FakeApiServer
 from kro_process import CHILD_PATH, INSTANCE_PATH, REQUEST, Kro, registry_of, running, sent, stored
 
+from kro.controllers.instance.reconciler import ReconcileFailed
 from kro.dynamic import ScalarWatch
 from kro.runtime.client import Client
 from kro.runtime.reconcile import Result
@@ -22,6 +24,7 @@ from kro.testing.waiting import eventually
 
 CHILD = ScalarWatch("greeting", CONFIGMAPS, NS, "hi")
 INSTANCE = ScalarWatch("", GREETERS, NS, "hi")
+PEER = ScalarWatch("peer", CONFIGMAPS, NS, "peer")
 
 
 async def _cache_holds(kro: Kro, version: str | None, request: ScalarWatch = CHILD) -> None:
@@ -145,17 +148,17 @@ async def test_a_child_kro_applied_and_the_cache_misses_is_asked_for(
     assert stored(api, CONFIGMAPS, "hi")["data"] == {"text": "hello world"}
 
 
-def _chained() -> dict[str, Any]:
-    """The greeter and a second ConfigMap that copies the first one's text: two passes."""
-    rgd = greeter_rgd()
+def _waiting_for_peer() -> dict[str, Any]:
+    """The greeter, whose text comes from an existing ConfigMap `peer`: until somebody makes
+    it, the instance waits IN_PROGRESS."""
+    rgd = greeter_rgd(text="${peer.data.text}")
     rgd["spec"]["resources"].append(
         {
-            "id": "copy",
-            "template": {
+            "id": "peer",
+            "externalRef": {
                 "apiVersion": "v1",
                 "kind": "ConfigMap",
-                "metadata": {"name": "${schema.metadata.name}-copy"},
-                "data": {"text": "${greeting.data.text}"},
+                "metadata": {"name": "peer", "namespace": NS},
             },
         }
     )
@@ -166,9 +169,73 @@ async def test_later_passes_start_from_the_instance_as_kro_last_wrote_it(
     api: FakeApiServer, client: Client
 ) -> None:
     api.seed(GREETERS, greeter())
+    async with running(client, registry_of(_waiting_for_peer())) as kro:
+        before = len(api.requests)
+        await kro.reconciler.reconcile(REQUEST)
+        assert stored(api, GREETERS, "hi")["status"]["state"] == "IN_PROGRESS"
+        instance = stored(api, GREETERS, "hi")
+        await _cache_holds(kro, instance["metadata"]["resourceVersion"], INSTANCE)
+        peer = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "peer", "namespace": NS},
+        }
+        api.seed(CONFIGMAPS, {**peer, "data": {"text": "from a peer"}})
+        await _cache_holds(
+            kro, stored(api, CONFIGMAPS, "peer")["metadata"]["resourceVersion"], PEER
+        )
+        await _passes(api, kro)
+        requests = sent(api, before)
+    assert requests.count(("GET", INSTANCE_PATH)) == 1
+    assert stored(api, CONFIGMAPS, "hi")["data"] == {"text": "from a peer"}
+    assert stored(api, GREETERS, "hi")["status"]["state"] == "ACTIVE"
+
+
+def _chained(name: str = "${schema.metadata.name}-copy") -> dict[str, Any]:
+    """The greeter and a second ConfigMap that copies the first one's text."""
+    rgd = greeter_rgd()
+    rgd["spec"]["resources"].append(
+        {
+            "id": "copy",
+            "template": {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": name},
+                "data": {"text": "${greeting.data.text}"},
+            },
+        }
+    )
+    return rgd
+
+
+async def test_data_that_flows_within_one_pass_converges_in_one(
+    api: FakeApiServer, client: Client
+) -> None:
+    """`copy` waits for `greeting`'s data; the pass applies `greeting`, then renders `copy`
+    from the server's answer and applies it too: one status write, no read of `greeting`."""
+    api.seed(GREETERS, greeter())
     async with running(client, registry_of(_chained())) as kro:
         requests = await _passes(api, kro)
-    assert requests.count(("PUT", f"{INSTANCE_PATH}/status")) == 2  # IN_PROGRESS, ACTIVE
-    assert requests.count(("GET", INSTANCE_PATH)) == 1
+    copy_path = CHILD_PATH + "-copy"
+    assert requests.count(("PATCH", CHILD_PATH)) == 1
+    assert requests.count(("PATCH", copy_path)) == 1
+    assert ("GET", CHILD_PATH) not in requests
+    assert requests.count(("PUT", f"{INSTANCE_PATH}/status")) == 1
     assert stored(api, CONFIGMAPS, "hi-copy")["data"] == {"text": "hello world"}
     assert stored(api, GREETERS, "hi")["status"]["state"] == "ACTIVE"
+
+
+async def test_a_later_wave_rendering_an_object_of_an_earlier_one_is_a_conflict(
+    api: FakeApiServer, client: Client
+) -> None:
+    api.seed(GREETERS, greeter())
+    async with running(client, registry_of(_chained(name="${schema.metadata.name}"))) as kro:
+        with pytest.raises(ReconcileFailed):
+            await kro.reconciler.reconcile(REQUEST)
+    status = stored(api, GREETERS, "hi")["status"]
+    assert status["state"] == "ERROR"
+    ready = next(c for c in status["conditions"] if c["type"] == "ResourcesReady")
+    assert (
+        "found resources with conflicts: resourceID: copy conflicts with resourceID: greeting"
+        in (ready["message"])
+    )

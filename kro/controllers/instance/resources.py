@@ -27,7 +27,15 @@ from kro.api.names import (
     NODE_STATE_WAITING_FOR_READINESS,
 )
 from kro.api.objects import metadata as _meta
-from kro.applyset import Applier, ApplyResult, Contest, Desired, prune
+from kro.applyset import (
+    Applier,
+    ApplyResult,
+    Contest,
+    Desired,
+    check_duplicates,
+    combined,
+    prune,
+)
 from kro.controllers.instance.labels import child_labels, collection_selector, decorate
 from kro.controllers.metrics import RuntimeMetrics
 from kro.dynamic import LabelSelector, ObjectRef, ScalarWatch, SelectorWatch, WatchCoordinator
@@ -67,14 +75,20 @@ class PassOutcome:
     errors: dict[str, list[BaseException]] = field(default_factory=dict)  # node -> apply errors
     pruned: bool = False  # the prune deleted something
     changed: set[str] = field(default_factory=set)  # nodes whose objects this pass's apply changed
+    stale: set[str] = field(default_factory=set)  # nodes rendered from a dependency it then changed
 
     def settles(self, graph: Graph) -> bool:
         """Whether the next pass, with nothing changed meanwhile, would do nothing: nothing
-        pending, failed or contested, nothing pruned, and no changed object read by another
-        node (its dependents were rendered from what it was before the apply)."""
-        if self.pending or self.apply_errors or self.retry or self.contests or self.pruned:
-            return False
-        return not any(graph.dependents_of(node_id) for node_id in self.changed)
+        pending, failed or contested, nothing pruned, and no node rendered from what one of
+        its dependencies was before this pass's apply changed it."""
+        return not (
+            self.pending
+            or self.apply_errors
+            or self.retry
+            or self.contests
+            or self.pruned
+            or self.stale
+        )
 
 
 _GVRS: dict[tuple[str, str, str], GVR] = {}
@@ -134,13 +148,47 @@ class InstancePass:
         self._requests: dict[str, WatchRequest] = {}  # node id -> the request it was read by
 
     async def run(self) -> PassOutcome:
-        """Resolve and observe every node, then apply, record and prune."""
-        for node_id in self.graph.topological_order:
-            await self._resolve(self.graph.node(node_id))
-        result = await self.applier.apply(self.instance, self.instance_gvr, self._batch)
-        self.instance = result.parent_obj
-        self._record(result)
-        await self._prune(result)
+        """Resolve and observe every node, apply what rendered, record; then, in waves, the
+        nodes that waited for data the apply has just produced; finally prune.
+
+        Upstream renders every node once per pass, so a node that reads another's data (a
+        ConfigMap copying one the same pass creates) waits for the next pass: a second trip
+        through the queue, an instance read, a status write and a read of the dependency. Here
+        the nodes left pending are resolved again against the objects the apply returned, as
+        long as an apply makes progress: an RGD whose data all flows within one pass converges
+        in one. Everything else is as upstream: a node still pending ends the pass
+        IN_PROGRESS and no prune runs, and a node is never applied twice in one pass.
+        """
+        waiting = list(self.graph.topological_order)
+        results: list[ApplyResult] = []
+        applied: list[Desired] = []  # every wave's batch so far
+        resolved: dict[str, int] = {}  # node id -> the wave it was resolved in
+        while waiting:
+            wave = len(results)
+            self.outcome.pending = False
+            self._batch = []
+            for node_id in waiting:
+                self.outcome.reasons.pop(node_id, None)
+                await self._resolve(self.graph.node(node_id))
+                if self.outcome.states.get(node_id) != NODE_STATE_IN_PROGRESS:
+                    resolved[node_id] = wave
+            if applied:  # R-11 across waves, as it would be within one batch
+                check_duplicates([*applied, *self._batch])
+            applied.extend(self._batch)
+            result = await self.applier.apply(self.instance, self.instance_gvr, self._batch)
+            self.instance = result.parent_obj
+            results.append(result)
+            changed = self._record(result)
+            self.outcome.stale.update(
+                d
+                for n in changed
+                for d in self.graph.dependents_of(n)
+                if resolved.get(d, wave + 1) <= wave
+            )
+            if not self._batch or not self.outcome.pending or result.has_errors:
+                break
+            waiting = [n for n in waiting if n not in resolved]
+        await self._prune(combined(results))
         return self.outcome
 
     # -- resolve + observe -----------------------------------------------------------------
@@ -323,16 +371,23 @@ class InstancePass:
 
     # -- results + prune -------------------------------------------------------------------
 
-    def _record(self, result: ApplyResult) -> None:
-        """R-14: per node, an apply error is ERROR; otherwise observe the applied objects."""
+    def _record(self, result: ApplyResult) -> set[str]:
+        """R-14: per node, an apply error is ERROR; otherwise observe the applied objects.
+        Returns the nodes whose objects this apply changed."""
         self.outcome.contests.extend(result.contests)
-        self.outcome.retry_after_s = result.retry_after_s
+        waits = [w for w in (self.outcome.retry_after_s, result.retry_after_s) if w is not None]
+        self.outcome.retry_after_s = min(waits) if waits else None
+        changed: set[str] = set()
+        batch = {r.resource_id for r in result.resources}
         for node_id, resource_ids in self._items.items():
+            if not batch.issuperset(resource_ids):
+                continue  # applied by an earlier wave (or nothing to apply)
             applied = [result.get(r) for r in resource_ids]
             errors = [a for a in applied if a is not None and a.error is not None]
             if any(a is not None and a.changed for a in applied):
                 self.outcome.mutated = True
                 self.outcome.changed.add(node_id)
+                changed.add(node_id)
             if errors:
                 self.outcome.apply_errors = True
                 self.outcome.errors[node_id] = [e.error for e in errors if e.error is not None]
@@ -351,6 +406,7 @@ class InstancePass:
                 NODE_STATE_SYNCED if readiness.ready else NODE_STATE_WAITING_FOR_READINESS,
                 readiness.reason,
             )
+        return changed
 
     async def _prune(self, result: ApplyResult) -> None:
         positions = {n: i for i, n in enumerate(self.graph.topological_order)}
