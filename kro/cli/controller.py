@@ -52,6 +52,7 @@ from kro.runtime.manager import GcTuning, Manager, ManagerOptions, parse_bind_ad
 from kro.runtime.metrics import NOOP, MetricsProvider
 from kro.runtime.prometheus import PrometheusProvider
 from kro.runtime.sharding import ShardingConfig, ShardMembership, ShardView
+from kro.runtime.tlsbuffers import set_tls_read_buffer
 
 log = structlog.get_logger(__name__)
 
@@ -243,6 +244,7 @@ async def run_controller(config: ControllerConfig) -> int:
     # encoder is already the console one).
     level = "debug" if config.log_development and config.log_level == "info" else config.log_level
     configure("json" if config.log_encoder == "json" else "console", level)
+    set_tls_read_buffer()  # the controller owns its process: 32 KiB, not 256, per connection
     try:
         check_ports(config)
         connection = await load_connection(config)
