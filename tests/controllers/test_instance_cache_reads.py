@@ -239,3 +239,14 @@ async def test_a_later_wave_rendering_an_object_of_an_earlier_one_is_a_conflict(
         "found resources with conflicts: resourceID: copy conflicts with resourceID: greeting"
         in (ready["message"])
     )
+
+
+async def test_an_rgd_without_resources_makes_its_instances_active(
+    api: FakeApiServer, client: Client
+) -> None:
+    rgd = greeter_rgd()
+    rgd["spec"]["resources"] = []
+    api.seed(GREETERS, greeter())
+    async with running(client, registry_of(rgd)) as kro:
+        assert await kro.reconciler.reconcile(REQUEST) == Result()
+    assert stored(api, GREETERS, "hi")["status"]["state"] == "ACTIVE"

@@ -163,7 +163,7 @@ class InstancePass:
         results: list[ApplyResult] = []
         applied: list[Desired] = []  # every wave's batch so far
         resolved: dict[str, int] = {}  # node id -> the wave it was resolved in
-        while waiting:
+        while True:  # at least once: a graph without resources still applies its inventory
             wave = len(results)
             self.outcome.pending = False
             self._batch = []
@@ -185,9 +185,9 @@ class InstancePass:
                 for d in self.graph.dependents_of(n)
                 if resolved.get(d, wave + 1) <= wave
             )
-            if not self._batch or not self.outcome.pending or result.has_errors:
-                break
             waiting = [n for n in waiting if n not in resolved]
+            if not self._batch or not self.outcome.pending or result.has_errors or not waiting:
+                break
         await self._prune(combined(results))
         return self.outcome
 
