@@ -71,6 +71,7 @@ from kro.applyset.inventory import project as project
 from kro.applyset.inventory import read_inventory as read_inventory
 from kro.applyset.inventory import render as render
 from kro.applyset.inventory import tooling_for as tooling_for
+from kro.applyset.ledger import MemberLedger as MemberLedger
 from kro.applyset.members import DeleteOutcome as DeleteOutcome
 from kro.applyset.members import Failure as Failure
 from kro.applyset.members import Member as Member
@@ -97,6 +98,7 @@ __all__ = [
     "InvalidInventory",
     "Inventory",
     "Member",
+    "MemberLedger",
     "ObjectRef",
     "OwnershipConflict",
     "Parent",

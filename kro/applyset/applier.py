@@ -47,6 +47,7 @@ from kro.applyset.contest import (
 from kro.applyset.errors import ApplySetError, DuplicateResources, OwnershipConflict
 from kro.applyset.identity import GroupKind, Parent
 from kro.applyset.inventory import Inventory, is_rendered, project, read_inventory, render
+from kro.applyset.ledger import MemberLedger
 from kro.applyset.noop import already_applied
 from kro.runtime.client import Client
 from kro.runtime.errors import KubeError
@@ -235,6 +236,8 @@ class Applier:
         self._client = client
         self._options = options
         self._cache = AppliedCache(options.cache_entries)
+        self.members = MemberLedger(options.cache_entries)
+        """What this process knows of each ApplySet's members (kro.applyset.ledger)."""
         self._contests = FieldContests(FIELD_MANAGER_APPLYSET, options.contest_policy)
 
     @property

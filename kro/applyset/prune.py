@@ -30,6 +30,7 @@ from kro.applyset._tasks import run_all
 from kro.applyset.applier import ApplyResult
 from kro.applyset.identity import ObjectRef
 from kro.applyset.inventory import Inventory
+from kro.applyset.ledger import MemberLedger
 from kro.applyset.members import DeleteOutcome, Failure, Member, delete_member, list_members
 from kro.runtime.client import Client
 
@@ -81,16 +82,23 @@ async def prune(
     *,
     positions: Mapping[str, int],
     all_resolved: bool,
+    ledger: MemberLedger | None = None,
 ) -> PruneResult:
     """Delete the members of `result`'s ApplySet that `result` did not apply.
 
     positions: node ID -> topological position (index in the graph's topological order).
     all_resolved: every node of the graph resolved this pass (no data pending, R-13).
+    ledger: what this process knows of the ApplySet's members; when it vouches that every
+        member is among those applied, nothing is listed (a clean prune that deleted nothing).
     Raises KubeError if members cannot be listed (nothing is deleted then).
     """
     if not all_resolved or result.has_errors:
         return PruneResult(skipped=True)
     keep = result.applied_uids
+    applyset_id = result.parent.id
+    if ledger is not None and ledger.nothing_to_prune(applyset_id, keep):
+        ledger.settled(applyset_id, keep)
+        return PruneResult(inventory=result.batch_inventory)
     members = await list_members(client, result.parent, result.inventory)
     orphans = [m for m in members if m.ref.uid not in keep and not m.terminating]
     deleted: list[ObjectRef] = []
@@ -117,6 +125,11 @@ async def prune(
         if failures:
             break
     clean = not conflicts and not failures
+    if ledger is not None:
+        if clean:
+            ledger.settled(applyset_id, keep)
+        else:
+            ledger.forget(applyset_id)
     return PruneResult(
         deleted=tuple(deleted),
         conflicts=tuple(conflicts),

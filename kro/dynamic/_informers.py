@@ -50,6 +50,12 @@ class InformerPool:
         of several sharing the instances, kro.runtime.sharding)."""
         return self._factory.shard is not None
 
+    @property
+    def shard_version(self) -> int:
+        """The version of the shard ranges (kro.runtime.sharding.ShardView); 0 without one."""
+        shard = self._factory.shard
+        return shard.version if shard is not None else 0
+
     def gvrs(self) -> frozenset[GVR]:
         """The GVRs with at least one reference held through this pool."""
         return frozenset(self._refs)

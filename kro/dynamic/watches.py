@@ -243,6 +243,12 @@ class WatchCoordinator:
         """GVRs whose informer this coordinator holds."""
         return frozenset(gvr for gvr, _sharded in self._held)
 
+    @property
+    def shard_version(self) -> int:
+        """The version of this replica's shard ranges (0 when not sharded); it moves whenever
+        the ranges change, i.e. whenever instances may have been reconciled elsewhere."""
+        return self._pool.shard_version
+
     def slot(self, parent: ObjectRef, request: WatchRequest) -> Slot:
         """Which informer serves `request` of `parent`: the sharded one for objects in the
         parent's own namespace on a sharded replica, the whole kind otherwise (module doc)."""

@@ -32,6 +32,7 @@ from kro.applyset import (
     ApplyResult,
     GroupKind,
     Member,
+    MemberLedger,
     ObjectRef,
     orphan_waves,
     prune,
@@ -269,3 +270,52 @@ async def test_cluster_scoped_parent_records_every_namespace(
         f"/api/v1/namespaces/{NS}/configmaps",
         "/api/v1/namespaces/default/configmaps",
     } <= listed
+
+
+def _lists(api: FakeApiServer, before: int) -> list[str]:
+    return [r.path for r in api.requests[before:] if r.method == "GET"]
+
+
+async def test_the_ledger_skips_the_list_only_while_it_knows_every_member(
+    api: FakeApiServer, client: Client, applier: Applier
+) -> None:
+    ledger = MemberLedger()
+    first = await _apply_all(api, applier, seed_parent(api))
+    ledger.started(first.parent.id)  # kro wrote its first inventory: no member existed before
+    before = len(api.requests)
+    started = await prune(client, first, positions=POSITIONS, all_resolved=True, ledger=ledger)
+    assert started.clean
+    assert started.inventory == first.batch_inventory
+    assert _lists(api, before) == []
+
+    # The same members applied again: the ledger knows there is nothing to delete.
+    again = await _apply_all(api, applier, first.parent_obj)
+    before = len(api.requests)
+    assert (await prune(client, again, positions=POSITIONS, all_resolved=True, ledger=ledger)).clean
+    assert _lists(api, before) == []
+
+    # Fewer applied: the list runs, and deletes what is no longer applied.
+    shrunk = await applier.apply(again.parent_obj, WEBAPPS, [desired(api, configmap("a"))])
+    before = len(api.requests)
+    pruned = await prune(client, shrunk, positions=POSITIONS, all_resolved=True, ledger=ledger)
+    assert sorted(ref.name for ref in pruned.deleted) == ["b", "c", "w"]
+    assert f"/api/v1/namespaces/{NS}/configmaps" in _lists(api, before)
+
+    # An ApplySet this process never saw start is listed.
+    other = MemberLedger()
+    before = len(api.requests)
+    await prune(client, shrunk, positions=POSITIONS, all_resolved=True, ledger=other)
+    assert _lists(api, before) != []
+
+
+async def test_a_conflicted_prune_makes_the_ledger_forget(
+    api: FakeApiServer, client: Client, applier: Applier
+) -> None:
+    ledger = MemberLedger()
+    full = await _apply_all(api, applier, seed_parent(api))
+    shrunk = await applier.apply(full.parent_obj, WEBAPPS, [desired(api, configmap("a"))])
+    ledger.settled(shrunk.parent.id, full.applied_uids)  # knows the full set: must list
+    api.inject(status_fault("DELETE", "/configmaps/b", 409, "Conflict", "Precondition failed"))
+    result = await prune(client, shrunk, positions=POSITIONS, all_resolved=True, ledger=ledger)
+    assert [ref.name for ref in result.conflicts] == ["b"]
+    assert not ledger.nothing_to_prune(shrunk.parent.id, full.applied_uids)  # forgotten

@@ -91,6 +91,8 @@ class RecordingWatches:
     def cached_object(self, request: Any) -> tuple[bool, None]:
         return False, None
 
+    shard_version = 0
+
 
 def sample(provider: PrometheusProvider, metric: str, **labels: str) -> float:
     """The value of one series on /metrics (0 when absent)."""

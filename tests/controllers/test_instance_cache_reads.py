@@ -79,6 +79,8 @@ async def test_a_new_instance_converges_without_reading_a_child_nobody_reads(
         requests = await _passes(api, kro)
     assert ("GET", CHILD_PATH) not in requests
     assert requests.count(("PATCH", CHILD_PATH)) == 1  # created once, never re-applied
+    # A new ApplySet has no member kro did not apply: its prune lists nothing.
+    assert ("GET", f"/api/v1/namespaces/{NS}/configmaps") not in requests
     # The first pass reads the instance; the next ones start from its own last write.
     assert requests.count(("GET", INSTANCE_PATH)) == 1
     assert stored(api, CONFIGMAPS, "hi")["data"] == {"text": "hello world"}

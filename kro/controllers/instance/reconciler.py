@@ -516,7 +516,8 @@ class InstanceReconciler:
         }
         if metadata.get("namespace"):
             body_meta["namespace"] = metadata["namespace"]
-        if not has_inventory_metadata(instance):
+        started = not has_inventory_metadata(instance)
+        if started:
             fragment = empty_inventory_metadata(
                 Parent.from_object(instance, self.gvr), self.applier.tooling
             )
@@ -546,6 +547,8 @@ class InstanceReconciler:
             )
             self.failures.report(object_key(instance), instance, failure)
             raise ReconcileFailed(message) from error
+        if started:  # a new ApplySet: none of its members exists yet
+            self.applier.members.started(Parent.from_object(instance, self.gvr).id)
         status.set(
             CONDITION_INSTANCE_MANAGED,
             STATUS_TRUE,

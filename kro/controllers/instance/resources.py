@@ -410,8 +410,13 @@ class InstancePass:
 
     async def _prune(self, result: ApplyResult) -> None:
         positions = {n: i for i, n in enumerate(self.graph.topological_order)}
+        self.applier.members.epoch(self.watches.shard_version)
         pruned = await prune(
-            self.client, result, positions=positions, all_resolved=not self.outcome.pending
+            self.client,
+            result,
+            positions=positions,
+            all_resolved=not self.outcome.pending,
+            ledger=self.applier.members,
         )
         if pruned.changed:
             self.outcome.mutated = True

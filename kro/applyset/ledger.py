@@ -1,0 +1,88 @@
+"""kro.applyset.ledger: when the prune's list would find nothing to delete, skip the list.
+
+Why: R-13 prunes after every pass that resolved everything: it lists the ApplySet's members
+(a label-selector LIST per kind and namespace, which the API server answers by filtering every
+object of the kind in the namespace) and deletes those the pass did not apply. On a converging
+instance that list finds exactly what the pass applied, every time: one request per pass, and
+the costliest kind, across thousands of objects of one namespace.
+
+The members of an ApplySet are only ever made by kro's applies, each labelled with its id. So
+this process can know the complete member set of an ApplySet:
+- one that had no inventory until kro wrote its empty one (`started`) has no members yet;
+- after a pass whose prune listed (and deleted every orphan) or was skipped on this ledger's
+  word, the members are exactly what the pass applied (`settled`).
+A later pass that applies exactly that set (same UIDs) would list them and delete nothing; a
+pass that applies anything else (a node gone, a collection shrunk, an object re-created) lists
+as before. What is kept per ApplySet is a 16-byte digest of the sorted UIDs, or the mark
+"started"; bounded LRU: forgetting costs one list. In memory only: after a restart every
+ApplySet is listed once.
+
+A replica that shares the instances with others (kro.runtime.sharding) may hand an ApplySet to
+another and get it back after that one changed its members: `epoch` forgets everything when
+the replica's ranges change.
+
+What it cannot see: an object someone else labels with the ApplySet's id, or an orphan left by
+a deleted parent whose finalizer was removed by hand before its children were deleted, when a
+parent of the same name is created again. Those are pruned at the next list: when the applied
+set changes, or after a restart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from collections.abc import Iterable
+
+__all__ = ["MemberLedger"]
+
+_STARTED = b""
+
+
+def _digest(uids: Iterable[str]) -> bytes:
+    return hashlib.blake2b("\n".join(sorted(uids)).encode(), digest_size=16).digest()
+
+
+class MemberLedger:
+    """ApplySet id -> what this process knows its complete member set to be."""
+
+    def __init__(self, max_entries: int = 16384) -> None:
+        if max_entries < 1:
+            raise ValueError("max_entries must be at least 1")
+        self._max_entries = max_entries
+        self._entries: OrderedDict[str, bytes] = OrderedDict()
+        self._epoch = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def epoch(self, epoch: int) -> None:
+        """Forget every ApplySet when `epoch` (the shard ranges' version) moved: what was known
+        may have changed under another replica meanwhile."""
+        if epoch != self._epoch:
+            self._entries.clear()
+            self._epoch = epoch
+
+    def started(self, applyset_id: str) -> None:
+        """kro has just written the first inventory of this ApplySet: it has no member yet."""
+        self._put(applyset_id, _STARTED)
+
+    def settled(self, applyset_id: str, uids: Iterable[str]) -> None:
+        """The ApplySet's members are exactly `uids` (a clean prune, or one skipped here)."""
+        self._put(applyset_id, _digest(uids))
+
+    def nothing_to_prune(self, applyset_id: str, keep: Iterable[str]) -> bool:
+        """Whether every member of the ApplySet is known to be in `keep`."""
+        entry = self._entries.get(applyset_id)
+        if entry is None:
+            return False
+        self._entries.move_to_end(applyset_id)
+        return entry == _STARTED or entry == _digest(keep)
+
+    def forget(self, applyset_id: str) -> None:
+        self._entries.pop(applyset_id, None)
+
+    def _put(self, applyset_id: str, entry: bytes) -> None:
+        self._entries[applyset_id] = entry
+        self._entries.move_to_end(applyset_id)
+        while len(self._entries) > self._max_entries:
+            self._entries.popitem(last=False)
