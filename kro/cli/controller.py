@@ -52,7 +52,7 @@ from kro.runtime.manager import GcTuning, Manager, ManagerOptions, parse_bind_ad
 from kro.runtime.metrics import NOOP, MetricsProvider
 from kro.runtime.prometheus import PrometheusProvider
 from kro.runtime.sharding import ShardingConfig, ShardMembership, ShardView
-from kro.runtime.tlsbuffers import set_tls_read_buffer
+from kro.runtime.tlsprocess import set_tls_read_buffer
 
 log = structlog.get_logger(__name__)
 

@@ -1,18 +1,20 @@
-"""The TLS read buffer: a TLS connection opened afterwards reads through the smaller buffer,
-and still reads a response larger than it, from a TLS server on loopback."""
+"""Process-wide TLS settings: a TLS connection opened afterwards reads through the smaller
+buffer and still reads a response larger than it, from a TLS server on loopback; aiohttp
+imported without its default trust store leaves the environment as it was."""
 
 from __future__ import annotations
 
 import asyncio
 import ssl
 import subprocess
+import sys
 from asyncio import sslproto
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from kro.runtime.tlsbuffers import set_tls_read_buffer
+from kro.runtime.tlsprocess import set_tls_read_buffer
 
 
 @pytest.fixture
@@ -59,3 +61,23 @@ async def test_connections_read_through_the_smaller_buffer(tmp_path: Path, resto
 def test_a_buffer_too_small_is_refused(restore: None) -> None:
     with pytest.raises(ValueError, match="below 4 KiB"):
         set_tls_read_buffer(1024)
+
+
+def test_aiohttp_is_imported_without_default_trust_and_the_environment_is_restored() -> None:
+    """In a fresh interpreter (aiohttp not yet imported): its default verified context holds no
+    CA, and SSL_CERT_FILE / SSL_CERT_DIR are what they were (one set, one unset)."""
+    script = (
+        "import os, sys\n"
+        "os.environ['SSL_CERT_FILE'] = '/etc/mine.pem'\n"
+        "os.environ.pop('SSL_CERT_DIR', None)\n"
+        "from kro.runtime.tlsprocess import import_aiohttp_without_default_trust\n"
+        "import_aiohttp_without_default_trust()\n"
+        "import aiohttp.connector as c\n"
+        "print(c._SSL_CONTEXT_VERIFIED.cert_store_stats()['x509_ca'])\n"
+        "print(os.environ.get('SSL_CERT_FILE'), os.environ.get('SSL_CERT_DIR'))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], check=True, capture_output=True, text=True
+    ).stdout.split("\n")
+    assert out[0] == "0"
+    assert out[1] == "/etc/mine.pem None"
