@@ -95,6 +95,17 @@ async def create_namespaces(client: Client, names: Iterable[str]) -> None:
         )
 
 
+REPLICAS = ("r0", "r1", "r2")
+
+
+async def random_namespaces(client: Client, prefix: str, count: int) -> list[str]:
+    """`count` namespaces `<prefix>-<random>`, created: FNV-1a of names that differ only in
+    their last characters lands in one narrow band of the hash space (docs/sharding.md)."""
+    names = [f"{prefix}-{secrets.token_hex(3)}" for _ in range(count)]
+    await create_namespaces(client, names)
+    return names
+
+
 async def delete_namespaces(client: Client, names: Iterable[str]) -> None:
     for ns in names:
         with contextlib.suppress(errors.NotFound):

@@ -16,19 +16,19 @@ survivor's caches of the instances and of their ConfigMaps hold exactly its new 
 from __future__ import annotations
 
 import asyncio
-import secrets
 from typing import Any
 
 from kro_harness import KroEnv, wait_for
 from sharding_fixtures import (
     CONFIGMAPS_GVR,
+    REPLICAS,
     assert_no_overlap,
     cached,
     caches_only,
     children_hold,
-    create_namespaces,
     delete_namespaces,
     objects_in_range,
+    random_namespaces,
     settled,
     sharded_rgd,
     sharding_fixtures,
@@ -48,9 +48,8 @@ async def test_three_replicas_share_instances_and_survive_a_kill(
     kro: KroEnv, spawn: Any, kube_namespace: str
 ) -> None:
     client = kro.client
-    namespaces = [f"{kube_namespace}-{secrets.token_hex(3)}" for _ in range(NAMESPACES)]
-    await create_namespaces(client, namespaces)
-    replicas = {name: spawn(name) for name in ("r0", "r1", "r2")}
+    namespaces = await random_namespaces(client, kube_namespace, NAMESPACES)
+    replicas = {name: spawn(name) for name in REPLICAS}
     definition = sharded_rgd(kro)
     try:
         await kro.apply_rgd(definition)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,14 +31,15 @@ from kro_harness import KroEnv, wait_for
 from sharding_fixtures import (
     CONFIGMAPS_GVR,
     KIND,
+    REPLICAS,
     Key,
     assert_no_overlap,
-    create_namespaces,
     delete_namespaces,
     install_sharded_rgd,
     member_lease,
     metric,
     metric_sum,
+    random_namespaces,
     scrape,
     settled,
     sharding_fixtures,
@@ -131,9 +131,8 @@ async def test_three_replicas_share_300_instances_in_30_namespaces(
     kro: KroEnv, spawn: Any, kube_namespace: str
 ) -> None:
     client = kro.client
-    namespaces = [f"{kube_namespace}-{secrets.token_hex(3)}" for _ in range(NAMESPACES)]
-    await create_namespaces(client, namespaces)
-    replicas = {name: spawn(name) for name in ("r0", "r1", "r2")}
+    namespaces = await random_namespaces(client, kube_namespace, NAMESPACES)
+    replicas = {name: spawn(name) for name in REPLICAS}
     try:
         leases = {name: member_lease(process) for name, process in replicas.items()}
         assignment = assign(leases.values())

@@ -24,6 +24,7 @@ import pytest
 from kro_harness import KroEnv
 from sharding_fixtures import (
     CONFIGMAPS_GVR,
+    REPLICAS,
     Key,
     apply_all,
     assert_no_overlap,
@@ -92,7 +93,7 @@ async def test_without_the_gate_replicas_filter_on_the_client(
     kro: KroEnv, spawn: Any, kube_namespace: str
 ) -> None:
     client = kro.client
-    replicas = {name: spawn(name) for name in ("r0", "r1", "r2")}
+    replicas = {name: spawn(name) for name in REPLICAS}
     leases = {name: member_lease(process) for name, process in replicas.items()}
     namespaces = spread_namespaces(kube_namespace, leases.values(), PER_RANGE)
     await create_namespaces(client, namespaces)

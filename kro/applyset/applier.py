@@ -244,12 +244,6 @@ class Applier:
     def tooling(self) -> str:
         return self._options.tooling
 
-    def applied(
-        self, api_version: str, kind: str, namespace: str, name: str
-    ) -> tuple[str, str] | None:
-        """(uid, resourceVersion) our last apply of this object returned, if remembered."""
-        return self._cache.applied((api_version, kind, namespace, name))
-
     def vouches_for(self, live: Mapping[str, Any]) -> bool:
         """Whether `live`, even without its managedFields or content, is exactly what our
         last apply of it left (same uid and resourceVersion) with no contested field: then

@@ -15,10 +15,9 @@ Keyed by UID with the resourceVersion stored in the entry, which is equivalent t
 Bounded LRU: a forgotten entry only costs one redundant apply. In memory only: after a restart
 the first reconcile applies everything once.
 
-The same entries answer a reader's question without a request (`applied`): "did kro apply
-this object, and what did the server answer?". A pass that finds an object in a metadata-only
-cache at the resourceVersion our apply returned knows the rest of it is what it applied; one
-that finds no object there, but did apply it, knows the cache lags and asks the API server.
+The same entries answer a reader's question without a request (`applied_version`): "what did
+the server answer to kro's last apply of this object?". A pass that finds an object in a
+metadata-only cache at that resourceVersion knows the rest of it is what it applied.
 """
 
 from __future__ import annotations
@@ -43,30 +42,14 @@ def _uid_and_version(obj: Mapping[str, Any]) -> tuple[str, str]:
     return str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")
 
 
-Identity = tuple[str, str, str, str]
-"""(apiVersion, kind, namespace, name) of an object, as its apply body and answer spell it."""
-
-
-def identity(obj: Mapping[str, Any]) -> Identity:
-    meta = obj.get("metadata") or {}
-    return (
-        str(obj.get("apiVersion") or ""),
-        str(obj.get("kind") or ""),
-        str(meta.get("namespace") or ""),
-        str(meta.get("name") or ""),
-    )
-
-
 class AppliedCache:
-    """uid -> (resourceVersion after our apply, digest of the body applied), and the object's
-    identity -> uid."""
+    """uid -> (resourceVersion after our apply, digest of the body applied)."""
 
     def __init__(self, max_entries: int = 16384) -> None:
         if max_entries < 1:
             raise ValueError("max_entries must be at least 1")
         self._max_entries = max_entries
-        self._entries: OrderedDict[str, tuple[str, str, Identity]] = OrderedDict()
-        self._uids: dict[Identity, str] = {}
+        self._entries: OrderedDict[str, tuple[str, str]] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -78,37 +61,22 @@ class AppliedCache:
         if entry is None:
             return False
         self._entries.move_to_end(uid)
-        return entry[:2] == (version, body_digest)
+        return entry == (version, body_digest)
 
     def applied_version(self, uid: str) -> str | None:
         """The resourceVersion our last apply of object `uid` returned, if known."""
         entry = self._entries.get(uid)
         return entry[0] if entry else None
 
-    def applied(self, ident: Identity) -> tuple[str, str] | None:
-        """(uid, resourceVersion) our last apply of the object `ident` returned, if known."""
-        uid = self._uids.get(ident)
-        entry = self._entries.get(uid) if uid else None
-        return (uid, entry[0]) if uid and entry else None
-
     def remember(self, applied: Mapping[str, Any], body_digest: str) -> None:
         """Record the server's answer to our apply of the body with `body_digest`."""
         uid, version = _uid_and_version(applied)
         if not uid or not version:
             return
-        ident = identity(applied)
-        if ident[3]:  # named, as every applied object is
-            previous = self._uids.get(ident)
-            if previous is not None and previous != uid:  # re-created: the old one is gone
-                self._entries.pop(previous, None)
-            self._uids[ident] = uid
-        self._entries[uid] = (version, body_digest, ident)
+        self._entries[uid] = (version, body_digest)
         self._entries.move_to_end(uid)
         while len(self._entries) > self._max_entries:
-            _, (_, _, dropped) = self._entries.popitem(last=False)
-            self._uids.pop(dropped, None)
+            self._entries.popitem(last=False)
 
     def forget(self, uid: str) -> None:
-        entry = self._entries.pop(uid, None)
-        if entry is not None and self._uids.get(entry[2]) == uid:
-            del self._uids[entry[2]]
+        self._entries.pop(uid, None)

@@ -243,6 +243,12 @@ class WatchCoordinator:
         """GVRs whose informer this coordinator holds."""
         return frozenset(gvr for gvr, _sharded in self._held)
 
+    def declared(self, parent: ObjectRef, request: WatchRequest) -> bool:
+        """Whether `parent`'s last committed cycle declared `request` (its last successful
+        reconcile read, and may have written, what `request` names)."""
+        state = self._parents.get(parent)
+        return state is not None and request in state.committed
+
     @property
     def shard_version(self) -> int:
         """The version of this replica's shard ranges (0 when not sharded); it moves whenever

@@ -63,25 +63,11 @@ def test_forget_and_bounds() -> None:
         AppliedCache(max_entries=0)
 
 
-def _named(uid: str, rv: str, name: str = "a") -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"uid": uid, "resourceVersion": rv, "namespace": "ns", "name": name},
-    }
-
-
-def test_applied_answers_by_identity_until_the_object_is_forgotten() -> None:
-    cache = AppliedCache(max_entries=2)
-    assert cache.applied(("v1", "ConfigMap", "ns", "a")) is None
-    cache.remember(_named("u1", "5"), "d")
-    assert cache.applied(("v1", "ConfigMap", "ns", "a")) == ("u1", "5")
-    assert cache.applied(("v1", "Secret", "ns", "a")) is None
-    cache.remember(_named("u2", "9"), "d")  # deleted and re-created: the new uid answers
-    assert cache.applied(("v1", "ConfigMap", "ns", "a")) == ("u2", "9")
-    assert len(cache) == 1
-    cache.remember(_named("u3", "1", "b"), "d")
-    cache.remember(_named("u4", "1", "c"), "d")  # evicts u2, and its identity with it
-    assert cache.applied(("v1", "ConfigMap", "ns", "a")) is None
-    cache.forget("u3")
-    assert cache.applied(("v1", "ConfigMap", "ns", "b")) is None
+def test_applied_version_is_what_the_last_apply_returned() -> None:
+    cache = AppliedCache(max_entries=1)
+    assert cache.applied_version("u1") is None
+    cache.remember(_obj("u1", "5"), "d")
+    cache.remember(_obj("u1", "7"), "d")
+    assert cache.applied_version("u1") == "7"
+    cache.remember(_obj("u2", "1"), "d")  # evicts u1
+    assert cache.applied_version("u1") is None

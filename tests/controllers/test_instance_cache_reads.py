@@ -9,6 +9,7 @@ same either way.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -96,29 +97,29 @@ async def _renamed(api: FakeApiServer, kro: Kro) -> list[tuple[str, str]]:
     return await _passes(api, kro)
 
 
-async def test_a_child_read_only_by_metadata_comes_from_the_cache(
-    api: FakeApiServer, client: Client
+@pytest.mark.parametrize(
+    ("rgd", "read", "status"),
+    [
+        (_status_reads_name, False, {"child": "hi"}),
+        (_status_reads_content, True, {"text": "hello there"}),
+    ],
+    ids=["metadata-from-the-cache", "content-from-the-api-server"],
+)
+async def test_a_child_is_read_from_the_api_server_only_for_its_content(
+    api: FakeApiServer,
+    client: Client,
+    rgd: Callable[[], dict[str, Any]],
+    read: bool,
+    status: dict[str, str],
 ) -> None:
     api.seed(GREETERS, greeter())
-    async with running(client, registry_of(_status_reads_name())) as kro:
+    async with running(client, registry_of(rgd())) as kro:
         requests = await _renamed(api, kro)
-    assert ("GET", CHILD_PATH) not in requests
+    assert (("GET", CHILD_PATH) in requests) is read
     assert stored(api, CONFIGMAPS, "hi")["data"] == {"text": "hello there"}
-    status = stored(api, GREETERS, "hi")["status"]
-    assert status["child"] == "hi"
-    assert status["state"] == "ACTIVE"
-
-
-async def test_a_child_whose_content_is_read_is_read_from_the_api_server(
-    api: FakeApiServer, client: Client
-) -> None:
-    api.seed(GREETERS, greeter())
-    async with running(client, registry_of(_status_reads_content())) as kro:
-        requests = await _renamed(api, kro)
-    assert ("GET", CHILD_PATH) in requests
-    status = stored(api, GREETERS, "hi")["status"]
-    assert status["text"] == "hello there"
-    assert status["state"] == "ACTIVE"
+    written = stored(api, GREETERS, "hi")["status"]
+    assert {k: written[k] for k in status} == status
+    assert written["state"] == "ACTIVE"
 
 
 async def test_a_child_someone_else_changed_is_read_and_put_right(

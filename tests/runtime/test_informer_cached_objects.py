@@ -4,13 +4,10 @@ watch events they were spared (kro_informer_watch_events_total)."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Callable
-from typing import Any
-
 import pytest
 from fakeapi import FakeApiServer, Fault
+from informer_runs import configmap as obj
+from informer_runs import running, until
 
 from kro.runtime.client import Client
 from kro.runtime.clock import FakeClock
@@ -18,7 +15,6 @@ from kro.runtime.gvk import GVR
 from kro.runtime.informer import Informer
 from kro.runtime.prometheus import PrometheusProvider
 from kro.runtime.sharding import ShardView, fnv1a64
-from kro.testing.waiting import eventually
 
 pytestmark = pytest.mark.usefixtures("no_task_leaks")
 
@@ -26,35 +22,8 @@ CM = GVR("", "v1", "configmaps")
 SECRETS = GVR("", "v1", "secrets")
 
 
-def obj(name: str, ns: str = "default") -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": ns}, "data": {}}
-
-
 def cached(provider: PrometheusProvider, sharded: str) -> float | None:
     return provider.registry.get_sample_value("kro_informer_cached_objects", {"sharded": sharded})
-
-
-@contextlib.asynccontextmanager
-async def running(*informers: Informer, fake_api: FakeApiServer) -> AsyncIterator[None]:
-    tasks = [asyncio.create_task(i.run()) for i in informers]
-    try:
-        for informer in informers:
-            assert await informer.wait_for_sync(timeout_s=5)
-        await asyncio.wait_for(fake_api.wait_for_watchers(len(informers)), timeout=5)
-        yield
-    finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
-
-async def until(predicate: Callable[[], bool], what: str) -> None:
-    async def probe() -> bool:
-        return predicate()
-
-    await eventually(probe, what=what, timeout_s=5, interval_s=0.01)
 
 
 async def test_the_gauge_follows_lists_adds_deletes_and_relists(

@@ -3,14 +3,12 @@ filter, so sharded replicas can show what they were spared (bench_controller --r
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import dataclasses
-from collections.abc import AsyncIterator, Callable
-from typing import Any
 
 import pytest
 from fakeapi import FakeApiServer
+from informer_runs import configmap as cm
+from informer_runs import running, until
 
 from kro.runtime.client import Client
 from kro.runtime.clock import FakeClock
@@ -18,15 +16,10 @@ from kro.runtime.gvk import GVR
 from kro.runtime.informer import Informer
 from kro.runtime.prometheus import PrometheusProvider
 from kro.runtime.sharding import ShardView, fnv1a64
-from kro.testing.waiting import eventually
 
 pytestmark = pytest.mark.usefixtures("no_task_leaks")
 
 CM = GVR("", "v1", "configmaps")
-
-
-def cm(name: str, ns: str = "default") -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": ns}, "data": {}}
 
 
 def received(provider: PrometheusProvider, sharded: str) -> float:
@@ -36,26 +29,6 @@ def received(provider: PrometheusProvider, sharded: str) -> float:
     return value or 0.0
 
 
-@contextlib.asynccontextmanager
-async def running(informer: Informer, fake_api: FakeApiServer) -> AsyncIterator[None]:
-    task = asyncio.create_task(informer.run())
-    try:
-        assert await informer.wait_for_sync(timeout_s=5)
-        await asyncio.wait_for(fake_api.wait_for_watchers(1), timeout=5)
-        yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-
-
-async def until(predicate: Callable[[], bool], what: str) -> None:
-    async def probe() -> bool:
-        return predicate()
-
-    await eventually(probe, what=what, timeout_s=5, interval_s=0.01)
-
-
 async def test_watch_events_are_counted_but_listed_objects_are_not(
     client: Client, fake_api: FakeApiServer
 ) -> None:
@@ -63,7 +36,7 @@ async def test_watch_events_are_counted_but_listed_objects_are_not(
     client.options = dataclasses.replace(client.options, metrics=provider)  # the default source
     fake_api.seed(CM, cm("listed"))
     informer = Informer(client, CM, clock=FakeClock())
-    async with running(informer, fake_api):
+    async with running(informer, fake_api=fake_api):
         created = fake_api.seed(CM, cm("a"))
         fake_api.modify(CM, dict(created, data={"x": "2"}))
         fake_api.remove(CM, "a", "default")
@@ -79,7 +52,7 @@ async def test_a_sharded_informer_counts_what_it_filters_out(
     mine = fnv1a64("mine")
     view.set_ranges([(mine, mine + 1)])  # owns the namespace "mine" only
     informer = Informer(client, CM, clock=FakeClock(), shard=view, metrics=provider)
-    async with running(informer, fake_api):
+    async with running(informer, fake_api=fake_api):
         fake_api.seed(CM, cm("kept", "mine"))
         fake_api.seed(CM, cm("dropped", "theirs"))
         await until(lambda: received(provider, "true") == 2, "2 events counted")

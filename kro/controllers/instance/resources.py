@@ -284,7 +284,7 @@ class InstancePass:
         request = ScalarWatch(node.id, gvr, namespace, name)
         self._requests[node.id] = request
         await self.watches.watch(self.parent, request)
-        known, live = self._from_cache(node, request, desired[0])
+        known, live = self._from_cache(node, request)
         if not known:
             try:
                 live = await self.client.get(gvr, name, namespace=namespace or None)
@@ -299,13 +299,14 @@ class InstancePass:
         return live
 
     def _from_cache(
-        self, node: Node, request: ScalarWatch, desired: Mapping[str, Any]
+        self, node: Node, request: ScalarWatch
     ) -> tuple[bool, Mapping[str, Any] | None]:
         """Whether the kind's informer cache answers this read without a GET, and its answer.
 
         The caches hold metadata only (kro.dynamic), so:
-        - "no such object" is believed unless kro applied that object (then the cache may lag
-          behind our own create, and the API server is asked);
+        - "no such object" is believed unless the instance's last successful pass already read
+          it (and may have created it: then the cache may lag behind our own create, and the
+          API server is asked);
         - an object is used when nothing in the graph reads it beyond `metadata`
           (Graph.metadata_only) and, for an object kro applies, the applier vouches that it is
           exactly what our last apply left (same uid and resourceVersion, no contested field),
@@ -317,15 +318,8 @@ class InstancePass:
         if not known:
             return False, None
         if cached is None:
-            if node.type.is_external:
-                return True, None
-            applied = self.applier.applied(
-                str(desired.get("apiVersion") or ""),
-                str(desired.get("kind") or ""),
-                request.namespace,
-                request.name,
-            )
-            return applied is None, None
+            # The last successful pass read it, and may have created it: the cache may lag.
+            return node.type.is_external or not self.watches.declared(self.parent, request), None
         if node.id not in self.graph.metadata_only:
             return False, None
         if node.type.is_external or self.applier.vouches_for(cached):
