@@ -323,6 +323,7 @@ class Informer:
                 page_size=self._page_size,
                 metadata_only=self.metadata_only,
                 shard_selector=sent,
+                each=self._transform,
             )
         except ApiError as e:
             # kube-apiserver v1.36 answers a selector it cannot parse with 500 ("invalid shard
@@ -340,8 +341,7 @@ class Informer:
         return owned, rv
 
     async def _list(self) -> None:
-        items, rv = await self._list_items()
-        objs = [self._prepare(o) for o in items]
+        objs, rv = await self._list_items()  # transformed page by page
         previous = self.store.replace(objs)
         cached = len(self.store)
         self._m_cached.inc(cached - self._counted, sharded=self._sharded)
@@ -446,9 +446,6 @@ class Informer:
         rv = _resource_version(obj)
         if rv:
             self._resource_version = rv
-
-    def _prepare(self, obj: Obj) -> Obj:
-        return self._transform(obj) if self._transform is not None else obj
 
     async def _resync_loop(self) -> None:
         assert self._resync_period_s is not None

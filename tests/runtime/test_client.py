@@ -216,6 +216,25 @@ async def test_list_all_follows_continue_tokens(client: Client, fake_api: FakeAp
     assert sum(1 for r in fake_api.requests if r.query.get("limit") == "3") == 3
 
 
+async def test_list_all_applies_each_to_every_item_page_by_page(
+    client: Client, fake_api: FakeApiServer
+) -> None:
+    for i in range(5):
+        fake_api.seed(CM, configmap(f"cm{i}"))
+    seen_at: list[int] = []
+
+    def each(item: dict[str, Any]) -> dict[str, Any]:
+        seen_at.append(len(fake_api.requests))  # how many pages had been asked for by then
+        return {"name": item["metadata"]["name"]}
+
+    items, _ = await client.list_all(CM, page_size=2, each=each)
+    assert items == [{"name": f"cm{i}"} for i in range(5)]
+    pages = [r for r in fake_api.requests if r.query.get("limit") == "2"]
+    assert len(pages) == 3
+    first = len(fake_api.requests) - len(pages) + 1
+    assert seen_at == [first, first, first + 1, first + 1, first + 2]  # before the next page
+
+
 async def test_list_all_restarts_unpaginated_when_continue_expires(
     client: Client, fake_api: FakeApiServer
 ) -> None:
