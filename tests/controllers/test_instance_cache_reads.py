@@ -253,3 +253,29 @@ async def test_an_rgd_without_resources_makes_its_instances_active(
     async with running(client, registry_of(rgd)) as kro:
         assert await kro.reconciler.reconcile(REQUEST) == Result()
     assert stored(api, GREETERS, "hi")["status"]["state"] == "ACTIVE"
+
+
+async def test_a_chain_of_three_converges_in_one_pass_each_applied_once(
+    api: FakeApiServer, client: Client
+) -> None:
+    """greeting -> copy -> echo: three waves in one pass, no object applied twice."""
+    rgd = _chained()
+    rgd["spec"]["resources"].append(
+        {
+            "id": "echo",
+            "template": {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "${schema.metadata.name}-echo"},
+                "data": {"text": "${copy.data.text}"},
+            },
+        }
+    )
+    api.seed(GREETERS, greeter())
+    async with running(client, registry_of(rgd)) as kro:
+        requests = await _passes(api, kro)
+    for path in (CHILD_PATH, CHILD_PATH + "-copy", CHILD_PATH + "-echo"):
+        assert requests.count(("PATCH", path)) == 1, path
+    assert requests.count(("PUT", f"{INSTANCE_PATH}/status")) == 1
+    assert stored(api, CONFIGMAPS, "hi-echo")["data"] == {"text": "hello world"}
+    assert stored(api, GREETERS, "hi")["status"]["state"] == "ACTIVE"

@@ -167,7 +167,8 @@ class InstancePass:
             wave = len(results)
             self.outcome.pending = False
             self._batch = []
-            for node_id in waiting:
+            for node_id in waiting:  # what an earlier wave said of them no longer holds
+                self.outcome.states.pop(node_id, None)
                 self.outcome.reasons.pop(node_id, None)
                 await self._resolve(self.graph.node(node_id))
                 if self.outcome.states.get(node_id) != NODE_STATE_IN_PROGRESS:
