@@ -10,7 +10,9 @@ The members of an ApplySet are only ever made by kro's applies, each labelled wi
 this process can know the complete member set of an ApplySet:
 - one that had no inventory until kro wrote its empty one (`started`) has no members yet;
 - after a pass whose prune listed (and deleted every orphan) or was skipped on this ledger's
-  word, the members are exactly what the pass applied (`settled`).
+  word, the members are exactly what the pass applied (`settled`);
+- a pass that could not prune (data pending, an apply failed) adds what it applied: the set
+  stays known only when that is the known set, or the ApplySet is new (`unpruned`).
 A later pass that applies exactly that set (same UIDs) would list them and delete nothing; a
 pass that applies anything else (a node gone, a collection shrunk, an object re-created) lists
 as before. What is kept per ApplySet is a 16-byte digest of the sorted UIDs, or the mark
@@ -69,6 +71,19 @@ class MemberLedger:
     def settled(self, applyset_id: str, uids: Iterable[str]) -> None:
         """The ApplySet's members are exactly `uids` (a clean prune, or one skipped here)."""
         self._put(applyset_id, _digest(uids))
+
+    def unpruned(self, applyset_id: str, applied: Iterable[str]) -> None:
+        """A pass applied `applied` but did not prune (data pending, or an apply failed): the
+        members are now what was known plus `applied`. A new ApplySet's members are exactly
+        `applied`; a known set stays known only if `applied` is that same set."""
+        entry = self._entries.get(applyset_id)
+        if entry is None:
+            return
+        uids = _digest(applied)
+        if entry == _STARTED:
+            self._put(applyset_id, uids)
+        elif entry != uids:
+            del self._entries[applyset_id]
 
     def nothing_to_prune(self, applyset_id: str, keep: Iterable[str]) -> bool:
         """Whether every member of the ApplySet is known to be in `keep`."""

@@ -92,10 +92,12 @@ async def prune(
         member is among those applied, nothing is listed (a clean prune that deleted nothing).
     Raises KubeError if members cannot be listed (nothing is deleted then).
     """
-    if not all_resolved or result.has_errors:
-        return PruneResult(skipped=True)
     keep = result.applied_uids
     applyset_id = result.parent.id
+    if not all_resolved or result.has_errors:
+        if ledger is not None:
+            ledger.unpruned(applyset_id, keep)
+        return PruneResult(skipped=True)
     if ledger is not None and ledger.nothing_to_prune(applyset_id, keep):
         ledger.settled(applyset_id, keep)
         return PruneResult(inventory=result.batch_inventory)

@@ -66,9 +66,7 @@ def live(
                         "f:spec": {
                             "f:template": {
                                 "f:spec": {
-                                    "f:containers": {
-                                        'k:{"name":"web"}': {".": {}, "f:image": {}}
-                                    }
+                                    "f:containers": {'k:{"name":"web"}': {".": {}, "f:image": {}}}
                                 }
                             }
                         }
@@ -80,9 +78,7 @@ def live(
             "replicas": 1,
             "template": {
                 "spec": {
-                    "containers": [
-                        {"name": "web", "image": image, "imagePullPolicy": "Always"}
-                    ]
+                    "containers": [{"name": "web", "image": image, "imagePullPolicy": "Always"}]
                 }
             },
         },

@@ -29,3 +29,17 @@ def test_a_new_epoch_forgets_everything_and_the_size_is_bounded() -> None:
         ledger.started(applyset)
     assert len(ledger) == 2
     assert not ledger.nothing_to_prune("a", [])  # the least recently used went
+
+
+def test_passes_that_do_not_prune_keep_the_member_set_exact_or_forget_it() -> None:
+    ledger = MemberLedger()
+    ledger.started("a")
+    ledger.unpruned("a", ["u1"])  # the first pass created u1 and had to wait: members {u1}
+    assert ledger.nothing_to_prune("a", ["u1"])
+    assert not ledger.nothing_to_prune("a", ["u2"])  # u1 would be an orphan
+    ledger.unpruned("a", ["u1"])  # the same set again: still exact
+    assert ledger.nothing_to_prune("a", ["u1"])
+    ledger.unpruned("a", ["u1", "u2"])  # u2 created without a prune: {u1, u2}, or more
+    assert not ledger.nothing_to_prune("a", ["u1", "u2"])
+    ledger.unpruned("b", ["u3"])  # unknown stays unknown
+    assert not ledger.nothing_to_prune("b", ["u3"])

@@ -319,3 +319,19 @@ async def test_a_conflicted_prune_makes_the_ledger_forget(
     result = await prune(client, shrunk, positions=POSITIONS, all_resolved=True, ledger=ledger)
     assert [ref.name for ref in result.conflicts] == ["b"]
     assert not ledger.nothing_to_prune(shrunk.parent.id, full.applied_uids)  # forgotten
+
+
+async def test_what_a_pass_that_could_not_prune_applied_is_pruned_later(
+    api: FakeApiServer, client: Client, applier: Applier
+) -> None:
+    """A new ApplySet's first pass applies everything but waits for data (no prune); the next
+    pass no longer wants most of it: the ledger knows those members exist, so it lists."""
+    ledger = MemberLedger()
+    first = await _apply_all(api, applier, seed_parent(api))
+    ledger.started(first.parent.id)
+    assert (
+        await prune(client, first, positions=POSITIONS, all_resolved=False, ledger=ledger)
+    ).skipped
+    shrunk = await applier.apply(first.parent_obj, WEBAPPS, [desired(api, configmap("a"))])
+    pruned = await prune(client, shrunk, positions=POSITIONS, all_resolved=True, ledger=ledger)
+    assert sorted(ref.name for ref in pruned.deleted) == ["b", "c", "w"]
