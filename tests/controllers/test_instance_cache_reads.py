@@ -194,20 +194,23 @@ async def test_later_passes_start_from_the_instance_as_kro_last_wrote_it(
     assert stored(api, GREETERS, "hi")["status"]["state"] == "ACTIVE"
 
 
+def _copy(node_id: str, source: str, name: str) -> dict[str, Any]:
+    """A ConfigMap `name` whose text is `source`'s."""
+    return {
+        "id": node_id,
+        "template": {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name},
+            "data": {"text": "${" + source + ".data.text}"},
+        },
+    }
+
+
 def _chained(name: str = "${schema.metadata.name}-copy") -> dict[str, Any]:
     """The greeter and a second ConfigMap that copies the first one's text."""
     rgd = greeter_rgd()
-    rgd["spec"]["resources"].append(
-        {
-            "id": "copy",
-            "template": {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": {"name": name},
-                "data": {"text": "${greeting.data.text}"},
-            },
-        }
-    )
+    rgd["spec"]["resources"].append(_copy("copy", "greeting", name))
     return rgd
 
 
@@ -260,17 +263,7 @@ async def test_a_chain_of_three_converges_in_one_pass_each_applied_once(
 ) -> None:
     """greeting -> copy -> echo: three waves in one pass, no object applied twice."""
     rgd = _chained()
-    rgd["spec"]["resources"].append(
-        {
-            "id": "echo",
-            "template": {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": {"name": "${schema.metadata.name}-echo"},
-                "data": {"text": "${copy.data.text}"},
-            },
-        }
-    )
+    rgd["spec"]["resources"].append(_copy("echo", "copy", "${schema.metadata.name}-echo"))
     api.seed(GREETERS, greeter())
     async with running(client, registry_of(rgd)) as kro:
         requests = await _passes(api, kro)

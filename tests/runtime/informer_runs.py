@@ -11,7 +11,16 @@ from typing import Any
 from fakeapi import FakeApiServer
 
 from kro.runtime.informer import Informer
+from kro.runtime.sharding import ShardView, fnv1a64
 from kro.testing.waiting import eventually
+
+
+def owning(namespace: str) -> ShardView:
+    """A shard view whose range holds the namespace `namespace` only."""
+    view = ShardView()
+    start = fnv1a64(namespace)
+    view.set_ranges([(start, start + 1)])
+    return view
 
 
 def configmap(name: str, ns: str = "default") -> dict[str, Any]:

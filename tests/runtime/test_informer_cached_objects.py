@@ -7,14 +7,13 @@ from __future__ import annotations
 import pytest
 from fakeapi import FakeApiServer, Fault
 from informer_runs import configmap as obj
-from informer_runs import running, until
+from informer_runs import owning, running, until
 
 from kro.runtime.client import Client
 from kro.runtime.clock import FakeClock
 from kro.runtime.gvk import GVR
 from kro.runtime.informer import Informer
 from kro.runtime.prometheus import PrometheusProvider
-from kro.runtime.sharding import ShardView, fnv1a64
 
 pytestmark = pytest.mark.usefixtures("no_task_leaks")
 
@@ -56,9 +55,7 @@ async def test_informers_with_the_same_label_add_up_and_a_shard_counts_what_it_k
     client: Client, fake_api: FakeApiServer
 ) -> None:
     provider = PrometheusProvider(process_metrics=False)
-    view = ShardView()
-    mine = fnv1a64("mine")
-    view.set_ranges([(mine, mine + 1)])  # owns the namespace "mine" only
+    view = owning("mine")
     for ns in ("mine", "theirs"):
         fake_api.seed(CM, obj("cm", ns))
         fake_api.seed(SECRETS, obj("secret", ns))

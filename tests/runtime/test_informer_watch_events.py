@@ -8,14 +8,13 @@ import dataclasses
 import pytest
 from fakeapi import FakeApiServer
 from informer_runs import configmap as cm
-from informer_runs import running, until
+from informer_runs import owning, running, until
 
 from kro.runtime.client import Client
 from kro.runtime.clock import FakeClock
 from kro.runtime.gvk import GVR
 from kro.runtime.informer import Informer
 from kro.runtime.prometheus import PrometheusProvider
-from kro.runtime.sharding import ShardView, fnv1a64
 
 pytestmark = pytest.mark.usefixtures("no_task_leaks")
 
@@ -48,9 +47,7 @@ async def test_a_sharded_informer_counts_what_it_filters_out(
     client: Client, fake_api: FakeApiServer
 ) -> None:
     provider = PrometheusProvider(process_metrics=False)
-    view = ShardView()
-    mine = fnv1a64("mine")
-    view.set_ranges([(mine, mine + 1)])  # owns the namespace "mine" only
+    view = owning("mine")
     informer = Informer(client, CM, clock=FakeClock(), shard=view, metrics=provider)
     async with running(informer, fake_api=fake_api):
         fake_api.seed(CM, cm("kept", "mine"))
