@@ -1,6 +1,7 @@
 """Fixtures for the kro.controllers unit tests: the in-process fake API server
 (tests/runtime/fakeapi.py) serving ConfigMaps, Events and the Greeter kind, a real Client on it,
-an Applier, a Prometheus provider to read metrics from, and a task-leak check."""
+an Applier, a Prometheus provider to read metrics from, and a task-leak check; and the fake
+API server with kro's own kinds (`kro_api`) with a client on it (`kro_client`)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "runtime"))
 
 from controllers_fakes import GROUP
 from fakeapi import DEFAULT_RESOURCES, FakeApiServer, FakeResource
+from rgd_app_fakes import KroFakeApi
 
 from kro.applyset import Applier, ApplierOptions, tooling_for
 from kro.runtime.client import Client, ClientOptions
@@ -38,6 +40,20 @@ async def api() -> AsyncIterator[FakeApiServer]:
 async def client(api: FakeApiServer) -> AsyncIterator[Client]:
     options = ClientOptions(qps=10_000.0, burst=10_000, max_retries=0)
     async with Client.from_config(ConnectionConfig(server=api.url), options) as c:
+        yield c
+
+
+@pytest.fixture
+async def kro_api() -> AsyncIterator[KroFakeApi]:
+    """The fake API server with kro's own kinds (RGDs, GraphRevisions, CRDs) too."""
+    async with KroFakeApi() as server:
+        yield server
+
+
+@pytest.fixture
+async def kro_client(kro_api: KroFakeApi) -> AsyncIterator[Client]:
+    options = ClientOptions(qps=10_000.0, burst=10_000, max_retries=0)
+    async with Client.from_config(ConnectionConfig(server=kro_api.url), options) as c:
         yield c
 
 

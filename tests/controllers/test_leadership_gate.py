@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -20,8 +20,7 @@ from kro.controllers.crd import CRDS, crd_is_current
 from kro.controllers.graphrevision import GRAPH_REVISIONS
 from kro.controllers.leadership import NotLeader, Promotion, WriteGate
 from kro.controllers.rgd import RGDS
-from kro.runtime.client import Client, ClientOptions
-from kro.runtime.config import ConnectionConfig
+from kro.runtime.client import Client
 from kro.runtime.controller import Controller
 from kro.runtime.manager import Manager, ManagerOptions
 from kro.runtime.prometheus import PrometheusProvider
@@ -70,19 +69,6 @@ async def test_promotion_runs_its_hook_once_per_term_until_shut_down() -> None:
 
 
 # -- leadership lost in the middle of a leader path ----------------------------------------------
-
-
-@pytest.fixture
-async def kro_api() -> AsyncIterator[KroFakeApi]:
-    async with KroFakeApi() as server:
-        yield server
-
-
-@pytest.fixture
-async def kro_client(kro_api: KroFakeApi) -> AsyncIterator[Client]:
-    options = ClientOptions(qps=10_000.0, burst=10_000, max_retries=0)
-    async with Client.from_config(ConnectionConfig(server=kro_api.url), options) as client:
-        yield client
 
 
 def _writes(api: KroFakeApi, since: int) -> list[str]:

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from controllers_fakes import CONFIGMAPS, NS
 from rgd_app_fakes import (
-    KroFakeApi,
     eventually,
     instance,
     kind_rgd,
@@ -23,8 +22,7 @@ from rgd_app_fakes import (
 from kro.controllers.app import KroApp
 from kro.controllers.crd import CRDS
 from kro.controllers.rgd import RGDS
-from kro.runtime.client import Client, ClientOptions
-from kro.runtime.config import ConnectionConfig
+from kro.runtime.client import Client
 from kro.runtime.errors import NotFound
 from kro.runtime.gvk import GVR
 from kro.runtime.prometheus import PrometheusProvider
@@ -34,19 +32,6 @@ MESSAGE = (
     "Delete the instance to delete its resources, or re-create the ResourceGraphDefinition to "
     "resume reconciliation"
 )
-
-
-@pytest.fixture
-async def kro_api() -> AsyncIterator[KroFakeApi]:
-    async with KroFakeApi() as server:
-        yield server
-
-
-@pytest.fixture
-async def kro_client(kro_api: KroFakeApi) -> AsyncIterator[Client]:
-    options = ClientOptions(qps=10_000.0, burst=10_000, max_retries=0)
-    async with Client.from_config(ConnectionConfig(server=kro_api.url), options) as c:
-        yield c
 
 
 @pytest.fixture

@@ -10,10 +10,8 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
-import pytest
 from controllers_fakes import NS, greeter
 from rgd_app_fakes import (
-    KroFakeApi,
     app_options,
     collect_garbage,
     eventually,
@@ -25,8 +23,7 @@ from rgd_app_fakes import (
 from kro.controllers.app import KroApp
 from kro.controllers.events import RecorderPool
 from kro.controllers.rgd import RGD_RECORDER, RGDS
-from kro.runtime.client import Client, ClientOptions
-from kro.runtime.config import ConnectionConfig
+from kro.runtime.client import Client
 from kro.runtime.errors import NotFound
 from kro.runtime.events import CORE_EVENTS
 from kro.runtime.gvk import GVR
@@ -38,14 +35,6 @@ KEPT = ("rgd_deletions", "rgd_deletion_duration_seconds")
 are named without `_total` by prometheus_client's collect()."""
 OWNER_LABELS = {"name", "gvr", "parent_gvr", "rgd"}
 """Labels whose values name an RGD or a kind."""
-
-
-@pytest.fixture
-async def kro_client() -> AsyncIterator[Client]:
-    async with KroFakeApi() as server:
-        options = ClientOptions(qps=10_000.0, burst=10_000, max_retries=0)
-        async with Client.from_config(ConnectionConfig(server=server.url), options) as c:
-            yield c
 
 
 async def _absent(client: Client, gvr: Any, name: str, namespace: str | None = None) -> bool:

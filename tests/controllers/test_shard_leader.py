@@ -69,12 +69,6 @@ class Replica:
 
 
 @pytest.fixture
-async def kro_api() -> AsyncIterator[KroFakeApi]:
-    async with KroFakeApi() as server:
-        yield server
-
-
-@pytest.fixture
 async def test_client(kro_api: KroFakeApi) -> AsyncIterator[Client]:
     async with _client(kro_api, "test") as client:
         yield client

@@ -4,7 +4,7 @@ beside the leader-only ones; `may_reconcile` tells them when a write is the lead
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from fakes_control import FakeKubeClient
@@ -70,6 +70,27 @@ def manager(client: FakeKubeClient | None, clock: FakeClock, identity: str = "")
     return Manager(ManagerOptions(**fields), client=client, clock=clock)
 
 
+class Pair(NamedTuple):
+    """A manager with one controller that runs on every replica (`shared`, recording into
+    `everywhere`) and one that runs on the leader only (`mine`, into `leader_only`)."""
+
+    manager: Manager
+    everywhere: Recorder
+    leader_only: Recorder
+    shared: Counted
+    mine: Counted
+
+
+def pair(client: FakeKubeClient | None, clock: FakeClock, identity: str = "") -> Pair:
+    mgr = manager(client, clock, identity)
+    everywhere, leader_only = Recorder(mgr), Recorder(mgr)
+    shared = controller(clock, everywhere, "shared")
+    mine = controller(clock, leader_only, "leader-only")
+    mgr.add_controller(shared, leader_only=False)
+    mgr.add_controller(mine)
+    return Pair(mgr, everywhere, leader_only, shared, mine)
+
+
 def hold_lease(client: FakeKubeClient, holder: str) -> None:
     """Another replica holds the Lease (it renews as far as anyone can tell)."""
     client.put(
@@ -94,12 +115,7 @@ async def advance_until(clock: FakeClock, done: Any, steps: int = 30, step_s: fl
 async def test_every_replica_controllers_run_while_another_replica_leads() -> None:
     clock, client = FakeClock(), FakeKubeClient()
     hold_lease(client, "the-leader")
-    follower = manager(client, clock, "follower")
-    everywhere, leader_only = Recorder(follower), Recorder(follower)
-    shared = controller(clock, everywhere, "shared")
-    mine = controller(clock, leader_only, "leader-only")
-    follower.add_controller(shared, leader_only=False)
-    follower.add_controller(mine)
+    follower, everywhere, leader_only, shared, mine = pair(client, clock, "follower")
     shared.queue.add(Request("ns", "a"))
     mine.queue.add(Request("ns", "b"))
     task = asyncio.create_task(follower.run())
@@ -116,12 +132,7 @@ async def test_every_replica_controllers_run_while_another_replica_leads() -> No
 async def test_winning_the_lease_starts_leader_only_controllers_beside_the_running_ones() -> None:
     clock, client = FakeClock(), FakeKubeClient()
     hold_lease(client, "the-leader")
-    replica = manager(client, clock, "replica")
-    everywhere, leader_only = Recorder(replica), Recorder(replica)
-    shared = controller(clock, everywhere, "shared")
-    mine = controller(clock, leader_only, "leader-only")
-    replica.add_controller(shared, leader_only=False)
-    replica.add_controller(mine)
+    replica, everywhere, leader_only, shared, mine = pair(client, clock, "replica")
     shared.queue.add(Request("ns", "before"))
     mine.queue.add(Request("ns", "promoted"))
     task = asyncio.create_task(replica.run())
@@ -161,12 +172,7 @@ async def test_losing_the_lease_is_fatal_and_drains_the_every_replica_controller
 
 async def test_without_leader_election_both_kinds_run_and_may_write() -> None:
     clock = FakeClock()
-    single = manager(None, clock)
-    everywhere, leader_only = Recorder(single), Recorder(single)
-    shared = controller(clock, everywhere, "shared")
-    mine = controller(clock, leader_only, "leader-only")
-    single.add_controller(shared, leader_only=False)
-    single.add_controller(mine)
+    single, everywhere, leader_only, shared, mine = pair(None, clock)
     shared.queue.add(Request("ns", "a"))
     mine.queue.add(Request("ns", "b"))
     task = asyncio.create_task(single.run())
