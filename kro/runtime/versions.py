@@ -19,3 +19,10 @@ def older(version: str, than: str) -> bool | None:
     if not (version.isascii() and version.isdigit() and than.isascii() and than.isdigit()):
         return None
     return int(version) < int(than)
+
+
+def not_newer(version: str | None, than: str) -> bool:
+    """Whether a cache showing `version` holds `than` or an older version of the object (it has
+    yet to deliver a write we already know of): no change since `than`. False when absent
+    (None) or when the versions cannot be compared and differ."""
+    return version is not None and (version == than or older(version, than) is True)

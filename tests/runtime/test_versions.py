@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kro.runtime.versions import older
+from kro.runtime.versions import not_newer, older
 
 
 @pytest.mark.parametrize(
@@ -22,3 +22,11 @@ from kro.runtime.versions import older
 )
 def test_older(version: str, than: str, expected: bool | None) -> None:
     assert older(version, than) is expected
+
+
+def test_not_newer() -> None:
+    assert not_newer("10", "10")
+    assert not_newer("9", "10")
+    assert not not_newer("11", "10")
+    assert not not_newer(None, "10")
+    assert not not_newer("x", "10")

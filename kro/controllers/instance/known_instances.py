@@ -21,7 +21,7 @@ from typing import Any
 
 from kro.dynamic import ScalarWatch, WatchCoordinator
 from kro.runtime.gvk import GVR
-from kro.runtime.versions import older
+from kro.runtime.versions import not_newer
 
 Key = tuple[str, str]
 
@@ -57,12 +57,8 @@ class KnownInstances:
         if kept is None:
             return None
         cached = self._watches.cached_versions(ScalarWatch("", self._gvr, key[0], key[1]))
-        version = cached.get(key) if cached else None
-        if version is None:
-            return None
-        if version == _version(kept) or older(version, _version(kept)) is True:
-            return kept  # unchanged, or the cache has yet to deliver our own last write
-        return None
+        # Unchanged, or the cache has yet to deliver our own last write.
+        return kept if cached is not None and not_newer(cached.get(key), _version(kept)) else None
 
     def forget(self, key: Key) -> None:
         self._objects.pop(key, None)

@@ -38,7 +38,7 @@ from kro.dynamic import ScalarWatch, WatchCoordinator
 from kro.dynamic.watches import Versions, WatchRequest
 from kro.graph.model import Graph
 from kro.runtime.gvk import GVR
-from kro.runtime.versions import older
+from kro.runtime.versions import not_newer
 
 Key = tuple[str, str]
 
@@ -59,12 +59,6 @@ def _compact(request: WatchRequest, found: Versions) -> Seen:
     return dict(found)
 
 
-def _not_newer(cached: str | None, seen: str) -> bool:
-    """The cache holds the version the pass saw, or an older one: it has yet to deliver the
-    pass's own write (whose event will bring the instance back), and shows no change."""
-    return cached is not None and (cached == seen or older(cached, seen) is True)
-
-
 def _same(request: WatchRequest, cached: Versions | None, seen: Seen) -> bool:
     """Whether the cache's answer for `request` is what the pass saw, or the same object at a
     version the pass already left behind (False: cannot tell)."""
@@ -76,9 +70,11 @@ def _same(request: WatchRequest, cached: Versions | None, seen: Seen) -> bool:
         return (
             isinstance(request, ScalarWatch)
             and len(cached) == 1
-            and _not_newer(cached.get((request.namespace, request.name)), seen)
+            and not_newer(cached.get((request.namespace, request.name)), seen)
         )
-    return cached.keys() == seen.keys() and all(_not_newer(cached[k], v) for k, v in seen.items())
+    if cached == seen:  # the common answer, without a loop
+        return True
+    return cached.keys() == seen.keys() and all(not_newer(cached[k], v) for k, v in seen.items())
 
 
 @dataclass(frozen=True, slots=True)
