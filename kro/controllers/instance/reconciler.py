@@ -516,11 +516,10 @@ class InstanceReconciler:
         }
         if metadata.get("namespace"):
             body_meta["namespace"] = metadata["namespace"]
+        applyset = Parent.from_object(instance, self.gvr)
         started = not has_inventory_metadata(instance)
         if started:
-            fragment = empty_inventory_metadata(
-                Parent.from_object(instance, self.gvr), self.applier.tooling
-            )
+            fragment = empty_inventory_metadata(applyset, self.applier.tooling)
             body_meta["labels"].update(fragment["labels"])
             body_meta["annotations"] = fragment["annotations"]
         body = {
@@ -548,7 +547,7 @@ class InstanceReconciler:
             self.failures.report(object_key(instance), instance, failure)
             raise ReconcileFailed(message) from error
         if started:  # a new ApplySet: none of its members exists yet
-            self.applier.members.started(Parent.from_object(instance, self.gvr).id)
+            self.applier.members.started(applyset.id)
         status.set(
             CONDITION_INSTANCE_MANAGED,
             STATUS_TRUE,
