@@ -90,6 +90,7 @@ SettledPredicate = Callable[[Mapping[str, Any]], bool]
 _REQUEUE_TYPES: Final = {
     Outcome.REQUEUE_AFTER: "requeue_after",
     Outcome.REQUEUE: "requeue",
+    Outcome.BACKGROUND: "requeue",
     Outcome.TERMINAL: "no_requeue",
     Outcome.RETRY: "rate_limited",
 }

@@ -10,6 +10,7 @@ Outcomes, per key:
 * a `Result()`                 -> forget its failures                    (result="success")
 * `Result(requeue_after_s=d)`  -> forget, come back in d seconds          (result="requeue_after")
 * `Result(requeue=True)`       -> rate-limited re-add, not an error       (result="requeue")
+* `Result(background=True)`    -> forget, re-add behind every other key   (result="requeue")
 * `TerminalError`              -> forget, never retried                   (result="error")
 * any other exception          -> rate-limited re-add until `max_retries`,
                                   then dropped with `queue.item_dropped`  (result="error")
@@ -319,6 +320,9 @@ class Controller(Generic[K]):
             self.queue.add_rate_limited(item)
             return Outcome.REQUEUE
         self.queue.forget(item)
+        if result.background:
+            self.queue.add_background(item)
+            return Outcome.BACKGROUND
         return Outcome.SUCCESS
 
     async def _report_unfinished_work(self, period_s: float) -> None:

@@ -36,6 +36,7 @@ class Outcome(StrEnum):
     SUCCESS = "success"  # Result(): failures forgotten
     REQUEUE_AFTER = "requeue_after"  # Result(requeue_after_s=d): back in d seconds
     REQUEUE = "requeue"  # Result(requeue=True): rate-limited re-add, not an error
+    BACKGROUND = "background"  # Result(background=True): back once no other key waits
     TERMINAL = "terminal"  # TerminalError: forgotten, never retried
     RETRY = "retry"  # another exception: rate-limited re-add
     DROPPED = "dropped"  # another exception after max_retries: dropped until its next event
@@ -47,8 +48,11 @@ class Outcome(StrEnum):
 
     @property
     def result_label(self) -> str:
-        """controller-runtime's `result` label of controller_runtime_reconcile_total."""
-        return "error" if self.failed else self.value
+        """controller-runtime's `result` label of controller_runtime_reconcile_total (which
+        has no value of its own for a background re-add: it is a requeue)."""
+        if self.failed:
+            return "error"
+        return Outcome.REQUEUE.value if self is Outcome.BACKGROUND else self.value
 
 
 K_contra = TypeVar("K_contra", contravariant=True)

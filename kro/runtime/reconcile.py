@@ -32,10 +32,14 @@ class Result:
     waiting on a field no watch reports). It wins over `requeue` and does not count as a retry.
     requeue: come back after a rate-limited delay without reporting an error; rarely what you
     want. Failures are exceptions, not Results, so one code path counts, logs and backs them off.
+    background: come back once no other key waits (the queue's background lane), outside the
+    rate limiter: follow-up work that must not delay any other object, such as bookkeeping
+    written after the object is done. The two above win over it.
     """
 
     requeue: bool = False
     requeue_after_s: float | None = None
+    background: bool = False
 
 
 class TerminalError(Exception):

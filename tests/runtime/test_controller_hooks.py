@@ -126,6 +126,7 @@ def behaving(*results: Result | Exception) -> Behaviour:
         (Result(), Outcome.SUCCESS, "success"),
         (Result(requeue_after_s=5.0), Outcome.REQUEUE_AFTER, "requeue_after"),
         (Result(requeue=True), Outcome.REQUEUE, "requeue"),
+        (Result(background=True), Outcome.BACKGROUND, "requeue"),
         (TerminalError("no"), Outcome.TERMINAL, "error"),
         (RuntimeError("boom"), Outcome.RETRY, "error"),
     ],
@@ -147,6 +148,24 @@ async def test_the_observer_is_told_each_judgement(
         env.metrics.value("controller_runtime_reconcile_total", controller="hooks", result=label)
         == 1
     )
+
+
+async def test_a_background_result_comes_back_after_every_other_key_without_backoff() -> None:
+    env: Env
+
+    async def behaviour(item: ObjectRef) -> Result:
+        if item == MINE and env.reconciler.calls.count(MINE) == 1:
+            env.queue.add(THEIRS)  # new work arrives while MINE's follow-up is pending
+            return Result(background=True)
+        return Result()
+
+    env = Env(behaviour)
+    env.queue.add(MINE)
+    async with running(env):
+        await yield_until(lambda: len(env.reconciler.calls) == 3 and env.idle())
+    # The fake clock never moved: the follow-up did not wait for the rate limiter.
+    assert env.reconciler.calls == [MINE, THEIRS, MINE]
+    assert env.queue.num_requeues(MINE) == 0
 
 
 async def test_a_key_dropped_after_max_retries_is_reported_as_dropped() -> None:

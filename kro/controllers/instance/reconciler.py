@@ -18,6 +18,7 @@ import copy
 import json
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import structlog
@@ -25,7 +26,6 @@ import structlog
 from kro import __version__
 from kro.api.names import (
     ANNOTATION_RECONCILE,
-    ANNOTATION_SETTLED_INPUTS,
     CONDITION_GRAPH_RESOLVED,
     CONDITION_INSTANCE_MANAGED,
     CONDITION_RESOURCES_READY,
@@ -69,6 +69,7 @@ from kro.applyset import (
 from kro.controllers.events import record_condition_changes
 from kro.controllers.failures import Failure, FailureReporter
 from kro.controllers.instance import contests
+from kro.controllers.instance.deferred_records import DeferredRecords
 from kro.controllers.instance.known_instances import KnownInstances
 from kro.controllers.instance.labels import instance_labels
 from kro.controllers.instance.options import InstanceOptions as InstanceOptions  # noqa: PLC0414
@@ -205,6 +206,7 @@ class InstanceReconciler:
         self._gvr_label = gvr_string(gvr)
         self._settled = SettledPasses(watches, gvr)
         self._known = KnownInstances(watches, gvr)
+        self._records = DeferredRecords(client, gvr)
 
     def _requeue(self) -> Result:
         interval = self.options.requeue_interval_s
@@ -223,6 +225,7 @@ class InstanceReconciler:
         except Exception as error:
             self._settled.forget((request.namespace, request.name))
             self._known.forget((request.namespace, request.name))
+            self._records.forget((request.namespace, request.name))
             self.metrics.reconcile_errors.inc(gvr=self._gvr_label)
             # Reported already, gone, or a stale read the retry re-reads: nothing to act on.
             if not isinstance(error, ReconcileFailed | NotFound | Conflict):
@@ -254,10 +257,15 @@ class InstanceReconciler:
             key = parent_key(parent)
             if self._settled.unchanged(key, self._active_graph()):
                 # Nothing this instance's last pass read has changed (the caches say so by
-                # resourceVersion): that pass's outcome stands, and costs no request.
+                # resourceVersion): that pass's outcome stands, and costs no request, unless
+                # its settled record waits to be written (the background lane brought it).
                 log.debug("instance.unchanged")
+                version = await self._records.write(key)
+                if version is not None:
+                    self._settled.moved(key, version)
                 return Result()
             self._settled.forget(key)
+            self._records.forget(key)
             instance = self._known.take(key)
             if instance is None:
                 try:
@@ -436,43 +444,6 @@ class InstanceReconciler:
         log.debug("instance.settled_confirmed", watches=len(reads))
         return True
 
-    async def _persist(
-        self,
-        instance: Mapping[str, Any],
-        after: Mapping[str, Any],
-        identity: str,
-        reads: Mapping[WatchRequest, Versions],
-    ) -> Mapping[str, Any]:
-        """Write the settled record of a pass on `instance` unless it carries it already;
-        `after` is the instance once the pass has written its status. Returns the instance as
-        it is now. A pass that read a stale instance writes none (the precondition on its
-        resourceVersion), and a failure only costs a full pass after a restart."""
-        meta = instance.get("metadata") or {}
-        version = str(meta.get("resourceVersion") or "")
-        value = SettledRecord.of(identity, after, reads).encode()
-        if value is None:
-            log.debug("instance.settled_record_too_large", watches=len(reads))
-            return instance
-        if not version or recorded(instance) == value:
-            return instance
-        patch = {
-            "metadata": {
-                "resourceVersion": version,
-                "annotations": {ANNOTATION_SETTLED_INPUTS: value},
-            }
-        }
-        try:
-            return await self.client.patch(
-                self.gvr,
-                str(meta.get("name") or ""),
-                patch,
-                namespace=str(meta.get("namespace") or "") or None,
-                field_manager=FIELD_MANAGER_LABELLER,
-            )
-        except KubeError as error:  # a Conflict: the next pass writes it
-            log.debug("instance.settled_record_not_written", error=str(error))
-            return instance
-
     def _resolve_graph(self) -> tuple[Graph | None, str]:
         """The latest revision if Active; otherwise why not (R-03, no fallback: N-07)."""
         entry = self.registry.latest(self.rgd_name)
@@ -600,15 +571,8 @@ class InstanceReconciler:
         )
         desired = status.build(node_state, evaluation.status_fields(), author)
         settles = outcome.settles(graph) and outcome.retry_after_s is None
-        current: Mapping[str, Any] = instance
-        if settles and node_state == INSTANCE_STATE_ACTIVE and identity is not None:
-            # Converged: written down for a restarted controller to confirm instead of repeat,
-            # before the status, so that whoever sees the instance ACTIVE sees the record too.
-            after = {**instance, "status": desired}
-            if not status_changed(instance.get("status"), desired):
-                after = instance
-            current = await self._persist(instance, after, identity, reads)
-        written = await self._write_status(current, desired)
+        written, fresh = await self._write_status(instance, desired)
+        final = written if written is not None else instance
         log.debug(
             "instance.reconciled",
             state=node_state,
@@ -619,19 +583,27 @@ class InstanceReconciler:
         # collections, external refs) is watched, so the change that unblocks a pending node
         # enqueues the instance. Upstream also requeues on pending data every interval; that
         # costs ~4 requests per instance per interval while Deployments roll out.
+        record = False
         if settles:
             # The next pass would change nothing unless something it reads changes: remember
             # what it read (or wrote) so the caches can confirm that at no cost.
-            final = written if written is not None else current
             version = str((final.get("metadata") or {}).get("resourceVersion") or "")
             self._settled.record(object_key(instance), graph, version, reads)
+            # Converged: written down for a restarted controller to confirm instead of
+            # repeat, once no other instance waits (kro.controllers.instance.deferred_records).
+            record = (
+                fresh
+                and node_state == INSTANCE_STATE_ACTIVE
+                and identity is not None
+                and self._records.defer(object_key(instance), identity, final, reads)
+            )
         else:  # the next pass starts from it, if nobody writes the instance meanwhile
-            self._known.keep(object_key(instance), written if written is not None else current)
+            self._known.keep(object_key(instance), final)
         if outcome.mutated or outcome.apply_errors or outcome.retry:
-            return self._requeue()
+            return replace(self._requeue(), background=record)
         if outcome.retry_after_s is not None:
             return Result(requeue_after_s=outcome.retry_after_s)
-        return Result()
+        return Result(background=record)
 
     def _report_apply_errors(self, instance: Mapping[str, Any], outcome: PassOutcome) -> None:
         """Children the API server refused (R-14): reported; a clean pass clears the cause."""
@@ -718,11 +690,12 @@ class InstanceReconciler:
 
     async def _write_status(
         self, instance: Mapping[str, Any], desired: dict[str, Any]
-    ) -> Mapping[str, Any] | None:
+    ) -> tuple[Mapping[str, Any] | None, bool]:
         """UpdateStatus with the whole status, only when it differs; one retry on conflict.
 
         Returns the server's answer to a write of the pass's own instance (None if nothing was
-        written, or only after a conflict: then the pass read a stale instance).
+        written, or only after a conflict), and whether the pass's instance was fresh (False
+        after a conflict: the pass read a stale instance, and vouches for nothing).
 
         A written change is reported: `instance_state_transitions_total` when `state` moved,
         and (gate InstanceConditionEvents) one Event per condition whose status moved.
@@ -730,8 +703,9 @@ class InstanceReconciler:
         current: Mapping[str, Any] = instance
         self._track(instance, str(desired.get("state") or ""), desired.get("conditions") or [])
         for attempt in (1, 2):
+            fresh = attempt == 1
             if not status_changed(current.get("status"), desired):
-                return None
+                return None, fresh
             body = copy.deepcopy(dict(current))
             body["status"] = desired
             namespace = (current.get("metadata") or {}).get("namespace") or None
@@ -739,15 +713,15 @@ class InstanceReconciler:
                 written = await self.client.update_status(self.gvr, body, namespace=namespace)
                 self._report(instance, desired)
                 # After a conflict the pass's input was stale: nothing to vouch for.
-                return written if attempt == 1 else None
+                return (written if fresh else None), fresh
             except Conflict:
                 if attempt == 2:
                     raise
                 meta = current.get("metadata") or {}
                 current = await self.client.get(self.gvr, meta["name"], namespace=namespace)
             except NotFound:
-                return None
-        return None
+                return None, False
+        return None, False
 
     def _track(self, instance: Mapping[str, Any], state: str, conditions: Sequence[Any]) -> None:
         """`instances_by_state` and the condition durations: what the instance's status says
@@ -766,6 +740,7 @@ class InstanceReconciler:
         """The instance is gone (or no longer ours): drop its watches and metric series."""
         self._settled.forget(parent_key(parent))
         self._known.forget(parent_key(parent))
+        self._records.forget(parent_key(parent))
         await self.watches.forget(parent)
         self.failures.forget(parent_key(parent))
         self.metrics.states.forget(parent_key(parent), self.rgd_name)

@@ -32,7 +32,7 @@ a restarted controller confirms with one read and then remembers here.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kro.dynamic import ScalarWatch, WatchCoordinator
 from kro.dynamic.watches import Versions, WatchRequest
@@ -114,6 +114,13 @@ class SettledPasses:
             instance_version,
             tuple((request, _compact(request, found)) for request, found in reads.items()),
         )
+
+    def moved(self, key: Key, instance_version: str) -> None:
+        """Our own write of the instance changed nothing a pass reads (its settled record):
+        the settled pass of `key` stands, with the instance at `instance_version`."""
+        entry = self._entries.get(key)
+        if entry is not None:
+            self._entries[key] = replace(entry, instance=instance_version)
 
     def forget(self, key: Key) -> None:
         self._entries.pop(key, None)

@@ -45,14 +45,13 @@ Why this is safe, and never a guess:
   record changes, and the record whenever the child changes.
 
 What it costs: one metadata merge patch when an ACTIVE pass settles with inputs whose record
-the instance does not already carry (its resourceVersion as precondition, so a pass that read a
-stale instance writes none). It is written before the pass's status write, with the status
-that write is about to store in its digest: whoever waits for ACTIVE then finds the record
-already there and no write after it (a status the server would store otherwise, say pruned,
-only makes the record miss, and the restart runs the pass). Nothing else is written, and
-nothing is removed: an old record is harmless (see above). A record larger than
-MAX_RECORD_BYTES is not written (the restart runs the pass, as before). It holds names,
-resourceVersions and digests, never data.
+the instance does not already carry, with the resourceVersion the pass left the instance at as
+precondition (a record only lands on the instance it describes). It is written after the
+status, once no other instance waits (kro.controllers.instance.deferred_records): the record is
+for a restarted controller, not for the way to ACTIVE. Nothing else is written, and nothing is
+removed: an old record is harmless (see above). A record larger than MAX_RECORD_BYTES is not
+written (the restart runs the pass, as before). It holds names, resourceVersions and digests,
+never data.
 """
 
 from __future__ import annotations
