@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 from typing import Any
 
+import pytest
 from kro_harness import (
     CONFIGMAPS,
     KroEnv,
@@ -22,6 +23,9 @@ from kro_harness import (
     wait_for,
 )
 
+from kro.api.names import FIELD_MANAGER_LABELLER
+from kro.controllers.instance.labels import instance_labels, labeller_body
+from kro.runtime.errors import Conflict, NotFound
 from kro.runtime.gvk import GVR
 
 controller, kro = kro_fixtures()
@@ -224,3 +228,32 @@ async def test_a_child_held_by_a_finalizer_holds_back_the_next_wave(kro: KroEnv)
 
 async def _terminating(kro: KroEnv, name: str) -> bool:
     return bool(meta(await kro.get(CONFIGMAPS, name)).get("deletionTimestamp"))
+
+
+async def test_kro_labelling_never_brings_back_a_deleted_instance(kro: KroEnv) -> None:
+    """A new instance is labelled from the informer cache's view, without a read first; a
+    cache that has yet to see the instance's deletion must not make that server-side apply
+    create an empty instance. kro's labelling carries the uid it saw: the API server refuses
+    it for an instance that is gone (what this checks), and applies it to the live one."""
+    rgd = kro.rgd(
+        "labelled",
+        "Labelled",
+        {"value": "string | default=x"},
+        [{"id": "cm", "template": configmap("${schema.metadata.name}-cm", {"v": "x"})}],
+    )
+    await _serve(kro, rgd)
+    await kro.apply_instance("Labelled", "gone", {})
+    gvr = await kro.gvr_of("Labelled")
+    seen = meta(await kro.wait_instance(gvr, "gone"))
+    body, _ = labeller_body(
+        gvr, "Labelled", seen, instance_labels(rgd["metadata"]["name"], "uid"), "kro/v0"
+    )
+    await kro.client.delete(gvr, "gone", namespace=kro.namespace)
+    await kro.wait_gone(gvr, "gone")
+
+    with pytest.raises(Conflict, match="uid mismatch"):
+        await kro.client.apply(
+            gvr, body, field_manager=FIELD_MANAGER_LABELLER, force=True, namespace=kro.namespace
+        )
+    with pytest.raises(NotFound):
+        await kro.get(gvr, "gone")

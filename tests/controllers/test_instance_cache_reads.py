@@ -82,10 +82,31 @@ async def test_a_new_instance_converges_without_reading_a_child_nobody_reads(
     assert requests.count(("PATCH", CHILD_PATH)) == 1  # created once, never re-applied
     # A new ApplySet has no member kro did not apply: its prune lists nothing.
     assert ("GET", f"/api/v1/namespaces/{NS}/configmaps") not in requests
-    # The first pass reads the instance; the next ones start from its own last write.
-    assert requests.count(("GET", INSTANCE_PATH)) == 1
+    # The instance is never read: kro's labelling answers with it, and the next passes start
+    # from kro's own last write.
+    assert requests.count(("GET", INSTANCE_PATH)) == 0
     assert stored(api, CONFIGMAPS, "hi")["data"] == {"text": "hello world"}
     assert stored(api, GREETERS, "hi")["status"]["state"] == "ACTIVE"
+
+
+async def test_an_instance_deleted_after_the_cache_saw_it_is_not_brought_back(
+    api: FakeApiServer, client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first pass labels the instance without reading it, from the cache's view; a cache
+    that has yet to deliver the deletion must not make kro's apply create an empty instance."""
+    api.seed(GREETERS, greeter())
+    async with running(client, registry_of()) as kro:
+        await _cache_holds(
+            kro, stored(api, GREETERS, "hi")["metadata"]["resourceVersion"], INSTANCE
+        )
+        stale = kro.dynamic.watches.cached_object(INSTANCE)
+        monkeypatch.setattr(kro.dynamic.watches, "cached_object", lambda request: stale)
+        api.remove(GREETERS, "hi", NS)
+        before = len(api.requests)
+        assert await kro.reconciler.reconcile(REQUEST) == Result()
+        requests = sent(api, before)
+    assert requests == [("PATCH", INSTANCE_PATH), ("GET", INSTANCE_PATH)]  # refused; gone
+    assert api.object(GREETERS, "hi", NS) is None
 
 
 async def _renamed(api: FakeApiServer, kro: Kro) -> list[tuple[str, str]]:
@@ -189,7 +210,7 @@ async def test_later_passes_start_from_the_instance_as_kro_last_wrote_it(
         )
         await _passes(api, kro)
         requests = sent(api, before)
-    assert requests.count(("GET", INSTANCE_PATH)) == 1
+    assert requests.count(("GET", INSTANCE_PATH)) == 0
     assert stored(api, CONFIGMAPS, "hi")["data"] == {"text": "from a peer"}
     assert stored(api, GREETERS, "hi")["status"]["state"] == "ACTIVE"
 

@@ -6,7 +6,6 @@ graph revision) brings the full pass back, and so does a record it cannot read."
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import zlib
@@ -47,6 +46,7 @@ from kro.graph.builder import build_graph
 from kro.runtime.client import Client
 from kro.runtime.gvk import GVR
 from kro.runtime.reconcile import Result
+from kro.testing.waiting import eventually
 
 
 def peers_rgd() -> dict[str, Any]:
@@ -125,7 +125,7 @@ async def test_a_restarted_controller_confirms_a_converged_instance_with_one_rea
     )
 
 
-async def test_the_record_is_written_once_no_other_work_waits_with_the_status_answer_as_precondition(
+async def test_the_record_is_written_once_nothing_else_waits_on_the_status_answer(
     api: FakeApiServer, client: Client
 ) -> None:
     api.seed(GREETERS, greeter())
@@ -147,21 +147,15 @@ async def test_the_record_is_written_once_no_other_work_waits_with_the_status_an
         # Once the cache shows that write, it is known for kro's own: nothing is read again.
         written = stored(api, GREETERS, "hi")["metadata"]["resourceVersion"]
         parent = ScalarWatch("", GREETERS, NS, "hi")
-        await _until(
-            lambda: kro.dynamic.watches.cached_versions(parent) == {(NS, "hi"): written}
-        )
+
+        async def cached() -> bool:
+            return kro.dynamic.watches.cached_versions(parent) == {(NS, "hi"): written}
+
+        await eventually(cached, what="the record in the cache", timeout_s=10, interval_s=0.01)
         before = len(api.requests)
         assert await kro.reconciler.reconcile(REQUEST) == Result()
         assert sent(api, before) == []
     assert await restart_pass(api, client, registry_of()) == [("GET", INSTANCE_PATH)]
-
-
-async def _until(predicate: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    """Poll `predicate` (an informer event travels through the fake API server's socket)."""
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while not predicate():
-        assert asyncio.get_running_loop().time() < deadline, "condition not reached"
-        await asyncio.sleep(0.01)
 
 
 async def test_an_instance_changed_before_its_record_is_written_gets_no_stale_record(

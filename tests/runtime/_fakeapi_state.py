@@ -520,6 +520,15 @@ class FakeState:
         if state is None:
             if subresource:
                 raise _not_found(res, name)
+            uid = (body.get("metadata") or {}).get("uid")
+            if uid:  # as kube-apiserver: a uid in an apply body never creates
+                raise FakeApiError(
+                    409,
+                    "Conflict",
+                    f'Operation cannot be fulfilled on {res.resource}.{res.group} "{name}": uid '
+                    f"mismatch: the provided object specified uid {uid}, and no existing "
+                    "object was found",
+                )
             body = copy.deepcopy(body)
             body.setdefault("metadata", {})["name"] = name
             return self.create(gvr, ns, body, manager=manager, dry_run=dry_run, op="Apply")

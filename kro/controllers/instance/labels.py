@@ -15,6 +15,7 @@ from typing import Any
 from kro import __version__
 from kro.api.names import (
     ANNOTATION_APPLY_ORDER,
+    FINALIZER,
     LABEL_COLLECTION_INDEX,
     LABEL_COLLECTION_SIZE,
     LABEL_INSTANCE_GROUP,
@@ -32,7 +33,9 @@ from kro.api.names import (
     MANAGED_BY_VALUE,
     OWNED_VALUE,
 )
+from kro.applyset import Parent, empty_inventory_metadata, has_inventory_metadata
 from kro.graph.model import Instance
+from kro.runtime.gvk import GVR
 
 KRO_VERSION = f"v{__version__}"
 
@@ -45,6 +48,36 @@ def instance_labels(rgd_name: str, rgd_uid: str) -> dict[str, str]:
         LABEL_RGD_ID: rgd_uid,
         LABEL_RGD_NAME: rgd_name,
     }
+
+
+def labeller_body(
+    gvr: GVR, kind: str, metadata: Mapping[str, Any], labels: Mapping[str, str], tooling: str
+) -> tuple[dict[str, Any], str | None]:
+    """The labeller's apply (R-05) for the instance with `metadata`: `labels` and kro's
+    finalizer, and an empty ApplySet inventory when the instance has none; with the id of the
+    ApplySet that write starts (None: the instance records one already).
+
+    The body carries the instance's uid: a server-side apply of an object that does not exist
+    creates it, and a uid makes the API server refuse that instead (409), so an instance
+    deleted since it was read is never brought back as an empty one."""
+    body_meta: dict[str, Any] = {
+        "name": metadata["name"],
+        "labels": dict(labels),
+        "finalizers": [FINALIZER],
+    }
+    if metadata.get("uid"):
+        body_meta["uid"] = metadata["uid"]
+    if metadata.get("namespace"):
+        body_meta["namespace"] = metadata["namespace"]
+    api_version = f"{gvr.group}/{gvr.version}" if gvr.group else gvr.version
+    body = {"apiVersion": api_version, "kind": kind, "metadata": body_meta}
+    if has_inventory_metadata({"metadata": metadata}):
+        return body, None
+    applyset = Parent.from_object(body, gvr)
+    fragment = empty_inventory_metadata(applyset, tooling)
+    body_meta["labels"].update(fragment["labels"])
+    body_meta["annotations"] = fragment["annotations"]
+    return body, applyset.id
 
 
 def child_labels(instance: Mapping[str, Any], api: Instance, node_id: str) -> dict[str, str]:

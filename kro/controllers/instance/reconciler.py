@@ -60,10 +60,7 @@ from kro.applyset import (
     Applier,
     ApplySetError,
     Contest,
-    Parent,
     delete_next_wave,
-    empty_inventory_metadata,
-    has_inventory_metadata,
     remove_finalizer,
 )
 from kro.controllers.events import record_condition_changes
@@ -71,7 +68,7 @@ from kro.controllers.failures import Failure, FailureReporter
 from kro.controllers.instance import contests
 from kro.controllers.instance.deferred_records import DeferredRecords
 from kro.controllers.instance.known_instances import KnownInstances
-from kro.controllers.instance.labels import instance_labels
+from kro.controllers.instance.labels import instance_labels, labeller_body
 from kro.controllers.instance.options import InstanceOptions as InstanceOptions  # noqa: PLC0414
 from kro.controllers.instance.resources import ChildDeleting, InstancePass, PassOutcome
 from kro.controllers.instance.settled import SettledPasses
@@ -94,7 +91,7 @@ from kro.controllers.metrics import (
     gvr_string,
 )
 from kro.controllers.registry import RevisionRegistry, RevisionState
-from kro.dynamic import DynamicError, ObjectRef, WatchCoordinator
+from kro.dynamic import DynamicError, ObjectRef, ScalarWatch, WatchCoordinator
 from kro.dynamic.watches import Versions, WatchRequest
 from kro.graph.evaluate import EvaluationError, InstanceEvaluation
 from kro.graph.model import Graph
@@ -267,6 +264,8 @@ class InstanceReconciler:
             self._settled.forget(key)
             self._records.forget(key)
             instance = self._known.take(key)
+            if instance is None:
+                instance = await self._managed_at_once(parent)
             if instance is None:
                 try:
                     instance = await self.client.get(
@@ -463,69 +462,87 @@ class InstanceReconciler:
         self.metrics.resolution_success.inc(gvr=gvr)
         return entry.graph, ""
 
+    def _is_managed(self, metadata: Mapping[str, Any]) -> bool:
+        """kro's finalizer and labels are on the instance (R-05 has nothing to write)."""
+        current = metadata.get("labels") or {}
+        return FINALIZER in (metadata.get("finalizers") or []) and all(
+            current.get(k) == v for k, v in instance_labels(self.rgd_name, self.rgd_uid).items()
+        )
+
+    async def _label(self, metadata: Mapping[str, Any]) -> dict[str, Any]:
+        """The labeller apply of R-05 (`labeller_body`: guarded by the instance's uid);
+        returns the server's answer, the whole instance."""
+        body, started = labeller_body(
+            self.gvr,
+            self.kind,
+            metadata,
+            instance_labels(self.rgd_name, self.rgd_uid),
+            self.applier.tooling,
+        )
+        updated = await self.client.apply(
+            self.gvr,
+            body,
+            field_manager=FIELD_MANAGER_LABELLER,
+            force=True,
+            namespace=metadata.get("namespace") or None,
+        )
+        if started is not None:  # a new ApplySet: none of its members exists yet
+            self.applier.members.started(started)
+        return updated
+
+    async def _managed_at_once(self, parent: ObjectRef) -> dict[str, Any] | None:
+        """A new instance, labelled without reading it first: the labeller's answer is the
+        whole instance, so the GET a pass starts with would be one request too many (and an
+        instance read costs kube-apiserver about a child's create).
+
+        Only when the instance cache shows an instance kro does not manage yet and that is
+        not being deleted, and the latest graph revision is Active (otherwise a pass does not
+        label: R-03 comes first). The cached uid guards the apply (`_label`). None whenever
+        that does not hold or the apply fails: the pass then reads the instance and labels it
+        as before, and reports what fails."""
+        if self._active_graph() is None:
+            return None
+        _, cached = self.watches.cached_object(
+            ScalarWatch("", self.gvr, parent.namespace, parent.name)
+        )
+        metadata = (cached or {}).get("metadata") or {}
+        if not metadata.get("uid") or metadata.get("deletionTimestamp"):
+            return None
+        if self._is_managed(metadata):
+            return None
+        try:
+            return await self._label(metadata)
+        except KubeError as error:
+            log.debug("instance.label_unread_failed", error=str(error))
+            return None
+
     async def _ensure_managed(
         self, instance: dict[str, Any], status: InstanceStatus
     ) -> dict[str, Any]:
         """Labels + finalizer (+ empty ApplySet inventory) in one labeller apply (R-05)."""
-        metadata = instance.get("metadata") or {}
-        labels = instance_labels(self.rgd_name, self.rgd_uid)
-        current = metadata.get("labels") or {}
-        if FINALIZER in (metadata.get("finalizers") or []) and all(
-            current.get(k) == v for k, v in labels.items()
-        ):
-            status.set(
-                CONDITION_INSTANCE_MANAGED,
-                STATUS_TRUE,
-                REASON_MANAGED,
-                "instance is properly managed with finalizers and labels",
-            )
-            return instance
-        body_meta: dict[str, Any] = {
-            "name": metadata["name"],
-            "labels": dict(labels),
-            "finalizers": [FINALIZER],
-        }
-        if metadata.get("namespace"):
-            body_meta["namespace"] = metadata["namespace"]
-        applyset = Parent.from_object(instance, self.gvr)
-        started = not has_inventory_metadata(instance)
-        if started:
-            fragment = empty_inventory_metadata(applyset, self.applier.tooling)
-            body_meta["labels"].update(fragment["labels"])
-            body_meta["annotations"] = fragment["annotations"]
-        body = {
-            "apiVersion": instance["apiVersion"],
-            "kind": instance["kind"],
-            "metadata": body_meta,
-        }
-        try:
-            updated = await self.client.apply(
-                self.gvr,
-                body,
-                field_manager=FIELD_MANAGER_LABELLER,
-                force=True,
-                namespace=metadata.get("namespace") or None,
-            )
-        except NotFound:
-            raise  # deleted meanwhile: nothing to report, the queue drops it
-        except KubeError as error:
-            message = f"finalizer/labeling failed: {error}"
-            status.set(CONDITION_INSTANCE_MANAGED, STATUS_FALSE, REASON_MANAGEMENT_FAILED, message)
-            await self._write_status(instance, status.build(INSTANCE_STATE_ERROR, None))
-            failure = Failure(
-                REASON_MANAGEMENT_FAILED, message, {"code": getattr(error, "status", None)}
-            )
-            self.failures.report(object_key(instance), instance, failure)
-            raise ReconcileFailed(message) from error
-        if started:  # a new ApplySet: none of its members exists yet
-            self.applier.members.started(applyset.id)
+        if not self._is_managed(instance.get("metadata") or {}):
+            try:
+                instance = await self._label(instance.get("metadata") or {})
+            except (NotFound, Conflict):
+                raise  # deleted (or replaced) meanwhile: nothing to report, the queue retries
+            except KubeError as error:
+                message = f"finalizer/labeling failed: {error}"
+                status.set(
+                    CONDITION_INSTANCE_MANAGED, STATUS_FALSE, REASON_MANAGEMENT_FAILED, message
+                )
+                await self._write_status(instance, status.build(INSTANCE_STATE_ERROR, None))
+                failure = Failure(
+                    REASON_MANAGEMENT_FAILED, message, {"code": getattr(error, "status", None)}
+                )
+                self.failures.report(object_key(instance), instance, failure)
+                raise ReconcileFailed(message) from error
         status.set(
             CONDITION_INSTANCE_MANAGED,
             STATUS_TRUE,
             REASON_MANAGED,
             "instance is properly managed with finalizers and labels",
         )
-        return updated
+        return instance
 
     async def _finish(
         self,
