@@ -1167,7 +1167,7 @@ def _scaling(instances: int, scenario: str) -> None:
         print(f"== {scenario}: {instances} instances, {workers} workers")
         with LocalCluster(options=ClusterOptions(nodes=1)) as state:
             result = asyncio.run(
-                run_once(state.kubeconfig, instances, workers, 0, scenario=scenario)
+                run_once(str(state.bearer_kubeconfig()), instances, workers, 0, scenario=scenario)
             )
         result["scaling"] = True
         _report(result)
@@ -1262,7 +1262,9 @@ def main() -> None:
         asyncio.run(_main(args, kubeconfig))
         return
     with LocalCluster(options=ClusterOptions(nodes=1)) as state:
-        asyncio.run(_main(args, state.kubeconfig))
+        # Every client of the run (kro, the floors, this script) authenticates as a
+        # controller in a cluster does: with a bearer token (ClusterState.bearer_kubeconfig).
+        asyncio.run(_main(args, str(state.bearer_kubeconfig())))
 
 
 if __name__ == "__main__":
