@@ -246,7 +246,7 @@ async def test_kro_labelling_never_brings_back_a_deleted_instance(kro: KroEnv) -
     gvr = await kro.gvr_of("Labelled")
     seen = meta(await kro.wait_instance(gvr, "gone"))
     body, _ = labeller_body(
-        gvr, "Labelled", seen, instance_labels(rgd["metadata"]["name"], "uid"), "kro/v0"
+        gvr, "Labelled", seen, instance_labels(rgd["metadata"]["name"], "uid"), tooling="kro/v0"
     )
     await kro.client.delete(gvr, "gone", namespace=kro.namespace)
     await kro.wait_gone(gvr, "gone")

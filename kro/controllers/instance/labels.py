@@ -51,15 +51,22 @@ def instance_labels(rgd_name: str, rgd_uid: str) -> dict[str, str]:
 
 
 def labeller_body(
-    gvr: GVR, kind: str, metadata: Mapping[str, Any], labels: Mapping[str, str], tooling: str
+    gvr: GVR,
+    kind: str,
+    metadata: Mapping[str, Any],
+    labels: Mapping[str, str],
+    *,
+    tooling: str,
 ) -> tuple[dict[str, Any], str | None]:
     """The labeller's apply (R-05) for the instance with `metadata`: `labels` and kro's
-    finalizer, and an empty ApplySet inventory when the instance has none; with the id of the
-    ApplySet that write starts (None: the instance records one already).
+    finalizer, with the id of the ApplySet that write starts (None: the instance records one).
 
     The body carries the instance's uid: a server-side apply of an object that does not exist
     creates it, and a uid makes the API server refuse that instead (409), so an instance
-    deleted since it was read is never brought back as an empty one."""
+    deleted since it was read is never brought back as an empty one.
+
+    An instance without ApplySet metadata gets an empty inventory in the same write (R-05).
+    """
     body_meta: dict[str, Any] = {
         "name": metadata["name"],
         "labels": dict(labels),

@@ -477,7 +477,7 @@ class InstanceReconciler:
             self.kind,
             metadata,
             instance_labels(self.rgd_name, self.rgd_uid),
-            self.applier.tooling,
+            tooling=self.applier.tooling,
         )
         updated = await self.client.apply(
             self.gvr,
