@@ -94,7 +94,10 @@ class InstanceEvaluation:
     ) -> None:
         self.graph = graph
         self.instance = instance
-        self.schema_value = {k: v for k, v in instance.items() if k != "status"}
+        self.schema_value = _for_expressions(
+            {k: v for k, v in instance.items() if k != "status"},
+            keep="schema" in graph.managed_fields_readers,
+        )
         self.namespace = str((instance.get("metadata") or {}).get("namespace") or "")
         self.max_collection_size = max_collection_size
         self._observed: dict[str, Any] = {}
@@ -138,9 +141,10 @@ class InstanceEvaluation:
 
     def _values(self) -> dict[str, Any]:
         values: dict[str, Any] = {"schema": self.schema_value}
+        readers = self.graph.managed_fields_readers
         for node_id, value in self._observed.items():
             if node_id not in self._ignored:
-                values[node_id] = value
+                values[node_id] = _for_expressions(value, keep=node_id in readers)
         return values
 
     def _bind(self) -> Activation:
@@ -472,3 +476,19 @@ def _set_path(out: dict[str, Any], path: FieldPath, value: Any) -> None:
             node[segment] = value
         else:
             node = node.setdefault(segment, empty)
+
+
+def _for_expressions(value: Any, *, keep: bool) -> Any:
+    """`value` (an object, or a collection's list of them) as expressions get it: without
+    `metadata.managedFields` unless the graph may read them (Graph.managed_fields_readers).
+    Shallow: the object itself is not changed (the applier reads its managedFields)."""
+    if keep:
+        return value
+    if isinstance(value, list):
+        return [_for_expressions(item, keep=False) for item in value]
+    if isinstance(value, Mapping):
+        metadata = value.get("metadata")
+        if isinstance(metadata, Mapping) and "managedFields" in metadata:
+            trimmed = {k: v for k, v in metadata.items() if k != "managedFields"}
+            return {**value, "metadata": trimmed}
+    return value

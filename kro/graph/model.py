@@ -147,9 +147,15 @@ class Graph:
     """Resource ids whose every read, by any expression of the graph, stays inside `metadata`
     (and not `metadata.managedFields`), including ids nothing reads at all. A pass may take
     such an object from a metadata-only cache instead of asking the API server for it."""
+    managed_fields_readers: frozenset[str] = field(init=False, repr=False, compare=False)
+    """Variables (`schema`, resource ids) some expression may read `metadata.managedFields`
+    of: it names them, or reads the whole object or its whole `metadata`. The others are
+    handed to expressions without their managedFields, which are most of an object read
+    from the API server and cost the most to convert (a timestamp in every entry)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "metadata_only", _metadata_only(self))
+        object.__setattr__(self, "managed_fields_readers", _managed_fields_readers(self))
 
     def node(self, node_id: str) -> Node:
         return self.nodes[node_id]
@@ -190,3 +196,13 @@ def _metadata_only(graph: Graph) -> frozenset[str]:
             if not path.startswith("metadata.") or path.startswith("metadata.managedFields"):
                 content.add(read.root)
     return frozenset(n for n in graph.nodes if n not in content)
+
+
+def _managed_fields_readers(graph: Graph) -> frozenset[str]:
+    """Graph.managed_fields_readers: the roots read whole, whole `metadata`, or managedFields."""
+    return frozenset(
+        read.root
+        for expression in _expressions(graph)
+        for read in expression.dependencies
+        if read.path in ("", "metadata") or read.path.startswith("metadata.managedFields")
+    )

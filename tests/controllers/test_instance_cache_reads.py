@@ -9,6 +9,7 @@ same either way.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -294,3 +295,21 @@ async def test_a_chain_of_three_converges_in_one_pass_each_applied_once(
     assert requests.count(("PUT", f"{INSTANCE_PATH}/status")) == 1
     assert stored(api, CONFIGMAPS, "hi-echo")["data"] == {"text": "hello world"}
     assert stored(api, GREETERS, "hi")["status"]["state"] == "ACTIVE"
+
+
+async def test_the_status_write_sends_the_status_and_the_instance_identity_only(
+    api: FakeApiServer, client: Client
+) -> None:
+    """The API server takes nothing but `status` from an UpdateStatus (and the uid and
+    resourceVersion as preconditions): the rest of the instance is not sent."""
+    api.seed(GREETERS, greeter())
+    async with running(client, registry_of()) as kro:
+        await _passes(api, kro)
+    put = next(r for r in api.requests if r.method == "PUT" and r.path.endswith("/status"))
+    body = json.loads(put.body)
+    assert set(body) == {"apiVersion", "kind", "metadata", "status"}
+    assert set(body["metadata"]) == {"name", "namespace", "uid", "resourceVersion"}
+    stored_instance = stored(api, GREETERS, "hi")
+    assert stored_instance["status"]["state"] == "ACTIVE"
+    assert stored_instance["spec"] == {"name": "world"}
+    assert "kro.run/finalizer" in stored_instance["metadata"]["finalizers"]

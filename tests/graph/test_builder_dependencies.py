@@ -273,3 +273,25 @@ def test_metadata_only_lists_the_resources_nothing_reads_beyond_metadata() -> No
         "wholeReader",
         "fieldsReader",
     }
+
+
+def test_managed_fields_readers_are_whole_reads_metadata_reads_and_managed_fields_reads() -> None:
+    graph = build(
+        rgd(
+            configmap("named"),
+            configmap("fieldsRead"),
+            configmap("wholeRead"),
+            configmap("metadataRead"),
+            configmap(
+                "reader",
+                data={
+                    "a": "${named.metadata.name}",
+                    "b": "${string(size(fieldsRead.metadata.managedFields))}",
+                    "c": "${wholeRead == wholeRead ? 'y' : 'n'}",
+                    "d": "${metadataRead.metadata == metadataRead.metadata ? 'y' : 'n'}",
+                    "e": "${schema.metadata.name}",
+                },
+            ),
+        )
+    )
+    assert graph.managed_fields_readers == {"fieldsRead", "wholeRead", "metadataRead"}

@@ -161,6 +161,31 @@ def test_renders_templates_and_defaults_the_namespace() -> None:
     ]
 
 
+def test_an_expression_that_reads_managed_fields_gets_them() -> None:
+    """Expressions get objects without managedFields unless the graph may read them
+    (Graph.managed_fields_readers): one that does must see them as the API server sent them."""
+    env = _env()
+    template = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "${cm.metadata.name}-managers"},
+        "data": {"managers": "${string(size(cm.metadata.managedFields))}"},
+    }
+    counter = _node(env, "deploy", 1, template, deps=("cm",))
+    graph = _graph([_cm(env), counter])
+    assert graph.managed_fields_readers == {"cm"}
+    evaluation = InstanceEvaluation(graph, INSTANCE)
+    live = {
+        "metadata": {
+            "name": "web-config",
+            "managedFields": [{"manager": "kro.run/applyset"}, {"manager": "kubectl-edit"}],
+        }
+    }
+    evaluation.observe("cm", live)
+    assert evaluation.desired("deploy")[0]["data"] == {"managers": "2"}  # type: ignore[index]
+    assert len(evaluation.observed("cm")["metadata"]["managedFields"]) == 2  # unchanged
+
+
 def test_schema_never_exposes_status() -> None:
     with pytest.raises(CelCompileError, match="undefined field 'status'"):
         _env().compile("schema.status.state")

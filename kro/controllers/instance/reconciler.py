@@ -14,7 +14,6 @@ also tells `instances_by_state` the instance's state.
 
 from __future__ import annotations
 
-import copy
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -723,8 +722,7 @@ class InstanceReconciler:
             fresh = attempt == 1
             if not status_changed(current.get("status"), desired):
                 return None, fresh
-            body = copy.deepcopy(dict(current))
-            body["status"] = desired
+            body = self._status_body(current, desired)
             namespace = (current.get("metadata") or {}).get("namespace") or None
             try:
                 written = await self.client.update_status(self.gvr, body, namespace=namespace)
@@ -739,6 +737,22 @@ class InstanceReconciler:
             except NotFound:
                 return None, False
         return None, False
+
+    def _status_body(self, current: Mapping[str, Any], desired: dict[str, Any]) -> dict[str, Any]:
+        """What an UpdateStatus of `current` sends: the API server takes nothing but `status`
+        from it (and the uid and resourceVersion as preconditions), so the rest of the
+        instance, its managedFields above all, is neither copied nor encoded nor decoded."""
+        metadata = current.get("metadata") or {}
+        return {
+            "apiVersion": f"{self.gvr.group}/{self.gvr.version}",
+            "kind": self.kind,
+            "metadata": {
+                k: metadata[k]
+                for k in ("name", "namespace", "uid", "resourceVersion")
+                if metadata.get(k)
+            },
+            "status": desired,
+        }
 
     def _track(self, instance: Mapping[str, Any], state: str, conditions: Sequence[Any]) -> None:
         """`instances_by_state` and the condition durations: what the instance's status says

@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import copy
 import hashlib
 import json
 import zlib
@@ -119,19 +118,21 @@ def without_record(instance: Mapping[str, Any]) -> Mapping[str, Any]:
 def instance_digest(identity: str, instance: Mapping[str, Any]) -> str:
     """What a pass read of the instance and its graph; see the module for what is left out.
 
-    A pass digests the instance with the status it is about to write (the record is written
-    first), so numbers are compared as the server will store them."""
-    body = _canonical(copy.deepcopy(dict(instance)))
+    Numbers are compared as the server stores them (`_canonical`, which also makes the copy:
+    the instance itself is not changed, and its managedFields are never copied)."""
+    body = dict(instance)
     metadata = body.get("metadata")
-    if isinstance(metadata, dict):
-        metadata.pop("resourceVersion", None)
-        metadata.pop("managedFields", None)
-        annotations = metadata.get("annotations")
-        if isinstance(annotations, dict):
-            annotations.pop(ANNOTATION_SETTLED_INPUTS, None)
-            if not annotations:
-                del metadata["annotations"]
-    return _digest([FORMAT, identity, body])
+    if isinstance(metadata, Mapping):
+        kept = {k: v for k, v in metadata.items() if k not in ("resourceVersion", "managedFields")}
+        annotations = kept.get("annotations")
+        if isinstance(annotations, Mapping):
+            rest = {k: v for k, v in annotations.items() if k != ANNOTATION_SETTLED_INPUTS}
+            if rest:
+                kept["annotations"] = rest
+            else:
+                del kept["annotations"]
+        body["metadata"] = kept
+    return _digest([FORMAT, identity, _canonical(body)])
 
 
 def _request_json(request: WatchRequest) -> list[Any]:
