@@ -108,12 +108,11 @@ class ClusterState:
         certificate: how a controller in a cluster authenticates (a ServiceAccount token,
         which kube-apiserver caches once verified), where a client certificate's chain is
         verified again on every request (a tenth of kube-apiserver's CPU under a benchmark's
-        load). Written once, next to the other."""
+        load). Written next to the other, anew each time: a run directory outlives its
+        cluster, and the next one there has another port and token."""
         path = Path(self.run_dir) / "kubeconfig-bearer"
-        if not path.exists():
-            ca = Path(self.run_dir) / "pki" / "ca.crt"
-            write_kubeconfig(path, self.server, ca, {"token": self.admin_token})
-        return path
+        ca = Path(self.run_dir) / "pki" / "ca.crt"
+        return write_kubeconfig(path, self.server, ca, {"token": self.admin_token})
 
     def save(self) -> None:
         path = Path(self.run_dir) / "cluster.json"
