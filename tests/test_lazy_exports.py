@@ -106,7 +106,9 @@ def test_a_submodule_is_an_attribute_after_importing_the_package() -> None:
         ("from kro.runtime.reader import CachedReader", ("pydantic",)),
         ("import kro.api.names, kro.api.conditions", ("pydantic", "yaml")),
         ("import kro.cel", ("cel_expr_python", "google.protobuf")),
-        ("from kro.graph.model import Graph", ("kro.cel.engine", "cel_expr_python")),
+        ("from kro.graph.model import Graph", ("kro.cel.engine", "cel_expr_python", "yaml")),
+        # What `kro controller` imports to start: PyYAML only once a YAML kubeconfig is read.
+        ("import kro.controllers.app, kro.runtime.kubeconfig", ("yaml",)),
         ("from kro.graph.options import BuildOptions", ("kro.graph.builder", "kro.cel")),
         ("import kro.controllers.instance.labels", ("kro.controllers.instance.reconciler",)),
     ],

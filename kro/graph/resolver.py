@@ -30,8 +30,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final, Protocol, TypedDict
 
-import yaml
-
 from kro.graph.errors import GraphError
 
 REF_PREFIX: Final = "#/components/schemas/"
@@ -291,6 +289,8 @@ def builtin_bundle() -> dict[str, Any]:
 
 def load_crd_documents(path: Path) -> list[dict[str, Any]]:
     """Every CustomResourceDefinition in a (multi-document) YAML file; other kinds skipped."""
+    import yaml  # only a CLI reading CRD files needs it: not imported by a controller's start
+
     try:
         documents = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
     except (OSError, yaml.YAMLError) as error:

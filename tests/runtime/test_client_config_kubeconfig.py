@@ -9,6 +9,7 @@ files give one ConfigError that says where the mistake is and never quotes a val
 from __future__ import annotations
 
 import base64
+import json
 import ssl
 import subprocess
 import sys
@@ -174,6 +175,17 @@ async def test_same_connection_as_kubernetes_asyncio(
     assert await facts(ours) == await facts(theirs)
 
 
+async def test_a_kubeconfig_written_as_json_is_the_same_kubeconfig(
+    tmp_path: Path, certs: pki.ClusterPKI
+) -> None:
+    """JSON is read without PyYAML (a controller's start does not import it then)."""
+    cluster, user = VALID["client-certificate-files"](tmp_path, certs)
+    doc = document(cluster, user)
+    as_yaml = await load_kubeconfig(str(write(tmp_path / "yaml", doc)))
+    as_json = await load_kubeconfig(str(write(tmp_path / "json", json.dumps(doc, indent=2))))
+    assert await facts(as_json) == await facts(as_yaml)
+
+
 async def test_token_file_is_reread_and_resolved_next_to_the_kubeconfig(tmp_path: Path) -> None:
     write(tmp_path / "creds" / "token", SECRET)
     path = write(
@@ -263,6 +275,10 @@ BROKEN: dict[str, tuple[Callable[[Path], dict[str, Any] | str], str]] = {
     "not-yaml": (
         lambda d: f"clusters: [\n  token: {SECRET}\n",
         "not valid YAML at line 3, column 1",
+    ),
+    "not-json": (
+        lambda d: '{"clusters": [{"token": "' + SECRET + '"}',
+        "not valid YAML at line 2, column 1",
     ),
     "empty-file": (lambda d: "", "not a kubeconfig: the top level is not a mapping"),
     "a-list": (lambda d: f"- {SECRET}\n", "not a kubeconfig: the top level is not a mapping"),
