@@ -1,9 +1,11 @@
 """Controller at scale: N instances of a 3-resource RGD on the local control plane.
 
-Measures, for one run: time until every instance is ACTIVE, p50/p99 create-to-ACTIVE, API
-requests per instance (kube-apiserver's apiserver_request_total before/after; includes this
-script's own creates and reads, reported separately), controller CPU seconds and peak RSS, and
-writes during a steady-state window with no changes (every write to the RGD's objects, seen
+Measures, for one run: time until every instance is ACTIVE (`all_active_s`) and until every
+one also carries its settled record (`all_recorded_s`: kro writes it after ACTIVE, once no other
+instance waits), p50/p99 create-to-ACTIVE, API requests per instance until the last record
+(kube-apiserver's apiserver_request_total before/after; includes this script's own creates and
+reads, reported separately), controller CPU seconds and peak RSS, and writes during a
+steady-state window with no changes that starts after the last record (every write to the RGD's objects, seen
 through watches, per object and per field manager; the target is 0). With `--fight` the
 Deployment template also sets `deployment.kubernetes.io/revision`, which kube-controller-manager
 owns: the window starts once kro reports FieldConflict on every instance, and must show 0 writes.
