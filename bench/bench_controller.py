@@ -5,8 +5,9 @@ one also carries its settled record (`all_recorded_s`: kro writes it after ACTIV
 instance waits), p50/p99 create-to-ACTIVE, API requests per instance until the last record
 (kube-apiserver's apiserver_request_total before/after; includes this script's own creates and
 reads, reported separately), controller CPU seconds and peak RSS, and writes during a
-steady-state window with no changes that starts after the last record (every write to the RGD's objects, seen
-through watches, per object and per field manager; the target is 0). With `--fight` the
+steady-state window with no changes that starts after the last record (every write to the
+RGD's objects, seen through watches, per object and per field manager; the target is 0). With
+`--fight` the
 Deployment template also sets `deployment.kubernetes.io/revision`, which kube-controller-manager
 owns: the window starts once kro reports FieldConflict on every instance, and must show 0 writes.
 Results are printed and written to bench/results/controller-<scenario>-<N>-w<W>[-fight].json.
