@@ -219,6 +219,7 @@ async def _main(args: argparse.Namespace, cluster: LocalCluster, logs: Path) -> 
     kubeconfig = Path(cluster.state.kubeconfig)
     results: dict[str, Any] = {}
     async with await Client.from_kubeconfig(str(kubeconfig)) as client:
+
         storm = await _storm(
             client, kubeconfig, logs, "storm",
             lambda s: [s.kill_and_restart] * args.kills,

@@ -35,12 +35,8 @@ DYNAMIC_GVR_KEY = GVR_STRING  # the dynamic_controller_* families use the same f
 
 
 def wait_explained(
-    probe: Callable[[], T | None],
-    describe: Callable[[], Any],
-    *,
-    what: str,
-    timeout_s: float = 60.0,
-    interval_s: float = 0.3,
+    probe: Callable[[], T | None], describe: Callable[[], Any], *, what: str,
+    timeout_s: float = 60.0, interval_s: float = 0.3,
 ) -> T:
     """`wait_for`, and on timeout also say what `describe()` shows at that moment."""
     try:
@@ -161,7 +157,6 @@ class NginxApp:
     def apply_rgd(self, timeout_s: float = 60.0) -> dict[str, Any]:
         """Apply the RGD and wait until kro reports it Active with its CRD served."""
         apply(self.admin, self.rgd_path, self.rgd)
-
         def active() -> dict[str, Any] | None:
             live = self.get_rgd()
             if (live or {}).get("status", {}).get("state") != "Active":

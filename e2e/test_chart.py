@@ -35,25 +35,12 @@ def helm() -> Path:
     return testbin.ensure(["helm"])["helm"]
 
 
-def _render(
-    helm: Path, namespace: str, *sets: str, flags: tuple[str, ...] = ()
-) -> list[dict[str, Any]]:
+def _render(helm: Path, namespace: str, *sets: str,
+            flags: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     done = subprocess.run(
-        [
-            str(helm),
-            "template",
-            "kro",
-            str(CHART),
-            "--namespace",
-            namespace,
-            *flags,
-            *(arg for s in sets for arg in ("--set", s)),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+        [str(helm), "template", "kro", str(CHART), "--namespace", namespace, *flags,
+         *(arg for s in sets for arg in ("--set", s))],
+        capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     return [d for d in yaml.safe_load_all(done.stdout) if d]
 
@@ -70,36 +57,19 @@ def _ref(obj: dict[str, Any]) -> str:
 
 
 def _dry_run_apply(kubectl: Kubectl, namespace: str, manifest: str) -> list[str]:
-    done = kubectl(
-        "apply",
-        "--server-side",
-        "--force-conflicts",
-        "--dry-run=server",
-        "--field-manager=kro-chart-e2e",
-        "-n",
-        namespace,
-        "-f",
-        "-",
-        input=manifest,
-        check=False,
-    )
+    done = kubectl("apply", "--server-side", "--force-conflicts", "--dry-run=server",
+                   "--field-manager=kro-chart-e2e", "-n", namespace, "-f", "-",
+                   input=manifest, check=False)
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
 
 
 @pytest.mark.parametrize("mode", ["unrestricted", "aggregation"], ids=str)
 def test_every_rendered_object_passes_server_side_dry_run(
-    helm: Path, kubectl: Kubectl, kube_namespace: str, mode: str
-) -> None:
-    objects = _render(
-        helm,
-        kube_namespace,
-        f"rbac.mode={mode}",
-        "metrics.service.create=true",
-        "debug.pprof.enabled=true",
-        "debug.pprof.service.enabled=true",
-        "config.featureGates.CELOmitFunction=true",
-    )
+        helm: Path, kubectl: Kubectl, kube_namespace: str, mode: str) -> None:
+    objects = _render(helm, kube_namespace, f"rbac.mode={mode}", "metrics.service.create=true",
+                      "debug.pprof.enabled=true", "debug.pprof.service.enabled=true",
+                      "config.featureGates.CELOmitFunction=true")
     lines = _dry_run_apply(kubectl, kube_namespace, _as_stream(objects))
     assert len(lines) == len(objects)
     assert all(line.endswith("serverside-applied (server dry run)") for line in lines), lines
@@ -107,17 +77,11 @@ def test_every_rendered_object_passes_server_side_dry_run(
 
 
 def test_documented_raw_manifests_pass_server_side_dry_run(
-    helm: Path, kubectl: Kubectl, kube_namespace: str
-) -> None:
+        helm: Path, kubectl: Kubectl, kube_namespace: str) -> None:
     """The `helm template ... > kro.yaml` of docs/install.md, CRDs included."""
-    objects = _render(
-        helm,
-        kube_namespace,
-        "rbac.mode=aggregation",
-        "metadata.includeHelmChart=false",
-        "metadata.includeManagedBy=false",
-        flags=("--include-crds",),
-    )
+    objects = _render(helm, kube_namespace, "rbac.mode=aggregation",
+                      "metadata.includeHelmChart=false", "metadata.includeManagedBy=false",
+                      flags=("--include-crds",))
     assert {o["kind"] for o in objects} >= {"CustomResourceDefinition", "Deployment"}
     lines = _dry_run_apply(kubectl, kube_namespace, _as_stream(objects))
     assert sorted(line.split()[0] for line in lines) == sorted(_ref(o) for o in objects)
@@ -133,26 +97,12 @@ def test_chart_crds_pass_server_side_dry_run(kubectl: Kubectl, kube_namespace: s
 
 
 def test_helm_install_dry_run_shows_the_notes(
-    helm: Path, kube_cluster: ClusterHandle, kube_namespace: str
-) -> None:
+        helm: Path, kube_cluster: ClusterHandle, kube_namespace: str) -> None:
     done = subprocess.run(
-        [
-            str(helm),
-            "install",
-            "kro",
-            str(CHART),
-            "--namespace",
-            kube_namespace,
-            "--dry-run=server",
-            f"--kubeconfig={kube_cluster.kubeconfig}",
-            "--set",
-            "rbac.mode=aggregation",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+        [str(helm), "install", "kro", str(CHART), "--namespace", kube_namespace,
+         "--dry-run=server", f"--kubeconfig={kube_cluster.kubeconfig}",
+         "--set", "rbac.mode=aggregation"],
+        capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     notes = done.stdout.split("NOTES:", 1)[1]
     assert LABEL_AGGREGATE_TO_CONTROLLER in notes
@@ -165,29 +115,23 @@ def _cluster_scoped(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def installed_rbac(
-    helm: Path, kubectl: Kubectl, kube_admin: AdminApi, kube_namespace: str
-) -> Iterator[tuple[str, str]]:
+def installed_rbac(helm: Path, kubectl: Kubectl, kube_admin: AdminApi,
+                   kube_namespace: str) -> Iterator[tuple[str, str]]:
     """The chart's ServiceAccount and RBAC (aggregation mode) applied for real.
 
     Yields (full name, ServiceAccount user). Cluster-scoped objects are named after the test
     namespace so that runs never collide, and are deleted afterwards.
     """
     fullname = kube_namespace
-    objects = [
-        o
-        for o in _render(
-            helm, kube_namespace, "rbac.mode=aggregation", f"fullnameOverride={fullname}"
-        )
-        if o["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding")
-    ]
+    objects = [o for o in _render(helm, kube_namespace, "rbac.mode=aggregation",
+                                  f"fullnameOverride={fullname}")
+               if o["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding")]
     example = yaml.safe_load((REPO / "examples" / "nginxapp" / "rbac.yaml").read_text())
     example["metadata"]["name"] = f"{fullname}:controller:reviewed-nginxapps"
     objects.append(example)
     try:
-        kubectl(
-            "apply", "--server-side", "-n", kube_namespace, "-f", "-", input=_as_stream(objects)
-        )
+        kubectl("apply", "--server-side", "-n", kube_namespace, "-f", "-",
+                input=_as_stream(objects))
         yield fullname, f"system:serviceaccount:{kube_namespace}:{fullname}"
     finally:
         for obj in _cluster_scoped(objects):
@@ -203,44 +147,27 @@ def _can(admin: AdminApi, user: str, verb: str, resource: str, namespace: str | 
     attributes = {"verb": verb, "group": group, "resource": plural, "subresource": subresource}
     if namespace:
         attributes["namespace"] = namespace
-    review = admin.create(
-        "/apis/authorization.k8s.io/v1/subjectaccessreviews",
-        {
-            "apiVersion": "authorization.k8s.io/v1",
-            "kind": "SubjectAccessReview",
-            "spec": {
-                "user": user,
-                "groups": ["system:serviceaccounts", "system:authenticated"],
-                "resourceAttributes": attributes,
-            },
-        },
-    )
+    review = admin.create("/apis/authorization.k8s.io/v1/subjectaccessreviews", {
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+        "spec": {"user": user, "groups": ["system:serviceaccounts", "system:authenticated"],
+                 "resourceAttributes": attributes}})
     return bool(review["status"].get("allowed"))
 
 
 def _rule_set(role: dict[str, Any]) -> set[tuple[str, str, str]]:
-    return {
-        (g, r, v)
-        for rule in role.get("rules") or []
-        for g in rule.get("apiGroups", [])
-        for r in rule.get("resources", [])
-        for v in rule["verbs"]
-    }
+    return {(g, r, v) for rule in role.get("rules") or [] for g in rule.get("apiGroups", [])
+            for r in rule.get("resources", []) for v in rule["verbs"]}
 
 
 def test_aggregated_role_collects_the_static_and_example_rules(
-    installed_rbac: tuple[str, str], kube_admin: AdminApi
-) -> None:
+        installed_rbac: tuple[str, str], kube_admin: AdminApi) -> None:
     fullname, _ = installed_rbac
     static = kube_admin.get(f"{RBAC_API}/clusterroles/{fullname}:controller:static")
     example = kube_admin.get(f"{RBAC_API}/clusterroles/{fullname}:controller:reviewed-nginxapps")
     wanted = _rule_set(static) | _rule_set(example)
-    wait_for(
-        lambda: (
-            wanted <= _rule_set(kube_admin.get(f"{RBAC_API}/clusterroles/{fullname}:controller"))
-        ),
-        what="the aggregation controller to fill in the aggregated role",
-    )
+    wait_for(lambda: wanted <= _rule_set(
+        kube_admin.get(f"{RBAC_API}/clusterroles/{fullname}:controller")),
+        what="the aggregation controller to fill in the aggregated role")
 
 
 # (verb, resource, namespaced?, allowed?) for the controller's ServiceAccount in aggregation mode
@@ -273,61 +200,40 @@ PERMISSIONS = [
 
 
 def test_service_account_has_exactly_the_documented_permissions(
-    installed_rbac: tuple[str, str], kube_admin: AdminApi, kube_namespace: str
-) -> None:
+        installed_rbac: tuple[str, str], kube_admin: AdminApi, kube_namespace: str) -> None:
     _, user = installed_rbac
     # The example's rules reach the SA only through aggregation, which is asynchronous.
-    wait_for(
-        lambda: _can(kube_admin, user, "create", "deployments.apps", kube_namespace),
-        what="the example role to be aggregated",
-    )
-    actual = [
-        (
-            verb,
-            resource,
-            _can(kube_admin, user, verb, resource, kube_namespace if namespaced else None),
-        )
-        for verb, resource, namespaced, _ in PERMISSIONS
-    ]
+    wait_for(lambda: _can(kube_admin, user, "create", "deployments.apps", kube_namespace),
+             what="the example role to be aggregated")
+    actual = [(verb, resource, _can(kube_admin, user, verb, resource,
+                                    kube_namespace if namespaced else None))
+              for verb, resource, namespaced, _ in PERMISSIONS]
     assert actual == [(verb, resource, allowed) for verb, resource, _, allowed in PERMISSIONS]
 
 
 def test_people_with_builtin_roles_get_kros_edit_and_view_rules(
-    installed_rbac: tuple[str, str], kube_admin: AdminApi
-) -> None:
+        installed_rbac: tuple[str, str], kube_admin: AdminApi) -> None:
     def has(role: str, verbs: tuple[str, ...]) -> bool:
         rules = _rule_set(kube_admin.get(f"{RBAC_API}/clusterroles/{role}"))
         return {("kro.run", "*", verb) for verb in verbs} <= rules
 
-    wait_for(
-        lambda: has("view", ("get", "list", "watch")),
-        what="kro's view role to be aggregated into the built-in view role",
-    )
-    wait_for(
-        lambda: has("edit", ("get", "create", "patch", "delete", "deletecollection")),
-        what="kro's edit and view roles to be aggregated into the built-in edit role",
-    )
-    wait_for(
-        lambda: has("admin", ("watch", "update")),
-        what="kro's edit and view roles to be aggregated into the built-in admin role",
-    )
+    wait_for(lambda: has("view", ("get", "list", "watch")),
+             what="kro's view role to be aggregated into the built-in view role")
+    wait_for(lambda: has("edit", ("get", "create", "patch", "delete", "deletecollection")),
+             what="kro's edit and view roles to be aggregated into the built-in edit role")
+    wait_for(lambda: has("admin", ("watch", "update")),
+             what="kro's edit and view roles to be aggregated into the built-in admin role")
 
 
 def test_unrestricted_mode_lets_the_service_account_do_anything(
-    helm: Path, kubectl: Kubectl, kube_admin: AdminApi, kube_namespace: str
-) -> None:
-    objects = [
-        o
-        for o in _render(
-            helm, kube_namespace, "rbac.mode=unrestricted", f"fullnameOverride={kube_namespace}"
-        )
-        if o["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding")
-    ]
+        helm: Path, kubectl: Kubectl, kube_admin: AdminApi, kube_namespace: str) -> None:
+    objects = [o for o in _render(helm, kube_namespace, "rbac.mode=unrestricted",
+                                  f"fullnameOverride={kube_namespace}")
+               if o["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding")]
     user = f"system:serviceaccount:{kube_namespace}:{kube_namespace}"
     try:
-        kubectl(
-            "apply", "--server-side", "-n", kube_namespace, "-f", "-", input=_as_stream(objects)
-        )
+        kubectl("apply", "--server-side", "-n", kube_namespace, "-f", "-",
+                input=_as_stream(objects))
         wait_for(lambda: _can(kube_admin, user, "*", "*", None), what="cluster-wide access")
         assert _can(kube_admin, user, "get", "secrets", "kube-system")
         assert _can(kube_admin, user, "create", "nginxapps.platform.example.com", kube_namespace)
@@ -338,27 +244,14 @@ def test_unrestricted_mode_lets_the_service_account_do_anything(
 
 
 def test_rendered_deployment_is_accepted_with_its_security_context(
-    helm: Path, kubectl: Kubectl, kube_namespace: str
-) -> None:
+        helm: Path, kubectl: Kubectl, kube_namespace: str) -> None:
     """The API server's own view of the Deployment keeps the hardening (nothing pruned)."""
     (deployment,) = [o for o in _render(helm, kube_namespace) if o["kind"] == "Deployment"]
-    done = kubectl(
-        "apply",
-        "--server-side",
-        "--dry-run=server",
-        "-n",
-        kube_namespace,
-        "-o",
-        "json",
-        "-f",
-        "-",
-        input=_as_stream([deployment]),
-    )
+    done = kubectl("apply", "--server-side", "--dry-run=server", "-n", kube_namespace,
+                   "-o", "json", "-f", "-", input=_as_stream([deployment]))
     stored = json.loads(done.stdout)
     container = stored["spec"]["template"]["spec"]["containers"][0]
-    assert (
-        container["securityContext"]
-        == deployment["spec"]["template"]["spec"]["containers"][0]["securityContext"]
-    )
+    assert container["securityContext"] == deployment["spec"]["template"]["spec"][
+        "containers"][0]["securityContext"]
     assert container["args"] == deployment["spec"]["template"]["spec"]["containers"][0]["args"]
     assert container["livenessProbe"]["httpGet"]["port"] == 8079

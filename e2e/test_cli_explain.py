@@ -76,15 +76,11 @@ def chart_view_role(fullname: str) -> dict[str, Any]:
     helm = testbin.ensure(["helm"])["helm"]
     done = subprocess.run(
         [str(helm), "template", "kro", str(CHART), "--set", f"fullnameOverride={fullname}"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+        capture_output=True, text=True, timeout=120, check=False,
     )
     assert done.returncode == 0, done.stderr
     roles = [
-        o
-        for o in yaml.safe_load_all(done.stdout)
+        o for o in yaml.safe_load_all(done.stdout)
         if o and o["kind"] == "ClusterRole" and o["metadata"]["name"] == f"{fullname}-view"
     ]
     assert len(roles) == 1
@@ -96,13 +92,9 @@ def can(admin: AdminApi, user: str, verb: str, group: str, resource: str) -> boo
     review = admin.create(
         "/apis/authorization.k8s.io/v1/subjectaccessreviews",
         {
-            "apiVersion": "authorization.k8s.io/v1",
-            "kind": "SubjectAccessReview",
-            "spec": {
-                "user": user,
-                "groups": ["system:serviceaccounts", "system:authenticated"],
-                "resourceAttributes": {"verb": verb, "group": group, "resource": resource},
-            },
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+            "spec": {"user": user, "groups": ["system:serviceaccounts", "system:authenticated"],
+                     "resourceAttributes": {"verb": verb, "group": group, "resource": resource}},
         },
     )
     return bool(review["status"].get("allowed"))
@@ -115,10 +107,10 @@ def viewer(kube_cluster: ClusterHandle, kube_admin: AdminApi) -> Iterator[Path]:
     create_namespace(kube_admin, name)
     role = chart_view_role(name)
     binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
         "metadata": {"name": f"{name}-viewer"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": "view"},
         "subjects": [{"kind": "ServiceAccount", "name": "viewer", "namespace": name}],
     }
     try:
@@ -128,14 +120,11 @@ def viewer(kube_cluster: ClusterHandle, kube_admin: AdminApi) -> Iterator[Path]:
         user = f"system:serviceaccount:{name}:viewer"
         wait_for_sync(
             lambda: can(kube_admin, user, "list", GROUP, "resourcegraphdefinitions"),
-            timeout_s=30,
-            what="the view role to aggregate the chart's kro.run rules",
+            timeout_s=30, what="the view role to aggregate the chart's kro.run rules",
         )
         # What the identity must not have: explain works without any of it.
         for verb, group, resource in (
-            ("get", "", "secrets"),
-            ("create", "", "configmaps"),
-            ("patch", GROUP, "*"),
+            ("get", "", "secrets"), ("create", "", "configmaps"), ("patch", GROUP, "*"),
             ("list", "internal.kro.run", "graphrevisions"),
             ("get", "apiextensions.k8s.io", "customresourcedefinitions"),
         ):
@@ -150,10 +139,7 @@ def viewer(kube_cluster: ClusterHandle, kube_admin: AdminApi) -> Iterator[Path]:
 def explain_sync(kubeconfig: Path, *args: str) -> Explained:
     done = subprocess.run(
         [sys.executable, "-c", EXPLAIN, "explain", *args, "--kubeconfig", str(kubeconfig)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+        capture_output=True, text=True, timeout=120, check=False,
     )
     return Explained(done.returncode, done.stdout, done.stderr)
 
@@ -175,13 +161,8 @@ def nodes_of(data: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def configmap(name: str, data: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name},
-        "data": dict(data),
-        **extra,
-    }
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": dict(data),
+            **extra}
 
 
 def kind_for(kro: KroEnv, case: str) -> str:
@@ -206,37 +187,19 @@ def resources_ready(obj: Mapping[str, Any]) -> str:
 
 
 async def test_waiting_on_readiness_and_on_a_missing_field(kro: KroEnv, viewer: Path) -> None:
-    kind = await serve(
-        kro,
-        "Wait",
-        {},
-        [
-            {
-                "id": "config",
-                "readyWhen": ["${config.data.phase == 'done'}"],
-                "template": configmap("${schema.metadata.name}-config", {"phase": "starting"}),
-            },
-            {
-                "id": "app",
-                "template": configmap(
-                    "${schema.metadata.name}-app", {"phase": "${config.data.phase}"}
-                ),
-            },
-            {"id": "source", "template": configmap("${schema.metadata.name}-source", {"a": "b"})},
-            {
-                "id": "sink",
-                "template": configmap(
-                    "${schema.metadata.name}-sink", {"token": "${source.data.token}"}
-                ),
-            },
-        ],
-    )
+    kind = await serve(kro, "Wait", {}, [
+        {"id": "config", "readyWhen": ["${config.data.phase == 'done'}"],
+         "template": configmap("${schema.metadata.name}-config", {"phase": "starting"})},
+        {"id": "app", "template": configmap("${schema.metadata.name}-app",
+                                            {"phase": "${config.data.phase}"})},
+        {"id": "source", "template": configmap("${schema.metadata.name}-source", {"a": "b"})},
+        {"id": "sink", "template": configmap("${schema.metadata.name}-sink",
+                                             {"token": "${source.data.token}"})},
+    ])
     await kro.apply_instance(kind, "demo", {}, group=GROUP)
     gvr = await kro.gvr_of(kind, GROUP)
     await kro.wait_instance(
-        gvr,
-        "demo",
-        lambda o: "config" in resources_ready(o) and "sink" in resources_ready(o),
+        gvr, "demo", lambda o: "config" in resources_ready(o) and "sink" in resources_ready(o),
         what="kro to report config and sink as waiting",
     )
     result = await explain(viewer, f"{kind}/demo", "-n", kro.namespace)
@@ -254,34 +217,22 @@ async def test_waiting_on_readiness_and_on_a_missing_field(kro: KroEnv, viewer: 
     assert nodes["sink"]["status"] == "waiting"
     assert nodes["sink"]["expression"] == "source.data.token"
     assert nodes["sink"]["missing"] == {
-        "node": "source",
-        "path": "data.token",
-        "obj": {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "namespace": kro.namespace,
-            "name": "demo-source",
-        },
+        "node": "source", "path": "data.token",
+        "obj": {"apiVersion": "v1", "kind": "ConfigMap", "namespace": kro.namespace,
+                "name": "demo-source"},
     }
     assert "GraphRevisions" in result.out  # not readable with view: said, and worked around
 
 
 async def test_a_child_refused_with_422(kro: KroEnv, viewer: Path) -> None:
-    kind = await serve(
-        kro,
-        "Invalid",
-        {"name": "string"},
-        [
-            {"id": "base", "template": configmap("${schema.metadata.name}-base", {"a": "b"})},
-            {"id": "named", "template": configmap("${schema.spec.name}", {"a": "b"})},
-        ],
-    )
+    kind = await serve(kro, "Invalid", {"name": "string"}, [
+        {"id": "base", "template": configmap("${schema.metadata.name}-base", {"a": "b"})},
+        {"id": "named", "template": configmap("${schema.spec.name}", {"a": "b"})},
+    ])
     await kro.apply_instance(kind, "demo", {"name": "Not_A_Valid_Name"}, group=GROUP)
     gvr = await kro.gvr_of(kind, GROUP)
     await kro.wait_instance(
-        gvr,
-        "demo",
-        lambda o: "resource error" in resources_ready(o),
+        gvr, "demo", lambda o: "resource error" in resources_ready(o),
         what="kro to record the apply error",
     )
     result = await explain(viewer, f"{kind}/demo", "-n", kro.namespace)
@@ -299,19 +250,11 @@ async def test_a_child_refused_with_422(kro: KroEnv, viewer: Path) -> None:
 
 
 async def test_a_resource_excluded_by_include_when(kro: KroEnv, viewer: Path) -> None:
-    kind = await serve(
-        kro,
-        "Optional",
-        {"extra": "boolean | default=false"},
-        [
-            {"id": "base", "template": configmap("${schema.metadata.name}-base", {"a": "b"})},
-            {
-                "id": "extra",
-                "includeWhen": ["${schema.spec.extra}"],
-                "template": configmap("${schema.metadata.name}-extra", {"from": "${base.data.a}"}),
-            },
-        ],
-    )
+    kind = await serve(kro, "Optional", {"extra": "boolean | default=false"}, [
+        {"id": "base", "template": configmap("${schema.metadata.name}-base", {"a": "b"})},
+        {"id": "extra", "includeWhen": ["${schema.spec.extra}"],
+         "template": configmap("${schema.metadata.name}-extra", {"from": "${base.data.a}"})},
+    ])
     await kro.apply_instance(kind, "demo", {}, group=GROUP)
     gvr = await kro.gvr_of(kind, GROUP)
     await kro.wait_instance(gvr, "demo")
@@ -336,31 +279,22 @@ async def test_a_resource_excluded_by_include_when(kro: KroEnv, viewer: Path) ->
 async def test_a_deletion_stuck_on_a_foreign_finalizer(
     kro: KroEnv, viewer: Path, kube_admin: AdminApi
 ) -> None:
-    kind = await serve(
-        kro,
-        "Held",
-        {},
-        [
-            {"id": "base", "template": configmap("${schema.metadata.name}-base", {"a": "b"})},
-            {
-                "id": "held",
-                "template": configmap("${schema.metadata.name}-held", {"from": "${base.data.a}"}),
-            },
-        ],
-    )
+    kind = await serve(kro, "Held", {}, [
+        {"id": "base", "template": configmap("${schema.metadata.name}-base", {"a": "b"})},
+        {"id": "held", "template": configmap("${schema.metadata.name}-held",
+                                             {"from": "${base.data.a}"})},
+    ])
     await kro.apply_instance(kind, "demo", {}, group=GROUP)
     gvr = await kro.gvr_of(kind, GROUP)
     await kro.wait_instance(gvr, "demo")
     held_path = f"/api/v1/namespaces/{kro.namespace}/configmaps/demo-held"
-    kube_admin.request(
-        "PATCH",
-        held_path,
-        {"metadata": {"finalizers": [HOLD_FINALIZER]}},
-        content_type="application/merge-patch+json",
-    )
+    kube_admin.request("PATCH", held_path, {"metadata": {"finalizers": [HOLD_FINALIZER]}},
+                       content_type="application/merge-patch+json")
     try:
         await kro.client.delete(gvr, "demo", namespace=kro.namespace)
-        await wait_for(lambda: _terminating(kro, "demo-held"), what="kro to delete the held child")
+        await wait_for(
+            lambda: _terminating(kro, "demo-held"), what="kro to delete the held child"
+        )
         result = await explain(viewer, f"{kind}/demo", "-n", kro.namespace)
         assert result.code == 0, result.err
         assert result.root_cause == (
@@ -376,12 +310,8 @@ async def test_a_deletion_stuck_on_a_foreign_finalizer(
         waves = {m["node"]: (m["wave"], m["terminating"]) for m in deletion["members"]}
         assert waves == {"held": (2, True), "base": (1, False)}  # wave 1 waits its turn
     finally:
-        kube_admin.request(
-            "PATCH",
-            held_path,
-            {"metadata": {"finalizers": None}},
-            content_type="application/merge-patch+json",
-        )
+        kube_admin.request("PATCH", held_path, {"metadata": {"finalizers": None}},
+                           content_type="application/merge-patch+json")
     await kro.wait_gone(gvr, "demo")
 
 
@@ -391,14 +321,9 @@ async def _terminating(kro: KroEnv, name: str) -> bool:
 
 
 async def test_an_rgd_and_unknown_targets(kro: KroEnv, viewer: Path) -> None:
-    kind = await serve(
-        kro,
-        "Plain",
-        {},
-        [
-            {"id": "base", "template": configmap("${schema.metadata.name}-base", {"a": "b"})},
-        ],
-    )
+    kind = await serve(kro, "Plain", {}, [
+        {"id": "base", "template": configmap("${schema.metadata.name}-base", {"a": "b"})},
+    ])
     rgd = kro.rgd_name("plain")
     result = await explain(viewer, "rgd", rgd)
     assert result.code == 0, result.err
@@ -415,27 +340,18 @@ async def test_an_rgd_and_unknown_targets(kro: KroEnv, viewer: Path) -> None:
 
 
 async def test_an_rgd_that_is_not_active(kro: KroEnv, viewer: Path) -> None:
-    rgd = kro.rgd(
-        "broken",
-        kind_for(kro, "Broken"),
-        {"name": "string"},
-        [
-            {
-                "id": "config",
-                "template": configmap("${schema.metadata.name}", {"n": "${schema.spec.nmae}"}),
-            },
-        ],
-    )
+    rgd = kro.rgd("broken", kind_for(kro, "Broken"), {"name": "string"}, [
+        {"id": "config", "template": configmap("${schema.metadata.name}",
+                                               {"n": "${schema.spec.nmae}"})},
+    ])
     del rgd["spec"]["schema"]["group"]
     await kro.apply_rgd(rgd)
     name = rgd["metadata"]["name"]
 
     async def rejected() -> bool:
         live = await kro.get_rgd(name)
-        return any(
-            c.get("type") == "GraphAccepted" and c.get("status") == "False"
-            for c in (live.get("status") or {}).get("conditions") or []
-        )
+        return any(c.get("type") == "GraphAccepted" and c.get("status") == "False"
+                   for c in (live.get("status") or {}).get("conditions") or [])
 
     await wait_for(rejected, what=f"RGD {name} rejected")
     result = await explain(viewer, "rgd", name)

@@ -75,7 +75,9 @@ def configmap_rgd(kro: KroEnv, name: str, kind: str) -> dict[str, Any]:
                 "template": {
                     "apiVersion": "v1",
                     "kind": "ConfigMap",
-                    "metadata": {"name": "${config.metadata.name + '-' + schema.spec.suffix}"},
+                    "metadata": {
+                        "name": "${config.metadata.name + '-' + schema.spec.suffix}"
+                    },
                     "data": {"from": "${config.metadata.name}"},
                 },
             },
@@ -134,14 +136,14 @@ async def test_a_failing_child_and_a_deletion_keep_upstreams_order(kro: KroEnv) 
         deleting = await kro.wait_instance(
             gvr,
             "held",
-            lambda o: (
-                condition(o, "ResourcesReady").get("reason")
-                in ("UnderDeletion", "ResourceDeleting")
-            ),
+            lambda o: condition(o, "ResourcesReady").get("reason")
+            in ("UnderDeletion", "ResourceDeleting"),
             what="instance deleting",
         )
         # Deletion does not resolve the graph: only these are evaluated again.
-        assert_upstream_conditions(deleting, INSTANCE_ORDER, evaluated=("ResourcesReady", "Ready"))
+        assert_upstream_conditions(
+            deleting, INSTANCE_ORDER, evaluated=("ResourcesReady", "Ready")
+        )
     finally:
         await kro.client.patch(
             CONFIGMAPS, "held-copy", {"metadata": {"finalizers": None}}, namespace=kro.namespace

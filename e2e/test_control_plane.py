@@ -27,30 +27,16 @@ def _crd(group: str) -> dict[str, Any]:
         "spec": {
             "group": group,
             "scope": "Namespaced",
-            "names": {
-                "plural": "widgets",
-                "singular": "widget",
-                "kind": "Widget",
-                "listKind": "WidgetList",
-            },
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "properties": {
-                                "spec": {
-                                    "type": "object",
-                                    "properties": {"size": {"type": "integer"}},
-                                }
-                            },
-                        }
-                    },
-                }
-            ],
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget",
+                      "listKind": "WidgetList"},
+            "versions": [{
+                "name": "v1", "served": True, "storage": True,
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "properties": {"spec": {"type": "object",
+                                            "properties": {"size": {"type": "integer"}}}},
+                }},
+            }],
         },
     }
 
@@ -58,10 +44,8 @@ def _crd(group: str) -> dict[str, Any]:
 def _established(admin: AdminApi, name: str) -> bool:
     crd = admin.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}") or {}
     # A CRD just created has `status.conditions: null` until the API server's controllers act.
-    return any(
-        c.get("type") == "Established" and c.get("status") == "True"
-        for c in (crd.get("status") or {}).get("conditions") or []
-    )
+    return any(c.get("type") == "Established" and c.get("status") == "True"
+               for c in (crd.get("status") or {}).get("conditions") or [])
 
 
 def _open_watch(admin: AdminApi, url: str) -> Any:
@@ -96,8 +80,7 @@ def _watch_events(admin: AdminApi, path: str, resource_version: str, count: int)
 
 
 def test_crd_becomes_established_and_its_resources_are_served(
-    kube_admin: AdminApi, kube_namespace: str
-) -> None:
+        kube_admin: AdminApi, kube_namespace: str) -> None:
     group = f"{kube_namespace}.e2e.kro.run"
     kube_admin.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", _crd(group))
     wait_for(lambda: _established(kube_admin, f"widgets.{group}"), what="CRD Established")
@@ -105,15 +88,8 @@ def test_crd_becomes_established_and_its_resources_are_served(
     wait_for(lambda: kube_admin.get(path), what="the CRD's resources served")
     start = kube_admin.get(path)["metadata"]["resourceVersion"]
     for index in range(3):
-        kube_admin.create(
-            path,
-            {
-                "apiVersion": f"{group}/v1",
-                "kind": "Widget",
-                "metadata": {"name": f"w{index}"},
-                "spec": {"size": index},
-            },
-        )
+        kube_admin.create(path, {"apiVersion": f"{group}/v1", "kind": "Widget",
+                                 "metadata": {"name": f"w{index}"}, "spec": {"size": index}})
     listed = kube_admin.get(path)["items"]
     assert [w["spec"]["size"] for w in listed] == [0, 1, 2]
     assert _watch_events(kube_admin, path, start, 3) == ["ADDED w0", "ADDED w1", "ADDED w2"]
@@ -121,110 +97,66 @@ def test_crd_becomes_established_and_its_resources_are_served(
 
 
 def test_server_side_apply_records_the_field_manager(
-    kube_admin: AdminApi, kube_namespace: str
-) -> None:
-    config_map = {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": "ssa"},
-        "data": {"k": "v"},
-    }
+        kube_admin: AdminApi, kube_namespace: str) -> None:
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap",
+                  "metadata": {"name": "ssa"}, "data": {"k": "v"}}
     applied = kube_admin.request(
         "PATCH",
         f"/api/v1/namespaces/{kube_namespace}/configmaps/ssa?fieldManager=kro-e2e&force=true",
-        config_map,
-        content_type="application/apply-patch+yaml",
-    )
+        config_map, content_type="application/apply-patch+yaml")
     managers = [(m["manager"], m["operation"]) for m in applied["metadata"]["managedFields"]]
     assert managers == [("kro-e2e", "Apply")]
 
 
 def test_service_account_with_a_narrow_role_is_forbidden_other_verbs(
-    kube_cluster: ClusterHandle, kube_admin: AdminApi, kube_namespace: str
-) -> None:
+        kube_cluster: ClusterHandle, kube_admin: AdminApi, kube_namespace: str) -> None:
     ns = kube_namespace
-    kube_admin.create(
-        f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "Role",
-            "metadata": {"name": "read-cm"},
-            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}],
-        },
-    )
-    kube_admin.create(
-        f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "RoleBinding",
-            "metadata": {"name": "read-cm"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "read-cm"},
-            "subjects": [{"kind": "ServiceAccount", "name": "narrow", "namespace": ns}],
-        },
-    )
+    kube_admin.create(f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": "read-cm"},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}],
+    })
+    kube_admin.create(f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "read-cm"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "read-cm"},
+        "subjects": [{"kind": "ServiceAccount", "name": "narrow", "namespace": ns}],
+    })
     narrow = AdminApi.from_kubeconfig(
-        service_account_kubeconfig(kube_cluster, kube_admin, ns, "narrow")
-    )
-    wait_for(
-        lambda: narrow.get(f"/api/v1/namespaces/{ns}/configmaps") is not None,
-        what="the narrow SA can list configmaps",
-    )
+        service_account_kubeconfig(kube_cluster, kube_admin, ns, "narrow"))
+    wait_for(lambda: narrow.get(f"/api/v1/namespaces/{ns}/configmaps") is not None,
+             what="the narrow SA can list configmaps")
     with pytest.raises(ApiStatusError) as denied:
-        narrow.create(
-            f"/api/v1/namespaces/{ns}/configmaps",
-            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nope"}},
-        )
+        narrow.create(f"/api/v1/namespaces/{ns}/configmaps",
+                      {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nope"}})
     assert denied.value.status == 403
     assert json.loads(denied.value.body)["reason"] == "Forbidden"
 
 
 def test_a_deployment_becomes_available_on_fake_nodes(
-    kube_admin: AdminApi, kube_namespace: str
-) -> None:
+        kube_admin: AdminApi, kube_namespace: str) -> None:
     path = f"/apis/apps/v1/namespaces/{kube_namespace}/deployments"
-    kube_admin.create(
-        path,
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": "web"},
-            "spec": {
-                "replicas": 2,
-                "selector": {"matchLabels": {"app": "web"}},
-                "template": {
-                    "metadata": {"labels": {"app": "web"}},
-                    "spec": {"containers": [{"name": "web", "image": "nginx"}]},
-                },
-            },
-        },
-    )
+    kube_admin.create(path, {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [{"name": "web", "image": "nginx"}]}}},
+    })
     deployment = wait_for(
-        lambda: (
-            (d := kube_admin.get(f"{path}/web"))
-            and (d.get("status") or {}).get("availableReplicas") == 2
-            and d
-        ),
-        timeout_s=120,
-        what="2 available replicas",
-    )
+        lambda: (d := kube_admin.get(f"{path}/web")) and
+        (d.get("status") or {}).get("availableReplicas") == 2 and d,
+        timeout_s=120, what="2 available replicas")
     assert deployment["status"]["readyReplicas"] == 2
 
 
 def test_deleting_a_namespace_completes(kube_admin: AdminApi) -> None:
-    kube_admin.create(
-        "/api/v1/namespaces",
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kro-e2e-doomed"}},
-    )
-    kube_admin.create(
-        "/api/v1/namespaces/kro-e2e-doomed/configmaps",
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}},
-    )
+    kube_admin.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                             "metadata": {"name": "kro-e2e-doomed"}})
+    kube_admin.create("/api/v1/namespaces/kro-e2e-doomed/configmaps",
+                      {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}})
     kube_admin.delete("/api/v1/namespaces/kro-e2e-doomed")
-    wait_for(
-        lambda: not kube_admin.exists("/api/v1/namespaces/kro-e2e-doomed"),
-        timeout_s=120,
-        what="the namespace to be gone",
-    )
+    wait_for(lambda: not kube_admin.exists("/api/v1/namespaces/kro-e2e-doomed"),
+             timeout_s=120, what="the namespace to be gone")
 
 
 def test_kubectl_from_the_cache_talks_to_the_cluster(kubectl: Any, kube_namespace: str) -> None:
@@ -271,7 +203,7 @@ def _listening_addresses(run_dir: str) -> set[str]:
 def _decode_address(hex_address: str, width: int) -> str:
     raw = bytes.fromhex(hex_address)
     # /proc stores each 32-bit word in host (little-endian) order.
-    words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+    words = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
     address = ipaddress.ip_address(words)
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
         return str(address.ipv4_mapped)

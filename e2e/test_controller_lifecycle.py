@@ -201,7 +201,9 @@ async def test_for_each_scales_up_and_down(kro: KroEnv) -> None:
     async def items_are(names: list[str]) -> None:
         await kro.apply_instance("Fanout", "fan", {"names": names})
 
-        wanted = {f"fan-{name}": (str(index), str(len(names))) for index, name in enumerate(names)}
+        wanted = {
+            f"fan-{name}": (str(index), str(len(names))) for index, name in enumerate(names)
+        }
 
         async def positions() -> dict[str, tuple[str, str]]:
             items = await kro.children(CONFIGMAPS, "fan", "entries")

@@ -82,31 +82,14 @@ def chart_controller_rbac(helm: Path, namespace: str, fullname: str) -> list[dic
     """The chart's ServiceAccount and controller roles and bindings in aggregation mode
     (not the roles for people, which have nothing to do with the controller)."""
     done = subprocess.run(
-        [
-            str(helm),
-            "template",
-            "kro",
-            str(CHART),
-            "--namespace",
-            namespace,
-            "--set",
-            "rbac.mode=aggregation",
-            "--set",
-            f"fullnameOverride={fullname}",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+        [str(helm), "template", "kro", str(CHART), "--namespace", namespace,
+         "--set", "rbac.mode=aggregation", "--set", f"fullnameOverride={fullname}"],
+        capture_output=True, text=True, timeout=120, check=False,
     )
     assert done.returncode == 0, done.stderr
     objects = [o for o in yaml.safe_load_all(done.stdout) if o]
-    return [
-        o
-        for o in objects
-        if o["kind"] == "ServiceAccount"
-        or (o["kind"] in ROLE_PATHS and ":controller" in o["metadata"]["name"])
-    ]
+    return [o for o in objects if o["kind"] == "ServiceAccount" or (
+        o["kind"] in ROLE_PATHS and ":controller" in o["metadata"]["name"])]
 
 
 @dataclass
@@ -143,37 +126,20 @@ class Rbac:
             live["rules"] = rules
             self.admin.request("PUT", self.role_path, live)
         granted = {(p.group, p.resource, p.verb) for r in rules for p in _rule(r).permissions()}
-        every = {
-            (p.group, p.resource, p.verb)
-            for r in self.role["rules"]
-            for p in _rule(r).permissions()
-        }
-        wait_for(
-            lambda: all(self.can(*p) == (p in granted) for p in sorted(every)),
-            timeout_s=30,
-            what="the aggregated role to grant exactly the applied rules",
-        )
+        every = {(p.group, p.resource, p.verb)
+                 for r in self.role["rules"] for p in _rule(r).permissions()}
+        wait_for(lambda: all(self.can(*p) == (p in granted) for p in sorted(every)),
+                 timeout_s=30, what="the aggregated role to grant exactly the applied rules")
 
     def can(self, group: str, resource: str, verb: str) -> bool:
         """Ask the authorizer about the ServiceAccount, cluster-wide (as kro's pre-flight)."""
         plural, _, subresource = resource.partition("/")
-        review = self.admin.create(
-            "/apis/authorization.k8s.io/v1/subjectaccessreviews",
-            {
-                "apiVersion": "authorization.k8s.io/v1",
-                "kind": "SubjectAccessReview",
-                "spec": {
-                    "user": self.user,
-                    "groups": ["system:serviceaccounts", "system:authenticated"],
-                    "resourceAttributes": {
-                        "verb": verb,
-                        "group": group,
-                        "resource": plural,
-                        "subresource": subresource,
-                    },
-                },
-            },
-        )
+        review = self.admin.create("/apis/authorization.k8s.io/v1/subjectaccessreviews", {
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+            "spec": {"user": self.user,
+                     "groups": ["system:serviceaccounts", "system:authenticated"],
+                     "resourceAttributes": {"verb": verb, "group": group, "resource": plural,
+                                            "subresource": subresource}}})
         return bool(review["status"].get("allowed"))
 
     def remove(self) -> None:
@@ -189,32 +155,20 @@ def _rule(rule: dict[str, Any]) -> PolicyRule:
 @pytest.fixture
 def rbac(helm: Path, kube_admin: AdminApi, kube_namespace: str) -> Iterator[Rbac]:
     fullname = kube_namespace  # unique per test; also names the ServiceAccount
-    code, out, err = generate_rbac(
-        "-f",
-        str(EXAMPLE / "rgd.yaml"),
-        "--mode",
-        "aggregation",
-        "--fullname",
-        fullname,
-        "-o",
-        "json",
-    )
+    code, out, err = generate_rbac("-f", str(EXAMPLE / "rgd.yaml"), "--mode", "aggregation",
+                                   "--fullname", fullname, "-o", "json")
     assert (code, err) == (0, ""), err
     role = json.loads(out)
-    assert role["metadata"] == {
-        "name": f"{fullname}:controller:reviewed-nginxapps",
-        "labels": {LABEL_AGGREGATE_TO_CONTROLLER: "true"},
-    }
-    installed = Rbac(
-        kube_admin, kube_namespace, chart_controller_rbac(helm, kube_namespace, fullname), role
-    )
+    assert role["metadata"] == {"name": f"{fullname}:controller:reviewed-nginxapps",
+                                "labels": {LABEL_AGGREGATE_TO_CONTROLLER: "true"}}
+    installed = Rbac(kube_admin, kube_namespace,
+                     chart_controller_rbac(helm, kube_namespace, fullname), role)
     try:
         for obj in installed.objects:
             apply(kube_admin, installed.path(obj), obj)
         assert not installed.can(GROUP, PLURAL, "list"), (
             f"another ClusterRole labelled {LABEL_AGGREGATE_TO_CONTROLLER} already grants "
-            f"{PLURAL} (left over from an earlier run?)"
-        )
+            f"{PLURAL} (left over from an earlier run?)")
         yield installed
     finally:
         installed.remove()
@@ -225,9 +179,8 @@ def controller(
     kube_cluster: ClusterHandle, kube_admin: AdminApi, rbac: Rbac
 ) -> Iterator[InProcessController]:
     install_kro_crds(kube_admin)
-    kubeconfig = service_account_kubeconfig(
-        kube_cluster, kube_admin, rbac.namespace, rbac.namespace
-    )
+    kubeconfig = service_account_kubeconfig(kube_cluster, kube_admin, rbac.namespace,
+                                            rbac.namespace)
     running = InProcessController(kubeconfig).start()
     try:
         yield running
@@ -276,49 +229,36 @@ def ready_without_permission_condition(app: NginxApp) -> dict[str, Any] | None:
 
 
 def test_the_generated_role_alone_lets_kro_run_and_delete_an_instance(
-    rbac: Rbac,
-    controller: InProcessController,
-    nginxapp: NginxApp,
-    kube_admin: AdminApi,
+    rbac: Rbac, controller: InProcessController, nginxapp: NginxApp, kube_admin: AdminApi,
 ) -> None:
     app = nginxapp
     rbac.apply_role(rbac.role["rules"])
     assert not rbac.can(GROUP, PLURAL, "create")  # least privilege: kro never creates these
     assert not rbac.can(GROUP, f"{PLURAL}/finalizers", "update")
     app.apply_rgd(timeout_s=60)
-    live = wait_explained(
-        lambda: ready_without_permission_condition(app),
-        app.get_rgd,
-        what="the RGD Ready, without a PermissionsGranted condition",
-    )
+    live = wait_explained(lambda: ready_without_permission_condition(app), app.get_rgd,
+                          what="the RGD Ready, without a PermissionsGranted condition")
     assert sorted(c["type"] for c in live["status"]["conditions"]) == sorted(
-        ["GraphRevisionsResolved", "GraphAccepted", "KindReady", "ControllerReady", "Ready"]
-    )
+        ["GraphRevisionsResolved", "GraphAccepted", "KindReady", "ControllerReady", "Ready"])
 
     instance = app.apply_instance(timeout_s=90)
     assert instance["status"]["availableReplicas"] == 2
-    managers = {
-        m["manager"] for m in kube_admin.get(app.deployment_path)["metadata"]["managedFields"]
-    }
+    managers = {m["manager"] for m in kube_admin.get(app.deployment_path)["metadata"][
+        "managedFields"]}
     assert "kro.run/applyset" in managers
-    assert kube_admin.get(app.service_path)["spec"]["clusterIP"] == instance["status"]["serviceIP"]
+    assert kube_admin.get(app.service_path)["spec"]["clusterIP"] == instance["status"][
+        "serviceIP"]
 
     kube_admin.delete(app.instance_path)
-    wait_explained(
-        lambda: not kube_admin.exists(app.instance_path),
-        app.resources_ready,
-        what="kro to delete the children and release its finalizer",
-        timeout_s=60,
-    )
+    wait_explained(lambda: not kube_admin.exists(app.instance_path), app.resources_ready,
+                   what="kro to delete the children and release its finalizer", timeout_s=60)
     assert kube_admin.get(app.deployment_path) is None
     assert kube_admin.get(app.service_path) is None
     assert controller.healthz() == 200
 
 
 def test_a_removed_rule_is_named_exactly_on_the_rgd(
-    rbac: Rbac,
-    controller: InProcessController,
-    nginxapp: NginxApp,
+    rbac: Rbac, controller: InProcessController, nginxapp: NginxApp,
 ) -> None:
     app = nginxapp
     rules = rbac.role["rules"]
@@ -329,20 +269,14 @@ def test_a_removed_rule_is_named_exactly_on_the_rgd(
     app.apply_rgd(timeout_s=60)  # Active: kro serves the RGD anyway
     message = describe_missing(_rule(ingresses).permissions())
     assert message == (
-        "missing permissions: networking.k8s.io/ingresses: get, list, watch, create, patch, delete"
-    )
-    live = wait_explained(
-        lambda: permissions_condition(app, "False", message),
-        app.get_rgd,
-        what=f"PermissionsGranted=False: {message}",
-    )
+        "missing permissions: networking.k8s.io/ingresses: get, list, watch, create, patch, "
+        "delete")
+    live = wait_explained(lambda: permissions_condition(app, "False", message), app.get_rgd,
+                          what=f"PermissionsGranted=False: {message}")
     assert condition(live, PERMISSIONS_GRANTED)["reason"] == "MissingPermissions"
     ready = condition(live, "Ready")
     assert (ready["status"], ready["reason"], ready["message"]) == (
-        "False",
-        "MissingPermissions",
-        message,
-    )
+        "False", "MissingPermissions", message)
     assert live["status"]["state"] == "Active"
     # The Ingress is off, so an instance still works: the RGD said it first.
     assert app.apply_instance(timeout_s=90)["status"]["state"] == "ACTIVE"
@@ -350,18 +284,11 @@ def test_a_removed_rule_is_named_exactly_on_the_rgd(
     rbac.apply_role([r for r in rules if r is not status])
     message = describe_missing(_rule(status).permissions())
     assert message == f"missing permissions: {GROUP}/{PLURAL}/status: update"
-    wait_explained(
-        lambda: permissions_condition(app, "False", message),
-        app.get_rgd,
-        what=f"PermissionsGranted=False: {message}",
-        timeout_s=RECHECK_TIMEOUT_S,
-    )
+    wait_explained(lambda: permissions_condition(app, "False", message), app.get_rgd,
+                   what=f"PermissionsGranted=False: {message}", timeout_s=RECHECK_TIMEOUT_S)
 
     rbac.apply_role(rules)
-    wait_explained(
-        lambda: ready_without_permission_condition(app),
-        app.get_rgd,
-        what="PermissionsGranted gone and the RGD Ready once the rule is back",
-        timeout_s=RECHECK_TIMEOUT_S,
-    )
+    wait_explained(lambda: ready_without_permission_condition(app), app.get_rgd,
+                   what="PermissionsGranted gone and the RGD Ready once the rule is back",
+                   timeout_s=RECHECK_TIMEOUT_S)
     assert controller.healthz() == 200

@@ -77,27 +77,13 @@ def helm() -> Path:
 def render_rbac(helm: Path, namespace: str, fullname: str) -> list[dict[str, Any]]:
     """The chart's ServiceAccount and RBAC objects in aggregation mode."""
     done = subprocess.run(
-        [
-            str(helm),
-            "template",
-            "kro",
-            str(CHART),
-            "--namespace",
-            namespace,
-            "--set",
-            "rbac.mode=aggregation",
-            "--set",
-            f"fullnameOverride={fullname}",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+        [str(helm), "template", "kro", str(CHART), "--namespace", namespace,
+         "--set", "rbac.mode=aggregation", "--set", f"fullnameOverride={fullname}"],
+        capture_output=True, text=True, timeout=120, check=False,
     )
     assert done.returncode == 0, done.stderr
     return [
-        o
-        for o in yaml.safe_load_all(done.stdout)
+        o for o in yaml.safe_load_all(done.stdout)
         if o and o["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding")
     ]
 
@@ -162,11 +148,8 @@ class ChartRbac:
                     "user": self.user,
                     "groups": ["system:serviceaccounts", "system:authenticated"],
                     "resourceAttributes": {
-                        "verb": verb,
-                        "group": group,
-                        "resource": resource,
-                        "subresource": subresource,
-                        "namespace": self.namespace,
+                        "verb": verb, "group": group, "resource": resource,
+                        "subresource": subresource, "namespace": self.namespace,
                     },
                 },
             },
@@ -193,9 +176,8 @@ class ChartRbac:
 @pytest.fixture
 def rbac(helm: Path, kube_admin: AdminApi, kube_namespace: str) -> Iterator[ChartRbac]:
     fullname = kube_namespace  # unique per test run; also names the ServiceAccount
-    installed = ChartRbac(
-        kube_admin, kube_namespace, fullname, render_rbac(helm, kube_namespace, fullname)
-    )
+    installed = ChartRbac(kube_admin, kube_namespace, fullname,
+                          render_rbac(helm, kube_namespace, fullname))
     kinds = sorted((o["kind"], o["metadata"]["name"]) for o in installed.objects)
     assert kinds == [
         ("ClusterRole", f"{fullname}-edit"),
@@ -238,17 +220,10 @@ def controller(
     ).start()
     try:
         lease = wait_for(
-            lambda: (
-                (
-                    kube_admin.get(
-                        f"/apis/coordination.k8s.io/v1/namespaces/{rbac.namespace}/leases/"
-                        f"{LEADER_ELECTION_LEASE}"
-                    )
-                    or {}
-                )
-                .get("spec", {})
-                .get("holderIdentity")
-            ),
+            lambda: (kube_admin.get(
+                f"/apis/coordination.k8s.io/v1/namespaces/{rbac.namespace}/leases/"
+                f"{LEADER_ELECTION_LEASE}"
+            ) or {}).get("spec", {}).get("holderIdentity"),
             timeout_s=30,
             what=f"the controller to take the Lease {LEADER_ELECTION_LEASE} as the ServiceAccount",
         )
@@ -316,9 +291,7 @@ def forbidden_reported(app: NginxApp, generation: int) -> Callable[[], dict[str,
 
 
 def test_least_privilege_controller_reports_forbidden_and_recovers(
-    rbac: ChartRbac,
-    controller: InProcessController,
-    nginxapp: NginxApp,
+    rbac: ChartRbac, controller: InProcessController, nginxapp: NginxApp,
     kube_admin: AdminApi,
 ) -> None:
     app = nginxapp
@@ -328,11 +301,8 @@ def test_least_privilege_controller_reports_forbidden_and_recovers(
         "(left over from an earlier run?)"
     )
     apply(kube_admin, app.rgd_path, app.rgd)
-    wait_explained(
-        lambda: established(kube_admin, GENERATED_CRD),
-        app.get_rgd,
-        what="kro (static role only) to create the generated CRD",
-    )
+    wait_explained(lambda: established(kube_admin, GENERATED_CRD), app.get_rgd,
+                   what="kro (static role only) to create the generated CRD")
     assert (app.get_rgd() or {}).get("status", {}).get("state") != "Active"
     assert controller.healthz() == 200
     rbac.apply_example_role()
@@ -353,12 +323,8 @@ def test_least_privilege_controller_reports_forbidden_and_recovers(
     rbac.trim_example_role()
     rbac.wait_children_allowed(False)
     generation = app.set_replicas(3)
-    failed = wait_explained(
-        forbidden_reported(app, generation),
-        app.resources_ready,
-        what="ResourcesReady=False mentioning forbidden",
-        timeout_s=30,
-    )
+    failed = wait_explained(forbidden_reported(app, generation), app.resources_ready,
+                            what="ResourcesReady=False mentioning forbidden", timeout_s=30)
     message = condition(failed, "ResourcesReady")["message"]
     assert message.startswith("resource reconciliation failed: "), message
     assert rbac.user in message, message
@@ -401,9 +367,7 @@ def deletion_blocked_reported(app: NginxApp) -> dict[str, Any] | None:
 
 
 def test_deletion_blocked_by_a_missing_permission_is_reported(
-    rbac: ChartRbac,
-    controller: InProcessController,
-    nginxapp: NginxApp,
+    rbac: ChartRbac, controller: InProcessController, nginxapp: NginxApp,
     kube_admin: AdminApi,
 ) -> None:
     app = nginxapp
@@ -416,22 +380,15 @@ def test_deletion_blocked_by_a_missing_permission_is_reported(
     rbac.wait_children_allowed(False)
     kube_admin.delete(app.instance_path)
     try:
-        wait_explained(
-            lambda: deletion_blocked_reported(app),
-            app.resources_ready,
-            what="state DELETING with ResourcesReady 'deletion blocked: ...forbidden'",
-            timeout_s=10,
-        )
+        wait_explained(lambda: deletion_blocked_reported(app), app.resources_ready,
+                       what="state DELETING with ResourcesReady 'deletion blocked: ...forbidden'",
+                       timeout_s=10)
         assert controller.healthz() == 200
     finally:
         # With the rules back, kro finishes the deletion: children first, then its finalizer.
         rbac.apply_example_role()
         rbac.wait_children_allowed(True)
-        wait_explained(
-            lambda: not kube_admin.exists(app.instance_path),
-            app.resources_ready,
-            what="the instance deleted once kro may delete its children",
-            timeout_s=60,
-        )
+        wait_explained(lambda: not kube_admin.exists(app.instance_path), app.resources_ready,
+                       what="the instance deleted once kro may delete its children", timeout_s=60)
     assert kube_admin.get(app.deployment_path) is None
     assert kube_admin.get(app.service_path) is None

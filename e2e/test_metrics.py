@@ -205,7 +205,6 @@ def scrapes(kube_cluster: ClusterHandle, kube_admin: AdminApi) -> Iterator[Scrap
     try:
         app.apply_rgd()
         app.apply_instance()
-
         # The reconcile that wrote ACTIVE records the transition once the API server answered
         # its status write, a moment after ACTIVE can be read back: wait for the record.
         def reconciled() -> Scrape | None:
@@ -228,7 +227,6 @@ def scrapes(kube_cluster: ClusterHandle, kube_admin: AdminApi) -> Iterator[Scrap
         wait_for(agree, timeout_s=30, what="state gauges that match the cluster")
         gauges, cluster = seen[-1]
         app.delete()
-
         # Likewise the RGD's deletion is counted after its finalizer is gone, i.e. after the
         # RGD already reads as deleted.
         def deletion_counted() -> Scrape | None:
@@ -294,13 +292,10 @@ def test_controller_runtime_metrics_cover_both_controllers(scrapes: Scrapes) -> 
     active = scrapes.active
     for controller in CONTROLLERS:
         assert active.total("controller_runtime_reconcile_total", controller=controller) > 0
-        assert (
-            active.total("controller_runtime_reconcile_time_seconds_count", controller=controller)
-            > 0
-        )
-        assert (
-            active.total("controller_runtime_max_concurrent_reconciles", controller=controller) == 1
-        )
+        assert active.total("controller_runtime_reconcile_time_seconds_count",
+                            controller=controller) > 0
+        assert active.total("controller_runtime_max_concurrent_reconciles",
+                            controller=controller) == 1
         assert active.select("controller_runtime_active_workers", controller=controller)
     results = {s.labels["result"] for s in active.select("controller_runtime_reconcile_total")}
     assert results <= {"success", "error", "requeue", "requeue_after"}
@@ -332,10 +327,8 @@ def test_workqueue_series_include_the_dynamic_controller_queue(
     if not found and (sample, queue) in QUEUE_SERIES_NOT_IMPLEMENTED_YET:
         pytest.xfail(reason=f"metric not implemented yet: {sample}{{name={queue!r}}}")
     if (sample, queue) in QUEUE_SERIES_NOT_IMPLEMENTED_YET:
-        pytest.fail(
-            f"{sample}{{name={queue!r}}} is exported now: remove it from "
-            "QUEUE_SERIES_NOT_IMPLEMENTED_YET"
-        )
+        pytest.fail(f"{sample}{{name={queue!r}}} is exported now: remove it from "
+                    "QUEUE_SERIES_NOT_IMPLEMENTED_YET")
     assert found, f"no {sample}{{name={queue!r}}}"
     if sample.endswith(("_total", "_count")):
         assert sum(s.value for s in found) > 0
@@ -352,46 +345,29 @@ def test_rest_client_metrics_count_the_controllers_requests(scrapes: Scrapes) ->
 def test_dynamic_controller_metrics_label_the_instance_kind(scrapes: Scrapes) -> None:
     active = scrapes.active
     assert active.total("dynamic_controller_reconcile_total", gvr=DYNAMIC_GVR_KEY) > 0
-    assert (
-        active.total("dynamic_controller_reconcile_duration_seconds_count", gvr=DYNAMIC_GVR_KEY) > 0
-    )
-    requeues = {
-        s.labels["type"]
-        for s in active.select("dynamic_controller_requeue_total", gvr=DYNAMIC_GVR_KEY)
-    }
+    assert active.total("dynamic_controller_reconcile_duration_seconds_count",
+                        gvr=DYNAMIC_GVR_KEY) > 0
+    requeues = {s.labels["type"] for s in
+                active.select("dynamic_controller_requeue_total", gvr=DYNAMIC_GVR_KEY)}
     assert requeues <= {"no_requeue", "requeue", "requeue_after", "rate_limited"}
     assert active.total("dynamic_controller_gvr_count") >= 1
     assert active.total("dynamic_controller_handler_count_total", type="parent") >= 1
     assert active.total("dynamic_controller_handler_attach_total", type="parent") >= 1
-    assert (
-        active.total("dynamic_controller_informer_events_total", gvr=GVR_STRING, event_type="add")
-        >= 1
-    )
-    assert (
-        active.total("dynamic_controller_informer_sync_duration_seconds_count", gvr=GVR_STRING) >= 1
-    )
+    assert active.total("dynamic_controller_informer_events_total",
+                        gvr=GVR_STRING, event_type="add") >= 1
+    assert active.total("dynamic_controller_informer_sync_duration_seconds_count",
+                        gvr=GVR_STRING) >= 1
     assert active.total("dynamic_controller_watch_count") >= 1
     assert active.total("dynamic_controller_instance_watch_count", parent_gvr=GVR_STRING) == 1
     # The instance watches its Deployment and Service by name.
-    assert (
-        active.total(
-            "dynamic_controller_watch_request_count",
-            gvr="apps/v1, Resource=deployments",
-            type="scalar",
-        )
-        >= 1
-    )
-    assert (
-        active.total(
-            "dynamic_controller_watch_request_count", gvr="/v1, Resource=services", type="scalar"
-        )
-        >= 1
-    )
-    assert active.total("dynamic_controller_route_total", gvr="apps/v1, Resource=deployments") >= 1
-    assert (
-        active.total("dynamic_controller_route_match_total", gvr="apps/v1, Resource=deployments")
-        >= 1
-    )
+    assert active.total("dynamic_controller_watch_request_count",
+                        gvr="apps/v1, Resource=deployments", type="scalar") >= 1
+    assert active.total("dynamic_controller_watch_request_count",
+                        gvr="/v1, Resource=services", type="scalar") >= 1
+    assert active.total("dynamic_controller_route_total",
+                        gvr="apps/v1, Resource=deployments") >= 1
+    assert active.total("dynamic_controller_route_match_total",
+                        gvr="apps/v1, Resource=deployments") >= 1
 
 
 def test_instance_metrics_label_the_instance_kind(scrapes: Scrapes) -> None:
@@ -404,20 +380,21 @@ def test_instance_metrics_label_the_instance_kind(scrapes: Scrapes) -> None:
     assert active.total("instance_graph_resolution_success_total", gvr=GVR_STRING) > 0
     require(scrapes, "instance_state_transitions_total")
     # Upstream puts the GroupVersionKind string here; kro-py's one format is the GVR string.
-    assert active.total("instance_state_transitions_total", gvr=GVR_STRING, to_state="ACTIVE") >= 1
+    assert active.total("instance_state_transitions_total", gvr=GVR_STRING,
+                        to_state="ACTIVE") >= 1
 
 
 def test_instance_condition_metrics_follow_the_feature_gate(scrapes: Scrapes) -> None:
     require(scrapes, "instance_condition_current_status_seconds")
-    series = scrapes.active.select(
-        "instance_condition_current_status_seconds", gvr=GVR_STRING, condition_type="Ready"
-    )
+    series = scrapes.active.select("instance_condition_current_status_seconds",
+                                   gvr=GVR_STRING, condition_type="Ready")
     assert [(s.labels["name"], s.labels["condition_status"]) for s in series] == [
         ("reviewed-web", "True")
     ]
     assert series[0].value >= 0
     # Series go away with the instance.
-    assert not scrapes.deleted.select("instance_condition_current_status_seconds", gvr=GVR_STRING)
+    assert not scrapes.deleted.select("instance_condition_current_status_seconds",
+                                      gvr=GVR_STRING)
 
 
 def test_rgd_and_graph_revision_metrics(scrapes: Scrapes) -> None:

@@ -130,14 +130,12 @@ def test_builder_builds_wheels_from_the_project_only() -> None:
 
 
 def test_dockerignore_keeps_local_state_out_of_the_context() -> None:
-    lines = [
-        line.strip()
-        for line in (REPO / ".dockerignore").read_text().splitlines()
-        if line.strip() and not line.startswith("#")
-    ]
+    lines = [line.strip() for line in (REPO / ".dockerignore").read_text().splitlines()
+             if line.strip() and not line.startswith("#")]
     assert lines[0] == "*"  # allow-list: only what the build needs
     assert set(lines) >= {"!pyproject.toml", "!README.md", "!kro/"}
-    assert not any(line.startswith("!") and (".venv" in line or ".git" in line) for line in lines)
+    assert not any(line.startswith("!") and (".venv" in line or ".git" in line)
+                   for line in lines)
 
 
 def test_steps_work_on_the_official_image_and_on_debians_python3() -> None:
@@ -151,21 +149,19 @@ def test_steps_work_on_the_official_image_and_on_debians_python3() -> None:
             assert words[:1] not in (["python"], ["pip"]), instruction
     runs = " ".join(i.argument for i in _final() if i.keyword == "RUN")
     assert "python3 -m venv /opt/kro" in runs
-    assert any(i.keyword == "ENV" and i.argument.startswith("PATH=/opt/kro/bin:") for i in _final())
+    assert any(i.keyword == "ENV" and i.argument.startswith("PATH=/opt/kro/bin:")
+               for i in _final())
 
 
 def test_the_install_layer_follows_the_builders_wheels() -> None:
     """podman's layer cache keys a RUN on its text, not on a `--mount=from=builder`: a COPY of
     the wheels' checksums before the install makes a new kro wheel rebuild that layer."""
     final = _final()
-    copy = next(
-        n
-        for n, i in enumerate(final)
-        if i.keyword == "COPY" and "--from=builder" in i.argument and "wheels.sha256" in i.argument
-    )
-    install = next(
-        n for n, i in enumerate(final) if i.keyword == "RUN" and "pip install" in i.argument
-    )
+    copy = next(n for n, i in enumerate(final)
+                if i.keyword == "COPY" and "--from=builder" in i.argument
+                and "wheels.sha256" in i.argument)
+    install = next(n for n, i in enumerate(final)
+                   if i.keyword == "RUN" and "pip install" in i.argument)
     assert copy < install
     builder_runs = " ".join(i.argument for i in _stages()[0] if i.keyword == "RUN")
     assert "sha256sum" in builder_runs

@@ -33,30 +33,20 @@ FLAGS: dict[str, tuple[str, str]] = {
     "allowCRDDeletion": ("--allow-crd-deletion", "false"),
     "gracefulShutdownTimeout": ("--graceful-shutdown-timeout", "60s"),
     "resourceGraphDefinitionConcurrentReconciles": (
-        "--resource-graph-definition-concurrent-reconciles",
-        "1",
-    ),
+        "--resource-graph-definition-concurrent-reconciles", "1"),
     "graphRevisionConcurrentReconciles": ("--graph-revision-concurrent-reconciles", "1"),
     "dynamicControllerConcurrentReconciles": ("--dynamic-controller-concurrent-reconciles", "1"),
     "dynamicControllerRateLimiterMinDelay": (
-        "--dynamic-controller-rate-limiter-min-delay",
-        "200ms",
-    ),
+        "--dynamic-controller-rate-limiter-min-delay", "200ms"),
     "dynamicControllerRateLimiterMaxDelay": (
-        "--dynamic-controller-rate-limiter-max-delay",
-        "1000s",
-    ),
+        "--dynamic-controller-rate-limiter-max-delay", "1000s"),
     "dynamicControllerRateLimiterRateLimit": ("--dynamic-controller-rate-limiter-rate-limit", "10"),
     "dynamicControllerRateLimiterBurstLimit": (
-        "--dynamic-controller-rate-limiter-burst-limit",
-        "100",
-    ),
+        "--dynamic-controller-rate-limiter-burst-limit", "100"),
     "instance.requeueInterval": ("--instance-requeue-interval", "3s"),
     "dynamicControllerDefaultResyncPeriod": ("--dynamic-controller-default-resync-period", "36000"),
     "dynamicControllerDefaultQueueMaxRetries": (
-        "--dynamic-controller-default-queue-max-retries",
-        "20",
-    ),
+        "--dynamic-controller-default-queue-max-retries", "20"),
     "clientQps": ("--client-qps", "100"),
     "clientBurst": ("--client-burst", "150"),
     "rgd.maxCollectionSize": ("--rgd-max-collection-size", "1000"),
@@ -107,9 +97,8 @@ class Rendered:
         return parsed
 
 
-def run_helm(
-    helm: Path, *args: str, values: Mapping[str, Any] | None = None, check: bool = True
-) -> subprocess.CompletedProcess[str]:
+def run_helm(helm: Path, *args: str, values: Mapping[str, Any] | None = None,
+             check: bool = True) -> subprocess.CompletedProcess[str]:
     """Run helm; `values` are passed as a values file on stdin (`-f -`)."""
     command = [str(helm), *args]
     if values is not None:
@@ -125,26 +114,16 @@ def run_helm(
     )
 
 
-def template_args(
-    extra: Iterable[str] = (), *, release: str = RELEASE, namespace: str = NAMESPACE
-) -> list[str]:
+def template_args(extra: Iterable[str] = (), *, release: str = RELEASE,
+                  namespace: str = NAMESPACE) -> list[str]:
     return ["template", release, str(CHART), "--namespace", namespace, *extra]
 
 
-def render(
-    helm: Path,
-    values: Mapping[str, Any] | None = None,
-    *extra: str,
-    release: str = RELEASE,
-    namespace: str = NAMESPACE,
-) -> Rendered:
+def render(helm: Path, values: Mapping[str, Any] | None = None, *extra: str,
+           release: str = RELEASE, namespace: str = NAMESPACE) -> Rendered:
     """`helm template` with the given values; fails the test on any helm error."""
-    done = run_helm(
-        helm,
-        *template_args(extra, release=release, namespace=namespace),
-        values=values,
-        check=False,
-    )
+    done = run_helm(helm, *template_args(extra, release=release, namespace=namespace),
+                    values=values, check=False)
     assert done.returncode == 0, done.stderr
     return Rendered(tuple(d for d in yaml.safe_load_all(done.stdout) if d))
 

@@ -118,21 +118,8 @@ _RANGES = re.compile(r"\[[^\[\]]*\]")
 _GROUPING = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^()]*\)")
 _IDENT = re.compile(r"(?<![\w.$])([a-zA-Z_:][a-zA-Z0-9_:]*)(\s*\()?")
 _KEYWORDS = frozenset(
-    {
-        "by",
-        "without",
-        "on",
-        "ignoring",
-        "group_left",
-        "group_right",
-        "and",
-        "or",
-        "unless",
-        "bool",
-        "offset",
-        "inf",
-        "nan",
-    }
+    {"by", "without", "on", "ignoring", "group_left", "group_right", "and", "or", "unless",
+     "bool", "offset", "inf", "nan"}
 )
 
 

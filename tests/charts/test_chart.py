@@ -35,14 +35,9 @@ NON_DEFAULT: dict[str, Any] = {
         "instance": {"requeueInterval": 0},
         "logLevel": 2,
     },
-    "metrics": {
-        "service": {"create": True, "port": 9000},
-        "serviceMonitor": {
-            "enabled": True,
-            "interval": "30s",
-            "additionalLabels": {"release": "prometheus"},
-        },
-    },
+    "metrics": {"service": {"create": True, "port": 9000},
+                "serviceMonitor": {"enabled": True, "interval": "30s",
+                                   "additionalLabels": {"release": "prometheus"}}},
     "debug": {"pprof": {"enabled": True, "port": 6061, "service": {"enabled": True}}},
 }
 
@@ -64,12 +59,14 @@ def _default_values() -> dict[str, Any]:
 
 
 def _subjects_are_the_service_account(binding: dict[str, Any], name: str) -> bool:
-    return binding["subjects"] == [{"kind": "ServiceAccount", "name": name, "namespace": NAMESPACE}]
+    return binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": name, "namespace": NAMESPACE}]
 
 
 @pytest.mark.parametrize("mode", ["unrestricted", "aggregation"], ids=str)
 def test_helm_lint_passes_strict(helm: Path, mode: str) -> None:
-    done = run_helm(helm, "lint", "--strict", str(CHART), "--set", f"rbac.mode={mode}", check=False)
+    done = run_helm(helm, "lint", "--strict", str(CHART), "--set", f"rbac.mode={mode}",
+                    check=False)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -102,49 +99,35 @@ def test_unrestricted_mode_grants_everything_under_upstreams_names(helm: Path) -
     binding = rendered.get("ClusterRoleBinding", "kro-cluster-role-binding")
     assert binding["roleRef"]["name"] == "kro-cluster-role"
     assert _subjects_are_the_service_account(binding, "kro")
-    assert not [
-        r for r in rendered.of_kind("ClusterRole") if ":controller" in r["metadata"]["name"]
-    ]
+    assert not [r for r in rendered.of_kind("ClusterRole") if ":controller" in
+                r["metadata"]["name"]]
 
 
 def test_aggregation_mode_renders_the_aggregated_and_static_roles(helm: Path) -> None:
     rendered = render(helm, {"rbac": {"mode": "aggregation"}})
     aggregated = rendered.get("ClusterRole", "kro:controller")
     assert aggregated["aggregationRule"]["clusterRoleSelectors"] == [
-        {"matchLabels": {LABEL_AGGREGATE_TO_CONTROLLER: "true"}}
-    ]
+        {"matchLabels": {LABEL_AGGREGATE_TO_CONTROLLER: "true"}}]
     assert "rules" not in aggregated  # owned by the aggregation controller
     static = rendered.get("ClusterRole", "kro:controller:static")
     assert static["metadata"]["labels"][LABEL_AGGREGATE_TO_CONTROLLER] == "true"
     for name in ("kro:controller", "kro:controller:static"):
         binding = rendered.get("ClusterRoleBinding", name)
-        assert binding["roleRef"] == {
-            "apiGroup": "rbac.authorization.k8s.io",
-            "kind": "ClusterRole",
-            "name": name,
-        }
+        assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io",
+                                      "kind": "ClusterRole", "name": name}
         assert _subjects_are_the_service_account(binding, "kro")
-    assert not [
-        r
-        for r in rendered.of_kind("ClusterRole")
-        if r["metadata"]["name"].endswith("-cluster-role")
-    ]
+    assert not [r for r in rendered.of_kind("ClusterRole") if r["metadata"]["name"].endswith(
+        "-cluster-role")]
 
 
 def _granted(rules: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
-    return {
-        (group, resource, verb)
-        for rule in rules
-        for group in rule["apiGroups"]
-        for resource in rule["resources"]
-        for verb in rule["verbs"]
-    }
+    return {(group, resource, verb) for rule in rules for group in rule["apiGroups"]
+            for resource in rule["resources"] for verb in rule["verbs"]}
 
 
 def test_static_role_covers_exactly_kros_own_needs(helm: Path) -> None:
     static = render(helm, {"rbac": {"mode": "aggregation"}}).get(
-        "ClusterRole", "kro:controller:static"
-    )
+        "ClusterRole", "kro:controller:static")
     granted = _granted(static["rules"])
     full = ("get", "list", "watch", "create", "update", "patch", "delete")
     needed = {
@@ -161,18 +144,10 @@ def test_static_role_covers_exactly_kros_own_needs(helm: Path) -> None:
     assert needed <= granted
     assert not any("*" in entry for entry in granted)
     groups = {group for group, _, _ in granted}
-    assert groups == {
-        "kro.run",
-        "internal.kro.run",
-        "apiextensions.k8s.io",
-        "coordination.k8s.io",
-        "",
-        "events.k8s.io",
-        "authorization.k8s.io",
-    }
+    assert groups == {"kro.run", "internal.kro.run", "apiextensions.k8s.io",
+                      "coordination.k8s.io", "", "events.k8s.io", "authorization.k8s.io"}
     assert {e for e in granted if e[0] == "authorization.k8s.io"} == {
-        ("authorization.k8s.io", "selfsubjectaccessreviews", "create")
-    }
+        ("authorization.k8s.io", "selfsubjectaccessreviews", "create")}
 
 
 @pytest.mark.parametrize("mode", ["unrestricted", "aggregation"], ids=str)
@@ -181,15 +156,13 @@ def test_edit_and_view_roles_are_rendered_in_every_mode(helm: Path, mode: str) -
     edit = rendered.get("ClusterRole", "kro-edit")
     view = rendered.get("ClusterRole", "kro-view")
     aggregate = "rbac.authorization.k8s.io/aggregate-to-"
-    assert {
-        k for k, v in edit["metadata"]["labels"].items() if k.startswith(aggregate) and v == "true"
-    } == {aggregate + "admin", aggregate + "edit"}
-    assert {
-        k for k, v in view["metadata"]["labels"].items() if k.startswith(aggregate) and v == "true"
-    } == {aggregate + "admin", aggregate + "edit", aggregate + "view"}
-    assert _granted(edit["rules"]) == {
-        ("kro.run", "*", v) for v in ("create", "delete", "deletecollection", "patch", "update")
-    }
+    assert {k for k, v in edit["metadata"]["labels"].items()
+            if k.startswith(aggregate) and v == "true"} == {aggregate + "admin", aggregate + "edit"}
+    assert {k for k, v in view["metadata"]["labels"].items()
+            if k.startswith(aggregate) and v == "true"} == {
+        aggregate + "admin", aggregate + "edit", aggregate + "view"}
+    assert _granted(edit["rules"]) == {("kro.run", "*", v) for v in
+                                       ("create", "delete", "deletecollection", "patch", "update")}
     assert _granted(view["rules"]) == {("kro.run", "*", v) for v in ("get", "list", "watch")}
 
 
@@ -217,27 +190,20 @@ def test_container_is_hardened(helm: Path) -> None:
     assert context["capabilities"] == {"drop": ["ALL"]}
     assert rendered.container()["resources"] == {
         "limits": {"cpu": "1000m", "memory": "1024Mi"},
-        "requests": {"cpu": "256m", "memory": "128Mi"},
-    }
+        "requests": {"cpu": "256m", "memory": "128Mi"}}
 
 
-@pytest.mark.parametrize(
-    ("address", "port"), [(":8079", 8079), ("127.0.0.1:9440", 9440), ("[::]:7000", 7000)], ids=str
-)
-def test_probes_use_the_port_of_the_health_bind_address(
-    helm: Path, address: str, port: int
-) -> None:
+@pytest.mark.parametrize(("address", "port"), [(":8079", 8079), ("127.0.0.1:9440", 9440),
+                                               ("[::]:7000", 7000)], ids=str)
+def test_probes_use_the_port_of_the_health_bind_address(helm: Path, address: str,
+                                                        port: int) -> None:
     container = render(helm, {"config": {"healthProbeBindAddress": address}}).container()
     assert container["livenessProbe"] == {
         "httpGet": {"path": "/healthz", "port": port},
-        "initialDelaySeconds": 15,
-        "periodSeconds": 10,
-    }
+        "initialDelaySeconds": 15, "periodSeconds": 10}
     assert container["readinessProbe"] == {
         "httpGet": {"path": "/readyz", "port": port},
-        "initialDelaySeconds": 10,
-        "periodSeconds": 10,
-    }
+        "initialDelaySeconds": 10, "periodSeconds": 10}
     assert {"name": "health", "containerPort": port, "protocol": "TCP"} in container["ports"]
 
 
@@ -276,45 +242,33 @@ def test_metrics_service_and_service_monitor_select_the_controller(helm: Path) -
     rendered = render(helm, NON_DEFAULT)
     service = rendered.get("Service", "platform-kro-metrics")
     assert service["spec"]["ports"] == [
-        {"name": "metrics", "port": 9000, "targetPort": "metricsport", "protocol": "TCP"}
-    ]
+        {"name": "metrics", "port": 9000, "targetPort": "metricsport", "protocol": "TCP"}]
     pod_labels = rendered.get("Deployment", "platform-kro")["spec"]["template"]["metadata"][
-        "labels"
-    ]
+        "labels"]
     assert service["spec"]["selector"].items() <= pod_labels.items()
     monitor = rendered.get("ServiceMonitor", "platform-kro")
     assert monitor["metadata"]["labels"]["release"] == "prometheus"
-    assert (
-        monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
-    )
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"][
+        "labels"].items()
     assert monitor["spec"]["endpoints"] == [
-        {"port": "metrics", "path": "/metrics", "interval": "30s", "scrapeTimeout": "10s"}
-    ]
+        {"port": "metrics", "path": "/metrics", "interval": "30s", "scrapeTimeout": "10s"}]
     pprof = rendered.get("Service", "platform-kro-pprof")
     assert pprof["spec"]["ports"][0]["port"] == 6061
     assert monitor["spec"]["selector"]["matchLabels"].items() > pprof["spec"]["selector"].items()
-    assert (
-        not monitor["spec"]["selector"]["matchLabels"].items()
-        <= pprof["metadata"]["labels"].items()
-    )
+    assert not monitor["spec"]["selector"]["matchLabels"].items() <= pprof["metadata"][
+        "labels"].items()
 
 
 def test_leader_election_namespace_is_passed_when_set(helm: Path) -> None:
-    args = render(
-        helm, {"config": {"leaderElectionNamespace": "kro-leases", "enableControllerWarmup": True}}
-    ).args()
+    args = render(helm, {"config": {"leaderElectionNamespace": "kro-leases",
+                                    "enableControllerWarmup": True}}).args()
     assert args["--leader-election-namespace"] == "kro-leases"
     assert args["--enable-controller-warmup"] == "true"
 
 
 def test_raw_manifests_can_drop_the_helm_labels(helm: Path) -> None:
-    rendered = render(
-        helm,
-        {
-            "rbac": {"mode": "aggregation"},
-            "metadata": {"includeHelmChart": False, "includeManagedBy": False},
-        },
-    )
+    rendered = render(helm, {"rbac": {"mode": "aggregation"},
+                             "metadata": {"includeHelmChart": False, "includeManagedBy": False}})
     for obj in rendered.objects:
         labels = obj["metadata"]["labels"]
         assert "helm.sh/chart" not in labels
@@ -325,3 +279,4 @@ def test_names_follow_the_release_name(helm: Path) -> None:
     assert render(helm, release="my-kro").container()["name"] == "kro"
     assert ("Deployment", "my-kro") in render(helm, release="my-kro").kinds()
     assert ("Deployment", "team-a-kro") in render(helm, release="team-a").kinds()
+

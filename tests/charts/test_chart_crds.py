@@ -25,5 +25,4 @@ def test_chart_crd_is_a_byte_identical_copy(file_name: str) -> None:
     shipped = resources.files("kro.api").joinpath("crds", file_name).read_bytes()
     assert (CHART_CRDS / file_name).read_bytes() == shipped, (
         f"charts/kro/crds/{file_name} differs from kro/api/crds/{file_name}; "
-        "run: cp kro/api/crds/*.yaml charts/kro/crds/"
-    )
+        "run: cp kro/api/crds/*.yaml charts/kro/crds/")

@@ -19,152 +19,88 @@ from kro.api.names import FEATURE_GATE_DEFAULTS
 pytestmark = pytest.mark.timeout(1800)  # first use may wait for the testbin build
 
 SCHEMA_REJECTS: list[tuple[str, dict[str, Any], list[str]]] = [
-    ("rbac-mode", {"rbac": {"mode": "bogus"}}, ["/rbac/mode", "'unrestricted', 'aggregation'"]),
-    (
-        "duration-without-unit",
-        {"config": {"leaderElectionLeaseDuration": "15"}},
-        ["/config/leaderElectionLeaseDuration", "does not match pattern"],
-    ),
-    (
-        "duration-as-number",
-        {"config": {"gracefulShutdownTimeout": 60}},
-        ["/config/gracefulShutdownTimeout", "want string"],
-    ),
-    (
-        "duration-with-space",
-        {"config": {"dynamicControllerRateLimiterMinDelay": "200 ms"}},
-        ["/config/dynamicControllerRateLimiterMinDelay"],
-    ),
-    (
-        "requeue-interval-number",
-        {"config": {"instance": {"requeueInterval": 5}}},
-        ["/config/instance/requeueInterval"],
-    ),
-    (
-        "zero-workers",
-        {"config": {"dynamicControllerConcurrentReconciles": 0}},
-        ["/config/dynamicControllerConcurrentReconciles", "minimum"],
-    ),
-    (
-        "fractional-integer",
-        {"config": {"rgd": {"maxCollectionSize": 1.5}}},
-        ["/config/rgd/maxCollectionSize", "want integer"],
-    ),
-    (
-        "negative-resync",
-        {"config": {"dynamicControllerDefaultResyncPeriod": -1}},
-        ["/config/dynamicControllerDefaultResyncPeriod", "minimum"],
-    ),
+    ("rbac-mode", {"rbac": {"mode": "bogus"}},
+     ["/rbac/mode", "'unrestricted', 'aggregation'"]),
+    ("duration-without-unit", {"config": {"leaderElectionLeaseDuration": "15"}},
+     ["/config/leaderElectionLeaseDuration", "does not match pattern"]),
+    ("duration-as-number", {"config": {"gracefulShutdownTimeout": 60}},
+     ["/config/gracefulShutdownTimeout", "want string"]),
+    ("duration-with-space", {"config": {"dynamicControllerRateLimiterMinDelay": "200 ms"}},
+     ["/config/dynamicControllerRateLimiterMinDelay"]),
+    ("requeue-interval-number", {"config": {"instance": {"requeueInterval": 5}}},
+     ["/config/instance/requeueInterval"]),
+    ("zero-workers", {"config": {"dynamicControllerConcurrentReconciles": 0}},
+     ["/config/dynamicControllerConcurrentReconciles", "minimum"]),
+    ("fractional-integer", {"config": {"rgd": {"maxCollectionSize": 1.5}}},
+     ["/config/rgd/maxCollectionSize", "want integer"]),
+    ("negative-resync", {"config": {"dynamicControllerDefaultResyncPeriod": -1}},
+     ["/config/dynamicControllerDefaultResyncPeriod", "minimum"]),
     ("zero-qps", {"config": {"clientQps": 0}}, ["/config/clientQps"]),
-    (
-        "unknown-flag-value",
-        {"config": {"clientQPS": 10}},
-        ["/config", "additional properties 'clientQPS' not allowed"],
-    ),
+    ("unknown-flag-value", {"config": {"clientQPS": 10}},
+     ["/config", "additional properties 'clientQPS' not allowed"]),
     ("unknown-top-level", {"confg": {}}, ["additional properties 'confg' not allowed"]),
-    (
-        "unknown-feature-gate",
-        {"config": {"featureGates": {"Bogus": True}}},
-        ["/config/featureGates", "'Bogus' not allowed"],
-    ),
-    (
-        "feature-gate-not-bool",
-        {"config": {"featureGates": {"CELOmitFunction": "yes"}}},
-        ["/config/featureGates/CELOmitFunction", "want boolean"],
-    ),
+    ("unknown-feature-gate", {"config": {"featureGates": {"Bogus": True}}},
+     ["/config/featureGates", "'Bogus' not allowed"]),
+    ("feature-gate-not-bool", {"config": {"featureGates": {"CELOmitFunction": "yes"}}},
+     ["/config/featureGates/CELOmitFunction", "want boolean"]),
     ("log-level", {"config": {"logLevel": "loud"}}, ["/config/logLevel"]),
     ("log-encoder", {"config": {"logEncoder": "xml"}}, ["/config/logEncoder"]),
-    (
-        "health-address-without-port",
-        {"config": {"healthProbeBindAddress": "localhost"}},
-        ["/config/healthProbeBindAddress"],
-    ),
-    (
-        "leader-election-namespace",
-        {"config": {"leaderElectionNamespace": "Kro_System"}},
-        ["/config/leaderElectionNamespace"],
-    ),
+    ("health-address-without-port", {"config": {"healthProbeBindAddress": "localhost"}},
+     ["/config/healthProbeBindAddress"]),
+    ("leader-election-namespace", {"config": {"leaderElectionNamespace": "Kro_System"}},
+     ["/config/leaderElectionNamespace"]),
     ("pull-policy", {"image": {"pullPolicy": "Sometimes"}}, ["/image/pullPolicy"]),
     ("ko-build", {"image": {"ko": True}}, ["/image/ko", "value must be false"]),
 ]
 
 TEMPLATE_REJECTS: list[tuple[str, dict[str, Any], str]] = [
-    (
-        "service-monitor-without-service",
-        {"metrics": {"serviceMonitor": {"enabled": True}}},
-        "metrics.serviceMonitor.enabled needs metrics.service.create=true",
-    ),
-    (
-        "pprof-service-without-pprof",
-        {"debug": {"pprof": {"service": {"enabled": True}}}},
-        "debug.pprof.service.enabled needs debug.pprof.enabled=true",
-    ),
-    (
-        "warmup-without-leader-election",
-        {"config": {"enableLeaderElection": False, "enableControllerWarmup": True}},
-        "config.enableControllerWarmup needs config.enableLeaderElection=true",
-    ),
-    (
-        "replicas-without-leader-election",
-        {"deployment": {"replicaCount": 2}, "config": {"enableLeaderElection": False}},
-        "deployment.replicaCount > 1 needs config.enableLeaderElection=true",
-    ),
-    (
-        "metrics-port-mismatch",
-        {"config": {"metricsBindAddress": ":9090"}},
-        "deployment.containerPort (8078) must be the port of config.metricsBindAddress (:9090)",
-    ),
+    ("service-monitor-without-service",
+     {"metrics": {"serviceMonitor": {"enabled": True}}},
+     "metrics.serviceMonitor.enabled needs metrics.service.create=true"),
+    ("pprof-service-without-pprof", {"debug": {"pprof": {"service": {"enabled": True}}}},
+     "debug.pprof.service.enabled needs debug.pprof.enabled=true"),
+    ("warmup-without-leader-election",
+     {"config": {"enableLeaderElection": False, "enableControllerWarmup": True}},
+     "config.enableControllerWarmup needs config.enableLeaderElection=true"),
+    ("replicas-without-leader-election",
+     {"deployment": {"replicaCount": 2}, "config": {"enableLeaderElection": False}},
+     "deployment.replicaCount > 1 needs config.enableLeaderElection=true"),
+    ("metrics-port-mismatch", {"config": {"metricsBindAddress": ":9090"}},
+     "deployment.containerPort (8078) must be the port of config.metricsBindAddress (:9090)"),
 ]
 
 
-@pytest.mark.parametrize(
-    ("values", "expected"), [c[1:] for c in SCHEMA_REJECTS], ids=[c[0] for c in SCHEMA_REJECTS]
-)
+@pytest.mark.parametrize(("values", "expected"), [c[1:] for c in SCHEMA_REJECTS],
+                         ids=[c[0] for c in SCHEMA_REJECTS])
 def test_schema_rejects_bad_values_naming_the_field(
-    helm: Path, values: dict[str, Any], expected: list[str]
-) -> None:
+        helm: Path, values: dict[str, Any], expected: list[str]) -> None:
     error = render_error(helm, values)
     assert "don't meet the specifications of the schema" in error
     for fragment in expected:
         assert fragment in error, error
 
 
-@pytest.mark.parametrize(
-    ("values", "message"), [c[1:] for c in TEMPLATE_REJECTS], ids=[c[0] for c in TEMPLATE_REJECTS]
-)
+@pytest.mark.parametrize(("values", "message"), [c[1:] for c in TEMPLATE_REJECTS],
+                         ids=[c[0] for c in TEMPLATE_REJECTS])
 def test_inconsistent_values_fail_with_a_message(
-    helm: Path, values: dict[str, Any], message: str
-) -> None:
+        helm: Path, values: dict[str, Any], message: str) -> None:
     assert message in render_error(helm, values)
 
 
-@pytest.mark.parametrize(
-    "values",
-    [
-        {"config": {"leaderElectionLeaseDuration": "1m30s"}},
-        {"config": {"instance": {"requeueInterval": 0}}},
-        {"config": {"instance": {"requeueInterval": "0"}}},
-        {"config": {"logLevel": 3}},
-        {"config": {"metricsBindAddress": "0"}},
-        {"config": {"metricsBindAddress": "127.0.0.1:8078"}},
-        {"config": {"rgd": {"maxGraphRevisions": 0}}},
-        {"config": {"clientQps": 2.5}},
-        {"global": {"imageRegistry": "example.com"}},
-        {"image": {"ko": False}},
-    ],
-    ids=[
-        "compound-duration",
-        "requeue-off-int",
-        "requeue-off-str",
-        "numeric-log-level",
-        "metrics-off",
-        "metrics-loopback",
-        "keep-all-revisions",
-        "fractional-qps",
-        "global",
-        "upstream-ko-default",
-    ],
-)
+@pytest.mark.parametrize("values", [
+    {"config": {"leaderElectionLeaseDuration": "1m30s"}},
+    {"config": {"instance": {"requeueInterval": 0}}},
+    {"config": {"instance": {"requeueInterval": "0"}}},
+    {"config": {"logLevel": 3}},
+    {"config": {"metricsBindAddress": "0"}},
+    {"config": {"metricsBindAddress": "127.0.0.1:8078"}},
+    {"config": {"rgd": {"maxGraphRevisions": 0}}},
+    {"config": {"clientQps": 2.5}},
+    {"global": {"imageRegistry": "example.com"}},
+    {"image": {"ko": False}},
+], ids=["compound-duration", "requeue-off-int", "requeue-off-str", "numeric-log-level",
+        "metrics-off", "metrics-loopback", "keep-all-revisions", "fractional-qps", "global",
+        "upstream-ko-default"])
 def test_schema_accepts_valid_edge_values(helm: Path, values: dict[str, Any]) -> None:
     render(helm, values)
 

@@ -89,12 +89,8 @@ def _dashboard_queries(dashboard: dict[str, Any]) -> list[tuple[str, str]]:
     for variable in dashboard["templating"]["list"]:
         if variable["type"] == "query":
             query = variable["query"]
-            queries.append(
-                (
-                    f"variable ${variable['name']}",
-                    query.get("query", query) if isinstance(query, dict) else query,
-                )
-            )
+            queries.append((f"variable ${variable['name']}", query.get("query", query)
+                            if isinstance(query, dict) else query))
     return queries
 
 
@@ -111,7 +107,7 @@ def _rules(rule: dict[str, Any]) -> list[dict[str, Any]]:
         ('sum by (le, gvr) (rate(x_bucket{job=~"$job", a="b{c}"}[5m]))', {"x_bucket"}),
         ("a_total / ignoring(code) group_left(x) b offset 5m > 0.99", {"a_total", "b"}),
         ("absent(up{job='x'}) or vector(1e3)", {"up"}),
-        ("histogram_quantile(0.99, x[$__rate_interval:1m]) and on (name) y", {"x", "y"}),
+        ('histogram_quantile(0.99, x[$__rate_interval:1m]) and on (name) y', {"x", "y"}),
     ],
     ids=["matchers-and-range", "grouping-and-offset", "functions-and-numbers", "subquery"],
 )
@@ -182,16 +178,11 @@ def test_dashboard_configmap_carries_the_sidecar_label(helm: Path) -> None:
 
 
 def test_dashboard_label_namespace_and_annotations_are_configurable(helm: Path) -> None:
-    values = {
-        "grafanaDashboard": {
-            "enabled": True,
-            "namespace": "monitoring",
-            "sidecarLabel": "grafana.io/dashboard",
-            "sidecarLabelValue": "kro",
-            "labels": {"team": "platform"},
-            "annotations": {"grafana_folder": "kro"},
-        }
-    }
+    values = {"grafanaDashboard": {"enabled": True, "namespace": "monitoring",
+                                   "sidecarLabel": "grafana.io/dashboard",
+                                   "sidecarLabelValue": "kro",
+                                   "labels": {"team": "platform"},
+                                   "annotations": {"grafana_folder": "kro"}}}
     meta = render(helm, values).get("ConfigMap", "kro-dashboard")["metadata"]
     assert meta["namespace"] == "monitoring"
     assert meta["labels"]["grafana.io/dashboard"] == "kro"
@@ -225,16 +216,14 @@ def test_rule_has_every_alert_scoped_to_the_controllers_job(
 def test_rule_selector_labels_thresholds_and_disabled_alerts_are_configurable(
     helm: Path,
 ) -> None:
-    values = {
-        "prometheusRule": {
-            "enabled": True,
-            "selector": 'job="kro"',
-            "additionalLabels": {"release": "prometheus"},
-            "additionalRuleLabels": {"team": "platform"},
-            "disabled": {"KroLeaderChanges": True, "KroDown": False},
-            "thresholds": {"workQueueDepth": 500},
-        }
-    }
+    values = {"prometheusRule": {
+        "enabled": True,
+        "selector": 'job="kro"',
+        "additionalLabels": {"release": "prometheus"},
+        "additionalRuleLabels": {"team": "platform"},
+        "disabled": {"KroLeaderChanges": True, "KroDown": False},
+        "thresholds": {"workQueueDepth": 500},
+    }}
     rule = render(helm, values).get("PrometheusRule", "kro")
     assert rule["metadata"]["labels"]["release"] == "prometheus"
     rules = {r["alert"]: r for r in _rules(rule)}
@@ -250,17 +239,14 @@ def test_rule_selector_labels_thresholds_and_disabled_alerts_are_configurable(
         # helm's validator reports a bad property name at a wrong path; its name is right.
         ({"prometheusRule": {"disabled": {"KroTypo": True}}}, "invalid propertyName 'KroTypo'"),
         ({"prometheusRule": {"selector": "{job='x'}"}}, "/prometheusRule/selector"),
-        (
-            {"prometheusRule": {"thresholds": {"workQueueDepth": 0}}},
-            "/prometheusRule/thresholds/workQueueDepth",
-        ),
+        ({"prometheusRule": {"thresholds": {"workQueueDepth": 0}}},
+         "/prometheusRule/thresholds/workQueueDepth"),
         ({"grafanaDashboard": {"enable": True}}, "/grafanaDashboard"),
     ],
     ids=["unknown-alert", "selector-with-braces", "zero-depth", "misspelt-key"],
 )
-def test_schema_rejects_bad_monitoring_values(
-    helm: Path, values: dict[str, Any], where: str
-) -> None:
+def test_schema_rejects_bad_monitoring_values(helm: Path, values: dict[str, Any],
+                                              where: str) -> None:
     assert where in render_error(helm, values)
 
 
@@ -268,9 +254,8 @@ def test_schema_rejects_bad_monitoring_values(
 
 
 def _promtool(promtool: Path, *args: str, cwd: Path) -> str:
-    done = subprocess.run(
-        [str(promtool), *args], capture_output=True, text=True, cwd=cwd, timeout=120, check=False
-    )
+    done = subprocess.run([str(promtool), *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=120, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
 
@@ -279,9 +264,8 @@ def test_rules_pass_promtool_check(
     rendered: dict[str, dict[str, Any]], promtool: Path, tmp_path: Path
 ) -> None:
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rendered["rule"]["spec"]))
-    out = _promtool(
-        promtool, "check", "rules", "--lint=all", "--lint-fatal", "rules.yaml", cwd=tmp_path
-    )
+    out = _promtool(promtool, "check", "rules", "--lint=all", "--lint-fatal", "rules.yaml",
+                    cwd=tmp_path)
     assert f"SUCCESS: {len(ALERTS)} rules found" in out
 
 
@@ -289,12 +273,10 @@ def test_dashboard_queries_parse_with_promtool(
     rendered: dict[str, dict[str, Any]], promtool: Path, tmp_path: Path
 ) -> None:
     queries = _dashboard_queries(rendered["dashboard"])
-    rules = [
-        {"record": f"kro:dashboard:q{i}", "expr": as_promql(q)} for i, (_, q) in enumerate(queries)
-    ]
+    rules = [{"record": f"kro:dashboard:q{i}", "expr": as_promql(q)}
+             for i, (_, q) in enumerate(queries)]
     (tmp_path / "dashboard.yaml").write_text(
-        yaml.safe_dump({"groups": [{"name": "dashboard", "rules": rules}]})
-    )
+        yaml.safe_dump({"groups": [{"name": "dashboard", "rules": rules}]}))
     out = _promtool(promtool, "check", "rules", "dashboard.yaml", cwd=tmp_path)
     assert f"SUCCESS: {len(rules)} rules found" in out
 

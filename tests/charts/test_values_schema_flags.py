@@ -105,7 +105,9 @@ def test_the_schema_has_enumerated_flag_values() -> None:
 
 
 @pytest.mark.parametrize(("path", "value"), ENUM_CASES, ids=_ids(ENUM_CASES))
-def test_every_enumerated_value_reaches_the_controller(helm: Path, path: str, value: Any) -> None:
+def test_every_enumerated_value_reaches_the_controller(
+    helm: Path, path: str, value: Any
+) -> None:
     config = _controller_config(helm, _values(path, value))
     if path.startswith("featureGates."):
         assert config.feature_gates[path.partition(".")[2]] is value

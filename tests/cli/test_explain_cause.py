@@ -20,40 +20,27 @@ def instance(
     **metadata: Any,
 ) -> dict[str, Any]:
     return {
-        "apiVersion": "kro.run/v1alpha1",
-        "kind": "Demo",
+        "apiVersion": "kro.run/v1alpha1", "kind": "Demo",
         "metadata": {"name": "d", "namespace": "ns", "generation": generation, **metadata},
         "status": {"state": state, "conditions": conditions or []},
     }
 
 
 def cond(kind: str, status: str, message: str = "", generation: int = 1) -> dict[str, Any]:
-    return {
-        "type": kind,
-        "status": status,
-        "reason": "R",
-        "message": message,
-        "observedGeneration": generation,
-    }
+    return {"type": kind, "status": status, "reason": "R", "message": message,
+            "observedGeneration": generation}
 
 
 def node(node_id: str, status: NodeStatus, **details: Any) -> NodeReport:
-    return NodeReport(
-        id=node_id,
-        type="Resource",
-        api_version="v1",
-        kind="ConfigMap",
-        wave=1,
-        dependencies=(),
-        status=status,
-        objects=(ObjectId("v1", "ConfigMap", "ns", f"d-{node_id}"),),
-        **details,
-    )
+    return NodeReport(id=node_id, type="Resource", api_version="v1", kind="ConfigMap", wave=1,
+                      dependencies=(), status=status,
+                      objects=(ObjectId("v1", "ConfigMap", "ns", f"d-{node_id}"),), **details)
 
 
 def test_recorded_errors_split_per_node_even_when_messages_hold_semicolons() -> None:
     message = (
-        "resource error: app: 422 Invalid: a; b: c; app2: 403 Forbidden: configmaps is forbidden"
+        "resource error: app: 422 Invalid: a; b: c; app2: 403 Forbidden: configmaps is "
+        "forbidden"
     )
     recorded = recorded_errors(
         instance([cond("ResourcesReady", "False", message)]), ["app", "app2", "other"]
@@ -82,7 +69,8 @@ READY = [cond("Ready", "True"), cond("ResourcesReady", "True")]
             "kro cannot resolve the instance's graph: latest issued graph revision 2 failed",
         ),
         (
-            instance([cond("InstanceManaged", "False", 'ResourceGraphDefinition "x" was deleted')]),
+            instance([cond("InstanceManaged", "False", 'ResourceGraphDefinition "x" was '
+                                                       "deleted")]),
             [],
             'kro does not manage the instance: ResourceGraphDefinition "x" was deleted',
         ),
@@ -94,31 +82,20 @@ READY = [cond("Ready", "True"), cond("ResourcesReady", "True")]
         ),
         (
             instance(),
-            [
-                node("a", NodeStatus.NOT_READY, reason='readyWhen "x" is false'),
-                node("b", NodeStatus.ERROR, reason="the API server refused it", message="422 x"),
-            ],
+            [node("a", NodeStatus.NOT_READY, reason='readyWhen "x" is false'),
+             node("b", NodeStatus.ERROR, reason="the API server refused it", message="422 x")],
             'node "b" (ConfigMap ns/d-b) failed: the API server refused it: 422 x',
         ),
         (
             instance(),
-            [
-                node("a", NodeStatus.APPLIED),
-                node("b", NodeStatus.WAITING, reason="waits", waiting_on="c"),
-                node("c", NodeStatus.NOT_READY, reason='readyWhen "c.ok" is false'),
-            ],
+            [node("a", NodeStatus.APPLIED),
+             node("b", NodeStatus.WAITING, reason="waits", waiting_on="c"),
+             node("c", NodeStatus.NOT_READY, reason='readyWhen "c.ok" is false')],
             'node "c" (ConfigMap ns/d-c) is not ready: readyWhen "c.ok" is false',
         ),
         (
-            instance(
-                [
-                    cond(
-                        "ResourcesReady",
-                        "False",
-                        "resource reconciliation failed: 403 Forbidden: nope",
-                    )
-                ]
-            ),
+            instance([cond("ResourcesReady", "False",
+                           "resource reconciliation failed: 403 Forbidden: nope")]),
             [node("a", NodeStatus.APPLIED)],
             "kro's last reconcile failed: 403 Forbidden: nope",
         ),
@@ -134,16 +111,8 @@ READY = [cond("Ready", "True"), cond("ResourcesReady", "True")]
             "no problem found: the instance is ACTIVE and every resource is ready",
         ),
     ],
-    ids=[
-        "graph-unresolved",
-        "unmanaged",
-        "suspended",
-        "error-first",
-        "first-own-problem",
-        "pass-failed",
-        "stale-generation",
-        "active",
-    ],
+    ids=["graph-unresolved", "unmanaged", "suspended", "error-first", "first-own-problem",
+         "pass-failed", "stale-generation", "active"],
 )
 def test_root_cause(obj: dict[str, Any], nodes: list[NodeReport], expected: str) -> None:
     assert root_cause(obj, nodes) == expected
@@ -154,30 +123,21 @@ def test_a_graph_problem_comes_before_node_problems() -> None:
     assert cause == "no graph"
 
 
-def member(
-    name: str, wave: int, *, terminating: bool = False, finalizers: tuple[str, ...] = ()
-) -> MemberReport:
-    return MemberReport(
-        ObjectId("v1", "ConfigMap", "ns", name), name, wave, terminating, finalizers
-    )
+def member(name: str, wave: int, *, terminating: bool = False, finalizers: tuple[str, ...] = ()
+           ) -> MemberReport:
+    return MemberReport(ObjectId("v1", "ConfigMap", "ns", name), name, wave, terminating,
+                        finalizers)
 
 
-def deleting(
-    conditions: list[dict[str, Any]] | None = None,
-    finalizers: tuple[str, ...] = ("kro.run/finalizer",),
-) -> dict[str, Any]:
-    return instance(
-        conditions,
-        state="DELETING",
-        deletionTimestamp="2024-01-01T00:00:00Z",
-        finalizers=list(finalizers),
-    )
+def deleting(conditions: list[dict[str, Any]] | None = None,
+             finalizers: tuple[str, ...] = ("kro.run/finalizer",)) -> dict[str, Any]:
+    return instance(conditions, state="DELETING", deletionTimestamp="2024-01-01T00:00:00Z",
+                    finalizers=list(finalizers))
 
 
 def test_a_foreign_finalizer_on_a_child_of_the_current_wave_blocks_deletion() -> None:
-    live = LiveMembers(
-        (member("held", 2, terminating=True, finalizers=("example.com/hold",)), member("base", 1))
-    )
+    live = LiveMembers((member("held", 2, terminating=True, finalizers=("example.com/hold",)),
+                        member("base", 1)))
     report = summarize_deletion(deleting(), live)
     assert report.wave == 2
     assert report.blockers == (
@@ -193,9 +153,8 @@ def test_a_foreign_finalizer_on_a_child_of_the_current_wave_blocks_deletion() ->
 def test_a_delete_kro_could_not_issue_is_reported_with_its_error() -> None:
     blocked = cond("ResourcesReady", "Unknown", "deletion blocked: 403 Forbidden: no delete")
     report = summarize_deletion(deleting([blocked]), LiveMembers((member("a", 1),)))
-    assert report.blockers == (
-        'ConfigMap ns/a (node "a") could not be deleted: 403 Forbidden: no delete',
-    )
+    assert report.blockers == ('ConfigMap ns/a (node "a") could not be deleted: 403 Forbidden: '
+                               "no delete",)
 
 
 def test_a_terminating_child_without_finalizers_is_progress_not_a_blocker() -> None:

@@ -99,17 +99,11 @@ def kubeconfig(tmp_path: Path, namespace: str | None) -> Path:
     if namespace:
         context["namespace"] = namespace
     path = tmp_path / "config"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "current-context": "main",
-                "contexts": [
-                    {"name": "main", "context": context},
-                    {"name": "other", "context": {"cluster": "c", "namespace": "elsewhere"}},
-                ],
-            }
-        )
-    )
+    path.write_text(yaml.safe_dump({
+        "current-context": "main",
+        "contexts": [{"name": "main", "context": context},
+                     {"name": "other", "context": {"cluster": "c", "namespace": "elsewhere"}}],
+    }))
     return path
 
 
@@ -122,13 +116,8 @@ def test_the_namespace_defaults_to_the_contexts(tmp_path: Path) -> None:
 
 REPORT = InstanceReport(
     root_cause="no problem found: the instance is ACTIVE and every resource is ready",
-    api_version="kro.run/v1alpha1",
-    kind="Demo",
-    namespace="team",
-    name="d",
-    state="ACTIVE",
-    generation=1,
-    source=None,
+    api_version="kro.run/v1alpha1", kind="Demo", namespace="team", name="d", state="ACTIVE",
+    generation=1, source=None,
 )
 
 

@@ -35,73 +35,33 @@ CONFIG = ObjectId("v1", "ConfigMap", "team", "d-config")
 SOURCE = ObjectId("v1", "ConfigMap", "team", "d-source")
 
 
-def node(
-    node_id: str,
-    status: NodeStatus,
-    wave: int = 1,
-    deps: tuple[str, ...] = (),
-    objects: tuple[ObjectId, ...] = (),
-    **details: object,
-) -> NodeReport:
-    return NodeReport(
-        id=node_id,
-        type="Resource",
-        api_version="v1",
-        kind="ConfigMap",
-        wave=wave,
-        dependencies=deps,
-        status=status,
-        objects=objects,
-        **details,
-    )  # type: ignore[arg-type]
+def node(node_id: str, status: NodeStatus, wave: int = 1, deps: tuple[str, ...] = (),
+         objects: tuple[ObjectId, ...] = (), **details: object) -> NodeReport:
+    return NodeReport(id=node_id, type="Resource", api_version="v1", kind="ConfigMap",
+                      wave=wave, dependencies=deps, status=status, objects=objects,
+                      **details)  # type: ignore[arg-type]
 
 
 WAITING = InstanceReport(
     root_cause='node "config" (ConfigMap team/d-config) is not ready: readyWhen '
     "\"config.data.phase == 'done'\" is false",
-    api_version="kro.run/v1alpha1",
-    kind="Demo",
-    namespace="team",
-    name="d",
-    state="IN_PROGRESS",
-    generation=3,
+    api_version="kro.run/v1alpha1", kind="Demo", namespace="team", name="d",
+    state="IN_PROGRESS", generation=3,
     source=GraphSource("demo-rgd", "Active", 2, "demo-rgd-r00002", True),
     nodes=(
-        node(
-            "config",
-            NodeStatus.NOT_READY,
-            objects=(CONFIG,),
-            reason="readyWhen \"config.data.phase == 'done'\" is false",
-            expression="config.data.phase == 'done'",
-        ),
-        node(
-            "app",
-            NodeStatus.WAITING,
-            2,
-            ("config",),
-            reason='waits for node "config", which is not ready',
-            waiting_on="config",
-        ),
+        node("config", NodeStatus.NOT_READY, objects=(CONFIG,),
+             reason="readyWhen \"config.data.phase == 'done'\" is false",
+             expression="config.data.phase == 'done'"),
+        node("app", NodeStatus.WAITING, 2, ("config",),
+             reason='waits for node "config", which is not ready', waiting_on="config"),
         node("source", NodeStatus.APPLIED, objects=(SOURCE,)),
-        node(
-            "sink",
-            NodeStatus.WAITING,
-            2,
-            ("source",),
-            reason='expression "source.data.token" reads field "data.token" of ConfigMap '
-            'team/d-source (node "source"), which does not exist yet',
-            expression="source.data.token",
-            field_path="data.token",
-            missing=MissingField("source", "data.token", SOURCE),
-        ),
-        node(
-            "extra",
-            NodeStatus.EXCLUDED,
-            2,
-            ("source",),
-            reason='includeWhen "schema.spec.extra" is false',
-            expression="schema.spec.extra",
-        ),
+        node("sink", NodeStatus.WAITING, 2, ("source",),
+             reason='expression "source.data.token" reads field "data.token" of ConfigMap '
+             'team/d-source (node "source"), which does not exist yet',
+             expression="source.data.token", field_path="data.token",
+             missing=MissingField("source", "data.token", SOURCE)),
+        node("extra", NodeStatus.EXCLUDED, 2, ("source",),
+             reason='includeWhen "schema.spec.extra" is false', expression="schema.spec.extra"),
     ),
     conditions=(
         ConditionReport("ResourcesReady", "False", "NotReady", "awaiting resource readiness"),
@@ -112,27 +72,19 @@ WAITING = InstanceReport(
 )
 
 DELETING = InstanceReport(
-    root_cause='deletion is blocked at wave 2: ConfigMap team/d-app (node "app") is '
+    root_cause="deletion is blocked at wave 2: ConfigMap team/d-app (node \"app\") is "
     "terminating but held by finalizer(s) example.com/hold",
-    api_version="kro.run/v1alpha1",
-    kind="Demo",
-    namespace="team",
-    name="d",
-    state="DELETING",
-    generation=2,
-    source=None,
+    api_version="kro.run/v1alpha1", kind="Demo", namespace="team", name="d",
+    state="DELETING", generation=2, source=None,
     deletion=DeletionReport(
         wave=2,
         members=(
-            MemberReport(
-                ObjectId("v1", "ConfigMap", "team", "d-app"), "app", 2, True, ("example.com/hold",)
-            ),
+            MemberReport(ObjectId("v1", "ConfigMap", "team", "d-app"), "app", 2, True,
+                         ("example.com/hold",)),
             MemberReport(CONFIG, "config", 1, False),
         ),
-        blockers=(
-            'ConfigMap team/d-app (node "app") is terminating but held by finalizer(s) '
-            "example.com/hold",
-        ),
+        blockers=('ConfigMap team/d-app (node "app") is terminating but held by finalizer(s) '
+                  "example.com/hold",),
         instance_finalizers=("kro.run/finalizer",),
     ),
 )
@@ -140,39 +92,22 @@ DELETING = InstanceReport(
 BROKEN_RGD = RGDReport(
     root_cause='the graph does not compile (resource "config"): failed to build resource '
     '"config": unknown field',
-    name="demo-rgd",
-    state="Inactive",
-    generation=4,
-    kind="Demo",
+    name="demo-rgd", state="Inactive", generation=4, kind="Demo",
     conditions=(ConditionReport("GraphAccepted", "False", "InvalidResourceGraph", "failed"),),
-    build=BuildFailure(
-        'failed to build resource "config": unknown field',
-        "config",
-        "spec.extra",
-        "schema.spec.x",
-        "G-10",
-    ),
+    build=BuildFailure('failed to build resource "config": unknown field', "config",
+                       "spec.extra", "schema.spec.x", "G-10"),
     revisions=("demo-rgd-r00001: GraphVerified=True (graph revision compiled and verified)",),
 )
 
 ACTIVE_RGD = RGDReport(
     root_cause="no problem found: the ResourceGraphDefinition is Active",
-    name="demo-rgd",
-    state="Active",
-    generation=1,
-    kind="Demo",
-    graph=(
-        GraphNode("config", "v1", "ConfigMap", 1),
-        GraphNode("app", "v1", "ConfigMap", 2, ("config",), conditional=True),
-    ),
+    name="demo-rgd", state="Active", generation=1, kind="Demo",
+    graph=(GraphNode("config", "v1", "ConfigMap", 1),
+           GraphNode("app", "v1", "ConfigMap", 2, ("config",), conditional=True)),
 )
 
-CASES = {
-    "waiting": WAITING,
-    "deleting": DELETING,
-    "rgd-broken": BROKEN_RGD,
-    "rgd-active": ACTIVE_RGD,
-}
+CASES = {"waiting": WAITING, "deleting": DELETING, "rgd-broken": BROKEN_RGD,
+         "rgd-active": ACTIVE_RGD}
 
 
 @pytest.mark.parametrize("name", sorted(CASES), ids=str)
@@ -214,26 +149,15 @@ def test_yaml_carries_the_same_findings() -> None:
 
 def test_secret_values_and_tokens_are_masked_in_every_format() -> None:
     mask = SecretMask()
-    mask.add(
-        {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "metadata": {"name": "s"},
-            "data": {"pw": base64.b64encode(b"s3cr3t-value").decode()},
-            "stringData": {"token": "plain-text-value"},
-        }
-    )
+    mask.add({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+              "data": {"pw": base64.b64encode(b"s3cr3t-value").decode()},
+              "stringData": {"token": "plain-text-value"}})
     mask.add({"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "not-a-secret"}})
     report = InstanceReport(
         root_cause="value s3cr3t-value, plain-text-value and not-a-secret; "
         "Authorization: Bearer abcdefghijklmnop",
-        api_version="kro.run/v1alpha1",
-        kind="Demo",
-        namespace="team",
-        name="d",
-        state="ERROR",
-        generation=1,
-        source=None,
+        api_version="kro.run/v1alpha1", kind="Demo", namespace="team", name="d",
+        state="ERROR", generation=1, source=None,
     )
     for output in ("text", "json", "yaml"):
         text = render(report, output, mask)
@@ -251,14 +175,10 @@ def test_very_short_secret_values_are_not_masked() -> None:
 
 def test_multi_line_messages_hang_under_their_first_line() -> None:
     message = "undefined field 'nmae'\n | schema.spec.nmae\n | ...........^"
-    report = RGDReport(
-        root_cause="the graph does not compile",
-        name="r",
-        state="Inactive",
-        generation=1,
-        build=BuildFailure(message, "config"),
-        conditions=(ConditionReport("GraphAccepted", "False", "Invalid", message),),
-    )
+    report = RGDReport(root_cause="the graph does not compile", name="r", state="Inactive",
+                       generation=1, build=BuildFailure(message, "config"),
+                       conditions=(ConditionReport("GraphAccepted", "False", "Invalid",
+                                                   message),))
     text = render(report, "text", SecretMask())
     assert "  undefined field 'nmae'\n     | schema.spec.nmae\n     | ...........^\n" in text
     assert "\n | " not in text

@@ -25,13 +25,10 @@ def resolver() -> OfflineSchemaResolver:
 
 def graph(resources: list[dict[str, Any]], spec: Mapping[str, Any] | None = None) -> Graph:
     rgd = {
-        "apiVersion": "kro.run/v1alpha1",
-        "kind": "ResourceGraphDefinition",
+        "apiVersion": "kro.run/v1alpha1", "kind": "ResourceGraphDefinition",
         "metadata": {"name": "demo"},
-        "spec": {
-            "schema": {"apiVersion": "v1alpha1", "kind": "Demo", "spec": dict(spec or {})},
-            "resources": resources,
-        },
+        "spec": {"schema": {"apiVersion": "v1alpha1", "kind": "Demo", "spec": dict(spec or {})},
+                 "resources": resources},
     }
     return build_graph(rgd, resolver())
 
@@ -39,28 +36,20 @@ def graph(resources: list[dict[str, Any]], spec: Mapping[str, Any] | None = None
 def cm(node_id: str, data: Mapping[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
     return {
         "id": node_id,
-        "template": {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "${schema.metadata.name}-" + node_id},
-            "data": dict(data or {"k": "v"}),
-        },
+        "template": {"apiVersion": "v1", "kind": "ConfigMap",
+                     "metadata": {"name": "${schema.metadata.name}-" + node_id},
+                     "data": dict(data or {"k": "v"})},
         **extra,
     }
 
 
 def live_cm(name: str, data: Mapping[str, Any], **metadata: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": NS, **metadata},
-        "data": dict(data),
-    }
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": NS, **metadata}, "data": dict(data)}
 
 
 INSTANCE = {
-    "apiVersion": "kro.run/v1alpha1",
-    "kind": "Demo",
+    "apiVersion": "kro.run/v1alpha1", "kind": "Demo",
     "metadata": {"name": "d", "namespace": NS, "uid": "uid-1", "generation": 1},
     "spec": {},
 }
@@ -116,19 +105,16 @@ async def test_a_ready_when_on_a_missing_field_names_the_field() -> None:
     g = graph([cm("a", readyWhen=["${a.data.phase == 'done'}"])])
     nodes = await explain(g, Cluster(live_cm("d-a", {"k": "v"})))
     assert nodes["a"].status is NodeStatus.NOT_READY
-    assert nodes["a"].missing == MissingField(
-        "a", "data.phase", ObjectId("v1", "ConfigMap", NS, "d-a")
-    )
+    assert nodes["a"].missing == MissingField("a", "data.phase", ObjectId("v1", "ConfigMap", NS,
+                                                                          "d-a"))
     assert 'field "data.phase" of ConfigMap team/d-a (node "a")' in nodes["a"].reason
 
 
 async def test_a_dependent_of_a_node_that_is_not_ready_waits_on_it() -> None:
-    g = graph(
-        [
-            cm("a", readyWhen=["${a.data.k == 'done'}"]),
-            cm("b", {"copy": "${a.data.k}"}),
-        ]
-    )
+    g = graph([
+        cm("a", readyWhen=["${a.data.k == 'done'}"]),
+        cm("b", {"copy": "${a.data.k}"}),
+    ])
     nodes = await explain(g, Cluster(live_cm("d-a", {"k": "v"})))
     assert nodes["b"].status is NodeStatus.WAITING
     assert nodes["b"].waiting_on == "a"
@@ -165,11 +151,8 @@ async def test_a_missing_instance_field_is_blamed_on_the_instance() -> None:
 
 async def test_include_when_false_excludes_and_names_the_expression() -> None:
     g = graph(
-        [
-            cm("base"),
-            cm("extra", {"x": "${base.data.k}"}, includeWhen=["${schema.spec.on}"]),
-            cm("child", {"x": "${extra.data.x}"}),
-        ],
+        [cm("base"), cm("extra", {"x": "${base.data.k}"}, includeWhen=["${schema.spec.on}"]),
+         cm("child", {"x": "${extra.data.x}"})],
         spec={"on": "boolean | default=false"},
     )
     nodes = await explain(g, Cluster(live_cm("d-base", {"k": "v"})), spec={"on": False})
@@ -240,17 +223,9 @@ async def test_collections_count_their_items(
     present: list[str], status: NodeStatus, fragment: str
 ) -> None:
     g = graph(
-        [
-            {
-                "id": "entries",
-                "forEach": [{"n": "${schema.spec.names}"}],
-                "template": {
-                    "apiVersion": "v1",
-                    "kind": "ConfigMap",
-                    "metadata": {"name": "${schema.metadata.name}-${n}"},
-                },
-            }
-        ],
+        [{"id": "entries", "forEach": [{"n": "${schema.spec.names}"}],
+          "template": {"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "${schema.metadata.name}-${n}"}}}],
         spec={"names": "[]string"},
     )
     cluster = Cluster(*[live_cm(name, {}) for name in present])
@@ -261,19 +236,11 @@ async def test_collections_count_their_items(
 
 
 async def test_an_external_reference_that_does_not_exist_is_a_root_cause() -> None:
-    g = graph(
-        [
-            {
-                "id": "ext",
-                "externalRef": {
-                    "apiVersion": "v1",
-                    "kind": "ConfigMap",
-                    "metadata": {"name": "shared"},
-                },
-            },
-            cm("a", {"x": "${ext.data.k}"}),
-        ]
-    )
+    g = graph([
+        {"id": "ext", "externalRef": {"apiVersion": "v1", "kind": "ConfigMap",
+                                      "metadata": {"name": "shared"}}},
+        cm("a", {"x": "${ext.data.k}"}),
+    ])
     nodes = await explain(g, Cluster())
     assert nodes["ext"].status is NodeStatus.WAITING
     assert nodes["ext"].is_root_cause
@@ -301,8 +268,7 @@ def test_first_missing(obj: dict[str, Any], path: str, expected: str | None) -> 
 
 
 async def test_an_unreadable_child_with_a_recorded_error_is_an_error() -> None:
-    nodes = await explain(
-        graph([cm("a")]), Cluster(forbidden=["d-a"]), Recorded({"a": "422 Invalid: data: bad"})
-    )
+    nodes = await explain(graph([cm("a")]), Cluster(forbidden=["d-a"]),
+                          Recorded({"a": "422 Invalid: data: bad"}))
     assert nodes["a"].status is NodeStatus.ERROR
     assert nodes["a"].message == "422 Invalid: data: bad"

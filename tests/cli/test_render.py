@@ -36,24 +36,16 @@ def test_observed_status_lets_dependents_render(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     observed = tmp_path / "observed.yaml"
-    observed.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "metadata": {"name": "reviewed-web", "namespace": "example", "generation": 1},
-                "spec": {
-                    "replicas": 2,
-                    "selector": {"matchLabels": {"app.kubernetes.io/name": "reviewed-web"}},
-                },
-                "status": {"availableReplicas": 2, "observedGeneration": 1},
-            }
-        )
-    )
+    observed.write_text(yaml.safe_dump({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "reviewed-web", "namespace": "example", "generation": 1},
+        "spec": {"replicas": 2,
+                 "selector": {"matchLabels": {"app.kubernetes.io/name": "reviewed-web"}}},
+        "status": {"availableReplicas": 2, "observedGeneration": 1},
+    }))
     rgd, instance = EXAMPLES["nginxapp"]
-    code = main(
-        ["render", "-f", str(ROOT / rgd), "-i", str(ROOT / instance), "--observed", str(observed)]
-    )
+    code = main(["render", "-f", str(ROOT / rgd), "-i", str(ROOT / instance),
+                 "--observed", str(observed)])
     output = capsys.readouterr().out
     assert code == 0
     assert "# service (apply order 2)" in output

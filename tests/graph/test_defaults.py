@@ -7,17 +7,13 @@ from kro.graph.simpleschema import to_openapi_spec
 
 
 def test_missing_fields_get_defaults_and_nested_objects_materialise() -> None:
-    schema = to_openapi_spec(
-        {
-            "name": "string",
-            "replicas": "integer | default=3",
-            "ingress": {"enabled": "boolean | default=false"},
-        }
-    )
+    schema = to_openapi_spec({
+        "name": "string",
+        "replicas": "integer | default=3",
+        "ingress": {"enabled": "boolean | default=false"},
+    })
     assert apply_defaults(schema, {"name": "web"}) == {
-        "name": "web",
-        "replicas": 3,
-        "ingress": {"enabled": False},
+        "name": "web", "replicas": 3, "ingress": {"enabled": False},
     }
 
 
@@ -32,6 +28,5 @@ def test_defaults_apply_inside_arrays_and_maps() -> None:
         {"Port": {"port": "integer | default=80", "name": "string"}},
     )
     assert apply_defaults(schema, {"ports": [{"name": "a"}], "byName": {"x": {}}}) == {
-        "ports": [{"name": "a", "port": 80}],
-        "byName": {"x": {"port": 80}},
+        "ports": [{"name": "a", "port": 80}], "byName": {"x": {"port": 80}},
     }

@@ -38,14 +38,8 @@ def _never(*_args: object, **_kwargs: object) -> None:
 )
 @pytest.mark.parametrize("command", ["build", "test"])
 def test_skips_with_a_clear_message_and_exit_0(
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-    *,
-    uid: int,
-    missing: set[str],
-    base_available: bool,
-    reason: str,
-    command: str,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *, uid: int,
+    missing: set[str], base_available: bool, reason: str, command: str,
 ) -> None:
     _tools(monkeypatch, missing=missing, uid=uid)
     monkeypatch.setattr(image, "image_exists", lambda _name: base_available)
@@ -75,8 +69,7 @@ def test_base_availability_is_asked_only_once_podman_is_there(
 
 
 def test_a_failed_step_exits_1(
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:
     _tools(monkeypatch, missing=set())
     monkeypatch.setattr(image, "image_exists", lambda _name: True)
@@ -111,61 +104,34 @@ def test_pip_settings_reach_the_build_only_when_set(tmp_path: Path) -> None:
 def _deployment(**security: object) -> dict[str, object]:
     """A Deployment shaped like the chart's (charts/kro/templates/deployment.yaml)."""
     context = {
-        "runAsUser": 1000,
-        "runAsGroup": 1000,
-        "runAsNonRoot": True,
-        "allowPrivilegeEscalation": False,
-        "readOnlyRootFilesystem": True,
+        "runAsUser": 1000, "runAsGroup": 1000, "runAsNonRoot": True,
+        "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
         "capabilities": {"drop": ["ALL"]},
     }
     context.update(security)
-    return {
-        "spec": {
-            "template": {
-                "spec": {
-                    "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
-                    "containers": [
-                        {
-                            "name": "kro",
-                            "command": ["kro", "controller"],
-                            "args": [
-                                "--metrics-bind-address=127.0.0.1:18078",
-                                "--leader-elect=true",
-                            ],
-                            "env": [{"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}],
-                            "securityContext": context,
-                            "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
-                        }
-                    ],
-                    "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}],
-                }
-            }
-        }
-    }
+    return {"spec": {"template": {"spec": {
+        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [{
+            "name": "kro", "command": ["kro", "controller"],
+            "args": ["--metrics-bind-address=127.0.0.1:18078", "--leader-elect=true"],
+            "env": [{"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}],
+            "securityContext": context,
+            "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+        }],
+        "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}],
+    }}}}
 
 
 def test_the_container_runs_as_the_chart_says(tmp_path: Path) -> None:
     chart = image.chart_container(_deployment())
     assert (chart.uid, chart.gid, chart.read_only_root) == (1000, 1000, True)
     assert chart.empty_dirs == {"/tmp": "64m"}
-    config = {
-        "Entrypoint": ["kro", "controller"],
-        "User": "1000:1000",
-        "Env": ["PATH=/opt/kro/bin:/usr/bin", "PYTHONUNBUFFERED=1"],
-    }
-    spec = image.ContainerSpec.of(
-        config,
-        chart,
-        image_root=tmp_path / "image",
-        root=tmp_path / "root",
-        secrets=tmp_path / "secrets",
-    )
-    assert spec.argv == [
-        "kro",
-        "controller",
-        *chart.args,
-        f"--kubeconfig={image.SECRETS_IN_IMAGE}/kubeconfig",
-    ]
+    config = {"Entrypoint": ["kro", "controller"], "User": "1000:1000",
+              "Env": ["PATH=/opt/kro/bin:/usr/bin", "PYTHONUNBUFFERED=1"]}
+    spec = image.ContainerSpec.of(config, chart, image_root=tmp_path / "image",
+                                  root=tmp_path / "root", secrets=tmp_path / "secrets")
+    assert spec.argv == ["kro", "controller", *chart.args,
+                         f"--kubeconfig={image.SECRETS_IN_IMAGE}/kubeconfig"]
     assert spec.env["PATH"].startswith("/opt/kro/bin")  # the image's
     assert spec.env["PYTHONDONTWRITEBYTECODE"] == "1"  # the chart's
     env = spec.process_env()
@@ -173,7 +139,7 @@ def test_the_container_runs_as_the_chart_says(tmp_path: Path) -> None:
     assert env["KRO_EMPTY_DIRS"] == "/tmp=64m"
     argv = image.container_argv(spec)
     assert argv[:4] == ["unshare", "--mount", "--propagation", "private"]
-    assert argv[-len(spec.argv) :] == spec.argv
+    assert argv[-len(spec.argv):] == spec.argv
     script = argv[argv.index("-c") + 1]
     assert "remount,bind,ro" in script  # readOnlyRootFilesystem
     for flag in ("--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"):
@@ -183,13 +149,9 @@ def test_the_container_runs_as_the_chart_says(tmp_path: Path) -> None:
 def test_without_a_command_the_image_entrypoint_runs(tmp_path: Path) -> None:
     deployment = _deployment()
     del deployment["spec"]["template"]["spec"]["containers"][0]["command"]  # type: ignore[index]
-    spec = image.ContainerSpec.of(
-        {"Entrypoint": ["kro", "controller"]},
-        image.chart_container(deployment),
-        image_root=tmp_path,
-        root=tmp_path,
-        secrets=tmp_path,
-    )
+    spec = image.ContainerSpec.of({"Entrypoint": ["kro", "controller"]},
+                                  image.chart_container(deployment), image_root=tmp_path,
+                                  root=tmp_path, secrets=tmp_path)
     assert spec.argv[:2] == ["kro", "controller"]
 
 
@@ -210,18 +172,14 @@ def test_a_chart_this_test_cannot_mimic_is_an_error(
 
 def test_the_real_charts_security_context_is_what_the_test_mimics() -> None:
     values = (REPO / "charts" / "kro" / "values.yaml").read_text()
-    for line in (
-        "runAsUser: 1000",
-        "runAsGroup: 1000",
-        "readOnlyRootFilesystem: true",
-        "allowPrivilegeEscalation: false",
-    ):
+    for line in ("runAsUser: 1000", "runAsGroup: 1000", "readOnlyRootFilesystem: true",
+                 "allowPrivilegeEscalation: false"):
         assert line in values
 
 
 @pytest.mark.parametrize(
-    ("limit", "size"),
-    [(None, "64m"), ("64Mi", "64m"), ("512Ki", "512k"), ("1Gi", "1g"), ("1048576", "1048576")],
+    ("limit", "size"), [(None, "64m"), ("64Mi", "64m"), ("512Ki", "512k"), ("1Gi", "1g"),
+                        ("1048576", "1048576")],
 )
 def test_emptydir_size_limits_become_tmpfs_sizes(limit: str | None, size: str) -> None:
     assert image._tmpfs_size(limit) == size

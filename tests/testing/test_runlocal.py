@@ -77,10 +77,7 @@ def start(tmp_path: Path, env: dict[str, str]) -> Iterator[Callable[..., Run]]:
         with out.open("wb") as stdout, err.open("wb") as stderr:
             process = subprocess.Popen(
                 [sys.executable, "-m", "kro.testing.runlocal", *args, *_free_ports(args)],
-                env=env,
-                stdout=stdout,
-                stderr=stderr,
-                stdin=subprocess.DEVNULL,
+                env=env, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL,
                 preexec_fn=_as_in_a_terminal,  # noqa: PLW1509 (signal dispositions only)
             )
         runs.append(Run(process, out, err))
