@@ -5,7 +5,7 @@ spends serving kro, not by kro (bench_controller.py prints both). This script se
 kind of request a pass makes, `--requests` of them (16 at a time, like 16 workers) to a local
 control plane of its own, with nothing else running against it, and divides the CPU time
 kube-apiserver and etcd used meanwhile (/proc/<pid>/stat, utime + stime) by the number sent.
-The instance kind is a CRD shaped like the ones kro generates (a spec with defaults, a status
+The instance kind is the CRD kro generates for a small RGD (a spec with a default, a status
 with conditions, the status subresource). Requests are sent in the order a new instance's pass
 makes them, so each write meets the managedFields the earlier ones left, as it does in kro.
 
@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from kro.controllers.crd import CRDS, wait_established
+from kro.graph.crd import synthesize_crd
 from kro.runtime.client import Client, ClientOptions
 from kro.runtime.gvk import GVR
 from kro.testing.cluster import ClusterOptions, LocalCluster
@@ -40,53 +41,9 @@ GROUP = "costs.kro.run"
 INSTANCES = GVR(GROUP, "v1alpha1", "apps")
 CONFIGMAPS = GVR("", "v1", "configmaps")
 NAMESPACES = GVR("", "v1", "namespaces")
-CONDITION = {
-    "type": "object",
-    "properties": {
-        k: {"type": "integer" if k == "observedGeneration" else "string"}
-        for k in ("type", "status", "reason", "message", "lastTransitionTime", "observedGeneration")
-    },
-}
-CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": f"apps.{GROUP}"},
-    "spec": {
-        "group": GROUP,
-        "names": {"kind": "App", "listKind": "AppList", "plural": "apps", "singular": "app"},
-        "scope": "Namespaced",
-        "versions": [
-            {
-                "name": "v1alpha1",
-                "served": True,
-                "storage": True,
-                "subresources": {"status": {}},
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "properties": {
-                            "apiVersion": {"type": "string"},
-                            "kind": {"type": "string"},
-                            "metadata": {"type": "object"},
-                            "spec": {
-                                "type": "object",
-                                "default": {},
-                                "properties": {"message": {"type": "string", "default": "hello"}},
-                            },
-                            "status": {
-                                "type": "object",
-                                "properties": {
-                                    "state": {"type": "string"},
-                                    "conditions": {"type": "array", "items": CONDITION},
-                                },
-                            },
-                        },
-                    }
-                },
-            }
-        ],
-    },
-}
+SPEC = {"type": "object", "properties": {"message": {"type": "string", "default": "hello"}}}
+CRD = synthesize_crd({"apiVersion": "v1alpha1", "kind": "App", "group": GROUP}, SPEC)
+"""The instance CRD kro generates for an RGD of that schema (kro.graph.crd)."""
 
 
 def _cpu_s(pid: int) -> float:
@@ -188,33 +145,43 @@ class Costs:
         )
         await self.measure("GET an instance", lambda i: c.get(INSTANCES, f"app-{i}", namespace=ns))
 
-        def labeller(i: int) -> Awaitable[dict[str, Any]]:
-            meta = self._instance_meta(i)
-            meta["labels"] = {"kro.run/owned": "true", "applyset.kubernetes.io/id": f"set-{i}"}
-            meta["finalizers"] = ["kro.run/finalizer"]
-            meta["annotations"] = {
-                "applyset.kubernetes.io/tooling": "kro/v0",
-                "applyset.kubernetes.io/contains-group-kinds": "",
-            }
+        def instance_apply(
+            i: int, manager: str, labels: dict[str, str], **metadata: Any
+        ) -> Awaitable[dict[str, Any]]:
+            meta = {**self._instance_meta(i), **metadata, "labels": labels}
             body = {"apiVersion": api_version, "kind": "App", "metadata": meta}
-            return c.apply(INSTANCES, body, field_manager="kro.run/labeller", force=True)
+            return c.apply(INSTANCES, body, field_manager=manager, force=True)
+
+        def inventory(kinds: str) -> dict[str, str]:
+            return {
+                "applyset.kubernetes.io/tooling": "kro/v0",
+                "applyset.kubernetes.io/contains-group-kinds": kinds,
+            }
 
         await self.measure(
-            "server-side apply: an instance's labels", lambda i: keep(i, labeller(i))
+            "server-side apply: an instance's labels",
+            lambda i: keep(
+                i,
+                instance_apply(
+                    i,
+                    "kro.run/labeller",
+                    {"kro.run/owned": "true", "applyset.kubernetes.io/id": f"set-{i}"},
+                    finalizers=["kro.run/finalizer"],
+                    annotations=inventory(""),
+                ),
+            ),
         )
-
-        def inventory(i: int) -> Awaitable[dict[str, Any]]:
-            meta = self._instance_meta(i)
-            meta["labels"] = {"applyset.kubernetes.io/id": f"set-{i}"}
-            meta["annotations"] = {
-                "applyset.kubernetes.io/tooling": "kro/v0",
-                "applyset.kubernetes.io/contains-group-kinds": "ConfigMap",
-            }
-            body = {"apiVersion": api_version, "kind": "App", "metadata": meta}
-            return c.apply(INSTANCES, body, field_manager="kro.run/applyset-parent", force=True)
-
         await self.measure(
-            "server-side apply: an instance's inventory", lambda i: keep(i, inventory(i))
+            "server-side apply: an instance's inventory",
+            lambda i: keep(
+                i,
+                instance_apply(
+                    i,
+                    "kro.run/applyset-parent",
+                    {"applyset.kubernetes.io/id": f"set-{i}"},
+                    annotations=inventory("ConfigMap"),
+                ),
+            ),
         )
 
         def status(i: int) -> Awaitable[dict[str, Any]]:
