@@ -130,9 +130,7 @@ async def test_the_record_is_written_once_nothing_else_waits_on_the_status_answe
 ) -> None:
     api.seed(GREETERS, greeter())
     async with running(client, registry_of()) as kro:
-        result = Result()
-        while not result.background:  # the passes up to ACTIVE
-            result = await kro.reconciler.reconcile(REQUEST)
+        await kro.until_active()
         active = stored(api, GREETERS, "hi")
         assert active["status"]["state"] == "ACTIVE"
         assert annotation(api) is None  # not on the way to ACTIVE
@@ -164,9 +162,7 @@ async def test_an_instance_changed_before_its_record_is_written_gets_no_stale_re
     registry = registry_of()
     api.seed(GREETERS, greeter())
     async with running(client, registry) as kro:
-        result = Result()
-        while not result.background:
-            result = await kro.reconciler.reconcile(REQUEST)
+        await kro.until_active()
         _label_instance(api)  # before the background lane comes back
         for _ in range(3):
             await kro.reconciler.reconcile(REQUEST)
