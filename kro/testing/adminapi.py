@@ -21,6 +21,10 @@ import yaml
 
 _TIMEOUT_S = 10.0
 _RETRIES_429 = 20
+_RETRIES_TIMEOUT = 3
+"""A GET or DELETE that timed out is sent again this many times: right after an outage drill
+(etcd away for 20 s) kube-apiserver may take longer than _TIMEOUT_S to answer one."""
+_IDEMPOTENT = frozenset({"GET", "DELETE"})
 
 
 class ApiStatusError(RuntimeError):
@@ -85,7 +89,9 @@ class AdminApi:
     def request(
         self, method: str, path: str, body: Any = None, content_type: str = "application/json"
     ) -> Any:
-        """One API call; a 429 (e.g. a new CRD's storage initialising) is retried briefly."""
+        """One API call; a 429 (e.g. a new CRD's storage initialising) is retried briefly, and
+        a GET or DELETE that timed out is sent again (_RETRIES_TIMEOUT)."""
+        timeouts = 0
         for _ in range(_RETRIES_429):
             try:
                 return self._request_once(method, path, body, content_type)
@@ -93,6 +99,10 @@ class AdminApi:
                 if error.status != 429:
                     raise
                 time.sleep(0.5)
+            except TimeoutError:
+                timeouts += 1
+                if method not in _IDEMPOTENT or timeouts > _RETRIES_TIMEOUT:
+                    raise
         return self._request_once(method, path, body, content_type)
 
     def _request_once(self, method: str, path: str, body: Any, content_type: str) -> Any:
@@ -138,10 +148,12 @@ class AdminApi:
                 raise
 
     def delete(self, path: str) -> None:
+        """Delete `path`; gone already is fine, and so is a 409 (a DELETE sent again after a
+        timeout meets the object its first one is deleting)."""
         try:
             self.request("DELETE", path)
         except ApiStatusError as error:
-            if error.status != 404:
+            if error.status not in (404, 409):
                 raise
 
     @staticmethod
