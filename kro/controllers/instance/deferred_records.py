@@ -6,12 +6,13 @@ instance, and it used to be written before the status, on every new instance's w
 An instance write is the dearest request of a pass: kube-apiserver decodes a custom resource
 against its schema and rewrites its managedFields, which grow with every manager, so it costs
 about three times a ConfigMap's create, and the status write that followed the record paid for
-the record's managedFields entry as well. Measured at 1,000 instances of five ConfigMaps, the
-record before the status cost a quarter of the time to ACTIVE. Only a restarted controller
-reads the record, so the pass that settles now writes its status first and leaves the record
-here; the instance comes back through the background lane (`Result(background=True)`), behind
-every new or changed instance, and the record is written then, unless the caches say that
-something changed meanwhile (a pass runs instead, and defers its own record).
+the record's managedFields entry as well. At 1,000 instances of five ConfigMaps, writing it
+after ACTIVE (and no longer reading a new instance) took the time to ACTIVE from 29 s to
+21-24 s (docs/performance.md). Only a restarted controller reads the record, so the pass
+that settles now writes its status first and leaves the record here; the instance comes back
+through the background lane (`Result(background=True)`), behind every new or changed instance,
+and the record is written then, unless the caches say that something changed meanwhile (a pass
+runs instead, and defers its own record).
 
 What a controller stopped before that write loses is time, not correctness: its successor finds
 no record, or an older one whose digests do not match, and runs the pass, which changes nothing
