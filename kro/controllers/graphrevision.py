@@ -37,6 +37,7 @@ from kro.api.names import (
     STATUS_TRUE,
     V1ALPHA1,
 )
+from kro.api.objects import status_update
 from kro.applyset import remove_finalizer
 from kro.controllers.instance.status import now_rfc3339
 from kro.controllers.leadership import WriteGate
@@ -241,8 +242,7 @@ class GraphRevisionReconciler:
         if revision.get("status") == status:
             return
         self.writes.check("graphrevision status")
-        body = copy.deepcopy(revision)
-        body["status"] = status
+        body = status_update(revision, status)
         try:
             await self.client.update_status(GRAPH_REVISIONS, body)
         except KubeError:

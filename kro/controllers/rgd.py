@@ -94,6 +94,7 @@ from kro.api.names import (
     V1ALPHA1,
 )
 from kro.api.objects import metadata as _meta
+from kro.api.objects import status_update
 from kro.applyset import Applier, remove_finalizer
 from kro.controllers.crd import (
     CRDError,
@@ -630,8 +631,7 @@ class RGDReconciler:
             ) else None
         if rgd.get("status") == status:
             return
-        body = copy.deepcopy(dict(rgd))
-        body["status"] = status
+        body = status_update(rgd, status)
         self.writes.check("rgd status")
         try:
             await self.client.update_status(RGDS, body)

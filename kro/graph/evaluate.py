@@ -101,6 +101,7 @@ class InstanceEvaluation:
         self.namespace = str((instance.get("metadata") or {}).get("namespace") or "")
         self.max_collection_size = max_collection_size
         self._observed: dict[str, Any] = {}
+        self._bound: dict[str, Any] = {}  # what expressions get of each observed node
         self._ignored: set[str] = set()
         self._desired: dict[str, list[dict[str, Any]]] = {}
         self._activation: Activation | None = None
@@ -126,8 +127,11 @@ class InstanceEvaluation:
         """Record the live object (or list of objects) of a node; None means it does not exist."""
         if value is None:
             self._observed.pop(node_id, None)
+            self._bound.pop(node_id, None)
         else:
             self._observed[node_id] = value
+            keep = node_id in self.graph.managed_fields_readers
+            self._bound[node_id] = _for_expressions(value, keep=keep)
         self._activation = None
 
     def observed(self, node_id: str) -> Any:
@@ -141,10 +145,9 @@ class InstanceEvaluation:
 
     def _values(self) -> dict[str, Any]:
         values: dict[str, Any] = {"schema": self.schema_value}
-        readers = self.graph.managed_fields_readers
-        for node_id, value in self._observed.items():
+        for node_id, value in self._bound.items():
             if node_id not in self._ignored:
-                values[node_id] = _for_expressions(value, keep=node_id in readers)
+                values[node_id] = value
         return values
 
     def _bind(self) -> Activation:

@@ -55,6 +55,7 @@ from kro.api.names import (
     STATUS_TRUE,
     STATUS_UNKNOWN,
 )
+from kro.api.objects import status_update
 from kro.applyset import (
     Applier,
     ApplySetError,
@@ -722,7 +723,7 @@ class InstanceReconciler:
             fresh = attempt == 1
             if not status_changed(current.get("status"), desired):
                 return None, fresh
-            body = self._status_body(current, desired)
+            body = status_update(current, desired)
             namespace = (current.get("metadata") or {}).get("namespace") or None
             try:
                 written = await self.client.update_status(self.gvr, body, namespace=namespace)
@@ -737,22 +738,6 @@ class InstanceReconciler:
             except NotFound:
                 return None, False
         return None, False
-
-    def _status_body(self, current: Mapping[str, Any], desired: dict[str, Any]) -> dict[str, Any]:
-        """What an UpdateStatus of `current` sends: the API server takes nothing but `status`
-        from it (and the uid and resourceVersion as preconditions), so the rest of the
-        instance, its managedFields above all, is neither copied nor encoded nor decoded."""
-        metadata = current.get("metadata") or {}
-        return {
-            "apiVersion": f"{self.gvr.group}/{self.gvr.version}",
-            "kind": self.kind,
-            "metadata": {
-                k: metadata[k]
-                for k in ("name", "namespace", "uid", "resourceVersion")
-                if metadata.get(k)
-            },
-            "status": desired,
-        }
 
     def _track(self, instance: Mapping[str, Any], state: str, conditions: Sequence[Any]) -> None:
         """`instances_by_state` and the condition durations: what the instance's status says
