@@ -37,6 +37,7 @@ recorded with every result.
     python bench/bench_controller.py --instances 1000 --no-state-gauges  # their CPU cost
     python bench/bench_controller.py --scenario configmaps --instances 200 --floor --restart
     python bench/bench_controller.py --scenario configmaps --instances 300 --replicas 3
+    python bench/bench_controller.py --scenario configmaps --instances 1000 --floor --pin
 
 Without KUBECONFIG it starts its own local control plane (with fake nodes, so Deployments
 become Available and `readyWhen` passes).
@@ -77,6 +78,11 @@ from kro.testing.processes import free_port, stop_pid
 RESULTS = Path(__file__).resolve().parent / "results"
 CLIENT_QPS = [500.0]
 """The controller's --client-qps (burst twice that), set by --client-qps."""
+CONTROL_PLANE: dict[str, int] = {}
+"""The local control plane's processes (name -> pid) when this script started it, to sum their
+CPU over each measured window; empty with KUBECONFIG (its processes are not known here)."""
+PINNED: list[str] = []
+"""With --pin: how the CPUs were split, recorded with the result."""
 GROUP = "bench.kro.run"
 INSTANCES = GVR(GROUP, "v1alpha1", "benchapps")
 NAMESPACES = GVR("", "v1", "namespaces")
@@ -219,6 +225,36 @@ def _proc_usage(pid: int) -> tuple[float, int]:
         if line.startswith("VmHWM:"):
             peak = int(line.split()[1]) * 1024
     return cpu, peak
+
+
+def _control_plane_cpu() -> float | None:
+    """CPU seconds the local control plane's processes (etcd, kube-apiserver,
+    kube-controller-manager, the scheduler, the fake nodes) have used so far."""
+    if not CONTROL_PLANE:
+        return None
+    return sum(_proc_usage(pid)[0] for pid in CONTROL_PLANE.values())
+
+
+def _cpu_between(before: float | None, after: float | None) -> float | None:
+    return None if before is None or after is None else after - before
+
+
+def pin_control_plane(pids: dict[str, int]) -> str:
+    """--pin: the control plane on the first CPU, this script and what it starts later (the
+    controller, the floors' client) on the others. Every thread of a process is pinned (Go
+    runs many; threads made later inherit their creator's CPUs). The control plane's CPU then
+    shows how busy the API server is, apart from the controller: a busy first CPU with an idle
+    second says the API server sets the time, not kro."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        raise SystemExit("--pin needs at least two CPUs")
+    plane, rest = {cpus[0]}, set(cpus[1:])
+    for pid in pids.values():
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(ProcessLookupError):
+                os.sched_setaffinity(int(task.name), plane)
+    os.sched_setaffinity(0, rest)
+    return f"control plane on CPU {cpus[0]}, kro and this script on {sorted(rest)}"
 
 
 def _controller_requests(port: int) -> float:
@@ -384,12 +420,16 @@ class Progress:
     """When each instance was first seen ACTIVE, and first seen carrying its settled record
     (written after ACTIVE, once no other instance waits: one more write per instance)."""
 
+    count: int = 0
     active: dict[str, float] = field(default_factory=dict)
     recorded: dict[str, float] = field(default_factory=dict)
+    control_plane_cpu_at_all_active: float | None = None
 
     def see(self, item: dict[str, Any], now: float) -> None:
         meta = item["metadata"]
         if (item.get("status") or {}).get("state") == "ACTIVE":
+            if meta["name"] not in self.active and len(self.active) + 1 == self.count:
+                self.control_plane_cpu_at_all_active = _control_plane_cpu()
             self.active.setdefault(meta["name"], now)
             if ANNOTATION_SETTLED_INPUTS in (meta.get("annotations") or {}):
                 self.recorded.setdefault(meta["name"], now)
@@ -402,7 +442,7 @@ async def _wait_settled(
     last became ACTIVE, for records that are never written: too large). One list, then a
     watch from its version, relisting only if the watch ends: a list of every instance each
     half second, as this used to poll, loaded the API server it measured."""
-    progress = Progress()
+    progress = Progress(count=count)
 
     def done() -> bool:
         if len(progress.active) < count:
@@ -749,6 +789,7 @@ async def run_once(
             before = sum(by_verb_before.values())
             controller_before = _controller_requests(metrics_port)
             cpu_before, _ = _proc_usage(controller.pid)
+            plane_before = _control_plane_cpu()
             started = time.monotonic()
             names = [f"app-{i:05d}" for i in range(instances)]
             created = await _create(client, namespace, names)
@@ -762,6 +803,8 @@ async def run_once(
             after = sum(by_verb_after.values())
             controller_after = _controller_requests(metrics_port)
             cpu_after, peak = _proc_usage(controller.pid)
+            plane_active = _cpu_between(plane_before, progress.control_plane_cpu_at_all_active)
+            plane_recorded = _cpu_between(plane_before, _control_plane_cpu())
             latencies = sorted(active[n] - created[n] for n in active)
             profile_report = await _profile_report(controller, dump) if dump else None
             detection_s = (
@@ -776,11 +819,17 @@ async def run_once(
                 extra.update(await run_restart(kubeconfig, workers, instances, controller))
             if floor:
                 stop_pid(controller.pid, reap=controller.poll)
+                plane_start = _control_plane_cpu()
                 floor_create = await run_floor(client, scenario, instances, workers, apply=False)
+                plane_between = _control_plane_cpu()
                 floor_apply = await run_floor(client, scenario, instances, workers, apply=True)
+                plane_create = _cpu_between(plane_start, plane_between)
+                plane_apply = _cpu_between(plane_between, _control_plane_cpu())
                 extra.update(
                     floor_create_s=floor_create,
+                    floor_create_control_plane_cpu_s=plane_create,
                     floor_apply_status_s=floor_apply,
+                    floor_apply_status_control_plane_cpu_s=plane_apply,
                     ratio_to_floor_create=(all_active_s or 0.0) / floor_create,
                     ratio_to_floor_apply_status=(all_active_s or 0.0) / floor_apply,
                 )
@@ -809,6 +858,9 @@ async def run_once(
                 / instances,
                 "controller_cpu_s": cpu_after - cpu_before,
                 "controller_peak_rss_mib": peak / 2**20,
+                "pinned": PINNED[0] if PINNED else None,
+                "control_plane_cpu_until_all_active_s": plane_active,
+                "control_plane_cpu_until_all_recorded_s": plane_recorded,
                 "fight": fight,
                 "fight_detected_after_s": detection_s,
                 "steady_state_s": steady_s,
@@ -1122,6 +1174,7 @@ def _report(result: dict[str, Any]) -> None:
     suffix = "-fight" if result.get("fight") else ""
     suffix += f"-profile-{result['profile']}" if result.get("profile") else ""
     suffix += "-scaling" if result.get("scaling") else ""
+    suffix += "-pinned" if result.get("pinned") else ""
     scenario = result.get("scenario", "three")
     name = f"controller-{scenario}-{result['instances']}-w{result['workers']}{suffix}.json"
     path = RESULTS / name
@@ -1251,8 +1304,16 @@ def main() -> None:
         "runs with upstream used; at 22 requests per instance it alone sets 44 s per 1,000 "
         "instances, so pass more to see what the API server and kro can do",
     )
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="pin the local control plane to the first CPU and kro and this script to the "
+        "others, to see which side is busy (needs its own control plane: no KUBECONFIG)",
+    )
     args = parser.parse_args()
     CLIENT_QPS[0] = args.client_qps
+    if args.pin and (os.environ.get("KUBECONFIG") or args.scaling or args.replicas):
+        parser.error("--pin needs the script's own control plane, and one run")
     if args.replicas and (args.fight or args.floor or args.restart or args.scaling):
         parser.error("--replicas runs alone: not with --fight, --floor, --restart or --scaling")
     if args.no_state_gauges:
@@ -1265,6 +1326,9 @@ def main() -> None:
         asyncio.run(_main(args, kubeconfig))
         return
     with LocalCluster(options=ClusterOptions(nodes=1)) as state:
+        CONTROL_PLANE.update(state.pids)
+        if args.pin:
+            PINNED.append(pin_control_plane(state.pids))
         # Every client of the run (kro, the floors, this script) authenticates as a
         # controller in a cluster does: with a bearer token (ClusterState.bearer_kubeconfig).
         asyncio.run(_main(args, str(state.bearer_kubeconfig())))
