@@ -2,7 +2,8 @@
 
 Measures, for one run: time until every instance is ACTIVE (`all_active_s`) and until every
 one also carries its settled record (`all_recorded_s`: kro writes it after ACTIVE, once no other
-instance waits), p50/p99 create-to-ACTIVE, API requests per instance until the last record
+instance waits; `records_before_all_active` counts those written while some instance was not
+ACTIVE yet), p50/p99 create-to-ACTIVE, API requests per instance until the last record
 (kube-apiserver's apiserver_request_total before/after; includes this script's own creates and
 reads, reported separately), controller CPU seconds and peak RSS, and writes during a
 steady-state window with no changes that starts after the last record (every write to the
@@ -799,6 +800,8 @@ async def run_once(
             all_recorded_s = (
                 max(recorded.values()) - started if len(recorded) == instances else None
             )
+            last_active = max(active.values()) if active else started
+            recorded_before_all_active = sum(1 for t in recorded.values() if t <= last_active)
             by_verb_after = await _requests_by_verb(client)
             after = sum(by_verb_after.values())
             controller_after = _controller_requests(metrics_port)
@@ -842,6 +845,7 @@ async def run_once(
                 "active": len(active),
                 "all_active_s": all_active_s,
                 "all_recorded_s": all_recorded_s,
+                "records_before_all_active": recorded_before_all_active,
                 "throughput_per_s": len(active) / (max(active.values()) - started)
                 if active
                 else 0.0,
