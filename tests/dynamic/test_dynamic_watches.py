@@ -133,6 +133,29 @@ async def test_every_matching_parent_is_enqueued_once(
     assert metrics.value("dynamic_controller_route_match_total", gvr=label) == 1
 
 
+async def test_an_object_shared_by_parents_routes_to_those_still_watching_it(
+    dynamic: DynamicController, kube: FakeKube
+) -> None:
+    """One object read by two parents, and by one parent through two nodes: each parent is
+    enqueued while at least one of its requests for it is committed, and no longer after."""
+    await cycle(dynamic, P1, scalar("shared"))
+    await cycle(dynamic, P2, scalar("shared"), scalar("shared", node="again"))
+    kube.put(SECRETS, obj("shared"))
+    assert await routed(dynamic, kube) == {P1, P2}
+    await cycle(dynamic, P1, scalar("elsewhere"))  # P1 no longer reads it
+    kube.put(SECRETS, obj("shared", labels={"v": "2"}))
+    assert await routed(dynamic, kube) == {P2}
+    await cycle(dynamic, P2, scalar("shared", node="again"))  # one of P2's two requests left
+    kube.put(SECRETS, obj("shared", labels={"v": "3"}))
+    assert await routed(dynamic, kube) == {P2}
+    await cycle(dynamic, P2, scalar("elsewhere"))
+    kube.put(SECRETS, obj("shared", labels={"v": "4"}))
+    assert await routed(dynamic, kube) == set()
+    await cycle(dynamic, P1, scalar("shared"))  # read again, by one parent alone
+    kube.put(SECRETS, obj("shared", labels={"v": "5"}))
+    assert await routed(dynamic, kube) == {P1}
+
+
 async def test_watching_the_parent_kind_routes_parent_events(
     dynamic: DynamicController, kube: FakeKube, factory: SharedInformerFactory
 ) -> None:
