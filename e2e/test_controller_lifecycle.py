@@ -18,6 +18,7 @@ from kro_harness import (
     KroEnv,
     condition,
     is_ready,
+    is_settled,
     kro_fixtures,
     meta,
     state,
@@ -289,8 +290,9 @@ async def _data_is(kro: KroEnv, name: str, data: dict[str, str]) -> bool:
 
 async def test_steady_state_writes_nothing(kro: KroEnv) -> None:
     gvr = await _optional(kro, True)
-    # One more pass after ACTIVE must not write either: let the 1s requeue run first.
-    live = await kro.get(gvr, "opt")
+    # Settled: ACTIVE, then its settled record, written after ACTIVE. One more pass after that
+    # must not write either: let the 1s requeue run first.
+    live = await kro.wait_instance(gvr, "opt", is_settled, what="opt with its settled record")
     children, now = await kro.client.list_all(CONFIGMAPS, namespace=kro.namespace)
     assert sorted(meta(c)["name"] for c in children) == [
         "kube-root-ca.crt",

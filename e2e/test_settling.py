@@ -12,9 +12,8 @@ import asyncio
 from typing import Any
 
 from inprocess_controller import InProcessController, Sample, Scrape
-from kro_harness import CONFIGMAPS, SERVICES, KroEnv, is_ready, kro_fixtures, meta, wait_for
+from kro_harness import CONFIGMAPS, SERVICES, KroEnv, is_settled, kro_fixtures, meta, wait_for
 
-from kro.api.names import ANNOTATION_SETTLED_INPUTS
 from kro.runtime.gvk import GVR
 
 controller, kro = kro_fixtures()
@@ -107,15 +106,7 @@ async def _converged_pairs(kro: KroEnv, names: list[str]) -> GVR:
     for name in names:
         await kro.apply_instance("Pair", name, {"text": name})
     for name in names:
-        await kro.wait_instance(
-            gvr,
-            name,
-            lambda live: (
-                is_ready(live)
-                and ANNOTATION_SETTLED_INPUTS in (meta(live).get("annotations") or {})
-            ),
-            what=f"{name} ACTIVE with its settled record",
-        )
+        await kro.wait_instance(gvr, name, is_settled, what=f"{name} settled")
     return gvr
 
 
