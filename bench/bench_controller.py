@@ -18,7 +18,10 @@ kube-controller-manager and the fake nodes), `configmaps` (five ConfigMaps, the 
 the first: kro's own work decides the time), `fifty` (fifty ConfigMaps, the second reading the
 first). `--floor` also runs, in a fresh namespace with kro
 stopped, a plain client that creates the same objects with the same concurrency (floor 1), and
-one that server-side-applies them and writes one status per instance (floor 2), and prints the
+one that server-side-applies them and writes one status per instance (floor 2), and one that
+sends exactly the writes upstream's controller makes for a new instance, replaying what kro
+wrote for its first instance (floor 3: the instance's create, the labeller's and the
+inventory's applies, the children's applies with kro's labels, kro's status), and prints the
 ratios. `--restart` restarts the controller once everything is ACTIVE and settled, and reports
 the time until its requests stop, its writes and its requests per instance. `--replicas N` runs
 N `kro controller --shards=auto` replicas instead (kro.testing.kroprocess) over instances spread
@@ -66,8 +69,19 @@ from pathlib import Path
 from typing import Any
 
 from kro.api.crds import kro_crds
-from kro.api.names import ANNOTATION_SETTLED_INPUTS
+from kro.api.names import (
+    ANNOTATION_APPLYSET_TOOLING,
+    ANNOTATION_SETTLED_INPUTS,
+    FIELD_MANAGER_APPLYSET,
+    FIELD_MANAGER_APPLYSET_PARENT,
+    FIELD_MANAGER_LABELLER,
+)
+from kro.api.objects import status_update
+from kro.applyset import Inventory, Parent
+from kro.applyset.identity import GroupKind
+from kro.applyset.inventory import render
 from kro.controllers.crd import CRDS, wait_established
+from kro.controllers.instance.labels import labeller_body
 from kro.controllers.rgd import RGDS
 from kro.runtime.client import Client, ClientOptions
 from kro.runtime.errors import AlreadyExists, KubeError
@@ -608,53 +622,200 @@ async def _deployments_available(client: Client, namespace: str, count: int) -> 
         await asyncio.sleep(0.5)
 
 
+@dataclass(frozen=True)
+class KroShape:
+    """What kro wrote for one instance of its run (`app-00000`), to replay as floor 3: the
+    labels and finalizer its labeller applied, the ApplySet tooling, every child's labels and
+    annotations, and the status it put. Names, uids, namespaces and ApplySet ids in them are
+    swapped for each floor instance's own."""
+
+    name: str
+    namespace: str
+    uid: str
+    applyset_id: str
+    labels: dict[str, str]
+    tooling: str
+    children: list[dict[str, Any]]
+    status: dict[str, Any]
+
+
+async def capture_kro_shape(client: Client, scenario: str, namespace: str) -> KroShape:
+    """Read `app-00000` and its children as kro left them."""
+    name = "app-00000"
+    live = await client.get(INSTANCES, name, namespace=namespace)
+    meta = live["metadata"]
+    children = []
+    for gvr, body in floor_objects(scenario, name, namespace):
+        child = await client.get(gvr, body["metadata"]["name"], namespace=namespace)
+        child_meta = child["metadata"]
+        children.append(
+            {
+                "labels": dict(child_meta.get("labels") or {}),
+                "annotations": dict(child_meta.get("annotations") or {}),
+            }
+        )
+    return KroShape(
+        name=name,
+        namespace=namespace,
+        uid=meta["uid"],
+        applyset_id=Parent.from_object(live, INSTANCES).id,
+        labels={k: v for k, v in (meta.get("labels") or {}).items() if k.startswith("kro.run/")},
+        tooling=(meta.get("annotations") or {})[ANNOTATION_APPLYSET_TOOLING],
+        children=children,
+        status=live.get("status") or {},
+    )
+
+
+def _swap(value: Any, shape: KroShape, created: dict[str, Any], applyset_id: str) -> Any:
+    """`value` (from kro's `app-00000`) with that instance's identity swapped for `created`'s."""
+    meta = created["metadata"]
+    text = json.dumps(value)
+    for old, new in (
+        (shape.uid, meta["uid"]),
+        (shape.applyset_id, applyset_id),
+        (shape.namespace, meta["namespace"]),
+        (shape.name, meta["name"]),
+    ):
+        text = text.replace(old, new)
+    return json.loads(text)
+
+
 async def run_floor(
-    client: Client, scenario: str, instances: int, workers: int, *, apply: bool
+    client: Client,
+    scenario: str,
+    instances: int,
+    workers: int,
+    *,
+    mode: str,
+    shape: KroShape | None = None,
 ) -> float:
-    """Seconds for a plain client to make what kro makes, `workers` requests at a time: create
-    every child (floor 1), or server-side-apply every child, create the instance and write one
-    status (floor 2). With Deployments, until all are available."""
-    namespace = f"floor-{'apply' if apply else 'create'}-{int(time.time())}"
+    """Seconds for a plain client to make what kro makes, `workers` requests at a time, with no
+    watch and no read: create every child (floor 1, `create`); server-side-apply every child,
+    create the instance and write one status (floor 2, `apply`); or send exactly the writes
+    upstream's controller makes for a new instance (floor 3, `upstream`, replaying `shape`):
+    the instance's create, the labeller's apply (labels, finalizer, an empty ApplySet
+    inventory), the inventory's apply, every child's apply with kro's labels, and kro's status.
+    With Deployments, until all are available."""
+    namespace = f"floor-{mode}-{int(time.time())}"
     await client.create(
         NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
     )
     limit = asyncio.Semaphore(workers)
     names = [f"app-{i:05d}" for i in range(instances)]
+    upstream = mode == "upstream"
+    if upstream and shape is None:
+        raise ValueError("floor 3 replays what kro wrote: capture its shape first")
 
     async def child(gvr: GVR, body: dict[str, Any]) -> None:
         async with limit:
-            if apply:
-                await client.apply(
-                    gvr, body, field_manager="floor", force=True, namespace=namespace
-                )
-            else:
+            if mode == "create":
                 await client.create(gvr, body, namespace=namespace)
+            else:
+                manager = FIELD_MANAGER_APPLYSET if upstream else "floor"
+                await client.apply(
+                    gvr, body, field_manager=manager, force=True, namespace=namespace
+                )
+
+    async def write(call: Any) -> dict[str, Any]:
+        async with limit:
+            return dict(await call)
 
     async def instance(name: str) -> None:
         children = floor_objects(scenario, name, namespace)
-        if apply:
-            async with limit:
-                created = await client.create(
-                    INSTANCES,
-                    {
-                        "apiVersion": f"{GROUP}/v1alpha1",
-                        "kind": "BenchApp",
-                        "metadata": {"name": name, "namespace": namespace},
-                        "spec": {},
-                    },
-                    namespace=namespace,
+        if mode == "create":
+            await asyncio.gather(*(child(g, b) for g, b in children))
+            return
+        created = await write(
+            client.create(
+                INSTANCES,
+                {
+                    "apiVersion": f"{GROUP}/v1alpha1",
+                    "kind": "BenchApp",
+                    "metadata": {"name": name, "namespace": namespace},
+                    "spec": {},
+                },
+                namespace=namespace,
+            )
+        )
+        latest, status = created, {"state": "ACTIVE"}
+        if shape is not None and upstream:
+            parent = Parent.from_object(created, INSTANCES)
+            labeller, _ = labeller_body(
+                INSTANCES, "BenchApp", created["metadata"], shape.labels, tooling=shape.tooling
+            )
+            await write(
+                client.apply(INSTANCES, labeller, field_manager=FIELD_MANAGER_LABELLER, force=True)
+            )
+            group_kinds = {(GroupKind(g.group, b["kind"]), namespace) for g, b in children}
+            fragment = render(Inventory.of(parent, group_kinds), shape.tooling)
+            inventory = {
+                "apiVersion": created["apiVersion"],
+                "kind": "BenchApp",
+                "metadata": {"name": name, "namespace": namespace, **fragment},
+            }
+            latest = await write(
+                client.apply(
+                    INSTANCES, inventory, field_manager=FIELD_MANAGER_APPLYSET_PARENT, force=True
                 )
+            )
+            for (_, body), kro_meta in zip(children, shape.children, strict=True):
+                body["metadata"].update(_swap(kro_meta, shape, created, parent.id))
+            status = _swap(shape.status, shape, created, parent.id)
         await asyncio.gather(*(child(g, b) for g, b in children))
-        if apply:
-            created["status"] = {"state": "ACTIVE"}
-            async with limit:
-                await client.update_status(INSTANCES, created, namespace=namespace)
+        await write(
+            client.update_status(INSTANCES, status_update(latest, status), namespace=namespace)
+        )
 
     started = time.monotonic()
     await asyncio.gather(*(instance(n) for n in names))
     if scenario == "three":
         await _deployments_available(client, namespace, instances)
     return time.monotonic() - started
+
+
+FLOOR_NAMES = {
+    "create": "floor_create",
+    "apply": "floor_apply_status",
+    "upstream": "floor_upstream",
+}
+"""Result keys of the floors: floor 1 (plain creates), floor 2 (applies and one status), floor 3
+(upstream's writes replayed)."""
+
+
+def _floor_order(text: str) -> tuple[str, ...]:
+    order = tuple(part.strip() for part in text.split(",") if part.strip())
+    unknown = [mode for mode in order if mode not in FLOOR_NAMES]
+    if unknown or len(set(order)) != len(order):
+        raise argparse.ArgumentTypeError(f"floors are {', '.join(FLOOR_NAMES)}, each once")
+    return order
+
+
+async def run_floors(
+    client: Client,
+    scenario: str,
+    instances: int,
+    workers: int,
+    *,
+    all_active_s: float,
+    shape: KroShape,
+    order: Sequence[str] = tuple(FLOOR_NAMES),
+) -> dict[str, Any]:
+    """Each floor in turn (`order`), with its time, its control plane's CPU and kro's ratio to
+    it. Each runs in a namespace of its own on the cluster kro's run and the floors before it
+    filled, so a later floor finds more objects there than an earlier one."""
+    out: dict[str, Any] = {"floor_order": list(order)}
+    for mode in order:
+        key = FLOOR_NAMES[mode]
+        plane_before = _control_plane_cpu()
+        seconds = await run_floor(client, scenario, instances, workers, mode=mode, shape=shape)
+        out[f"{key}_s"] = seconds
+        out[f"{key}_control_plane_cpu_s"] = _cpu_between(plane_before, _control_plane_cpu())
+        out[f"ratio_to_{key}"] = all_active_s / seconds
+    if "floor_create_s" in out and "floor_upstream_s" in out:
+        # Whether any controller that keeps upstream's writes could reach a given ratio to
+        # floor 1: floor 3 sends just those writes, with no watch and no read.
+        out["floor_upstream_to_floor_create"] = out["floor_upstream_s"] / out["floor_create_s"]
+    return out
 
 
 async def _startup_usage(controller: subprocess.Popen[bytes], port: int) -> dict[str, float]:
@@ -757,6 +918,7 @@ async def run_once(
     fight: bool = False,
     scenario: str = "three",
     floor: bool = False,
+    floor_order: Sequence[str] = tuple(FLOOR_NAMES),
     restart: bool = False,
     profile: str | None = None,
 ) -> dict[str, Any]:
@@ -822,19 +984,16 @@ async def run_once(
                 extra.update(await run_restart(kubeconfig, workers, instances, controller))
             if floor:
                 stop_pid(controller.pid, reap=controller.poll)
-                plane_start = _control_plane_cpu()
-                floor_create = await run_floor(client, scenario, instances, workers, apply=False)
-                plane_between = _control_plane_cpu()
-                floor_apply = await run_floor(client, scenario, instances, workers, apply=True)
-                plane_create = _cpu_between(plane_start, plane_between)
-                plane_apply = _cpu_between(plane_between, _control_plane_cpu())
                 extra.update(
-                    floor_create_s=floor_create,
-                    floor_create_control_plane_cpu_s=plane_create,
-                    floor_apply_status_s=floor_apply,
-                    floor_apply_status_control_plane_cpu_s=plane_apply,
-                    ratio_to_floor_create=(all_active_s or 0.0) / floor_create,
-                    ratio_to_floor_apply_status=(all_active_s or 0.0) / floor_apply,
+                    await run_floors(
+                        client,
+                        scenario,
+                        instances,
+                        workers,
+                        all_active_s=all_active_s or 0.0,
+                        shape=await capture_kro_shape(client, scenario, namespace),
+                        order=floor_order,
+                    )
                 )
             return {
                 "scenario": scenario,
@@ -1213,6 +1372,7 @@ async def _main(args: argparse.Namespace, kubeconfig: str) -> None:
             fight=args.fight,
             scenario=args.scenario,
             floor=args.floor,
+            floor_order=args.floor_order,
             restart=args.restart,
             profile=args.profile,
         )
@@ -1260,6 +1420,12 @@ def main() -> None:
     parser.add_argument("--scenario", choices=("three", "configmaps", "fifty"), default="three")
     parser.add_argument(
         "--floor", action="store_true", help="also time a plain client making the same objects"
+    )
+    parser.add_argument(
+        "--floor-order",
+        type=_floor_order,
+        default=tuple(FLOOR_NAMES),
+        help="the order the floors run in after kro's run (default create,apply,upstream)",
     )
     parser.add_argument(
         "--restart",
