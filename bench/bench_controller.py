@@ -408,22 +408,23 @@ async def _wait_rgd_active(client: Client) -> None:
         await asyncio.sleep(0.2)
 
 
+def new_instance(namespace: str, name: str) -> dict[str, Any]:
+    """An instance as the user creates it: every spec field left to its default."""
+    return {
+        "apiVersion": f"{GROUP}/v1alpha1",
+        "kind": "BenchApp",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {},
+    }
+
+
 async def _create(client: Client, namespace: str, names: list[str]) -> dict[str, float]:
     created: dict[str, float] = {}
     limit = asyncio.Semaphore(32)
 
     async def one(name: str) -> None:
         async with limit:
-            await client.create(
-                INSTANCES,
-                {
-                    "apiVersion": f"{GROUP}/v1alpha1",
-                    "kind": "BenchApp",
-                    "metadata": {"name": name, "namespace": namespace},
-                    "spec": {},
-                },
-                namespace=namespace,
-            )
+            await client.create(INSTANCES, new_instance(namespace, name), namespace=namespace)
             created[name] = time.monotonic()
 
     await asyncio.gather(*(one(n) for n in names))
@@ -726,16 +727,7 @@ async def run_floor(
             await asyncio.gather(*(child(g, b) for g, b in children))
             return
         created = await write(
-            client.create(
-                INSTANCES,
-                {
-                    "apiVersion": f"{GROUP}/v1alpha1",
-                    "kind": "BenchApp",
-                    "metadata": {"name": name, "namespace": namespace},
-                    "spec": {},
-                },
-                namespace=namespace,
-            )
+            client.create(INSTANCES, new_instance(namespace, name), namespace=namespace)
         )
         latest, status = created, {"state": "ACTIVE"}
         if shape is not None and upstream:
@@ -1127,13 +1119,7 @@ async def _create_spread(
 
     async def one(namespace: str, name: str) -> None:
         async with limit:
-            body = {
-                "apiVersion": f"{GROUP}/v1alpha1",
-                "kind": "BenchApp",
-                "metadata": {"name": name, "namespace": namespace},
-                "spec": {},
-            }
-            await client.create(INSTANCES, body, namespace=namespace)
+            await client.create(INSTANCES, new_instance(namespace, name), namespace=namespace)
             created[(namespace, name)] = time.monotonic()
 
     await asyncio.gather(*(one(ns, name) for ns, name in keys))
