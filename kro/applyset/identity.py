@@ -19,7 +19,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kro.api.names import APPLYSET_ID_PREFIX, APPLYSET_ID_SUFFIX, INVENTORY_HASH_PREFIX
@@ -106,6 +106,14 @@ class Parent:
     gvk: GVK
     name: str
     namespace: str
+    id: str = field(init=False, repr=False, compare=False)
+    """The ApplySet ID, hashed once: a pass labels every child with it."""
+
+    def __post_init__(self) -> None:
+        set_id = applyset_id(
+            name=self.name, namespace=self.namespace, kind=self.gvk.kind, group=self.gvk.group
+        )
+        object.__setattr__(self, "id", set_id)
 
     @classmethod
     def from_object(cls, obj: Mapping[str, Any], gvr: GVR) -> Parent:
@@ -115,12 +123,6 @@ class Parent:
         if not name:
             raise ValueError("the ApplySet parent has no metadata.name")
         return cls(gvr, GVK.from_object(dict(obj)), name, str(meta.get("namespace") or ""))
-
-    @property
-    def id(self) -> str:
-        return applyset_id(
-            name=self.name, namespace=self.namespace, kind=self.gvk.kind, group=self.gvk.group
-        )
 
     @property
     def home_namespace(self) -> str:
