@@ -63,7 +63,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,13 +75,15 @@ from kro.api.names import (
     FIELD_MANAGER_APPLYSET,
     FIELD_MANAGER_APPLYSET_PARENT,
     FIELD_MANAGER_LABELLER,
+    LABEL_RGD_ID,
+    LABEL_RGD_NAME,
 )
 from kro.api.objects import status_update
 from kro.applyset import Inventory, Parent
 from kro.applyset.identity import GroupKind
 from kro.applyset.inventory import render
 from kro.controllers.crd import CRDS, wait_established
-from kro.controllers.instance.labels import labeller_body
+from kro.controllers.instance.labels import instance_labels, labeller_body
 from kro.controllers.rgd import RGDS
 from kro.runtime.client import Client, ClientOptions
 from kro.runtime.errors import AlreadyExists, KubeError
@@ -660,7 +662,7 @@ async def capture_kro_shape(client: Client, scenario: str, namespace: str) -> Kr
         namespace=namespace,
         uid=meta["uid"],
         applyset_id=Parent.from_object(live, INSTANCES).id,
-        labels={k: v for k, v in (meta.get("labels") or {}).items() if k.startswith("kro.run/")},
+        labels=instance_labels(meta["labels"][LABEL_RGD_NAME], meta["labels"][LABEL_RGD_ID]),
         tooling=(meta.get("annotations") or {})[ANNOTATION_APPLYSET_TOOLING],
         children=children,
         status=live.get("status") or {},
@@ -717,7 +719,7 @@ async def run_floor(
                     gvr, body, field_manager=manager, force=True, namespace=namespace
                 )
 
-    async def write(call: Any) -> dict[str, Any]:
+    async def write(call: Awaitable[Mapping[str, Any]]) -> dict[str, Any]:
         async with limit:
             return dict(await call)
 
