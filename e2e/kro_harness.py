@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import copy
 import functools
+import logging
 import threading
 import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
@@ -169,6 +170,40 @@ class ControllerThread:
             await task
         finally:
             await client.close()
+
+
+class LogRecords(logging.Handler):
+    """The event dicts of every structlog line of an in-process controller, as they reach the
+    standard library (kro.runtime.logging renders through it), each with the time it was
+    logged (`created`, seconds since the epoch). Added to the root logger by `log_records`."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.events: list[dict[str, Any]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if isinstance(record.msg, dict):
+            self.events.append(
+                {**record.msg, "level": record.levelname.lower(), "created": record.created}
+            )
+
+    def named(self, event: str, **fields: str) -> list[dict[str, Any]]:
+        return [
+            e
+            for e in self.events
+            if e.get("event") == event and all(e.get(k) == v for k, v in fields.items())
+        ]
+
+
+@contextlib.contextmanager
+def log_records() -> Iterator[LogRecords]:
+    handler = LogRecords()
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        root.removeHandler(handler)
 
 
 @contextlib.contextmanager

@@ -84,6 +84,7 @@ def app_options(config: ControllerConfig) -> AppOptions:
             build=build,
             instance=InstanceOptions(
                 requeue_interval_s=config.instance_requeue_interval_s,
+                requeue_max_interval_s=config.instance_requeue_max_interval_s,
                 max_collection_size=config.max_collection_size,
                 condition_events=bool(config.feature_gates.get("InstanceConditionEvents")),
             ),

@@ -190,6 +190,7 @@ class ControllerConfig:
     rate_limiter_rate_limit: int = 10
     rate_limiter_burst_limit: int = 100
     instance_requeue_interval_s: float = 3.0
+    instance_requeue_max_interval_s: float = 300.0
     resync_period_s: int = 36000
     queue_max_retries: int = 20
     client_qps: float = 100.0
@@ -308,7 +309,13 @@ _FLAGS: tuple[tuple[str, str, object, str], ...] = (
         "--instance-requeue-interval",
         "instance_requeue_interval_s",
         parse_duration,
-        "delay of instance requeues; 0 disables them",
+        "first delay of an instance that waits or fails, doubled per retry; 0 disables them",
+    ),
+    (
+        "--instance-requeue-max-interval",
+        "instance_requeue_max_interval_s",
+        parse_duration,
+        "cap of the doubling instance requeue delay (kro-py; upstream fixes it at 5m)",
     ),
     (
         "--dynamic-controller-default-resync-period",

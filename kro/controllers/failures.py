@@ -7,9 +7,9 @@ through a `FailureReporter`, to:
 
 * the log: one warning line when the cause of an object's failure changes, not one per retry
   (the last cause per object is kept in memory; a recovery is one info line and frees it);
-* a Warning Event on the object, every time: the EventRecorder folds repeats of one message into
-  one Event with a count and rate-limits each object (kro.runtime.events), so a retry loop shows
-  as one Event whose count grows;
+* a Warning Event on the object when the cause changes, as the log line: a retry that fails the
+  same way says nothing new, and an Event per retry would grow without end while the object
+  waits for someone to act (retries back off, but never stop);
 * the counter `<family>_errors_total{rgd, reason}`, every time, with each reason initialised at 0
   when the RGD or its kind is registered (`initialise`), so alerts see the series before the
   first failure.
@@ -85,13 +85,14 @@ class FailureReporter:
             self._counter.inc(0, rgd=self.rgd, reason=metric_reason(reason))
 
     def report(self, key: Hashable, obj: Mapping[str, Any], failure: Failure) -> None:
-        """`obj` (known as `key`) failed with `failure`: count it, record the Event, and log
-        it if its cause changed since the last report."""
+        """`obj` (known as `key`) failed with `failure`: count it; record the Event and log it
+        if its cause changed since the last report."""
         self._counter.inc(rgd=self.rgd, reason=metric_reason(failure.reason))
+        if not self._causes.remember(key, (failure.reason, failure.message)):
+            return
         if self.recorder is not None:
             self.recorder.record(obj, "Warning", failure.reason, failure.message)
-        if self._causes.remember(key, (failure.reason, failure.message)):
-            log.warning(self._event, reason=failure.reason, error=failure.message, **failure.fields)
+        log.warning(self._event, reason=failure.reason, error=failure.message, **failure.fields)
 
     def clear(self, key: Hashable) -> None:
         """`key` works again: say so once, and forget its last cause."""

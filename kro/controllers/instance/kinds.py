@@ -33,7 +33,7 @@ from kro.applyset import Applier
 from kro.controllers.crd import CRDS
 from kro.controllers.events import RecorderPool, recorder_name
 from kro.controllers.failures import FailureReporter
-from kro.controllers.instance.options import InstanceOptions
+from kro.controllers.instance.options import InstanceOptions, RequeueBackoff
 from kro.controllers.metrics import (
     INSTANCE_FAILURES,
     CelMetrics,
@@ -122,6 +122,10 @@ class InstanceControllers:
         # One per kind, kept across re-registrations (a new revision builds a new reconciler):
         # the last failure cause of each instance must survive it, or it would be logged again.
         self._failures: dict[GVR, FailureReporter] = {}
+        self._waits: dict[GVR, RequeueBackoff] = {}
+        """Per kind, the instances' streaks of waits (V-08): shared by the kind's reconcilers
+        across revisions, so that a new revision does not restart a failing instance's
+        backoff from the first delay."""
 
     def served(self) -> dict[str, GVR]:
         """RGD uid -> the kind served for that live RGD."""
@@ -238,6 +242,7 @@ class InstanceControllers:
             self._recorders.release(recorder_name(kind.crd_name))
         gvr = gvr_string(kind.gvr)
         self._failures.pop(kind.gvr, None)
+        self._waits.pop(kind.gvr, None)
         # The RGD's own series (by `rgd`) go only with its last kind: a re-created RGD of the
         # same name may already serve another one.
         rgd_kinds = [s.kind for s in self._served.values()] + list(self._draining.values())
@@ -283,4 +288,5 @@ class InstanceControllers:
             "events": recorder if self._options.condition_events else None,
             "warnings": recorder,
             "failures": self._failures_of(kind, recorder),
+            "waits": self._waits.setdefault(kind.gvr, RequeueBackoff.of(self._options)),
         }

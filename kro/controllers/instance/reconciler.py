@@ -70,6 +70,7 @@ from kro.controllers.instance.deferred_records import DeferredRecords
 from kro.controllers.instance.known_instances import KnownInstances
 from kro.controllers.instance.labels import instance_labels, labeller_body
 from kro.controllers.instance.options import InstanceOptions as InstanceOptions  # noqa: PLC0414
+from kro.controllers.instance.options import RequeueBackoff
 from kro.controllers.instance.resources import ChildDeleting, InstancePass, PassOutcome
 from kro.controllers.instance.settled import SettledPasses
 from kro.controllers.instance.settled_record import (
@@ -173,11 +174,13 @@ class InstanceReconciler:
         condition_durations: ConditionDurations | None = None,
         warnings: EventRecorder | None = None,
         failures: FailureReporter | None = None,
+        waits: RequeueBackoff | None = None,
     ) -> None:
         """`events`: the recorder of condition-change Events (None: gate off, no Events).
         `warnings`: the recorder of kro-py's own Warnings (a yielded field), whatever the gates.
         `failures`: the kind's FailureReporter, shared by its reconcilers across revisions
         (default: one of this reconciler's own, without Events).
+        `waits`: the kind's requeue backoff, shared the same way (default: its own).
         """
         self.rgd_name = rgd_name
         self.rgd_uid = rgd_uid
@@ -204,10 +207,31 @@ class InstanceReconciler:
         self._settled = SettledPasses(watches, gvr)
         self._known = KnownInstances(watches, gvr)
         self._records = DeferredRecords(client, gvr)
+        self._waits = waits or RequeueBackoff.of(self.options)
 
-    def _requeue(self) -> Result:
+    def _wait(self, key: Key, reason: str) -> Result:
+        """The instance waits on the cluster or failed in a way a later pass may fix (V-08):
+        come back after `--instance-requeue-interval`, doubled with each consecutive wait up to
+        the cap. Watch events still bring it back at once; the delay only bounds how long a
+        wait that no event ends can last, and a failure that does not heal costs one retry per
+        cap instead of one every interval."""
+        scheduled = self._waits.next(key)
+        if scheduled is None:
+            return Result()
+        delay, attempt = scheduled
+        log.debug("instance.requeue_scheduled", delay_s=delay, attempt=attempt, reason=reason)
+        return Result(requeue_after_s=delay)
+
+    def _progressed(self, key: Key) -> Result:
+        """The pass changed the cluster: the streak of waits ends, and the instance is looked
+        at again after the first delay (its children may be on their way to ready)."""
+        self._end_streak(key)
         interval = self.options.requeue_interval_s
         return Result(requeue_after_s=interval) if interval > 0 else Result()
+
+    def _end_streak(self, key: Key) -> None:
+        """A clean pass: the next wait starts again from the first delay."""
+        self._waits.reset(key)
 
     async def reconcile(self, request: Request) -> Result:
         """One reconcile, counted and timed in the instance_* metrics (rows 31-33).
@@ -293,7 +317,7 @@ class InstanceReconciler:
                 )
                 return Result()
             log.debug("instance.graph_unresolved", reason=failure)  # warming up, compiling
-            return self._requeue()
+            return self._wait(parent_key(parent), "graph_unresolved")
         status.set(
             CONDITION_GRAPH_RESOLVED,
             STATUS_TRUE,
@@ -310,6 +334,7 @@ class InstanceReconciler:
             )
             await self._write_status(instance, status.build(INSTANCE_STATE_ACTIVE, None))
             self.failures.clear(parent_key(parent))
+            self._end_streak(parent_key(parent))
             return Result()
         if identity is not None and await self._confirm_settled(instance, parent, graph, identity):
             return Result()
@@ -353,7 +378,7 @@ class InstanceReconciler:
                 CONDITION_RESOURCES_READY, STATUS_FALSE, REASON_RESOURCE_DELETING, str(deleting)
             )
             await self._write_status(work.instance, status.build(INSTANCE_STATE_IN_PROGRESS, None))
-            return self._requeue()
+            return self._wait(parent_key(parent), "child_deleting")
         except (EvaluationError, ApplySetError, KubeError) as error:
             await self.watches.done(parent, commit=False)
             message = f"resource reconciliation failed: {error}"
@@ -616,8 +641,13 @@ class InstanceReconciler:
             )
         else:  # the next pass starts from it, if nobody writes the instance meanwhile
             self._known.keep(object_key(instance), final)
-        if outcome.mutated or outcome.apply_errors or outcome.retry:
-            return replace(self._requeue(), background=record)
+        key = object_key(instance)
+        if outcome.apply_errors or outcome.retry:
+            reason = "apply_failed" if outcome.apply_errors else "prune_incomplete"
+            return replace(self._wait(key, reason), background=record)
+        if outcome.mutated:
+            return replace(self._progressed(key), background=record)
+        self._end_streak(key)
         if outcome.retry_after_s is not None:
             return Result(requeue_after_s=outcome.retry_after_s)
         return Result(background=record)
@@ -672,7 +702,7 @@ class InstanceReconciler:
             progress = await delete_next_wave(self.client, instance, self.gvr)
         except ApplySetError as error:  # an inventory we cannot trust: wait for a fix
             await self._deletion_blocked(instance, status, str(error))
-            return self._requeue()
+            return self._wait(parent_key(parent), "deletion_blocked")
         except KubeError as error:  # listing failed (e.g. Forbidden): retry with backoff
             await self._deletion_blocked(instance, status, str(error))
             raise ReconcileFailed(f"deletion blocked: {error}") from error
@@ -690,7 +720,9 @@ class InstanceReconciler:
             CONDITION_RESOURCES_READY, STATUS_UNKNOWN, REASON_UNDER_DELETION, "deleting resources"
         )
         await self._write_status(instance, status.build(INSTANCE_STATE_DELETING, None))
-        return Result(requeue_after_s=self.options.requeue_interval_s or 1.0)
+        if not self._waits.enabled:  # no timed requeues asked for, but a wave must be followed
+            return Result(requeue_after_s=1.0)
+        return self._wait(parent_key(parent), "deletion_in_progress")
 
     async def _deletion_blocked(
         self, instance: Mapping[str, Any], status: InstanceStatus, reason: str
@@ -754,6 +786,7 @@ class InstanceReconciler:
 
     async def _forget(self, parent: ObjectRef) -> None:
         """The instance is gone (or no longer ours): drop its watches and metric series."""
+        self._end_streak(parent_key(parent))
         self._settled.forget(parent_key(parent))
         self._known.forget(parent_key(parent))
         self._records.forget(parent_key(parent))
