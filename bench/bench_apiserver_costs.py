@@ -196,20 +196,6 @@ class Costs:
 
         await self.measure("PUT an instance's status", lambda i: keep(i, status(i)))
 
-        def record(i: int) -> Awaitable[dict[str, Any]]:
-            meta = self.instances[i]["metadata"]
-            patch = {
-                "metadata": {
-                    "resourceVersion": meta["resourceVersion"],
-                    "annotations": {"internal.kro.run/settled-inputs": "x" * 300},
-                }
-            }
-            return c.patch(
-                INSTANCES, meta["name"], patch, namespace=ns, field_manager="kro.run/labeller"
-            )
-
-        await self.measure("merge PATCH an instance (settled record)", lambda i: keep(i, record(i)))
-
 
 async def _main(args: argparse.Namespace, kubeconfig: str, pids: dict[str, int]) -> int:
     options = ClientOptions(qps=1e6, burst=1_000_000)

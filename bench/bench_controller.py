@@ -1,12 +1,11 @@
 """Controller at scale: N instances of a 3-resource RGD on the local control plane.
 
-Measures, for one run: time until every instance is ACTIVE (`all_active_s`) and until every
-one also carries its settled record (`all_recorded_s`: kro writes it after ACTIVE, once no other
-instance waits; `records_before_all_active` counts those written while some instance was not
-ACTIVE yet), p50/p99 create-to-ACTIVE, API requests per instance until the last record
+Measures, for one run: time until every instance is ACTIVE (`all_active_s`) and until the
+controller's requests have stopped after that (`all_settled_s`: the last request before 3 s
+without any), p50/p99 create-to-ACTIVE, API requests per instance until settled
 (kube-apiserver's apiserver_request_total before/after; includes this script's own creates and
 reads, reported separately), controller CPU seconds and peak RSS, and writes during a
-steady-state window with no changes that starts after the last record (every write to the
+steady-state window with no changes that starts once settled (every write to the
 RGD's objects, seen through watches, per object and per field manager; the target is 0). With
 `--fight` the
 Deployment template also sets `deployment.kubernetes.io/revision`, which kube-controller-manager
@@ -71,7 +70,6 @@ from typing import Any
 from kro.api.crds import kro_crds
 from kro.api.names import (
     ANNOTATION_APPLYSET_TOOLING,
-    ANNOTATION_SETTLED_INPUTS,
     FIELD_MANAGER_APPLYSET,
     FIELD_MANAGER_APPLYSET_PARENT,
     FIELD_MANAGER_LABELLER,
@@ -435,12 +433,10 @@ async def _create(client: Client, namespace: str, names: list[str]) -> dict[str,
 
 @dataclass
 class Progress:
-    """When each instance was first seen ACTIVE, and first seen carrying its settled record
-    (written after ACTIVE, once no other instance waits: one more write per instance)."""
+    """When each instance was first seen ACTIVE."""
 
     count: int = 0
     active: dict[str, float] = field(default_factory=dict)
-    recorded: dict[str, float] = field(default_factory=dict)
     control_plane_cpu_at_all_active: float | None = None
 
     def see(self, item: dict[str, Any], now: float) -> None:
@@ -449,24 +445,18 @@ class Progress:
             if meta["name"] not in self.active and len(self.active) + 1 == self.count:
                 self.control_plane_cpu_at_all_active = _control_plane_cpu()
             self.active.setdefault(meta["name"], now)
-            if ANNOTATION_SETTLED_INPUTS in (meta.get("annotations") or {}):
-                self.recorded.setdefault(meta["name"], now)
 
 
-async def _wait_settled(
-    client: Client, namespace: str, count: int, timeout_s: float, records_s: float = 60.0
+async def _wait_active(
+    client: Client, namespace: str, count: int, timeout_s: float, watch_s: float = 60.0
 ) -> Progress:
-    """Follow the instances until every one is ACTIVE and recorded (or `records_s` after the
-    last became ACTIVE, for records that are never written: too large). One list, then a
-    watch from its version, relisting only if the watch ends: a list of every instance each
-    half second, as this used to poll, loaded the API server it measured."""
+    """Follow the instances until every one is ACTIVE. One list, then a watch from its
+    version, relisting only if the watch ends: a list of every instance each half second, as
+    this used to poll, loaded the API server it measured."""
     progress = Progress(count=count)
 
     def done() -> bool:
-        if len(progress.active) < count:
-            return False
-        last = max(progress.active.values())
-        return len(progress.recorded) >= count or time.monotonic() - last > records_s
+        return len(progress.active) >= count
 
     async def follow() -> None:
         while not done():
@@ -479,7 +469,7 @@ async def _wait_settled(
                 namespace=namespace,
                 resource_version=page["metadata"]["resourceVersion"],
                 drop_managed_fields=True,
-                timeout_s=int(records_s),
+                timeout_s=int(watch_s),
             )
             with contextlib.suppress(KubeError):
                 async with contextlib.aclosing(stream) as events:
@@ -950,20 +940,19 @@ async def run_once(
             started = time.monotonic()
             names = [f"app-{i:05d}" for i in range(instances)]
             created = await _create(client, namespace, names)
-            progress = await _wait_settled(client, namespace, instances, timeout_s=1800)
-            active, recorded = progress.active, progress.recorded
+            progress = await _wait_active(client, namespace, instances, timeout_s=1800)
+            active = progress.active
             all_active_s = max(active.values()) - started if len(active) == instances else None
-            all_recorded_s = (
-                max(recorded.values()) - started if len(recorded) == instances else None
-            )
-            last_active = max(active.values()) if active else started
-            recorded_before_all_active = sum(1 for t in recorded.values() if t <= last_active)
+            # Settled: the controller's requests have stopped (the passes after ACTIVE, such as
+            # the follow-up of a pass that created children, are done).
+            quiet_from = time.monotonic()
+            all_settled_s = quiet_from + await _quiet(metrics_port, 3.0, 300.0) - started
             by_verb_after = await _requests_by_verb(client)
             after = sum(by_verb_after.values())
             controller_after = _controller_requests(metrics_port)
             cpu_after, peak = _proc_usage(controller.pid)
             plane_active = _cpu_between(plane_before, progress.control_plane_cpu_at_all_active)
-            plane_recorded = _cpu_between(plane_before, _control_plane_cpu())
+            plane_settled = _cpu_between(plane_before, _control_plane_cpu())
             latencies = sorted(active[n] - created[n] for n in active)
             profile_report = await _profile_report(controller, dump) if dump else None
             detection_s = (
@@ -997,8 +986,7 @@ async def run_once(
                 "client_qps": CLIENT_QPS[0],
                 "active": len(active),
                 "all_active_s": all_active_s,
-                "all_recorded_s": all_recorded_s,
-                "records_before_all_active": recorded_before_all_active,
+                "all_settled_s": all_settled_s,
                 "throughput_per_s": len(active) / (max(active.values()) - started)
                 if active
                 else 0.0,
@@ -1017,7 +1005,7 @@ async def run_once(
                 "controller_peak_rss_mib": peak / 2**20,
                 "pinned": PINNED[0] if PINNED else None,
                 "control_plane_cpu_until_all_active_s": plane_active,
-                "control_plane_cpu_until_all_recorded_s": plane_recorded,
+                "control_plane_cpu_until_all_settled_s": plane_settled,
                 "fight": fight,
                 "fight_detected_after_s": detection_s,
                 "steady_state_s": steady_s,

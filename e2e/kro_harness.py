@@ -35,7 +35,6 @@ from typing import Any, TypeVar
 import pytest
 import yaml
 
-from kro.api.names import ANNOTATION_SETTLED_INPUTS
 from kro.cli.controller import app_options
 from kro.cli.flags import parse_controller_args
 from kro.controllers.app import KroApp
@@ -587,12 +586,6 @@ def is_ready(obj: Mapping[str, Any]) -> bool:
         and ready.get("status") == "True"
         and ready.get("observedGeneration") == meta(obj).get("generation")
     )
-
-
-def is_settled(obj: Mapping[str, Any]) -> bool:
-    """Ready (`is_ready`) and carrying its settled record: kro writes the record after the
-    status says ACTIVE (kro.controllers.instance.deferred_records), and nothing after it."""
-    return is_ready(obj) and ANNOTATION_SETTLED_INPUTS in (meta(obj).get("annotations") or {})
 
 
 @contextlib.asynccontextmanager

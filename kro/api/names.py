@@ -82,9 +82,6 @@ ANNOTATION_APPLYSET_CONTAINS_GROUP_KINDS: Final = "applyset.kubernetes.io/contai
 ANNOTATION_APPLYSET_ADDITIONAL_NAMESPACES: Final = "applyset.kubernetes.io/additional-namespaces"
 ANNOTATION_APPLYSET_INVENTORY_HASH: Final = "internal.kro.run/applyset-inventory-hash"
 ANNOTATION_APPLY_ORDER: Final = "internal.kro.run/apply-order"
-ANNOTATION_SETTLED_INPUTS: Final = "internal.kro.run/settled-inputs"
-"""On instances: digests of the inputs of the last pass that needed no follow-up, so that a
-restarted controller can confirm it from its caches (kro.controllers.instance.settled_record)."""
 ANNOTATION_RECONCILE: Final = "kro.run/reconcile"
 ANNOTATION_ALLOW_BREAKING_CHANGES: Final = "kro.run/allow-breaking-changes"
 ANNOTATION_CLI_VERSION: Final = "kro.run/cli-version"

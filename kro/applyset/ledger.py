@@ -93,6 +93,11 @@ class MemberLedger:
         self._entries.move_to_end(applyset_id)
         return entry == _STARTED or entry == _digest(keep)
 
+    def knows(self, applyset_id: str) -> bool:
+        """Whether this process knows the ApplySet's complete member set (a prune of it will
+        list nothing unless the applied set differs)."""
+        return applyset_id in self._entries
+
     def forget(self, applyset_id: str) -> None:
         self._entries.pop(applyset_id, None)
 

@@ -38,16 +38,20 @@ log = structlog.get_logger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class Member:
-    """One live member, reduced to what ordering and deleting need (no body)."""
+    """One live member, reduced to what ordering and deleting need; `obj` is the whole object
+    when the list asked for bodies (`list_members(..., bodies=True)`), else None."""
 
     ref: ObjectRef
     gvk: GVK
     labels: Mapping[str, str]
     annotations: Mapping[str, str]
     terminating: bool
+    obj: Mapping[str, Any] | None = None
 
     @classmethod
-    def from_metadata(cls, obj: Mapping[str, Any], info: ResourceInfo) -> Member:
+    def from_metadata(
+        cls, obj: Mapping[str, Any], info: ResourceInfo, *, body: bool = False
+    ) -> Member:
         meta = obj.get("metadata") or {}
         ref = ObjectRef(
             info.gvr,
@@ -61,6 +65,7 @@ class Member:
             dict(meta.get("labels") or {}),
             dict(meta.get("annotations") or {}),
             bool(meta.get("deletionTimestamp")),
+            obj if body else None,
         )
 
 
@@ -107,23 +112,26 @@ async def _lookup(client: Client, gk: GroupKind) -> ResourceInfo:
 
 
 async def _list(
-    client: Client, info: ResourceInfo, namespace: str | None, selector: str
+    client: Client, info: ResourceInfo, namespace: str | None, selector: str, bodies: bool
 ) -> list[Member]:
     items, _ = await client.list_all(
-        info.gvr, namespace=namespace, label_selector=selector, metadata_only=True
+        info.gvr, namespace=namespace, label_selector=selector, metadata_only=not bodies
     )
-    return [Member.from_metadata(item, info) for item in items]
+    return [Member.from_metadata(item, info, body=bodies) for item in items]
 
 
-async def list_members(client: Client, parent: Parent, inventory: Inventory) -> list[Member]:
+async def list_members(
+    client: Client, parent: Parent, inventory: Inventory, *, bodies: bool = False
+) -> list[Member]:
     """Every live object labelled part-of this ApplySet, across the inventory, sorted by
     (group, kind, namespace, name) so callers act deterministically. List errors propagate:
-    a partial view must not be mistaken for "nothing left"."""
+    a partial view must not be mistaken for "nothing left". `bodies`: whole objects, for a
+    caller that reads the members as well (metadata only otherwise)."""
     selector = f"{LABEL_APPLYSET_PART_OF}={inventory.applyset_id}"
     namespaces = inventory.namespaces(parent)
     infos = [await resolve_group_kind(client, gk) for gk in sorted(inventory.group_kinds)]
     pages = await run_all(
-        (f"applyset.list:{info.gvr}:{ns or ''}", _list(client, info, ns, selector))
+        (f"applyset.list:{info.gvr}:{ns or ''}", _list(client, info, ns, selector, bodies))
         for info in infos
         if info is not None
         for ns in (namespaces if info.namespaced else [None])

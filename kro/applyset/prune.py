@@ -83,6 +83,7 @@ async def prune(
     positions: Mapping[str, int],
     all_resolved: bool,
     ledger: MemberLedger | None = None,
+    members: Sequence[Member] | None = None,
 ) -> PruneResult:
     """Delete the members of `result`'s ApplySet that `result` did not apply.
 
@@ -90,6 +91,9 @@ async def prune(
     all_resolved: every node of the graph resolved this pass (no data pending, R-13).
     ledger: what this process knows of the ApplySet's members; when it vouches that every
         member is among those applied, nothing is listed (a clean prune that deleted nothing).
+    members: the ApplySet's members as the caller listed them at the start of the pass
+        (`list_members`), if it did: every member since is one the pass applied (it is in
+        `keep`), so that list is complete for the prune and none is made here.
     Raises KubeError if members cannot be listed (nothing is deleted then).
     """
     keep = result.applied_uids
@@ -101,7 +105,8 @@ async def prune(
     if ledger is not None and ledger.nothing_to_prune(applyset_id, keep):
         ledger.settled(applyset_id, keep)
         return PruneResult(inventory=result.batch_inventory)
-    members = await list_members(client, result.parent, result.inventory)
+    if members is None:
+        members = await list_members(client, result.parent, result.inventory)
     orphans = [m for m in members if m.ref.uid not in keep and not m.terminating]
     deleted: list[ObjectRef] = []
     conflicts: list[ObjectRef] = []

@@ -43,14 +43,6 @@ class Kro:
         results = [await self.reconciler.reconcile(REQUEST) for _ in range(3)]
         assert results[-1] == Result()
 
-    async def until_active(self, passes: int = 5) -> None:
-        """Reconcile until a pass settles ACTIVE: it leaves its settled record for the
-        background lane (`Result(background=True)`), which the caller has not served yet."""
-        for _ in range(passes):
-            if (await self.reconciler.reconcile(REQUEST)).background:
-                return
-        raise AssertionError(f"no pass settled ACTIVE in {passes}")
-
 
 @asynccontextmanager
 async def running(client: Client, registry: RevisionRegistry) -> AsyncIterator[Kro]:

@@ -276,8 +276,8 @@ async def test_an_rgd_without_resources_makes_its_instances_active(
     rgd["spec"]["resources"] = []
     api.seed(GREETERS, greeter())
     async with running(client, registry_of(rgd)) as kro:
-        # ACTIVE in one pass, its settled record left for the background lane.
-        assert await kro.reconciler.reconcile(REQUEST) == Result(background=True)
+        # ACTIVE in one pass, with nothing left to come back for.
+        assert await kro.reconciler.reconcile(REQUEST) == Result()
     assert stored(api, GREETERS, "hi")["status"]["state"] == "ACTIVE"
 
 

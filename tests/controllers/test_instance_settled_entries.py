@@ -63,22 +63,6 @@ def test_unchanged_caches_confirm_the_pass() -> None:
     assert not passes.unchanged(KEY, greeter_graph())  # another graph
 
 
-def test_our_own_record_write_moves_the_pass_instead_of_ending_it() -> None:
-    """The settled record is written after the pass (the background lane): the instance's new
-    version is kro's own write of nothing a pass reads, so the caches showing it confirm the
-    pass, where they would otherwise say "changed" and cost a read of the instance."""
-    graph = greeter_graph()
-    caches = _caches()
-    passes = _passes(caches)
-    passes.record(KEY, graph, "10", _reads())
-    caches.versions[PARENT] = {KEY: "14"}
-    assert not passes.unchanged(KEY, graph)
-    passes.moved(KEY, "14")
-    assert passes.unchanged(KEY, graph)
-    passes.moved(("elsewhere", "x"), "3")  # no settled pass there: nothing to move
-    assert ("elsewhere", "x") not in passes._entries
-
-
 def test_any_change_or_unknown_means_changed() -> None:
     graph = greeter_graph()
     changes: list[tuple[WatchRequest, Versions | None]] = [

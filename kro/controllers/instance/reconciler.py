@@ -14,15 +14,12 @@ also tells `instances_by_state` the instance's state.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 import structlog
 
-from kro import __version__
 from kro.api.names import (
     ANNOTATION_RECONCILE,
     CONDITION_GRAPH_RESOLVED,
@@ -66,20 +63,12 @@ from kro.applyset import (
 from kro.controllers.events import record_condition_changes
 from kro.controllers.failures import Failure, FailureReporter
 from kro.controllers.instance import contests
-from kro.controllers.instance.deferred_records import DeferredRecords
 from kro.controllers.instance.known_instances import KnownInstances
 from kro.controllers.instance.labels import instance_labels, labeller_body
 from kro.controllers.instance.options import InstanceOptions as InstanceOptions  # noqa: PLC0414
 from kro.controllers.instance.options import RequeueBackoff
 from kro.controllers.instance.resources import ChildDeleting, InstancePass, PassOutcome
 from kro.controllers.instance.settled import SettledPasses
-from kro.controllers.instance.settled_record import (
-    SettledRecord,
-    instance_digest,
-    reads_digest,
-    recorded,
-    without_record,
-)
 from kro.controllers.instance.status import InstanceStatus, node_state_summary, status_changed
 from kro.controllers.metrics import (
     RESOLUTION_FAILED,
@@ -92,7 +81,7 @@ from kro.controllers.metrics import (
     gvr_string,
 )
 from kro.controllers.registry import RevisionRegistry, RevisionState
-from kro.dynamic import DynamicError, ObjectRef, ScalarWatch, WatchCoordinator
+from kro.dynamic import ObjectRef, ScalarWatch, WatchCoordinator
 from kro.dynamic.watches import Versions, WatchRequest
 from kro.graph.evaluate import EvaluationError, InstanceEvaluation
 from kro.graph.model import Graph
@@ -206,7 +195,6 @@ class InstanceReconciler:
         self._gvr_label = gvr_string(gvr)
         self._settled = SettledPasses(watches, gvr)
         self._known = KnownInstances(watches, gvr)
-        self._records = DeferredRecords(client, gvr)
         self._waits = waits or RequeueBackoff.of(self.options)
 
     def _wait(self, key: Key, reason: str) -> Result:
@@ -246,7 +234,6 @@ class InstanceReconciler:
         except Exception as error:
             self._settled.forget((request.namespace, request.name))
             self._known.forget((request.namespace, request.name))
-            self._records.forget((request.namespace, request.name))
             self.metrics.reconcile_errors.inc(gvr=self._gvr_label)
             # Reported already, gone, or a stale read the retry re-reads: nothing to act on.
             if not isinstance(error, ReconcileFailed | NotFound | Conflict):
@@ -278,15 +265,10 @@ class InstanceReconciler:
             key = parent_key(parent)
             if self._settled.unchanged(key, self._active_graph()):
                 # Nothing this instance's last pass read has changed (the caches say so by
-                # resourceVersion): that pass's outcome stands, and costs no request, unless
-                # its settled record waits to be written (the background lane brought it).
+                # resourceVersion): that pass's outcome stands, and costs no request.
                 log.debug("instance.unchanged")
-                version = await self._records.write(key)
-                if version is not None:
-                    self._settled.moved(key, version)
                 return Result()
             self._settled.forget(key)
-            self._records.forget(key)
             instance = self._known.take(key)
             if instance is None:
                 instance = await self._managed_at_once(parent)
@@ -307,7 +289,6 @@ class InstanceReconciler:
     async def _reconcile(self, instance: dict[str, Any], parent: ObjectRef) -> Result:
         status = InstanceStatus(instance)
         graph, failure = self._resolve_graph()
-        identity = self._identity(graph)
         if graph is None:
             status.set(CONDITION_GRAPH_RESOLVED, STATUS_FALSE, REASON_RESOLUTION_FAILED, failure)
             await self._write_status(instance, status.build(INSTANCE_STATE_ERROR, None))
@@ -336,11 +317,9 @@ class InstanceReconciler:
             self.failures.clear(parent_key(parent))
             self._end_streak(parent_key(parent))
             return Result()
-        if identity is not None and await self._confirm_settled(instance, parent, graph, identity):
-            return Result()
         started = time.monotonic()
         evaluation = InstanceEvaluation(
-            graph, without_record(instance), max_collection_size=self.options.max_collection_size
+            graph, instance, max_collection_size=self.options.max_collection_size
         )
         self.runtime_metrics.creation_total.inc()
         self.runtime_metrics.creation_duration.observe(time.monotonic() - started)
@@ -356,7 +335,7 @@ class InstanceReconciler:
             metrics=self.runtime_metrics,
         )
         try:
-            return await self._run_pass(work, parent, graph, status, evaluation, identity=identity)
+            return await self._run_pass(work, parent, graph, status, evaluation)
         finally:
             self.cel_metrics.record(evaluation.eval_durations_s)
 
@@ -367,8 +346,6 @@ class InstanceReconciler:
         graph: Graph,
         status: InstanceStatus,
         evaluation: InstanceEvaluation,
-        *,
-        identity: str | None,
     ) -> Result:
         try:
             outcome = await work.run()
@@ -395,7 +372,7 @@ class InstanceReconciler:
             raise ReconcileFailed(str(error)) from error
         await self.watches.done(parent, commit=True)
         return await self._finish(
-            work.instance, graph, status, evaluation, outcome, reads=work.reads, identity=identity
+            work.instance, graph, status, evaluation, outcome, reads=work.reads
         )
 
     def _active_graph(self) -> Graph | None:
@@ -404,69 +381,6 @@ class InstanceReconciler:
         if entry is None or entry.state is not RevisionState.ACTIVE:
             return None
         return entry.graph
-
-    def _identity(self, graph: Graph | None) -> str | None:
-        """What besides the instance decides what a pass with `graph` renders: the revision it
-        was compiled from, the RGD, kro's version and the options that change a rendering
-        (kro.controllers.instance.settled_record). None: not the latest revision's graph."""
-        entry = self.registry.latest(self.rgd_name)
-        if graph is None or entry is None or entry.graph is not graph:
-            return None
-        return json.dumps(
-            [
-                __version__,
-                self.applier.tooling,
-                self.options.max_collection_size,
-                self.rgd_name,
-                self.rgd_uid,
-                entry.revision,
-                entry.spec_hash,
-            ]
-        )
-
-    async def _confirm_settled(
-        self, instance: Mapping[str, Any], parent: ObjectRef, graph: Graph, identity: str
-    ) -> bool:
-        """Whether the instance's settled record (kro.controllers.instance.settled_record)
-        confirms that a pass would change nothing: the instance and graph are those it was made
-        with, and the caches hold every object its pass read at the same resourceVersion. Then
-        the watches of that pass are committed and the pass is remembered as settled.
-
-        A mismatch after the watches were declared leaves the cycle open for the pass that
-        follows: it declares the same requests (same graph, same instance) and commits them.
-        """
-        value = recorded(instance)
-        if value is None:
-            return False
-        record = SettledRecord.decode(value)
-        if record is None:
-            log.debug("instance.settled_record_unreadable")
-            return False
-        if record.instance != instance_digest(identity, instance):
-            return False
-        try:
-            for request in record.watches:  # the informers exist and are listed after this
-                await self.watches.watch(parent, request)
-        except DynamicError:
-            return False  # the pass meets it too, and reports it
-        reads: dict[WatchRequest, Versions] = {}
-        for request in record.watches:
-            found = self.watches.cached_versions(request)
-            if found is None:
-                return False
-            reads[request] = found
-        if reads_digest(reads) != record.reads:
-            return False
-        await self.watches.done(parent, commit=True)
-        meta = instance.get("metadata") or {}
-        self._settled.record(
-            object_key(instance), graph, str(meta.get("resourceVersion") or ""), reads
-        )
-        current = instance.get("status") or {}
-        self._track(instance, str(current.get("state") or ""), current.get("conditions") or [])
-        self.failures.clear(object_key(instance))
-        log.debug("instance.settled_confirmed", watches=len(reads))
-        return True
 
     def _resolve_graph(self) -> tuple[Graph | None, str]:
         """The latest revision if Active; otherwise why not (R-03, no fallback: N-07)."""
@@ -578,7 +492,6 @@ class InstanceReconciler:
         outcome: PassOutcome,
         *,
         reads: Mapping[WatchRequest, Versions],
-        identity: str | None,
     ) -> Result:
         states = [
             outcome.states.get(n, INSTANCE_STATE_IN_PROGRESS) for n in graph.topological_order
@@ -613,7 +526,7 @@ class InstanceReconciler:
         )
         desired = status.build(node_state, evaluation.status_fields(), author)
         settles = outcome.settles(graph) and outcome.retry_after_s is None
-        written, fresh = await self._write_status(instance, desired)
+        written = await self._write_status(instance, desired)
         final = written if written is not None else instance
         log.debug(
             "instance.reconciled",
@@ -625,32 +538,23 @@ class InstanceReconciler:
         # collections, external refs) is watched, so the change that unblocks a pending node
         # enqueues the instance. Upstream also requeues on pending data every interval; that
         # costs ~4 requests per instance per interval while Deployments roll out.
-        record = False
         if settles:
             # The next pass would change nothing unless something it reads changes: remember
             # what it read (or wrote) so the caches can confirm that at no cost.
             version = str((final.get("metadata") or {}).get("resourceVersion") or "")
             self._settled.record(object_key(instance), graph, version, reads)
-            # Converged: written down for a restarted controller to confirm instead of
-            # repeat, once no other instance waits (kro.controllers.instance.deferred_records).
-            record = (
-                fresh
-                and node_state == INSTANCE_STATE_ACTIVE
-                and identity is not None
-                and self._records.defer(object_key(instance), identity, final, reads)
-            )
         else:  # the next pass starts from it, if nobody writes the instance meanwhile
             self._known.keep(object_key(instance), final)
         key = object_key(instance)
         if outcome.apply_errors or outcome.retry:
             reason = "apply_failed" if outcome.apply_errors else "prune_incomplete"
-            return replace(self._wait(key, reason), background=record)
+            return self._wait(key, reason)
         if outcome.mutated:
-            return replace(self._progressed(key), background=record)
+            return self._progressed(key)
         self._end_streak(key)
         if outcome.retry_after_s is not None:
             return Result(requeue_after_s=outcome.retry_after_s)
-        return Result(background=record)
+        return Result()
 
     def _report_apply_errors(self, instance: Mapping[str, Any], outcome: PassOutcome) -> None:
         """Children the API server refused (R-14): reported; a clean pass clears the cause."""
@@ -739,12 +643,11 @@ class InstanceReconciler:
 
     async def _write_status(
         self, instance: Mapping[str, Any], desired: dict[str, Any]
-    ) -> tuple[Mapping[str, Any] | None, bool]:
+    ) -> Mapping[str, Any] | None:
         """UpdateStatus with the whole status, only when it differs; one retry on conflict.
 
         Returns the server's answer to a write of the pass's own instance (None if nothing was
-        written, or only after a conflict), and whether the pass's instance was fresh (False
-        after a conflict: the pass read a stale instance, and vouches for nothing).
+        written, or only after a conflict: the pass read a stale instance).
 
         A written change is reported: `instance_state_transitions_total` when `state` moved,
         and (gate InstanceConditionEvents) one Event per condition whose status moved.
@@ -754,22 +657,22 @@ class InstanceReconciler:
         for attempt in (1, 2):
             fresh = attempt == 1
             if not status_changed(current.get("status"), desired):
-                return None, fresh
+                return None
             body = status_update(current, desired)
             namespace = (current.get("metadata") or {}).get("namespace") or None
             try:
                 written = await self.client.update_status(self.gvr, body, namespace=namespace)
                 self._report(instance, desired)
                 # After a conflict the pass's input was stale: nothing to vouch for.
-                return (written if fresh else None), fresh
+                return written if fresh else None
             except Conflict:
                 if attempt == 2:
                     raise
                 meta = current.get("metadata") or {}
                 current = await self.client.get(self.gvr, meta["name"], namespace=namespace)
             except NotFound:
-                return None, False
-        return None, False
+                return None
+        return None
 
     def _track(self, instance: Mapping[str, Any], state: str, conditions: Sequence[Any]) -> None:
         """`instances_by_state` and the condition durations: what the instance's status says
@@ -789,7 +692,6 @@ class InstanceReconciler:
         self._end_streak(parent_key(parent))
         self._settled.forget(parent_key(parent))
         self._known.forget(parent_key(parent))
-        self._records.forget(parent_key(parent))
         await self.watches.forget(parent)
         self.failures.forget(parent_key(parent))
         self.metrics.states.forget(parent_key(parent), self.rgd_name)

@@ -24,15 +24,16 @@ or twice as the events of its own last writes arrived.
 Only passes that asked for no follow-up are remembered (no requeue, no contested field, no
 failure); anything else forgets the entry, so backoff and retries are unaffected.
 
-This memory goes with the process; what survives a restart is the settled record an ACTIVE
-pass writes on its instance (kro.controllers.instance.settled_record), which the first pass of
-a restarted controller confirms with one read and then remembers here.
+This memory goes with the process, and nothing is written anywhere to keep it: the first pass
+of a restarted controller over a converged instance reads the instance and lists its ApplySet's
+members with their bodies (kro.controllers.instance.resources), proves from them that nothing
+needs applying (kro.applyset.noop) and is remembered here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from kro.dynamic import ScalarWatch, WatchCoordinator
 from kro.dynamic.watches import Versions, WatchRequest
@@ -114,13 +115,6 @@ class SettledPasses:
             instance_version,
             tuple((request, _compact(request, found)) for request, found in reads.items()),
         )
-
-    def moved(self, key: Key, instance_version: str) -> None:
-        """Our own write of the instance changed nothing a pass reads (its settled record):
-        the settled pass of `key` stands, with the instance at `instance_version`."""
-        entry = self._entries.get(key)
-        if entry is not None:
-            self._entries[key] = replace(entry, instance=instance_version)
 
     def forget(self, key: Key) -> None:
         self._entries.pop(key, None)
