@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check kro tests e2e bench
+	$(BIN)/ruff check kro tools tests e2e bench
 	$(BIN)/lint-imports
 
 types: $(STAMP)
@@ -63,20 +63,20 @@ cluster-status: $(STAMP)
 # One at a time (a second one exits 1 and says who runs); RUN_ARGS passes flags, e.g.
 # RUN_ARGS='--metrics-bind-address=127.0.0.1:9078' when port 8078 is taken.
 run: $(STAMP)
-	$(PY) -m kro.testing.runlocal $(RUN_ARGS)
+	$(PY) -m tools.runlocal $(RUN_ARGS)
 
 bench: $(STAMP)
 	@for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
 
-# The controller image (kro/testing/image.py): built with podman, on a Debian 12 base that
+# The controller image (tools/image.py): built with podman, on a Debian 12 base that
 # debootstrap makes and ~/.cache/kro-image keeps. Not part of `make test`: it needs root and
 # podman, and takes minutes. Both skip, with exit 0 and a SKIP line, where they cannot run.
 .PHONY: image image-test
 image: $(STAMP)
-	$(PY) -m kro.testing.image build
+	$(PY) -m tools.image build
 
 image-test: $(STAMP)
-	$(PY) -m kro.testing.image test
+	$(PY) -m tools.image test
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
