@@ -38,16 +38,20 @@ testbin: $(STAMP)
 	$(PY) -m kro.testing.testbin ensure
 
 RUN_DIRS := $(CURDIR)/.e2e-cluster-dirs
+TEMP_BEFORE := $(CURDIR)/.e2e-temp-before
 
 e2e: $(STAMP) testbin
 	@rm -f $(RUN_DIRS)
+	@$(PY) -m kro.testing.processes --record-temp $(TEMP_BEFORE)
 	KRO_TEST_RUN_DIRS_FILE=$(RUN_DIRS) $(BIN)/pytest e2e -q -p no:cacheprovider; \
 	  status=$$?; $(MAKE) --no-print-directory check-no-leaks || status=1; exit $$status
 
-# After the e2e run, no control-plane process may remain (unless a cluster was reused on purpose).
+# After the e2e run, no control-plane process may remain (unless a cluster was reused on purpose),
+# and no new kro-* entry in the temp folder (cluster data, keys, kubeconfigs): each is named.
 check-no-leaks: $(STAMP)
 	@if [ -n "$$KUBECONFIG$$KRO_TEST_KUBECONFIG" ]; then echo "reused an existing cluster"; \
-	else $(PY) -m kro.testing.processes --run-dirs-file $(RUN_DIRS); fi
+	  $(PY) -m kro.testing.processes --temp-before $(TEMP_BEFORE) --no-processes; \
+	else $(PY) -m kro.testing.processes --run-dirs-file $(RUN_DIRS) --temp-before $(TEMP_BEFORE); fi
 
 test: lint types unit e2e
 
