@@ -291,3 +291,60 @@ def test_an_observed_object_of_the_wrong_shape(
     assert code == 1
     assert out == ""
     assert _one_error_line(err) == f"error: {path}: an observed object is invalid: {problem}"
+
+
+# --- every field of an instance and of an observed object, with a value of the wrong type ------
+
+WRONG_VALUES: tuple[Any, ...] = (None, -1, 10**30, 1.5, True, "x", "${schema}", [], [1], {})
+OBSERVED: dict[str, Any] = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "web", "namespace": "default"},
+    "spec": {"replicas": 2},
+    "status": {"readyReplicas": 2},
+}
+
+
+def _paths(obj: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path into a document of maps and lists, the document's own () first."""
+    found = [prefix]
+    children: Any = ()
+    if isinstance(obj, dict):
+        children = obj.items()
+    elif isinstance(obj, list):
+        children = enumerate(obj)
+    for key, value in children:
+        found += _paths(value, (*prefix, key))
+    return found
+
+
+def _replace(obj: Any, path: tuple[Any, ...], value: Any) -> Any:
+    if not path:
+        return value
+    changed = copy.deepcopy(obj)
+    node = changed
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return changed
+
+
+@pytest.mark.parametrize(
+    ("role", "base"), [("render -i", INSTANCE), ("render --observed", OBSERVED)], ids=str
+)
+def test_wrong_types_anywhere_end_in_one_line_messages(
+    role: str, base: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not one case per field: the sweep checks that every such input ends as 0 (the value was
+    acceptable) or 1 with every stderr line a message, never an exception."""
+    for path in _paths(base)[1:]:
+        for value in WRONG_VALUES:
+            document = _dump(tmp_path / "doc.yaml", _replace(base, path, value))
+            code, _, err = _run(_argv(role, document, tmp_path), capsys)
+            case = f"{'.'.join(map(str, path))}={value!r}"
+            assert code in (0, 1), case
+            assert "Traceback" not in err, case
+            assert all(line.startswith(("error: ", document)) for line in err.splitlines()), (
+                case,
+                err,
+            )
