@@ -24,7 +24,7 @@ RUN include="$(python3 -c 'import sysconfig; print(sysconfig.get_path("include")
  && apt-get install -y --no-install-recommends build-essential $headers \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY kro ./kro
 # The kro wheel plus a wheel for every runtime dependency (no [dev] extras), with the pip of a
 # throwaway virtual environment, and a list of their checksums for the final stage.

@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check kro tests e2e bench
+	$(BIN)/ruff check kro tools tests e2e bench
 	$(BIN)/lint-imports
 
 types: $(STAMP)
@@ -38,16 +38,20 @@ testbin: $(STAMP)
 	$(PY) -m kro.testing.testbin ensure
 
 RUN_DIRS := $(CURDIR)/.e2e-cluster-dirs
+TEMP_BEFORE := $(CURDIR)/.e2e-temp-before
 
 e2e: $(STAMP) testbin
 	@rm -f $(RUN_DIRS)
+	@$(PY) -m kro.testing.processes --record-temp $(TEMP_BEFORE)
 	KRO_TEST_RUN_DIRS_FILE=$(RUN_DIRS) $(BIN)/pytest e2e -q -p no:cacheprovider; \
 	  status=$$?; $(MAKE) --no-print-directory check-no-leaks || status=1; exit $$status
 
-# After the e2e run, no control-plane process may remain (unless a cluster was reused on purpose).
+# After the e2e run, no control-plane process may remain (unless a cluster was reused on purpose),
+# and no new kro-* entry in the temp folder (cluster data, keys, kubeconfigs): each is named.
 check-no-leaks: $(STAMP)
 	@if [ -n "$$KUBECONFIG$$KRO_TEST_KUBECONFIG" ]; then echo "reused an existing cluster"; \
-	else $(PY) -m kro.testing.processes --run-dirs-file $(RUN_DIRS); fi
+	  $(PY) -m kro.testing.processes --temp-before $(TEMP_BEFORE) --no-processes; \
+	else $(PY) -m kro.testing.processes --run-dirs-file $(RUN_DIRS) --temp-before $(TEMP_BEFORE); fi
 
 test: lint types unit e2e
 
@@ -63,20 +67,20 @@ cluster-status: $(STAMP)
 # One at a time (a second one exits 1 and says who runs); RUN_ARGS passes flags, e.g.
 # RUN_ARGS='--metrics-bind-address=127.0.0.1:9078' when port 8078 is taken.
 run: $(STAMP)
-	$(PY) -m kro.testing.runlocal $(RUN_ARGS)
+	$(PY) -m tools.runlocal $(RUN_ARGS)
 
 bench: $(STAMP)
 	@for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
 
-# The controller image (kro/testing/image.py): built with podman, on a Debian 12 base that
+# The controller image (tools/image.py): built with podman, on a Debian 12 base that
 # debootstrap makes and ~/.cache/kro-image keeps. Not part of `make test`: it needs root and
 # podman, and takes minutes. Both skip, with exit 0 and a SKIP line, where they cannot run.
 .PHONY: image image-test
 image: $(STAMP)
-	$(PY) -m kro.testing.image build
+	$(PY) -m tools.image build
 
 image-test: $(STAMP)
-	$(PY) -m kro.testing.image test
+	$(PY) -m tools.image test
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

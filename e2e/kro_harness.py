@@ -47,9 +47,9 @@ from kro.runtime.gvk import GVK, GVR
 from kro.runtime.logging import configure
 from kro.runtime.manager import Manager, ManagerOptions
 from kro.runtime.prometheus import PrometheusProvider
+from kro.testing.crds import install_crds
 from kro.testing.kroprocess import FAST_LEASE_ARGS, KroProcess
 from kro.testing.pytest_plugin import ClusterHandle
-from kro.testing.runlocal import install_crds
 from kro.testing.waiting import eventually
 
 T = TypeVar("T")

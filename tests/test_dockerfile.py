@@ -3,7 +3,7 @@
 Final stage: glibc Python base, runs `kro controller` as a non-root user, holds no compiler and no
 dev extras, and needs no writable root filesystem. The same steps work on the official python
 image (the default) and on Debian 12 with Debian's python3, which `make image` builds the image
-on (kro/testing/image.py); `make image-test` runs the built image. Neither is part of `make test`.
+on (tools/image.py); `make image-test` runs the built image. Neither is part of `make test`.
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ def test_builder_builds_wheels_from_the_project_only() -> None:
     builder = _stages()[0]
     copies = [i.argument for i in builder if i.keyword == "COPY"]
     sources = {word for copy in copies for word in copy.split()[:-1]}
-    assert sources == {"pyproject.toml", "README.md", "kro"}
+    assert sources == {"pyproject.toml", "README.md", "LICENSE", "kro"}  # license-files
     assert all((REPO / source).exists() for source in sources)
     assert any("pip wheel" in i.argument for i in builder if i.keyword == "RUN")
 
@@ -133,7 +133,7 @@ def test_dockerignore_keeps_local_state_out_of_the_context() -> None:
     lines = [line.strip() for line in (REPO / ".dockerignore").read_text().splitlines()
              if line.strip() and not line.startswith("#")]
     assert lines[0] == "*"  # allow-list: only what the build needs
-    assert set(lines) >= {"!pyproject.toml", "!README.md", "!kro/"}
+    assert set(lines) >= {"!pyproject.toml", "!README.md", "!LICENSE", "!kro/"}
     assert not any(line.startswith("!") and (".venv" in line or ".git" in line)
                    for line in lines)
 

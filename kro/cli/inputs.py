@@ -82,15 +82,23 @@ def read_documents(sources: Sequence[str], stdin: TextIO | None = None) -> list[
     documents: list[Document] = []
     for source in sources:
         name = display_name(source)
-        if source == STDIN:
-            text = (stdin or sys.stdin).read()
-        else:
-            try:
-                text = Path(source).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as error:
-                raise InputError(f"cannot read {name}: {_reason(error)}") from error
+        try:
+            text = _read_stdin(stdin or sys.stdin) if source == STDIN else _read_file(source)
+        except (OSError, UnicodeDecodeError) as error:
+            raise InputError(f"cannot read {name}: {_reason(error)}") from error
         documents.extend(parse_documents(text, name))
     return documents
+
+
+def _read_file(source: str) -> str:
+    return Path(source).read_text(encoding="utf-8")
+
+
+def _read_stdin(stream: TextIO) -> str:
+    """Standard input as UTF-8, strictly: the text layer would let undecodable bytes through
+    as surrogates, which the YAML parser cannot encode again."""
+    raw = getattr(stream, "buffer", None)
+    return raw.read().decode("utf-8") if raw is not None else stream.read()
 
 
 def parse_documents(text: str, name: str) -> list[Document]:
@@ -103,13 +111,31 @@ def parse_documents(text: str, name: str) -> list[Document]:
             node = loader.get_node()
             position += 1
             duplicates = tuple(_duplicate_paths(node, ""))
-            body = loader.construct_document(node)
+            body = _construct(loader, node, name, position)
             out.extend(_objects(body, duplicates, name, position))
+    except yaml.reader.ReaderError as error:  # a character YAML does not allow, e.g. NUL
+        before = text[: error.position]
+        where = f"line {before.count(chr(10)) + 1}, column {len(before.rsplit(chr(10), 1)[-1]) + 1}"
+        raise InputError(
+            f"{name}: {where}: unacceptable character #x{error.character:04x}: {error.reason}"
+        ) from error
     except yaml.YAMLError as error:
         raise InputError(f"{name}: {describe_yaml_error(error)}") from error
     finally:
         loader.dispose()
     return out
+
+
+def _construct(loader: Any, node: yaml.Node, name: str, position: int) -> Any:
+    """The document's value. Python refuses to convert integers of more than 4300 digits
+    (a guard against quadratic-time parsing); such a number is bad input, said in one line."""
+    try:
+        return loader.construct_document(node)
+    except ValueError as error:
+        problem = str(error)
+        if "integer string conversion" in problem:
+            problem = f"a number has more than {sys.get_int_max_str_digits()} digits"
+        raise InputError(f"{name}: document {position}: {' '.join(problem.split())}") from error
 
 
 def _objects(

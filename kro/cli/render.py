@@ -7,6 +7,11 @@ supplies live objects (e.g. a Deployment with `status.availableReplicas`) so a u
 through readiness exactly as the controller would; without it, a rendered object counts as
 applied but without status, and external references count as missing.
 
+A node whose expression fails at run time (a division by zero, a value over kro's size limits)
+is shown with the one-line message the controller would put in the instance's ResourcesReady
+condition, and the command exits 1; the nodes that do not depend on it still render, so one
+bad expression does not hide the rest of the output.
+
 Before anything renders, the RGDs go through the same checks as `kro validate` (`rgds`) and
 each instance through the API server's checks for the generated CRD (`instance_check`): an
 instance `kubectl apply` would refuse is refused here, with every field path, exit 1.
@@ -17,7 +22,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
@@ -32,6 +37,8 @@ if TYPE_CHECKING:
 EXIT_INVALID: Final = 1
 EXIT_USAGE: Final = 2
 SKIPPED: Final = "includeWhen is false or a dependency was skipped"
+FAILED_PREFIX: Final = "resource reconciliation failed: "
+"""What the controller puts before an evaluation error in the ResourcesReady condition."""
 
 RENDER_HELP: Final = """\
 Print the resources an instance of a ResourceGraphDefinition would produce, in apply order,
@@ -40,7 +47,8 @@ the generated CRD (kind, required fields, types, enums, bounds, patterns, CEL ru
 applied). Nodes that cannot render yet say what they wait for; --observed supplies live
 objects (with their status) to step through readiness as the controller would.
 
-Exit status: 0 rendered, 1 invalid RGD or instance, 2 usage error.
+Exit status: 0 rendered, 1 invalid RGD or instance, or an expression that fails for this
+instance (the other resources are still printed), 2 usage error.
 
 examples:
   kro render -f rgd.yaml -i instance.yaml
@@ -54,7 +62,7 @@ class NodeOutcome:
 
     id: str
     apply_order: int
-    state: str  # rendered | external | waiting | skipped
+    state: str  # rendered | external | waiting | skipped | error
     reason: str = ""
     objects: tuple[dict[str, Any], ...] = ()
     ready: bool = False
@@ -68,6 +76,14 @@ class Rendering:
     instance: dict[str, Any]
     nodes: list[NodeOutcome] = field(default_factory=list)
     status: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+
+    def errors(self) -> list[str]:
+        """One line per failed node: `SOURCE: Kind "name": resource reconciliation failed: ...`."""
+        metadata = self.instance.get("metadata") or {}
+        what = f'{self.instance.get("kind")} "{metadata.get("name", "")}"'
+        prefix = f"{self.source}: " if self.source else ""
+        return [f"{prefix}{what}: {n.reason}" for n in self.nodes if n.state == "error"]
 
 
 def add_render_command(commands: Any) -> None:
@@ -111,7 +127,7 @@ def _handler(args: argparse.Namespace) -> int:
             return EXIT_INVALID
         graphs, object_meta = built
         instances = _read(args.instance, args.recursive)
-        observed = [d.body for d in _read(args.observed, args.recursive)]
+        observed = _observed(_read(args.observed, args.recursive))
         if not instances:
             raise InputError(f"no instance found in {', '.join(args.instance)}")
         renderings = _render_all(graphs, instances, observed, object_meta)
@@ -126,13 +142,35 @@ def _handler(args: argparse.Namespace) -> int:
     else:
         for rendering in renderings:
             write_text(rendering, sys.stdout)
-    return 0
+    errors = [line for rendering in renderings for line in rendering.errors()]
+    for line in errors:
+        print(f"error: {line}", file=sys.stderr)
+    return EXIT_INVALID if errors else 0
 
 
 def _read(paths: Sequence[str], recursive: bool) -> list[Document]:
     from kro.cli.inputs import expand_sources, read_documents
 
     return read_documents(expand_sources(paths, recursive=recursive)) if paths else []
+
+
+def _observed(documents: Sequence[Document]) -> list[dict[str, Any]]:
+    """The `--observed` objects. Each is matched to a rendered one by identity, so it must
+    look like what the API server returns: apiVersion and kind strings, and metadata (if
+    given) an object whose name is a string."""
+    for document in documents:
+        body = document.body
+        metadata = body.get("metadata", {})
+        if not all(isinstance(body.get(key), str) for key in ("apiVersion", "kind")):
+            problem = "apiVersion and kind must be strings"
+        elif not isinstance(metadata, Mapping):
+            problem = "metadata must be an object"
+        elif not isinstance(metadata.get("name", ""), str):
+            problem = "metadata.name must be a string"
+        else:
+            continue
+        raise InputError(f"{document.source}: an observed object is invalid: {problem}")
+    return [d.body for d in documents]
 
 
 def _graphs(args: argparse.Namespace) -> tuple[list[Graph], Mapping[str, Any] | None] | None:
@@ -182,7 +220,10 @@ def _render_all(
         checked.append((graph, result.instance))
     if failed:
         return None
-    return [render_instance(graph, instance, observed) for graph, instance in checked]
+    return [
+        render_instance(graph, instance, observed, source=document.source)
+        for (graph, instance), document in zip(checked, instances, strict=True)
+    ]
 
 
 def _graph_for(graphs: Sequence[Graph], obj: Mapping[str, Any]) -> Graph:
@@ -208,7 +249,11 @@ def _name(obj: Mapping[str, Any]) -> str:
 
 
 def render_instance(
-    graph: Graph, instance: Mapping[str, Any], observed: Sequence[Mapping[str, Any]]
+    graph: Graph,
+    instance: Mapping[str, Any],
+    observed: Sequence[Mapping[str, Any]],
+    *,
+    source: str = "",
 ) -> Rendering:
     """Evaluate the graph for a checked, defaulted instance (the namespace defaults too)."""
     from kro.graph.evaluate import InstanceEvaluation
@@ -219,43 +264,37 @@ def render_instance(
         metadata.setdefault("namespace", "default")
     instance["metadata"] = metadata
     evaluation = InstanceEvaluation(graph, instance)
-    nodes = list(_outcomes(graph, evaluation, observed))
-    return Rendering(instance, nodes, dict(evaluation.status_fields() or {}))
+    nodes = [_outcome(graph, node_id, evaluation, observed) for node_id in graph.topological_order]
+    return Rendering(instance, nodes, dict(evaluation.status_fields() or {}), source)
 
 
-def render(
-    graph: Graph, instance: Mapping[str, Any], observed: Sequence[Mapping[str, Any]], out: TextIO
-) -> None:
-    """Write an instance's rendering as text (defaults applied, no schema check)."""
-    from kro.graph.defaults import apply_defaults
-
-    instance = dict(instance)
-    instance["spec"] = apply_defaults(graph.instance.spec_schema, instance.get("spec") or {})
-    write_text(render_instance(graph, instance, observed), out)
-
-
-def _outcomes(
-    graph: Graph, evaluation: InstanceEvaluation, observed: Sequence[Mapping[str, Any]]
-) -> Iterator[NodeOutcome]:
-    from kro.graph.evaluate import Pending
+def _outcome(
+    graph: Graph,
+    node_id: str,
+    evaluation: InstanceEvaluation,
+    observed: Sequence[Mapping[str, Any]],
+) -> NodeOutcome:
+    """What one node does. An expression that fails makes the node an error, with the
+    controller's message; a node that reads it then waits for it, as it would in a cluster."""
+    from kro.cli.messages import one_line
+    from kro.graph.evaluate import EvaluationError, Pending
     from kro.graph.model import NodeType
 
-    for node_id in graph.topological_order:
-        node = graph.node(node_id)
-        order = node.apply_order
+    node = graph.node(node_id)
+    order = node.apply_order
+    objects: tuple[dict[str, Any], ...] = ()
+    try:
         ignored = evaluation.check_ignored(node_id)
         if isinstance(ignored, Pending):
-            yield NodeOutcome(node_id, order, "waiting", ignored.reason)
-            continue
+            return NodeOutcome(node_id, order, "waiting", ignored.reason)
         if ignored:
-            yield NodeOutcome(node_id, order, "skipped", SKIPPED)
-            continue
+            return NodeOutcome(node_id, order, "skipped", SKIPPED)
         desired = evaluation.desired(node_id)
         if isinstance(desired, Pending):
-            yield NodeOutcome(node_id, order, "waiting", desired.reason)
-            continue
+            return NodeOutcome(node_id, order, "waiting", desired.reason)
         live = [_find(observed, d) for d in desired]
         state = "external" if node.type.value.startswith("External") else "rendered"
+        objects = tuple(dict(d) for d in desired) if state == "rendered" else ()
         if node.type is NodeType.EXTERNAL:
             evaluation.observe(node_id, live[0])
         elif node.type is NodeType.EXTERNAL_COLLECTION:
@@ -264,10 +303,9 @@ def _outcomes(
             merged = [o if o is not None else d for o, d in zip(live, desired, strict=True)]
             evaluation.observe(node_id, merged if node.type.is_list else merged[0])
         readiness = evaluation.readiness(node_id)
-        objects = tuple(dict(d) for d in desired) if state == "rendered" else ()
-        yield NodeOutcome(
-            node_id, order, state, "", objects, readiness.ready, readiness.reason or ""
-        )
+    except EvaluationError as error:
+        return NodeOutcome(node_id, order, "error", one_line(f"{FAILED_PREFIX}{error}"), objects)
+    return NodeOutcome(node_id, order, state, "", objects, readiness.ready, readiness.reason or "")
 
 
 def write_text(rendering: Rendering, out: TextIO) -> None:
@@ -279,13 +317,12 @@ def write_text(rendering: Rendering, out: TextIO) -> None:
     kind = rendering.instance.get("kind")
     out.write(f"# instance {kind}/{metadata.get('name', '')}: apply order {order}\n")
     for node in rendering.nodes:
-        if node.state in ("waiting", "skipped"):
-            out.write(f"# {node.id}: {node.state}: {node.reason}\n")
-            continue
         for obj in node.objects:
             out.write(f"---\n# {node.id} (apply order {node.apply_order})\n")
             out.write(yaml.safe_dump(obj, sort_keys=False))
-        if not node.ready:
+        if node.state in ("waiting", "skipped", "error"):
+            out.write(f"# {node.id}: {node.state}: {node.reason}\n")
+        elif not node.ready:
             out.write(f"# {node.id}: not ready: {node.not_ready_reason}\n")
     out.write("# status (fields whose data exists):\n")
     for line in yaml.safe_dump(rendering.status or {}, sort_keys=False).splitlines():

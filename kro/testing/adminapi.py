@@ -64,27 +64,30 @@ class AdminApi:
         context = next(c["context"] for c in config["contexts"] if c["name"] == context_name)
         cluster = next(c["cluster"] for c in config["clusters"] if c["name"] == context["cluster"])
         user = next(u["user"] for u in config["users"] if u["name"] == context["user"])
-        spill = Path(tempfile.mkdtemp(prefix="kro-adminapi-"))
-
-        def material(key: str) -> Path | None:
-            if f"{key}-data" in user:
-                target = spill / key
-                target.write_bytes(base64.b64decode(user[f"{key}-data"]))
-                target.chmod(0o600)
-                return target
-            return Path(user[key]) if key in user else None
-
         ca_data = cluster.get("certificate-authority-data")
-        cert, key = material("client-certificate"), material("client-key")
-        return cls(
-            cluster["server"],
-            ca=Path(cluster["certificate-authority"])
-            if "certificate-authority" in cluster
-            else None,
-            ca_data=base64.b64decode(ca_data) if ca_data else None,
-            token=user.get("token"),
-            client_cert=(cert, key) if cert and key else None,
-        )
+        # ssl reads a client certificate and key only from files, and only while loading them
+        # (in __init__): inline ones are written to a private directory that is removed as
+        # soon as they are loaded, so no client key outlives this call on disk.
+        with tempfile.TemporaryDirectory(prefix="kro-adminapi-") as spill:
+
+            def material(key: str) -> Path | None:
+                if f"{key}-data" in user:
+                    target = Path(spill) / key
+                    target.touch(0o600)
+                    target.write_bytes(base64.b64decode(user[f"{key}-data"]))
+                    return target
+                return Path(user[key]) if key in user else None
+
+            cert, key = material("client-certificate"), material("client-key")
+            return cls(
+                cluster["server"],
+                ca=Path(cluster["certificate-authority"])
+                if "certificate-authority" in cluster
+                else None,
+                ca_data=base64.b64decode(ca_data) if ca_data else None,
+                token=user.get("token"),
+                client_cert=(cert, key) if cert and key else None,
+            )
 
     def request(
         self, method: str, path: str, body: Any = None, content_type: str = "application/json"

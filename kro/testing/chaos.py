@@ -32,8 +32,8 @@ from kro.api.names import LABEL_INSTANCE_NAME, LABEL_NODE_ID
 from kro.runtime.client import Client
 from kro.runtime.errors import KubeError, NotFound
 from kro.runtime.gvk import GVK, GVR
+from kro.testing.crds import install_crds
 from kro.testing.kroprocess import KroProcess
-from kro.testing.runlocal import install_crds
 
 CONFIGMAPS = GVR("", "v1", "configmaps")
 RGDS = GVR("kro.run", "v1alpha1", "resourcegraphdefinitions")

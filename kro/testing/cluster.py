@@ -136,12 +136,13 @@ def _say(message: str) -> None:
     print(f"[cluster] {message}", file=sys.stderr, flush=True)
 
 
-def _b64(path: Path) -> str:
-    return base64.b64encode(path.read_bytes()).decode()
+def _b64(source: Path | bytes) -> str:
+    return base64.b64encode(source if isinstance(source, bytes) else source.read_bytes()).decode()
 
 
-def write_kubeconfig(path: Path, server: str, ca: Path, user: dict[str, str]) -> Path:
-    """A kubeconfig with one cluster, one user and one context (JSON is valid YAML)."""
+def write_kubeconfig(path: Path, server: str, ca: Path | bytes, user: dict[str, str]) -> Path:
+    """A kubeconfig with one cluster, one user and one context (JSON is valid YAML); `ca` is
+    the CA certificate's file or its PEM bytes."""
     config = {
         "apiVersion": "v1",
         "kind": "Config",
@@ -174,6 +175,9 @@ class LocalCluster:
 
     def __init__(self, run_dir: Path | None = None, options: ClusterOptions | None = None) -> None:
         self.options = options or ClusterOptions()
+        # A directory made here (etcd's data, the PKI with its keys, logs) is removed by stop();
+        # one the caller names is the caller's, e.g. `cluster up`'s state directory.
+        self._owns_run_dir = run_dir is None
         self.run_dir = run_dir or Path(tempfile.mkdtemp(prefix="kro-cluster-"))
         self._children: dict[str, subprocess.Popen[bytes]] = {}
         # What restart() needs: each component's command line and its readiness probes.
@@ -544,7 +548,9 @@ class LocalCluster:
         if self._spawner is not None:
             self._spawner.shutdown()
             self._spawner = None
-        if self.state is not None:
+        if self._owns_run_dir:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+        elif self.state is not None:
             self.state.pids.clear()
             self.state.save()
 

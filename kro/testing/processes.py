@@ -14,6 +14,7 @@ import os
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -171,28 +172,78 @@ def control_plane_processes(
     return found
 
 
+TEMP_PREFIX = "kro-"
+"""Everything the harness and kro's tooling put in the temp folder starts with this."""
+
+
+def temp_entries(temp_dir: Path | None = None) -> set[str]:
+    """The names in the temp folder ($TMPDIR, else /tmp) that start with TEMP_PREFIX."""
+    root = temp_dir or Path(tempfile.gettempdir())
+    with contextlib.suppress(OSError):
+        return {p.name for p in root.iterdir() if p.name.startswith(TEMP_PREFIX)}
+    return set()
+
+
+def new_temp_entries(before: set[str], temp_dir: Path | None = None) -> list[Path]:
+    """Entries that were not there `before`, as paths, in name order."""
+    root = temp_dir or Path(tempfile.gettempdir())
+    return [root / name for name in sorted(temp_entries(root) - before)]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m kro.testing.processes [--run-dirs-file F]`: fail when control-plane processes
-    (of the clusters listed in F, one run directory per line; else of any cluster) still run."""
+    """`python -m kro.testing.processes`: after a test run, what it left behind.
+
+    --record-temp F     before the run: write the temp folder's `kro-*` entries to F.
+    --temp-before F     after it: fail on a `kro-*` entry that F does not list, naming it.
+    --run-dirs-file F   fail when control-plane processes of the clusters listed in F (one
+                        run directory per line) still run; without it, of any cluster.
+    --no-processes      only the temp folder check (the run reused someone else's cluster).
+    """
     import argparse
 
     from kro.testing.testbin import cache_root
 
     parser = argparse.ArgumentParser(prog="python -m kro.testing.processes")
     parser.add_argument("--run-dirs-file", type=Path, default=None)
+    parser.add_argument("--record-temp", type=Path, default=None)
+    parser.add_argument("--temp-before", type=Path, default=None)
+    parser.add_argument("--no-processes", action="store_true")
     args = parser.parse_args(argv)
+    if args.record_temp is not None:
+        args.record_temp.write_text("".join(f"{name}\n" for name in sorted(temp_entries())))
+        return 0
+    failed = False
+    if args.temp_before is not None:
+        failed = _check_temp(args.temp_before)
+    if args.no_processes:
+        return 1 if failed else 0
     run_dirs: list[str] = []
     if args.run_dirs_file is not None:
         if not args.run_dirs_file.exists():
             print("no cluster was started by this run")
-            return 0
+            return 1 if failed else 0
         run_dirs = [line for line in args.run_dirs_file.read_text().splitlines() if line]
     leaked = control_plane_processes(cache_root(), run_dirs)
     for pid, exe in leaked:
         print(f"leaked control-plane process: pid {pid} {exe}")
     if not leaked:
         print("no control-plane process left behind")
-    return 1 if leaked else 0
+    return 1 if leaked or failed else 0
+
+
+def _check_temp(before_file: Path) -> bool:
+    """Print what the run left in the temp folder; True if anything."""
+    try:
+        before = set(before_file.read_text().split())
+    except OSError:
+        print(f"no record of the temp folder before the run ({before_file}): not checked")
+        return False
+    left = new_temp_entries(before)
+    for path in left:
+        print(f"left in the temp folder: {path}")
+    if not left:
+        print(f"nothing left in the temp folder ({tempfile.gettempdir()})")
+    return bool(left)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,6 @@ import os
 import secrets
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -48,7 +47,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from kro.testing import testbin
+from kro.testing import tempdirs, testbin
 from kro.testing.adminapi import AdminApi
 from kro.testing.cluster import ClusterOptions, ClusterState, LocalCluster, write_kubeconfig
 from kro.testing.wait import wait_for
@@ -295,19 +294,16 @@ def service_account_kubeconfig(
 ) -> Path:
     """A kubeconfig that authenticates as the ServiceAccount, never as admin."""
     token = service_account_token(admin, namespace, name)
-    ca = _cluster_ca(cluster)
-    path = Path(tempfile.mkdtemp(prefix="kro-sa-")) / "kubeconfig"
-    return write_kubeconfig(path, cluster.server, ca, {"token": token})
+    path = tempdirs.make("kro-sa-") / "kubeconfig"  # removed when the session ends
+    return write_kubeconfig(path, cluster.server, _cluster_ca(cluster), {"token": token})
 
 
-def _cluster_ca(cluster: ClusterHandle) -> Path:
+def _cluster_ca(cluster: ClusterHandle) -> bytes:
     config = yaml.safe_load(cluster.kubeconfig.read_text())
     entry = config["clusters"][0]["cluster"]
     if "certificate-authority" in entry:
-        return Path(entry["certificate-authority"])
-    path = Path(tempfile.mkdtemp(prefix="kro-ca-")) / "ca.crt"
-    path.write_bytes(base64.b64decode(entry["certificate-authority-data"]))
-    return path
+        return Path(entry["certificate-authority"]).read_bytes()
+    return base64.b64decode(entry["certificate-authority-data"])
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -322,6 +318,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "e2e: runs against the real local control plane")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    tempdirs.remove_all()
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

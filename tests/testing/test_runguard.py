@@ -109,16 +109,21 @@ def test_only_make_runs_own_temp_directories_are_removed(tmp_path: Path, where: 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
 def test_termination_signals_interrupt_like_ctrl_c(sig: signal.Signals) -> None:
-    before = signal.getsignal(sig)
+    # The default disposition, whatever the suite started with: under `nohup` SIGHUP arrives
+    # ignored, and an ignored signal is meant to stay ignored (the test below).
+    started_with = signal.signal(sig, signal.SIG_DFL)
 
     def wait_for_a_signal() -> None:
         with runguard.interrupt_on_termination():
             os.kill(os.getpid(), sig)
             time.sleep(5)
 
-    with pytest.raises(KeyboardInterrupt, match=sig.name):
-        wait_for_a_signal()
-    assert signal.getsignal(sig) == before
+    try:
+        with pytest.raises(KeyboardInterrupt, match=sig.name):
+            wait_for_a_signal()
+        assert signal.getsignal(sig) is signal.SIG_DFL
+    finally:
+        signal.signal(sig, started_with)
 
 
 def test_clean_up_is_not_cut_short_by_another_signal(capsys: pytest.CaptureFixture[str]) -> None:

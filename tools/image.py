@@ -1,7 +1,7 @@
-"""kro.testing.image: build the controller image with podman, and run it as the chart would.
+"""tools.image: build the controller image with podman, and run it as the chart would.
 
-    python -m kro.testing.image build   # `make image`
-    python -m kro.testing.image test    # `make image-test`: build (cached), then run it
+    python -m tools.image build   # `make image`
+    python -m tools.image test    # `make image-test`: build (cached), then run it
 
 `build` needs a base image with Python 3.11 on Debian 12. Where no registry serves the official
 python image, it makes one: debootstrap installs Debian 12 (bookworm) with Debian's python3 and
@@ -47,7 +47,7 @@ from typing import Any
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 DOCKERFILE = REPO / "Dockerfile"
 EXAMPLE = REPO / "examples" / "nginxapp"
 CHART = REPO / "charts" / "kro"
@@ -870,7 +870,7 @@ def run_image_test(tag: str, *, timeout_s: float = 300.0) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m kro.testing.image",
+        prog="python -m tools.image",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

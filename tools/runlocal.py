@@ -1,4 +1,4 @@
-"""kro.testing.runlocal: `make run` — kro on a local control plane, with an example applied.
+"""tools.runlocal: `make run` — kro on a local control plane, with an example applied.
 
 With no KUBECONFIG: build (or reuse) the control-plane binaries, start a local cluster, install
 kro's CRDs, start the controller in this process, apply examples/nginxapp (the RGD, then the
@@ -11,11 +11,12 @@ Before any of that (kro.testing.runguard): only one `make run` at a time, and th
 two ports must be free; otherwise it says why in one line and exits 1 at once. While it waits
 (a build lock, a build, the cluster, the example), it says so at least every 10 s.
 
-    python -m kro.testing.runlocal [--example DIR] [--metrics-bind-address 127.0.0.1:8078]
-                                   [--health-probe-bind-address 127.0.0.1:8079]
+    python -m tools.runlocal [--example DIR] [--metrics-bind-address 127.0.0.1:8078]
+                             [--health-probe-bind-address 127.0.0.1:8079]
 
-It lives in kro.testing, not kro.cli, because it starts the test harness's control plane and
-production code never imports the harness.
+It lives in the repository's tools/, not in the kro package: it reads examples/ from the
+checkout, which an installed package does not have, and it starts the test harness's control
+plane, which production code never imports.
 """
 
 from __future__ import annotations
@@ -34,20 +35,19 @@ from typing import Any
 
 import yaml
 
-from kro.api.crds import kro_crds
 from kro.api.names import LABEL_INSTANCE_NAME, LABEL_NODE_ID
 from kro.cli.controller import run_controller
 from kro.cli.flags import ControllerConfig, parse_controller_args
-from kro.controllers.crd import CRDS, wait_established
 from kro.controllers.rgd import RGDS
 from kro.runtime.client import Client
 from kro.runtime.errors import AlreadyExists, KubeError, NotFound
 from kro.runtime.gvk import GVK, GVR
 from kro.testing import progress, runguard
 from kro.testing.cluster import ClusterOptions, LocalCluster, StartError
+from kro.testing.crds import install_crds
 from kro.testing.lockfile import LockFile
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "nginxapp"
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "nginxapp"
 FIELD_MANAGER = "kro-run-local"
 DEFAULT_METRICS_ADDRESS = "127.0.0.1:8078"
 DEFAULT_HEALTH_ADDRESS = "127.0.0.1:8079"
@@ -75,13 +75,6 @@ async def _poll(what: str, probe: Any, timeout_s: float) -> Any:
             _say(f"still waiting for {what}: {progress.format_duration(ticker.elapsed_s())}")
         await asyncio.sleep(0.5)
     raise TimeoutError(f"timed out after {timeout_s:.0f}s waiting for {what}")
-
-
-async def install_crds(client: Client) -> None:
-    for crd in kro_crds():
-        with contextlib.suppress(AlreadyExists):
-            await client.create(CRDS, crd)
-        await wait_established(client, crd["metadata"]["name"])
 
 
 async def apply_example(client: Client, example: Path) -> None:
@@ -291,7 +284,7 @@ def run_local(options: RunOptions | None = None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kro.testing.runlocal", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tools.runlocal", description=__doc__)
     parser.add_argument(
         "--example", type=Path, default=EXAMPLE, help="directory with rgd.yaml, instance.yaml"
     )

@@ -1,4 +1,4 @@
-"""kro.testing.image without podman: when it skips, and what it would run.
+"""tools.image without podman: when it skips, and what it would run.
 
 The build and the image test themselves (`make image`, `make image-test`) need root, podman and
 minutes; they are not part of `make test`.
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kro.testing import image
+from tools import image
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""`python -m kro.testing.runlocal` (what `make run` runs), as a user meets it, end to end.
+"""`python -m tools.runlocal` (what `make run` runs), as a user meets it, end to end.
 
 Stand-in control-plane binaries (shell scripts that only sleep, named by KUBEBUILDER_ASSETS)
 make the cluster start wait forever without building or running anything real, which is all
@@ -27,6 +27,7 @@ from kro.testing import processes, testbin
 from kro.testing.lockfile import Holder, LockFile
 
 FAKE_BINARY = "#!/bin/sh\nexec sleep 600\n"
+REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -76,7 +77,8 @@ def start(tmp_path: Path, env: dict[str, str]) -> Iterator[Callable[..., Run]]:
         out, err = tmp_path / f"run{index}.out", tmp_path / f"run{index}.err"
         with out.open("wb") as stdout, err.open("wb") as stderr:
             process = subprocess.Popen(
-                [sys.executable, "-m", "kro.testing.runlocal", *args, *_free_ports(args)],
+                [sys.executable, "-m", "tools.runlocal", *args, *_free_ports(args)],
+                cwd=REPO,  # as `make run` runs it: tools/ is the checkout's, not installed
                 env=env, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL,
                 preexec_fn=_as_in_a_terminal,  # noqa: PLW1509 (signal dispositions only)
             )
