@@ -72,7 +72,8 @@ from kro.cel.deps import Dependency, dependencies
 from kro.cel.errors import CelCompileError, CelConversionError
 from kro.cel.lib_conditions import ConditionRead, NewCondition
 from kro.cel.library import Overload, check_extension, config_functions, runtime_extension
-from kro.cel.limits import DEFAULT_LIMITS, EvaluationLimits
+from kro.cel.limits import DEFAULT_LIMITS, MIB, EvaluationLimits
+from kro.cel.memory import return_free_memory
 from kro.cel.opaque import LIBRARY_POOL, new_pool
 from kro.cel.program import (
     ENGINE_FAILURES,
@@ -96,6 +97,9 @@ ENGINE_EXTENSIONS: Final = (
     "bindings",
     "two-var-comprehensions",
 )
+# An Activation whose evaluations grew resident memory by more than this returns what its
+# arena held to the OS when it goes (a few milliseconds; most Activations grow by far less).
+_RELEASE_ON_DELETE_BYTES: Final = 16 * MIB
 _EVAL_EXTENSIONS: Final = tuple(n for n in ENGINE_EXTENSIONS if n != "two-var-comprehensions")
 LIBRARY_OVERLOADS: Final[tuple[Overload, ...]] = (
     *lib_random.OVERLOADS,
@@ -209,13 +213,43 @@ class Activation:
     object lazily on first use and keeps the result for later evaluations.
     """
 
-    __slots__ = ("_converted", "_engine", "_memory", "values")
+    __slots__ = ("_converted", "_engine_activation", "_memory", "values")
 
     def __init__(self, values: Mapping[str, Any]) -> None:
         self.values = dict(values)
-        self._engine = _Engine.get().eval_env.Activation(self.values)
+        self._engine_activation: Any = None
         self._converted: set[str] = set()
         self._memory = budget.MemoryAccount()
+
+    @property
+    def _engine(self) -> Any:
+        """The engine's Activation (built on first use, again after `release`)."""
+        found = self._engine_activation
+        if found is None:
+            found = self._engine_activation = _Engine.get().eval_env.Activation(self.values)
+        return found
+
+    def release(self) -> None:
+        """Free the engine's arena now and hand the memory back to the OS.
+
+        The engine frees what evaluations allocate only with its Activation, and this object
+        may live on (a reconcile keeps it for its other expressions; a reference cycle keeps
+        it until a full collection, rare in the controller). After an evaluation went over
+        its budget that is up to a budget of garbage per retry of the hostile instance. The
+        next evaluation converts the bound values again.
+        """
+        self._engine_activation = None
+        self._converted = set()
+        self._memory = budget.MemoryAccount()
+        return_free_memory()
+
+    def __del__(self) -> None:
+        # Evaluations that grew the process by much left that much free in malloc when the
+        # arena goes with this object: return it, so the next evaluation's growth is real.
+        memory = getattr(self, "_memory", None)  # None if __init__ failed early
+        if memory is not None and memory.carried > _RELEASE_ON_DELETE_BYTES:
+            self._engine_activation = None
+            return_free_memory()
 
     def prepare(self, names: frozenset[str]) -> None:
         """Have the engine convert the bound values of `names` now, outside any budget.
@@ -283,7 +317,8 @@ class CompiledExpression:
         try:
             return self._evaluate(activation)
         finally:
-            budget.end(previous)
+            if budget.end(previous):
+                activation.release()
 
     def _evaluate(self, activation: Activation) -> EvalResult:
         program = self._program
@@ -315,8 +350,8 @@ class CompiledExpression:
                 unwrapping, activation._engine, self.expression, string_result=True, check=True
             )
         finally:
-            if self.limits is None:
-                budget.end(previous)
+            if self.limits is None and budget.end(previous):
+                activation.release()
         return outcome or ExpressionError(expression=self.expression, message=UNCONVERTIBLE)
 
     def evaluate_json(self, activation: Activation) -> EvalResult:
