@@ -46,8 +46,6 @@ from cel_expr_python import cel
 
 from kro.cel import (
     budget,
-    instrument,
-    lib_comprehensions,
     lib_conditions,
     lib_hash,
     lib_ip,
@@ -61,22 +59,11 @@ from kro.cel import (
     lib_regex,
     lib_semver,
     lib_url,
-    lowering,
-    optionals,
-    syntax,
 )
-from kro.cel.checked_ast import Call, Ident, Tree, decode, walk
-from kro.cel.convert import to_json_value
-from kro.cel.declarations import Declaration, declaration_of
-from kro.cel.deps import Dependency, dependencies
-from kro.cel.errors import CelCompileError, CelConversionError
-from kro.cel.lib_conditions import ConditionRead, NewCondition
-from kro.cel.library import Overload, check_extension, config_functions, runtime_extension
-from kro.cel.limits import DEFAULT_LIMITS, MIB, EvaluationLimits
-from kro.cel.memory import return_free_memory
-from kro.cel.opaque import LIBRARY_POOL, new_pool
-from kro.cel.program import (
-    ENGINE_FAILURES,
+from kro.cel._engine_compat import instrument, lib_comprehensions, lowering, optionals, syntax
+from kro.cel._engine_compat.ast_decode import decode
+from kro.cel._engine_compat.error_text import ENGINE_FAILURES, compile_error
+from kro.cel._engine_compat.program import (
     TOO_DEEP,
     UNCONVERTIBLE,
     Program,
@@ -84,6 +71,16 @@ from kro.cel.program import (
     build,
     run,
 )
+from kro.cel.checked_ast import Call, Ident, Tree, walk
+from kro.cel.convert import to_json_value
+from kro.cel.declarations import Declaration, declaration_of
+from kro.cel.deps import Dependency, dependencies
+from kro.cel.errors import CelConversionError
+from kro.cel.lib_conditions import ConditionRead, NewCondition
+from kro.cel.library import Overload, check_extension, config_functions, runtime_extension
+from kro.cel.limits import DEFAULT_LIMITS, MIB, EvaluationLimits
+from kro.cel.memory import return_free_memory
+from kro.cel.opaque import LIBRARY_POOL, new_pool
 from kro.cel.results import EvalResult, ExpressionError, Value
 from kro.cel.types import CelType, parse_engine_type
 
@@ -647,7 +644,7 @@ def _engine_compile(
     try:
         return env.compile(source, disable_check=parse_only)
     except RuntimeError as err:
-        raise _compile_error(original or source, str(err)) from None
+        raise compile_error(original or source, str(err)) from None
 
 
 def _identifiers(expression: str) -> frozenset[str] | None:
@@ -663,12 +660,3 @@ def _identifiers(expression: str) -> frozenset[str] | None:
 
 def _functions(tree: Tree) -> frozenset[str]:
     return frozenset(n.kind.function for n in walk(tree.root) if isinstance(n.kind, Call))
-
-
-_ENGINE_PREFIX: Final = re.compile(r"^[A-Z_]+: ")
-_ENGINE_SUFFIX: Final = re.compile(r"\s*\[[A-Z_]+\]\s*$")
-
-
-def _compile_error(expression: str, text: str) -> CelCompileError:
-    message = _ENGINE_SUFFIX.sub("", _ENGINE_PREFIX.sub("", text, count=1))
-    return CelCompileError(expression=expression, message=message)

@@ -1,4 +1,4 @@
-"""kro.cel.checked_types: the checker's per-node facts, read from a serialized CheckedExpr.
+"""_engine_compat.checked_types: the checker's per-node facts, read from a serialized CheckedExpr.
 
 `checked_ast` decodes the tree; this module decodes the two maps next to it, which the
 rewrites in `lowering` need to decide what a node means: the *type map* (node id -> the
@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kro.cel._engine_compat.wire import read_fields
 from kro.cel.types import (
     BOOL,
     BYTES,
@@ -28,7 +29,6 @@ from kro.cel.types import (
     list_of,
     map_of,
 )
-from kro.cel.wire import read_fields
 
 _ANY_VALUE: Final = 2
 _REFERENCE_MAP, _TYPE_MAP = 2, 3

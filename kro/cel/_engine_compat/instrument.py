@@ -1,4 +1,4 @@
-"""kro.cel.instrument: budget hooks planted in a checked expression before it is evaluated.
+"""_engine_compat.instrument: budget hooks planted in a checked expression before it is evaluated.
 
 The engine cannot be interrupted and offers no per-evaluation cost, time or memory limit
 (only a fixed total of 10,000 comprehension iterations). It does call back into Python for
@@ -28,9 +28,9 @@ from typing import Any, Final
 from cel_expr_python import cel
 
 from kro.cel import budget
+from kro.cel._engine_compat.rewrite import Ids, call, map_fields, replace_root
+from kro.cel._engine_compat.wire import LENGTH_DELIMITED, read_fields
 from kro.cel.checked_ast import Call, Comprehension, StructLit, Tree, walk
-from kro.cel.rewrite import Ids, call, map_fields, replace_root
-from kro.cel.wire import LENGTH_DELIMITED, read_fields
 
 LOOP: Final = "kro.@loop"
 BIND: Final = "kro.@bind"
