@@ -229,11 +229,14 @@ class Activation:
     def release(self) -> None:
         """Free the engine's arena now and hand the memory back to the OS.
 
-        The engine frees what evaluations allocate only with its Activation, and this object
-        may live on (a reconcile keeps it for its other expressions; a reference cycle keeps
-        it until a full collection, rare in the controller). After an evaluation went over
-        its budget that is up to a budget of garbage per retry of the hostile instance. The
-        next evaluation converts the bound values again.
+        Called after an evaluation went over its budget, whose garbage (up to a budget's
+        worth) sits in the engine's arena. The engine frees an arena only with its
+        Activation, and this object may live on (a reconcile keeps it for its other
+        expressions; a reference cycle keeps it until a full collection, rare in the
+        controller). Freeing is not enough either: malloc keeps the memory resident, the
+        next evaluation reuses it unseen by the budget (which watches resident memory) and
+        grows a budget beyond it, so each retry of a hostile instance would raise the
+        process by another budget. The next evaluation here converts the bound values again.
         """
         self._engine_activation = None
         self._converted = set()

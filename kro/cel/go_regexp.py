@@ -15,7 +15,8 @@ accepted, and `_named_capture`):
   Go rejects the count as too large;
 - `(?<=` and `(?<!` (lookbehind): both reject them, RE2 as a Perl operator, Go as a named
   capture (`(?<` starts one since Go 1.22), quoting up to the next `>` or the end;
-- a lone surrogate cannot be encoded as UTF-8; Go reports invalid UTF-8.
+- a lone surrogate (JSON can carry one, `"\\ud800"`) cannot be encoded as UTF-8; upstream
+  never sees one, because Go's JSON decoder turns it into U+FFFD, and so does this module.
 
 Unicode class names follow RE2's tables, which can differ from Go's for scripts added in a
 Unicode version one of them has not picked up yet.
@@ -59,6 +60,7 @@ _INVALID_NAMED_CAPTURE: Final = "invalid named capture"
 _INVALID_PERL: Final = "invalid perl operator"
 # Go's parseInt gives up on a count of more than eight digits; RE2's gives up too, but then
 # reads the braces as literal text instead of failing.
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _BIG_REPEAT: Final = re.compile(r"\{[0-9]{9,}(?:,[0-9]*)?\}|\{[0-9]+,[0-9]{9,}\}")
 
 
@@ -84,10 +86,7 @@ def compile_go(pattern: str) -> re2._Regexp[str]:
 
 @functools.lru_cache(maxsize=512)
 def _compile(pattern: str) -> re2._Regexp[str]:
-    try:
-        pattern.encode()
-    except UnicodeEncodeError as err:
-        raise ValueError(message("invalid UTF-8", pattern[err.start :])) from None
+    pattern = _SURROGATE.sub("\ufffd", pattern)
     try:
         compiled = re2.compile(pattern, _OPTIONS)
     except re2.error as err:
