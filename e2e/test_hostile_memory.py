@@ -23,7 +23,8 @@ from kro_harness import CONFIGMAPS, KroEnv, condition, is_ready, process_fixture
 from kro.cel.limits import DEFAULT_LIMITS, MIB
 from kro.testing.kroprocess import KroProcess
 
-spawn, kro = process_fixtures("--log-level=debug")
+# Debug logs carry one `dynamic.reconcile` event per reconcile; retries come quickly.
+spawn, kro = process_fixtures("--log-level=debug", "--instance-requeue-interval=100ms")
 
 NESTED = (
     "string(lists.range(schema.spec.n).map(i, lists.range(schema.spec.n).map(j, i + j)).size())"
