@@ -27,6 +27,7 @@ from kro.cel import (
 )
 from kro.cel._engine_compat import ENGINE_DISTRIBUTION, ENGINE_VERSION, installed_engine_version
 from kro.cel._engine_compat.ast_decode import decode
+from kro.cel._engine_compat.checked_types import checked_facts
 from kro.cel._engine_compat.error_text import classify
 from kro.cel._engine_compat.rewrite import replace_root, root_expr
 from kro.cel._engine_compat.wire import encode_fields, read_fields
@@ -91,6 +92,22 @@ def test_the_decoder_keeps_source_positions_of_parsed_trees() -> None:
     positions = sorted(tree.positions.values())
     assert positions[0] == 0
     assert 4 in positions
+
+
+def test_the_checkers_maps_give_each_node_its_type_and_overloads() -> None:
+    env = CelEnvironment(
+        declarations={
+            "obj": {
+                "type": "object",
+                "properties": {"names": {"type": "array", "items": {"type": "string"}}},
+            }
+        }
+    )
+    compiled = env.compile('obj.names.map(n, n + "!")')
+    facts = checked_facts(compiled._checked, {})
+    types = {str(t.cel_name) for t in facts.types.values()}
+    assert {"list(string)", "string"} <= types
+    assert ("add_string",) in facts.overloads.values()
 
 
 # --- error_text: the engine's texts, as upstream's reasons ------------------------------------

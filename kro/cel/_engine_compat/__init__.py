@@ -8,18 +8,22 @@ workaround, so an engine upgrade shows which of them it makes unnecessary or bre
 
 Reading the engine's output:
 
-- `wire`: a minimal protobuf wire codec (varints and length-delimited fields). The binding
-  hands out a compiled expression only as serialized `cel.expr.CheckedExpr` bytes and takes it
-  back the same way; neither it nor any of its dependencies ships Python classes for the
-  `cel.expr` protos (the only registry package that does, xds-protos, is envoy's whole API).
-- `ast_decode`: those bytes decoded into `kro.cel.checked_ast` nodes, once per compile.
-- `checked_types`: the checker's type map and reference map, decoded from the same bytes.
+- `protos`: message classes for the part of `cel.expr` kro reads. The binding hands out a
+  compiled expression only as serialized `cel.expr.CheckedExpr` bytes and takes it back the
+  same way, but neither it nor any of its dependencies ships Python classes for those protos
+  (the only registry package that does, xds-protos, is envoy's whole API and needs grpcio),
+  so the messages are declared field by field and the protobuf runtime parses them.
+- `ast_decode`: those messages as `kro.cel.checked_ast` nodes, once per compile.
+- `checked_types`: the checker's type map and reference map, as kro's types.
 - `error_text`: the engine reports missing data and real errors alike, as an error value
   whose only distinguishing feature is its text, and C++ exceptions as generic Python ones;
   this module classifies texts (the only place they are read).
 
 Changing what the engine runs (between checking and evaluating, on the serialized tree):
 
+- `wire`: a minimal protobuf wire codec (varints and length-delimited fields): the rewrites
+  re-encode everything they do not change byte for byte, which message classes (with the
+  subset of fields `protos` declares) would not;
 - `rewrite`: node builders and a byte-level transform of `cel.expr.Expr` messages, shared by:
 - `lowering`: semantics the runtime cannot see because it evaluates plain dicts: escaped
   property names, equality of quantities, semvers and list-type fields, the zero of an empty

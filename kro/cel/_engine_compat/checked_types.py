@@ -1,6 +1,6 @@
 """_engine_compat.checked_types: the checker's per-node facts, read from a serialized CheckedExpr.
 
-`checked_ast` decodes the tree; this module decodes the two maps next to it, which the
+`ast_decode` decodes the tree; this module reads the two maps next to it, which the
 rewrites in `lowering` need to decide what a node means: the *type map* (node id -> the
 checked type, as a `CelType`) and the *reference map* (node id -> the overload ids the
 checker chose for a call). Both are read only when a rewrite might apply, never per
@@ -13,7 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kro.cel._engine_compat.wire import read_fields
+from google.protobuf import any_pb2
+
+from kro.cel._engine_compat.protos import CheckedMaps
 from kro.cel.types import (
     BOOL,
     BYTES,
@@ -30,8 +32,6 @@ from kro.cel.types import (
     map_of,
 )
 
-_ANY_VALUE: Final = 2
-_REFERENCE_MAP, _TYPE_MAP = 2, 3
 _PRIMITIVES: Final = {1: BOOL, 2: INT, 3: UINT, 4: DOUBLE, 5: STRING, 6: BYTES}
 _WELL_KNOWN: Final = {1: DYN, 2: TIMESTAMP, 3: DURATION}
 _MESSAGES: Final = {
@@ -57,65 +57,36 @@ def checked_facts(serialized: bytes, messages: Mapping[str, Mapping[str, Any]]) 
     `messages` maps synthetic message names to their schemas: such names become object
     types (with the schema), other message names opaque library types.
     """
-    types: dict[int, CelType] = {}
-    overloads: dict[int, tuple[str, ...]] = {}
-    for number, _, value in read_fields(serialized):
-        if number != _ANY_VALUE or not isinstance(value, bytes):
-            continue
-        for field, _, entry in read_fields(value):
-            if field == _TYPE_MAP and isinstance(entry, bytes):
-                key, payload = _entry(entry)
-                types[key] = type_of(payload, messages)
-            elif field == _REFERENCE_MAP and isinstance(entry, bytes):
-                key, payload = _entry(entry)
-                overloads[key] = tuple(
-                    v.decode()
-                    for n, _, v in read_fields(payload)
-                    if n == 3 and isinstance(v, bytes)
-                )
-    return CheckedFacts(types, overloads)
+    checked = CheckedMaps.FromString(any_pb2.Any.FromString(serialized).value)
+    return CheckedFacts(
+        {key: type_of(value, messages) for key, value in checked.type_map.items()},
+        {key: tuple(value.overload_id) for key, value in checked.reference_map.items()},
+    )
 
 
-def _entry(entry: bytes) -> tuple[int, bytes]:
-    key, payload = 0, b""
-    for number, _, value in read_fields(entry):
-        if number == 1 and isinstance(value, int):
-            key = value
-        elif number == 2 and isinstance(value, bytes):
-            payload = value
-    return key, payload
-
-
-def type_of(buf: bytes, messages: Mapping[str, Mapping[str, Any]]) -> CelType:
+def type_of(message: Any, messages: Mapping[str, Mapping[str, Any]]) -> CelType:
     """A `cel.expr.Type` message as a CelType."""
-    for number, _, value in read_fields(buf):
-        if number in {1, 10}:  # dyn, type parameter
-            return DYN
-        if number == 2:
-            return NULL
-        if number in (3, 4) and isinstance(value, int):  # primitive, wrapper
-            return _PRIMITIVES.get(value, DYN)
-        if number == 5 and isinstance(value, int):
-            return _WELL_KNOWN.get(value, DYN)
-        if not isinstance(value, bytes):
-            continue
-        if number == 6:
-            element = next((v for n, _, v in read_fields(value) if n == 1), b"")
-            return list_of(type_of(element, messages) if isinstance(element, bytes) else DYN)
-        if number == 7:
-            parts = {n: v for n, _, v in read_fields(value) if isinstance(v, bytes)}
-            return map_of(
-                type_of(parts.get(1, b""), messages), type_of(parts.get(2, b""), messages)
-            )
-        if number == 9:
-            return _message(value.decode(), messages)
-        if number == 11:
-            return CelType("type")
-        if number == 12:
-            return CelType("error")
-        if number == 14:
-            return _abstract(value, messages)
-    return DYN
+    kind = message.WhichOneof("type_kind")
+    if kind == "null":
+        return NULL
+    if kind in ("primitive", "wrapper"):
+        return _PRIMITIVES.get(getattr(message, kind), DYN)
+    if kind == "well_known":
+        return _WELL_KNOWN.get(message.well_known, DYN)
+    if kind == "list_type":
+        return list_of(type_of(message.list_type.elem_type, messages))
+    if kind == "map_type":
+        parts = message.map_type
+        return map_of(type_of(parts.key_type, messages), type_of(parts.value_type, messages))
+    if kind == "message_type":
+        return _message(message.message_type, messages)
+    if kind == "type":
+        return CelType("type")
+    if kind == "error":
+        return CelType("error")
+    if kind == "abstract_type":
+        return _abstract(message.abstract_type, messages)
+    return DYN  # dyn, a type parameter, a function type, or nothing set
 
 
 def _message(name: str, messages: Mapping[str, Mapping[str, Any]]) -> CelType:
@@ -128,17 +99,11 @@ def _message(name: str, messages: Mapping[str, Mapping[str, Any]]) -> CelType:
     return CelType("opaque", name=name)
 
 
-def _abstract(buf: bytes, messages: Mapping[str, Mapping[str, Any]]) -> CelType:
-    name = ""
-    params: list[CelType] = []
-    for number, _, value in read_fields(buf):
-        if number == 1 and isinstance(value, bytes):
-            name = value.decode()
-        elif number == 2 and isinstance(value, bytes):
-            params.append(type_of(value, messages))
-    if name == "optional_type":
+def _abstract(abstract: Any, messages: Mapping[str, Mapping[str, Any]]) -> CelType:
+    params = [type_of(p, messages) for p in abstract.parameter_types]
+    if abstract.name == "optional_type":
         return CelType("optional", (params[0] if params else DYN,))
-    return CelType("opaque", tuple(params), name=name)
+    return CelType("opaque", tuple(params), name=abstract.name)
 
 
 def contains(cel_type: CelType, kind: str) -> bool:
