@@ -21,9 +21,9 @@ Reading the engine's output:
 
 Changing what the engine runs (between checking and evaluating, on the serialized tree):
 
-- `wire`: a minimal protobuf wire codec (varints and length-delimited fields): the rewrites
-  re-encode everything they do not change byte for byte, which message classes (with the
-  subset of fields `protos` declares) would not;
+- `wire`: a minimal protobuf wire codec (varints and length-delimited fields), on which the
+  rewrites below still work: they predate `protos`, and moving them onto message classes
+  (whose unknown fields survive a round trip) is what would retire it;
 - `rewrite`: node builders and a byte-level transform of `cel.expr.Expr` messages, shared by:
 - `lowering`: semantics the runtime cannot see because it evaluates plain dicts: escaped
   property names, equality of quantities, semvers and list-type fields, the zero of an empty
