@@ -1,7 +1,9 @@
 """kro.cel: the one adapter over the CEL engine (cel-expr-python) and kro's function libraries.
 
 Only this package imports the engine. Results are classified as a value, data pending (the
-data an expression reads does not exist yet) or an expression error.
+data an expression reads does not exist yet) or an expression error. What kro does only because
+of the engine version it runs on (cel-expr-python 0.1.3) lives in `kro.cel._engine_compat`,
+whose docstring lists each workaround.
 
 Must not import: kro.graph, kro.runtime, aiohttp, kubernetes_asyncio, prometheus_client.
 

@@ -64,6 +64,11 @@ class Budget:
     memory: the Activation's account, for the memory budget.
     memory_start: resident memory at this evaluation's first memory check (taken lazily:
         most evaluations never reach a comprehension and so never pay for the system call).
+    memory_close: the growth has passed half the budget: memory is checked on every tick
+        from then on.
+    memory_grown: the growth at the last check. What was added since is what the next
+        stretch between two checks may add again, so an evaluation stops when that would
+        take it past the budget rather than one stretch after.
     ticks: comprehension iterations and bindings so far.
     exceeded: the first limit this evaluation went over. It sticks: an error inside a
         comprehension does not stop the comprehension around it (CEL carries the error in
@@ -71,7 +76,17 @@ class Budget:
         granting each outer iteration a fresh allowance.
     """
 
-    __slots__ = ("deadline", "exceeded", "limits", "memory", "memory_start", "produced", "ticks")
+    __slots__ = (
+        "deadline",
+        "exceeded",
+        "limits",
+        "memory",
+        "memory_close",
+        "memory_grown",
+        "memory_start",
+        "produced",
+        "ticks",
+    )
 
     def __init__(self, limits: EvaluationLimits, memory: MemoryAccount) -> None:
         self.limits = limits
@@ -80,6 +95,8 @@ class Budget:
         self.produced = 0
         self.memory = memory
         self.memory_start: int | None = None
+        self.memory_close = False
+        self.memory_grown = 0
         self.ticks = 0
         self.exceeded: str | None = None
 
@@ -105,7 +122,9 @@ class Budget:
             f"{describe_seconds(seconds)} ({where})"
         )
 
-    def check_memory(self, where: str) -> None:
+    def check_memory(self, where: str, *, extra: int = 0) -> None:
+        """Fail if the evaluation has raised resident memory past its budget, or would with
+        `extra` more bytes (a value the engine is about to build in one step)."""
         limit = self.limits.memory_budget_bytes
         if limit is None:
             return
@@ -114,7 +133,11 @@ class Budget:
             return
         if self.memory_start is None:
             self.memory_start = resident
-        if resident - self.memory_start + self.memory.carried > limit:
+        grown = resident - self.memory_start + self.memory.carried
+        step = grown - self.memory_grown
+        self.memory_grown = grown
+        self.memory_close = grown > limit // 2
+        if grown + max(extra, step) > limit:
             raise self.fail(
                 f"{BUDGET_EXCEEDED}: the expression raised the controller's memory use by "
                 f"more than the memory budget of {describe_bytes(limit)} ({where})"
@@ -140,15 +163,17 @@ def begin(limits: EvaluationLimits, memory: MemoryAccount) -> Budget | None:
     return previous
 
 
-def end(previous: Budget | None) -> None:
+def end(previous: Budget | None) -> bool:
     """Close this thread's budget (its memory growth goes to the Activation's account) and
-    restore `previous`."""
+    restore `previous`. True if the evaluation went over a limit: what it allocated is
+    garbage the caller should free at once (`Activation.release`)."""
     budget: Budget | None = getattr(_local, "budget", None)
     if budget is not None and budget.memory_start is not None:
         resident = resident_bytes()
         if resident is not None:
             budget.memory.carried += max(0, resident - budget.memory_start)
     _local.budget = previous
+    return budget is not None and budget.exceeded is not None
 
 
 def current_limits() -> EvaluationLimits:
@@ -160,7 +185,8 @@ def current_limits() -> EvaluationLimits:
 def tick(where: str, *, memory_every: int = _MEMORY_EVERY) -> None:
     """A comprehension iteration or a `cel.bind` step: check time, and memory every
     `memory_every` ticks (the system call costs more than the rest of the hook; a binding,
-    which can double a value each time, checks every time)."""
+    which can double a value each time, checks every time), or every tick once the growth
+    is past half the budget."""
     budget: Budget | None = getattr(_local, "budget", None)
     if budget is None:
         return
@@ -169,12 +195,13 @@ def tick(where: str, *, memory_every: int = _MEMORY_EVERY) -> None:
     budget.ticks += 1
     if budget.deadline is not None and time.monotonic() > budget.deadline:
         raise budget.timeout(where)
-    if budget.ticks % memory_every == 0 or budget.memory_start is None:
+    if budget.ticks % memory_every == 0 or budget.memory_start is None or budget.memory_close:
         budget.check_memory(where)
 
 
 def enter(function: str) -> None:
-    """A kro function is about to run: the time budget applies to every call."""
+    """A kro function is about to run: the time budget applies to every call. (What kro
+    functions return is capped by size, so the call does not pay for a memory check.)"""
     budget: Budget | None = getattr(_local, "budget", None)
     if budget is None:
         return
@@ -182,6 +209,17 @@ def enter(function: str) -> None:
         raise LimitExceeded(budget.exceeded)
     if budget.deadline is not None and time.monotonic() > budget.deadline:
         raise budget.timeout(f"calling {function}")
+
+
+def reserve(where: str, size: int) -> None:
+    """The engine is about to build a value of about `size` bytes in one step, which no hook
+    can interrupt: fail now if that would take the evaluation past its memory budget."""
+    budget: Budget | None = getattr(_local, "budget", None)
+    if budget is None:
+        return
+    if budget.exceeded is not None:
+        raise LimitExceeded(budget.exceeded)
+    budget.check_memory(where, extra=size)
 
 
 def check_length(function: str, what: str, length: int, *, unit_bytes: int = 1) -> None:

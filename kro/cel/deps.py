@@ -18,16 +18,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from kro.cel.checked_ast import (
-    Call,
-    Comprehension,
-    Const,
-    Ident,
-    Node,
-    Select,
-    Tree,
-    children,
-)
+from kro.cel.checked_ast import Call, Comprehension, Const, Ident, Node, Select, Tree, children
 
 _INDEX_FUNCTIONS = frozenset({"_[_]", "_[?_]"})
 _OPTIONAL_SELECT = "_?._"

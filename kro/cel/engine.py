@@ -46,8 +46,6 @@ from cel_expr_python import cel
 
 from kro.cel import (
     budget,
-    instrument,
-    lib_comprehensions,
     lib_conditions,
     lib_hash,
     lib_ip,
@@ -61,21 +59,11 @@ from kro.cel import (
     lib_regex,
     lib_semver,
     lib_url,
-    lowering,
-    optionals,
-    syntax,
 )
-from kro.cel.checked_ast import Call, Ident, Tree, decode, walk
-from kro.cel.convert import to_json_value
-from kro.cel.declarations import Declaration, declaration_of
-from kro.cel.deps import Dependency, dependencies
-from kro.cel.errors import CelCompileError, CelConversionError
-from kro.cel.lib_conditions import ConditionRead, NewCondition
-from kro.cel.library import Overload, check_extension, config_functions, runtime_extension
-from kro.cel.limits import DEFAULT_LIMITS, EvaluationLimits
-from kro.cel.opaque import LIBRARY_POOL, new_pool
-from kro.cel.program import (
-    ENGINE_FAILURES,
+from kro.cel._engine_compat import instrument, lib_comprehensions, lowering, optionals, syntax
+from kro.cel._engine_compat.ast_decode import decode
+from kro.cel._engine_compat.error_text import ENGINE_FAILURES, compile_error
+from kro.cel._engine_compat.program import (
     TOO_DEEP,
     UNCONVERTIBLE,
     Program,
@@ -83,6 +71,16 @@ from kro.cel.program import (
     build,
     run,
 )
+from kro.cel.checked_ast import Call, Ident, Tree, walk
+from kro.cel.convert import to_json_value
+from kro.cel.declarations import Declaration, declaration_of
+from kro.cel.deps import Dependency, dependencies
+from kro.cel.errors import CelConversionError
+from kro.cel.lib_conditions import ConditionRead, NewCondition
+from kro.cel.library import Overload, check_extension, config_functions, runtime_extension
+from kro.cel.limits import DEFAULT_LIMITS, MIB, EvaluationLimits
+from kro.cel.memory import return_free_memory
+from kro.cel.opaque import LIBRARY_POOL, new_pool
 from kro.cel.results import EvalResult, ExpressionError, Value
 from kro.cel.types import CelType, parse_engine_type
 
@@ -96,6 +94,9 @@ ENGINE_EXTENSIONS: Final = (
     "bindings",
     "two-var-comprehensions",
 )
+# An Activation whose evaluations grew resident memory by more than this returns what its
+# arena held to the OS when it goes (a few milliseconds; most Activations grow by far less).
+_RELEASE_ON_DELETE_BYTES: Final = 16 * MIB
 _EVAL_EXTENSIONS: Final = tuple(n for n in ENGINE_EXTENSIONS if n != "two-var-comprehensions")
 LIBRARY_OVERLOADS: Final[tuple[Overload, ...]] = (
     *lib_random.OVERLOADS,
@@ -209,13 +210,46 @@ class Activation:
     object lazily on first use and keeps the result for later evaluations.
     """
 
-    __slots__ = ("_converted", "_engine", "_memory", "values")
+    __slots__ = ("_converted", "_engine_activation", "_memory", "values")
 
     def __init__(self, values: Mapping[str, Any]) -> None:
         self.values = dict(values)
-        self._engine = _Engine.get().eval_env.Activation(self.values)
+        self._engine_activation: Any = None
         self._converted: set[str] = set()
         self._memory = budget.MemoryAccount()
+
+    @property
+    def _engine(self) -> Any:
+        """The engine's Activation (built on first use, again after `release`)."""
+        found = self._engine_activation
+        if found is None:
+            found = self._engine_activation = _Engine.get().eval_env.Activation(self.values)
+        return found
+
+    def release(self) -> None:
+        """Free the engine's arena now and hand the memory back to the OS.
+
+        Called after an evaluation went over its budget, whose garbage (up to a budget's
+        worth) sits in the engine's arena. The engine frees an arena only with its
+        Activation, and this object may live on (a reconcile keeps it for its other
+        expressions; a reference cycle keeps it until a full collection, rare in the
+        controller). Freeing is not enough either: malloc keeps the memory resident, the
+        next evaluation reuses it unseen by the budget (which watches resident memory) and
+        grows a budget beyond it, so each retry of a hostile instance would raise the
+        process by another budget. The next evaluation here converts the bound values again.
+        """
+        self._engine_activation = None
+        self._converted = set()
+        self._memory = budget.MemoryAccount()
+        return_free_memory()
+
+    def __del__(self) -> None:
+        # Evaluations that grew the process by much left that much free in malloc when the
+        # arena goes with this object: return it, so the next evaluation's growth is real.
+        memory = getattr(self, "_memory", None)  # None if __init__ failed early
+        if memory is not None and memory.carried > _RELEASE_ON_DELETE_BYTES:
+            self._engine_activation = None
+            return_free_memory()
 
     def prepare(self, names: frozenset[str]) -> None:
         """Have the engine convert the bound values of `names` now, outside any budget.
@@ -283,7 +317,8 @@ class CompiledExpression:
         try:
             return self._evaluate(activation)
         finally:
-            budget.end(previous)
+            if budget.end(previous):
+                activation.release()
 
     def _evaluate(self, activation: Activation) -> EvalResult:
         program = self._program
@@ -315,8 +350,8 @@ class CompiledExpression:
                 unwrapping, activation._engine, self.expression, string_result=True, check=True
             )
         finally:
-            if self.limits is None:
-                budget.end(previous)
+            if self.limits is None and budget.end(previous):
+                activation.release()
         return outcome or ExpressionError(expression=self.expression, message=UNCONVERTIBLE)
 
     def evaluate_json(self, activation: Activation) -> EvalResult:
@@ -612,7 +647,7 @@ def _engine_compile(
     try:
         return env.compile(source, disable_check=parse_only)
     except RuntimeError as err:
-        raise _compile_error(original or source, str(err)) from None
+        raise compile_error(original or source, str(err)) from None
 
 
 def _identifiers(expression: str) -> frozenset[str] | None:
@@ -628,12 +663,3 @@ def _identifiers(expression: str) -> frozenset[str] | None:
 
 def _functions(tree: Tree) -> frozenset[str]:
     return frozenset(n.kind.function for n in walk(tree.root) if isinstance(n.kind, Call))
-
-
-_ENGINE_PREFIX: Final = re.compile(r"^[A-Z_]+: ")
-_ENGINE_SUFFIX: Final = re.compile(r"\s*\[[A-Z_]+\]\s*$")
-
-
-def _compile_error(expression: str, text: str) -> CelCompileError:
-    message = _ENGINE_SUFFIX.sub("", _ENGINE_PREFIX.sub("", text, count=1))
-    return CelCompileError(expression=expression, message=message)

@@ -16,55 +16,13 @@ reconcile with the same literal pattern.
 
 from __future__ import annotations
 
-import functools
 from typing import Final
 
-import re2
-
 from kro.cel import budget
+from kro.cel.go_regexp import compile_go as _compile
 from kro.cel.library import Overload
 
-_OPTIONS: Final = re2.Options()
-_OPTIONS.log_errors = False  # RE2 would print every bad pattern on stderr
-
-# RE2's parse error texts, in Go regexp's words (regexp/syntax ErrorCode strings).
-_GO_REASONS: Final = {
-    "missing )": "missing closing )",
-    "missing ]": "missing closing ]",
-    "unexpected )": "unexpected )",
-    "trailing \\": "trailing backslash at end of expression",
-    "no argument for repetition operator": "missing argument to repetition operator",
-    "bad repetition operator": "invalid nested repetition operator",
-    "invalid repetition size": "invalid repeat count",
-    "invalid escape sequence": "invalid escape sequence",
-    "invalid character class range": "invalid character class range",
-    "invalid character class": "invalid character class",
-    "invalid perl operator": "invalid or unsupported Perl syntax",
-    "invalid named capture group": "invalid named capture",
-    "invalid UTF-8": "invalid UTF-8",
-    "pattern too large - compile failed": "expression too large",
-}
 _CHECK_EVERY: Final = 256  # matches between time-budget checks in findAll
-
-
-def go_error(text: str) -> str:
-    """`error parsing regexp: ...` for an RE2 error text `<reason>: <fragment>`."""
-    reason, _, fragment = text.partition(": ")
-    go = _GO_REASONS.get(reason)
-    if go is None:
-        return f"error parsing regexp: {text}"
-    detail = f"{go}: `{fragment}`" if fragment else go
-    return f"error parsing regexp: {detail}"
-
-
-@functools.lru_cache(maxsize=512)
-def _compile(pattern: str) -> re2._Regexp[str]:
-    try:
-        return re2.compile(pattern, _OPTIONS)
-    except re2.error as err:
-        raw = err.args[0] if err.args else ""
-        text = raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)
-        raise ValueError(go_error(text)) from None
 
 
 def find(text: str, pattern: str) -> str:

@@ -9,14 +9,23 @@ kept open (about 1.5 µs, independent of heap fragmentation, unlike malloc stati
 Elsewhere the only cheap figure is the *peak* RSS (`ru_maxrss`), which moves only beyond every
 earlier high-water mark: memory that was once resident and freed can be reused unnoticed.
 Platforms with neither report None and the budget is off.
+
+Resident memory is not allocated memory: what an evaluation's arena freed stays resident in
+malloc's free lists (in a thread's own malloc arena above all), and the next evaluation
+reuses it without raising the figure, so it could allocate that much *plus* the budget, and
+a retried hostile expression would ratchet the process up by a budget each time.
+`return_free_memory` hands freed memory back to the OS (glibc's `malloc_trim`) after an
+evaluation failed its budget, so that each one starts from what is really in use.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import sys
 import threading
-from typing import Final
+from typing import Any, Final
 
 try:
     import resource
@@ -70,3 +79,27 @@ def resident_bytes() -> int | None:
     if resource is None:  # pragma: no cover
         return None
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * _MAXRSS_UNIT
+
+
+def _malloc_trim() -> Any:
+    """glibc's `malloc_trim`, or None where the C library has none (musl, macOS)."""
+    name = ctypes.util.find_library("c")
+    if name is None:  # pragma: no cover - every Linux has a C library
+        return None
+    try:
+        trim = ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError):  # pragma: no cover - not glibc
+        return None
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return trim
+
+
+_trim: Final = _malloc_trim()
+
+
+def return_free_memory() -> None:
+    """Give the memory malloc holds free back to the OS (every malloc arena; a few
+    milliseconds on a large heap, so only after an evaluation that grew a lot)."""
+    if _trim is not None:
+        _trim(0)

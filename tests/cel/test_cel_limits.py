@@ -296,3 +296,78 @@ def test_evaluations_sharing_an_activation_share_the_memory_budget() -> None:
         f"ExpressionError {EXHAUSTED}",
         "Value ",
     ]
+
+
+NESTED_RANGES = "string(lists.range(n).map(i, lists.range(n).map(j, i + j)).size())"
+
+
+@pytest.mark.timeout(180)
+def test_retries_of_a_hostile_expression_stay_within_the_memory_budget() -> None:
+    # A controller retries a failing instance with a new Activation each time, on a thread
+    # whose malloc arena keeps what was freed resident. Without returning that memory, each
+    # retry reused the last one's and grew the process by a whole budget more.
+    code = textwrap.dedent(
+        f"""
+        import threading
+        from pathlib import Path
+        from kro.cel import CelEnvironment, CelOptions, EvaluationLimits
+
+        def status(field):
+            for line in Path("/proc/self/status").read_text().splitlines():
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+
+        def main():
+            limits = EvaluationLimits(time_budget_s=None, memory_budget_bytes=16 * 1024 * 1024)
+            env = CelEnvironment(CelOptions(limits=limits), declarations={{"n": None}})
+            compiled = env.compile({NESTED_RANGES!r})
+            print(compiled.evaluate(env.bind({{"n": 8}})).value)
+            base = status("VmRSS")
+            Path("/proc/self/clear_refs").write_text("5")  # VmHWM starts again from here
+            for _ in range(6):
+                print(compiled.evaluate(env.bind({{"n": 5000}})).message)
+            print(status("VmHWM") - base)
+
+        thread = threading.Thread(target=main)
+        thread.start()
+        thread.join()
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    first, *messages, growth = done.stdout.split("\n")[:8]
+    print(f"\npeak growth over six retries: {int(growth) / 2**20:.1f} MiB (budget 16 MiB)")
+    assert first == "8"
+    assert (
+        messages
+        == [
+            f"{BUDGET}the expression raised the controller's memory use by more than the memory "
+            "budget of 16MiB (in a comprehension)"
+        ]
+        * 6
+    )
+    assert int(growth) <= 16 * 1024 * 1024
+
+
+def test_a_range_past_the_memory_budget_is_refused_before_it_is_built() -> None:
+    limits = EvaluationLimits(time_budget_s=None, memory_budget_bytes=4 * 1024 * 1024)
+    env = CelEnvironment(CelOptions(limits=limits), declarations={"n": None})
+    result = env.compile("lists.range(n).size()").evaluate(env.bind({"n": 150_000}))
+    assert isinstance(result, ExpressionError)
+    assert result.message == (
+        f"{BUDGET}the expression raised the controller's memory use by more than the memory "
+        "budget of 4MiB (building lists.range(150000))"
+    )
+
+
+def test_an_activation_evaluates_again_after_a_budget_failure() -> None:
+    # The failed evaluation's arena is freed with the engine's Activation; the next
+    # expression on the same Activation gets a new one and reads the same values.
+    limits = EvaluationLimits(time_budget_s=None, memory_budget_bytes=4 * 1024 * 1024)
+    env = CelEnvironment(CelOptions(limits=limits), declarations={"schema": None})
+    activation = env.bind({"schema": {"n": 150_000, "names": ["a", "b"]}})
+    hostile = env.compile("lists.range(schema.n).size()").evaluate(activation)
+    assert isinstance(hostile, ExpressionError)
+    assert env.compile("schema.names.map(x, x + '!')").evaluate(activation) == Value(["a!", "b!"])
+    assert env.compile("schema.names[1]").evaluate(activation) == Value("b")

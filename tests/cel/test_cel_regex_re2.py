@@ -85,14 +85,43 @@ def test_go_semantics(expression: str, expected: Any) -> None:
         ("a**", "error parsing regexp: invalid nested repetition operator: `**`"),
         ("a{1001}", "error parsing regexp: invalid repeat count: `{1001}`"),
         ("(?=x)", "error parsing regexp: invalid or unsupported Perl syntax: `(?=`"),
-        ("x\\", "error parsing regexp: trailing backslash at end of expression"),
+        ("x\\", "error parsing regexp: trailing backslash at end of expression: ``"),
+        # Where RE2 and Go's parser disagree, Go decides (RE2 accepts the first two).
+        ("a\\Cb", "error parsing regexp: invalid escape sequence: `\\C`"),
+        ("a{1000000000}", "error parsing regexp: invalid repeat count: `{1000000000}`"),
+        ("a{2,1000000000}", "error parsing regexp: invalid repeat count: `{2,1000000000}`"),
+        ("x(?<!y)z", "error parsing regexp: invalid named capture: `(?<!y)z`"),
+        ("[(?<x](?<=y)>z", "error parsing regexp: invalid named capture: `(?<=y)>`"),
     ],
-    ids=["paren", "unexpected-paren", "bracket", "repetition", "count", "lookahead", "backslash"],
+    ids=[
+        *("paren", "unexpected-paren", "bracket", "repetition", "count", "lookahead"),
+        *("backslash", "any-byte", "huge-count", "huge-max"),
+        *("lookbehind", "lookbehind-after-class"),
+    ],
 )
 def test_bad_patterns_fail_with_go_messages(pattern: str, message: str) -> None:
     result = _eval("schema.spec.text.find(schema.spec.pattern)", text="x", pattern=pattern)
     assert isinstance(result, ExpressionError)
     assert result.message.startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text", "expected"),
+    [
+        ("[{999999999}]+", "x{99}", "{99}"),
+        ("\\{999999999}", "a{999999999}", "{999999999}"),
+        ("\\x{000000041}", "zA", "A"),
+        ("\\Q\\C{999999999}\\E", "\\C{999999999}", "\\C{999999999}"),
+        ("(?<name>b)", "ab", "b"),
+    ],
+    ids=["in-class", "escaped-brace", "long-hex", "quoted", "named-capture"],
+)
+def test_what_go_accepts_is_not_mistaken_for_its_exceptions(
+    pattern: str, text: str, expected: str
+) -> None:
+    assert _eval("schema.spec.text.find(schema.spec.pattern)", text=text, pattern=pattern) == Value(
+        expected
+    )
 
 
 def test_find_all_result_is_capped_by_the_value_limit() -> None:

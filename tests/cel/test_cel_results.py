@@ -1,11 +1,12 @@
-"""Data-pending classification: one test per engine-text pattern (kro.cel.results)."""
+"""Data-pending classification: one test per engine-text pattern (_engine_compat.error_text)."""
 
 from __future__ import annotations
 
 import pytest
 
 from kro.cel import CelDataPendingError, CelEnvironment, CelEvaluationError, bind
-from kro.cel.results import PENDING_PATTERNS, DataPending, ExpressionError, Value, classify
+from kro.cel._engine_compat.error_text import PENDING_PATTERNS, classify
+from kro.cel.results import DataPending, ExpressionError, Value
 
 ENV = CelEnvironment(declarations={"x": None, "late": None})
 

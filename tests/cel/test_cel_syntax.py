@@ -1,4 +1,4 @@
-"""kro.cel.syntax: backtick-quoted names are refused as cel-go refuses them, but only outside
+"""_engine_compat.syntax: backtick-quoted names are refused as cel-go refuses them, but only outside
 string literals and comments."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kro.cel import CelCompileError
-from kro.cel.syntax import check
+from kro.cel._engine_compat.syntax import check
 
 
 @pytest.mark.parametrize(

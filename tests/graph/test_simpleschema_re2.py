@@ -94,3 +94,21 @@ def test_go_accepts(pattern: str) -> None:
 )
 def test_go_rejects_with_its_message(pattern: str, expr_and_code: str) -> None:
     assert re2_syntax_error(pattern) == f"error parsing regexp: {expr_and_code}"
+
+
+def test_a_lone_surrogate_reads_as_the_replacement_character_as_in_go() -> None:
+    # A JSON string can carry one (`"\ud800"`); Go's JSON decoder makes it U+FFFD.
+    assert re2_syntax_error("ab\ud800c+") is None
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [r"\Q\C\E", "[{999999999}]", r"\{999999999}", r"\x{000000041}", r"\p{Greek}{2}"],
+    ids=["quoted", "brace-in-class", "escaped-brace", "long-hex", "repeat-after-class"],
+)
+def test_go_accepts_what_only_looks_like_its_exceptions_to_re2(pattern: str) -> None:
+    assert re2_syntax_error(pattern) is None
+
+
+def test_any_byte_in_a_class_is_refused_by_both() -> None:
+    assert re2_syntax_error(r"[\C]") == r"error parsing regexp: invalid escape sequence: `\C`"

@@ -3,12 +3,13 @@
 What lives here: the leaf grammar (`parser`: `"[]string"`, `"map[string]Person"`), the marker
 tokenizer and semantics (`markers`: `| required=true default=3 ...`), custom-type ordering
 (`customtypes`), schema assembly (`transform`), Go-regexp syntax checking for `pattern=`
-(`re2syntax`), and the shape of the expression-only `status` section (`status`). Schemas are
-plain dicts. What does not: the CRD object around the spec schema (S-28), and inferring status
-field types from CEL (both in the graph builder).
+(RE2 with Go's messages, from `kro.cel.go_regexp`), and the shape of the expression-only
+`status` section (`status`). Schemas are plain dicts. What does not: the CRD object around
+the spec schema (S-28), and inferring status field types from CEL (both in the graph builder).
 
 Must not import: kro.runtime, aiohttp, kubernetes_asyncio, prometheus_client. Depends on
-kro.graph.template (status expressions, Go quoting) and kro.graph.errors only.
+kro.graph.template (status expressions, Go quoting), kro.graph.errors and kro.cel.go_regexp
+only.
 
 Entry points:
     to_openapi_spec(spec, types=None) -> dict       the instance `spec` schema
@@ -23,6 +24,7 @@ Example:
     {}
 """
 
+from kro.cel.go_regexp import syntax_error as re2_syntax_error
 from kro.graph.simpleschema.customtypes import build_order as build_order
 from kro.graph.simpleschema.customtypes import type_dependencies as type_dependencies
 from kro.graph.simpleschema.markers import Marker as Marker
@@ -40,7 +42,6 @@ from kro.graph.simpleschema.parser import TypeExpr as TypeExpr
 from kro.graph.simpleschema.parser import custom_type_names as custom_type_names
 from kro.graph.simpleschema.parser import parse_field as parse_field
 from kro.graph.simpleschema.parser import parse_type as parse_type
-from kro.graph.simpleschema.re2syntax import re2_syntax_error as re2_syntax_error
 from kro.graph.simpleschema.status import StatusSection as StatusSection
 from kro.graph.simpleschema.status import walk_status as walk_status
 from kro.graph.simpleschema.transform import to_openapi_spec as to_openapi_spec

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
+from kro.cel.go_regexp import syntax_error as re2_syntax_error
 from kro.graph.errors import MarkerError
 from kro.graph.simpleschema import _gocompat
-from kro.graph.simpleschema.re2syntax import re2_syntax_error
 from kro.graph.template.quote import go_quote
 
 IMMUTABLE_RULE: Final = {"rule": "self == oldSelf", "message": "field is immutable"}

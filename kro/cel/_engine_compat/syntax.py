@@ -1,4 +1,4 @@
-"""kro.cel.syntax: source rules of upstream's parser that cel-cpp's parser does not apply.
+"""_engine_compat.syntax: source rules of upstream's parser that cel-cpp's parser does not apply.
 
 cel-cpp accepts backtick-quoted field names (`obj.\\`in\\``, `obj.\\`a-b\\``) unconditionally;
 cel-go accepts them only with `EnableIdentEscapeSyntax`, which kro does not enable, and

@@ -1,4 +1,4 @@
-"""kro.cel.program: from a checked expression to what the evaluation environment runs, and
+"""_engine_compat.program: from a checked expression to what the evaluation environment runs, and
 one run of it.
 
 The checked tree becomes the program through rewrites of its serialized form (`rewrite`):
@@ -18,16 +18,16 @@ from typing import Any, Final
 
 from cel_expr_python import cel
 
-from kro.cel import instrument, lowering, optionals
-from kro.cel.checked_ast import Tree, decode
-from kro.cel.checked_types import contains
+from kro.cel._engine_compat import instrument, lowering, optionals
+from kro.cel._engine_compat.ast_decode import decode
+from kro.cel._engine_compat.checked_types import contains
+from kro.cel._engine_compat.error_text import ENGINE_FAILURES, classify
+from kro.cel._engine_compat.rewrite import Ids, max_id, replace_root, root_expr
+from kro.cel.checked_ast import Tree
 from kro.cel.errors import CelCompileError
-from kro.cel.results import EvalResult, Value, classify
-from kro.cel.rewrite import Ids, max_id, replace_root, root_expr
+from kro.cel.results import EvalResult, Value
 from kro.cel.types import CelType
 
-# What pybind11 turns C++ exceptions into (std::length_error -> ValueError, ...).
-ENGINE_FAILURES: Final = (RuntimeError, ValueError, IndexError, OverflowError, MemoryError)
 UNCONVERTIBLE: Final = (
     "the result holds a value the engine cannot hand over (an optional inside an optional); "
     "use orValue() or [?x] / {?k: v}"

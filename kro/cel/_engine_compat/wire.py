@@ -1,4 +1,4 @@
-"""kro.cel.wire: the protobuf wire format, read and written without generated classes.
+"""_engine_compat.wire: the protobuf wire format, read and written without generated classes.
 
 cel-expr-python hands out expressions only as serialized `cel.expr.CheckedExpr` bytes and
 takes them back the same way (`Env.deserialize`). `checked_ast` reads those bytes into Python

@@ -1,4 +1,4 @@
-"""kro.cel.optionals: optional values where the engine cannot hand them to Python.
+"""_engine_compat.optionals: optional values where the engine cannot hand them to Python.
 
 cel-expr-python converts an optional to a Python value in no position: a result that *is*
 one fails to convert (`plain_value()` raises), one that *contains* one too (`[a.?b]`), and an
@@ -36,19 +36,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from kro.cel.checked_ast import (
-    Call,
-    Comprehension,
-    Ident,
-    ListLit,
-    Node,
-    StructLit,
-    Tree,
-    children,
-)
-from kro.cel.lib_comprehensions import MAP_FROM_PAIRS, MAP_INSERT
-from kro.cel.library import Overload
-from kro.cel.rewrite import (
+from kro.cel._engine_compat.lib_comprehensions import MAP_FROM_PAIRS, MAP_INSERT
+from kro.cel._engine_compat.rewrite import (
     CALL,
     CALL_FUNCTION,
     IDENT,
@@ -65,7 +54,9 @@ from kro.cel.rewrite import (
     root_expr,
     transform,
 )
-from kro.cel.wire import LENGTH_DELIMITED, encode_field
+from kro.cel._engine_compat.wire import LENGTH_DELIMITED, encode_field
+from kro.cel.checked_ast import Call, Comprehension, Ident, ListLit, Node, StructLit, Tree, children
+from kro.cel.library import Overload
 
 VALUE_VAR: Final = "kro_value__"
 _MAP_FROM_PAIRS_PLACEHOLDER: Final = "kro_map_from_pairs__"

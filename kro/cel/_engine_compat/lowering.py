@@ -1,4 +1,4 @@
-"""kro.cel.lowering: rewrites of a checked expression for semantics the engine lacks.
+"""_engine_compat.lowering: rewrites of a checked expression for semantics the engine lacks.
 
 The checker knows what every node is (`checked_types`); the runtime, which evaluates plain
 dicts and lists, does not. Where upstream's meaning depends on a type the runtime cannot
@@ -32,23 +32,10 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from kro.cel import equality, lib_quantity, lib_semver
-from kro.cel.checked_ast import (
-    Call,
-    Comprehension,
-    Const,
-    Ident,
-    Node,
-    Select,
-    StructLit,
-    Tree,
-    children,
-    walk,
-)
-from kro.cel.checked_types import CheckedFacts, checked_facts, contains
-from kro.cel.lib_comprehensions import MAP_FROM_MAPS, MAP_FROM_PAIRS, MAP_INSERT
-from kro.cel.library import Overload
-from kro.cel.optionals import Fragments, guarded
-from kro.cel.rewrite import (
+from kro.cel._engine_compat.checked_types import CheckedFacts, checked_facts, contains
+from kro.cel._engine_compat.lib_comprehensions import MAP_FROM_MAPS, MAP_FROM_PAIRS, MAP_INSERT
+from kro.cel._engine_compat.optionals import Fragments, guarded
+from kro.cel._engine_compat.rewrite import (
     ACCU_INIT,
     CALL,
     COMPREHENSION,
@@ -73,6 +60,19 @@ from kro.cel.rewrite import (
     root_expr,
     transform,
 )
+from kro.cel.checked_ast import (
+    Call,
+    Comprehension,
+    Const,
+    Ident,
+    Node,
+    Select,
+    StructLit,
+    Tree,
+    children,
+    walk,
+)
+from kro.cel.library import Overload
 from kro.cel.types import CelType, cel_field_names
 
 EQUALS: Final = "kro.@equals"

@@ -1,4 +1,4 @@
-"""kro.cel.rewrite: building and rewriting serialized expression trees (`cel.expr.Expr` bytes).
+"""_engine_compat.rewrite: building and rewriting serialized expression trees (`cel.expr.Expr`).
 
 The engine takes a checked expression back only as bytes (`Env.deserialize`), so every change
 kro makes to a program between checking and evaluating it (`lowering` for semantics the
@@ -17,7 +17,7 @@ import struct
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from kro.cel.wire import (
+from kro.cel._engine_compat.wire import (
     FIXED64,
     LENGTH_DELIMITED,
     VARINT,

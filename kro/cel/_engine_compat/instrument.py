@@ -1,4 +1,4 @@
-"""kro.cel.instrument: budget hooks planted in a checked expression before it is evaluated.
+"""_engine_compat.instrument: budget hooks planted in a checked expression before it is evaluated.
 
 The engine cannot be interrupted and offers no per-evaluation cost, time or memory limit
 (only a fixed total of 10,000 comprehension iterations). It does call back into Python for
@@ -12,7 +12,8 @@ accumulates; each checks the evaluation's `budget` and fails it with `LimitExcee
 - `cel.bind`'s empty range `[]` becomes `kro.@bind()` (returns `[]`): one check per binding,
   so chains of bindings that double a string cannot grow unchecked;
 - the argument `n` of `lists.range(n)` becomes `kro.@rangeSize(n)` (returns `n`, or 0 for a
-  negative `n`), refusing a list too large to build before the engine builds it.
+  negative `n`), refusing a list too large to build, or one whose memory would take the
+  evaluation past its memory budget, before the engine builds it.
 
 The names contain `@`, which the parser never produces, so no expression can call them, and
 they are registered only in the evaluation environment. Everything else is re-encoded byte
@@ -27,15 +28,16 @@ from typing import Any, Final
 from cel_expr_python import cel
 
 from kro.cel import budget
+from kro.cel._engine_compat.rewrite import Ids, call, map_fields, replace_root
+from kro.cel._engine_compat.wire import LENGTH_DELIMITED, read_fields
 from kro.cel.checked_ast import Call, Comprehension, StructLit, Tree, walk
-from kro.cel.rewrite import Ids, call, map_fields, replace_root
-from kro.cel.wire import LENGTH_DELIMITED, read_fields
 
 LOOP: Final = "kro.@loop"
 BIND: Final = "kro.@bind"
 RANGE_SIZE: Final = "kro.@rangeSize"
 LISTS_RANGE: Final = "lists.range"
 _RANGE_ELEMENT_BYTES: Final = 16  # an int element of an engine list, as budget sizes lists
+_ENGINE_ELEMENT_BYTES: Final = 96
 
 # cel.expr.Expr fields, and the fields of its kinds that hold Exprs (calls, structs and
 # comprehensions have their own functions below).
@@ -147,6 +149,7 @@ def _range_size(length: int) -> int:
     """Refuse a range too large to build; a negative length is an empty range, as in
     cel-go (this engine would fail inside C++ with `vector::reserve`)."""
     budget.check_length(LISTS_RANGE, "length", length, unit_bytes=_RANGE_ELEMENT_BYTES)
+    budget.reserve(f"building {LISTS_RANGE}({length})", length * _ENGINE_ELEMENT_BYTES)
     return max(length, 0)
 
 

@@ -1,4 +1,4 @@
-"""kro.cel.lib_comprehensions: the runtime helper behind `transformMap` / `transformMapEntry`.
+"""_engine_compat.lib_comprehensions: the runtime helper of `transformMap` / `transformMapEntry`.
 
 cel-go's two-variable comprehensions (C-18) expand `m.transformMap(k, v, expr)` into a loop
 that accumulates a map through the hidden function `cel.@mapInsert`:
