@@ -52,13 +52,15 @@ async def client(kube_cluster: ClusterHandle) -> AsyncIterator[Client]:
 
 @contextlib.asynccontextmanager
 async def operator(
-    client: Client, setup: Callable[[Manager, Client, str | None], None], namespace: str
+    client: Client, setup: Callable[[Manager], None], namespace: str
 ) -> AsyncIterator[Manager]:
-    """Run an example's controllers, ready (caches synced) on entry, drained on exit."""
-    manager = Manager(
-        ManagerOptions(handle_signals=False, graceful_shutdown_timeout_s=10), client=client
+    """Run an example's controllers, ready (caches synced) on entry, drained on exit: the
+    manager the runner builds (kro.runtime.runner), watching `namespace`."""
+    options = ManagerOptions(
+        handle_signals=False, graceful_shutdown_timeout_s=10, namespace=namespace
     )
-    setup(manager, client, namespace)
+    manager = Manager(options, client=client)
+    setup(manager)
     task = asyncio.create_task(manager.run(), name="e2e.operator")
 
     async def ready() -> bool:
