@@ -73,6 +73,17 @@ def set_condition(
     if field is None:
         raise TypeError(f"{type(status).__name__} has no `conditions` field")
     current = getattr(status, "conditions", None) or []
+    for condition in current:  # the steady state, without a round trip through dicts
+        if getattr(condition, "type", None) == condition_type:
+            if (
+                condition.status == condition_status
+                and condition.reason == reason
+                and condition.message == message
+                and condition.observed_generation == observed_generation
+                and condition.last_transition_time
+            ):
+                return False
+            break
     as_dicts: dict[str, Any] = {
         "conditions": [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in current]
     }
