@@ -21,12 +21,10 @@ def setup(manager: Manager) -> None:
         if (cm["metadata"].get("labels") or {}).get(TEAM) != team:  # a None label removes it
             await manager.client.patch("ConfigMap", cm, {"metadata": {"labels": {TEAM: team}}})
 
-    (
-        manager.controller("configmap-labeller")
-        .for_("ConfigMap", predicates=annotations_changed() | labels_changed())
-        .with_predicates(~has_labels("example.kro.run/skip"))
-        .reconcile_objects(label)
-    )
+    tags_changed = annotations_changed() | labels_changed()  # data edits never reach the queue
+    not_skipped = ~has_labels("example.kro.run/skip")
+    controller = manager.controller("configmap-labeller").for_("ConfigMap")
+    controller.with_predicates(tags_changed, not_skipped).reconcile_objects(label)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,6 @@
-"""`python -m kro.runtime operator.py [flags]`: run an operator's set-up function (kro.runtime.runner)."""
+"""`python -m kro.runtime operator.py [flags]`: run an operator's set-up function.
+
+The runner (kro.runtime.runner) documents the flags and the environment it reads."""
 
 from .runner import main
 

@@ -99,5 +99,7 @@ def set_condition(
     if changed:
         from .typed import Condition  # typed is pydantic-heavy; loaded by whoever has a model
 
-        setattr(status, "conditions", [Condition.model_validate(c) for c in as_dicts["conditions"]])
+        status.conditions = [  # type: ignore[attr-defined]  # checked above: a declared field
+            Condition.model_validate(c) for c in as_dicts["conditions"]
+        ]
     return changed

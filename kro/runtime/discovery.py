@@ -158,8 +158,11 @@ class RESTMapper:
         found = [
             info
             for info in snapshot.by_gvr.values()
-            if (info.gvk.kind == head or lowered in (info.gvr.resource, info.singular)
-                or lowered in info.short_names)  # fmt: skip
+            if (
+                info.gvk.kind == head
+                or lowered in (info.gvr.resource, info.singular)
+                or lowered in info.short_names
+            )
             and (not rest or info.gvr.group == group)
             and (not version or info.gvr.version == version)
         ]

@@ -80,7 +80,10 @@ def is_being_deleted(obj: Mapping[str, Any] | BaseModel) -> bool:
 
 
 async def _write_finalizers(
-    client: Client | ManagerClient, kind: Kind, obj: Mapping[str, Any] | BaseModel, finalizers: list[str]
+    client: Client | ManagerClient,
+    kind: Kind,
+    obj: Mapping[str, Any] | BaseModel,
+    finalizers: list[str],
 ) -> Obj:
     meta = _meta(obj)
     patch: dict[str, Any] = {"metadata": {"finalizers": finalizers or None}}
@@ -166,7 +169,8 @@ class Finalizer(Generic[ObjT]):
         kind = cast(Kind, kind)
         live = not is_being_deleted(obj)
         if live and (self._needed is None or self._needed(obj)):
-            return FinalizerOutcome(False, await add_finalizer(self.client, kind, obj, self.name))
+            added = await add_finalizer(self.client, kind, obj, self.name)
+            return FinalizerOutcome(False, added)
         if not has_finalizer(obj, self.name):
             return FinalizerOutcome(True, as_dict(obj))  # not ours (any more) to hold
         uid = str(_meta(obj).get("uid") or "")

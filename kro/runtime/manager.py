@@ -63,9 +63,9 @@ from aiohttp import web
 
 from .cache import InformerCache
 from .client import Client
-from .managerclient import ManagerClient
 from .clock import Clock, RealClock, wait_with_timeout
 from .leaderelection import LeaderElectionConfig, LeaderElectionLost, LeaderElector, LeaseClient
+from .managerclient import ManagerClient
 from .prometheus import CONTENT_TYPE, PrometheusProvider
 from .reader import CachedReader
 

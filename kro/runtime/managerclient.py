@@ -1,4 +1,4 @@
-"""kro.runtime.managerclient: the manager's one client, reads from the cache and writes to the server.
+"""kro.runtime.managerclient: the manager's one client: cached reads, writes to the API server.
 
 controller-runtime hands every reconciler `mgr.GetClient()`: reads come from the manager's
 shared informers, writes go to the API server, and kinds are whatever the scheme knows. Without

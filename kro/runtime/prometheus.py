@@ -234,7 +234,7 @@ class PrometheusProvider:
     def render(self) -> bytes:
         """The registry in Prometheus text exposition format (serve with CONTENT_TYPE), without
         `*_created` series (module docstring)."""
-        return generate_latest(_WithoutCreated(self.registry))  # type: ignore[arg-type]
+        return generate_latest(_WithoutCreated(self.registry))
 
     def _get(
         self, kind: str, name: str, labels: Sequence[str], make: Callable[[tuple[str, ...]], Any]

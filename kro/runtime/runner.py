@@ -1,4 +1,4 @@
-"""kro.runtime.runner: run an operator from its set-up function, as `kopf run` and ctrl.NewManager do.
+"""kro.runtime.runner: run an operator from its set-up function (`kopf run`, ctrl.NewManager).
 
 Every operator process does the same things around its controllers: logging, a connection
 (kubeconfig or the in-cluster service account), a manager with probes, metrics, leader election

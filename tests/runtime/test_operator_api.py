@@ -23,6 +23,7 @@ from kro.runtime.gvk import GVK, GVR
 from kro.runtime.manager import Manager, ManagerOptions
 from kro.runtime.runner import RunOptions, load_setup, options_from, run_manager
 from kro.runtime.typed import Condition, KubeModel, WireModel
+from kro.testing import waiting
 
 pytestmark = pytest.mark.usefixtures("no_task_leaks")
 
@@ -60,11 +61,13 @@ def make_manager(client: Client, namespace: str | None = None) -> Manager:
 async def running(manager: Manager) -> AsyncIterator[None]:
     task = asyncio.create_task(manager.run())
     try:
-        async with asyncio.timeout(5):
-            while not manager.is_ready():
-                if task.done():
-                    task.result()
-                await asyncio.sleep(0.01)
+
+        async def ready() -> bool:
+            if task.done():
+                task.result()
+            return manager.is_ready()
+
+        await eventually(ready)
         yield
     finally:
         manager.stop()
@@ -72,9 +75,7 @@ async def running(manager: Manager) -> AsyncIterator[None]:
 
 
 async def eventually(check: Any, timeout_s: float = 5.0) -> None:
-    async with asyncio.timeout(timeout_s):
-        while not await check():
-            await asyncio.sleep(0.02)
+    await waiting.eventually(check, what="the condition", timeout_s=timeout_s, interval_s=0.02)
 
 
 # -- kinds through discovery -------------------------------------------------------------------
@@ -87,7 +88,8 @@ async def test_kinds_are_found_by_kubectls_names(client: Client) -> None:
     for name in ("Deployment", "deployments", "deployment", "Deployment.apps",
                  "deployments.v1.apps"):  # fmt: skip
         info = mapper.find(name)
-        assert info is not None and info.gvr == DEPLOYMENTS, name
+        assert info is not None, name
+        assert info.gvr == DEPLOYMENTS, name
     assert mapper.find("ConfigMap.apps") is None
     assert mapper.find("Frobnicator") is None
     with pytest.raises(errors.NoKindMatch):
@@ -153,7 +155,8 @@ async def test_a_primary_filtered_by_selector_is_read_from_its_filtered_cache(
         assert db["metadata"]["labels"] == {"app": "db"}
         assert manager.reader.api_reads == 1
         hit = await manager.client.get("ConfigMap", "web", namespace="ns")
-        assert hit["data"] == {"k": "2"} and manager.reader.api_reads == 1
+        assert hit["data"] == {"k": "2"}
+        assert manager.reader.api_reads == 1
 
 
 async def test_writes_take_their_kind_from_the_object_or_a_name(
@@ -163,7 +166,8 @@ async def test_writes_take_their_kind_from_the_object_or_a_name(
     mc = manager.client
     await mc.apply(configmap("applied"))
     written = fake_api.object(CM, "applied", "ns")
-    assert written is not None and written["data"] == {"k": "v"}
+    assert written is not None
+    assert written["data"] == {"k": "v"}
     await mc.patch("ConfigMap", written, {"data": {"k": "patched"}})
     assert (fake_api.object(CM, "applied", "ns") or {}).get("data") == {"k": "patched"}
     await mc.delete("configmaps", "applied", namespace="ns")
@@ -180,8 +184,8 @@ async def test_a_typed_status_is_written_with_the_models_fields_once(
     fake_api: FakeApiServer, client: Client
 ) -> None:
     fake_api.add_resource(FakeResource("example.com", "v1", "sites", "Site"))
-    fake_api.seed(SITES, {"apiVersion": "example.com/v1", "kind": "Site",
-                          "metadata": {"name": "s", "namespace": "ns", "generation": 1}})  # fmt: skip
+    meta = {"name": "s", "namespace": "ns", "generation": 1}
+    fake_api.seed(SITES, {"apiVersion": "example.com/v1", "kind": "Site", "metadata": meta})
     manager = make_manager(client)
     passes = 0
 
@@ -201,7 +205,8 @@ async def test_a_typed_status_is_written_with_the_models_fields_once(
     status = (fake_api.object(SITES, "s", "ns") or {})["status"]
     assert status["readyReplicas"] == 2  # camelCase on the wire, snake_case in the model
     (condition,) = status["conditions"]
-    assert condition["type"] == "Available" and condition["observedGeneration"] == 1
+    assert condition["type"] == "Available"
+    assert condition["observedGeneration"] == 1
     assert manager.client.status_writer.writes == 1, "an unchanged status is not written again"
     assert Site.gvr == SITES
 
@@ -214,8 +219,9 @@ FINALIZER = "example.com/cleanup"
 async def test_finalize_adds_cleans_up_once_and_releases(
     fake_api: FakeApiServer, client: Client
 ) -> None:
-    fake_api.seed(CM, {**configmap("keep"), "metadata": {**configmap("keep")["metadata"],
-                                                         "annotations": {"wanted": "yes"}}})  # fmt: skip
+    wanted_cm = configmap("keep")
+    wanted_cm["metadata"]["annotations"] = {"wanted": "yes"}
+    fake_api.seed(CM, wanted_cm)
     manager = make_manager(client)
     cleaned: list[str] = []
     reconciled: list[str] = []
@@ -267,7 +273,8 @@ def test_flags_override_the_environment(monkeypatch: pytest.MonkeyPatch) -> None
     assert options.log_level == "debug"
     manager_options = options.manager_options()
     assert manager_options.health_probe_bind_address == ":8081"
-    assert manager_options.namespace == "from-flag" and manager_options.name == "my-op"
+    assert manager_options.namespace == "from-flag"
+    assert manager_options.name == "my-op"
     election = manager_options.leader_election
     assert election is not None
     assert (election.lease_name, election.lease_namespace) == ("my-op", "operators")
@@ -275,13 +282,15 @@ def test_flags_override_the_environment(monkeypatch: pytest.MonkeyPatch) -> None
 
 def test_an_operator_file_is_loaded_by_path(tmp_path: Path) -> None:
     source = tmp_path / "tiny_operator.py"
-    source.write_text(textwrap.dedent("""
+    source.write_text(
+        textwrap.dedent("""
         def setup(manager):
             manager.touched = True
 
         def other(manager):
             pass
-    """))
+    """)
+    )
     assert load_setup(str(source)).__name__ == "setup"
     assert load_setup(f"{source}:other").__name__ == "other"
     with pytest.raises(SystemExit, match="no function missing"):
