@@ -249,11 +249,10 @@ class ControllerBuilder(Generic[ObjT]):
         )
         try:
             self._wire(queue)
-        except NoKindMatch:
-            if manager.client.mapper.loaded:
-                raise
+        except NoKindMatch:  # not read yet, or read before its CRD was created: read it again
 
             async def wire_once_discovery_is_read() -> None:
+                manager.client.mapper.invalidate()  # what was read lacked a kind: read again
                 for source in (primary, *self._owned, *self._watched):
                     await resolve_gvr(source.kind, manager.client.mapper)
                 self._wire(queue)

@@ -81,6 +81,7 @@ class _Snapshot:
     by_gvk: dict[GVK, ResourceInfo] = field(default_factory=dict)
     by_gvr: dict[GVR, ResourceInfo] = field(default_factory=dict)
     preferred_versions: dict[str, str] = field(default_factory=dict)
+    names: dict[str, ResourceInfo | None] = field(default_factory=dict)  # `find` memo
 
     def add(self, info: ResourceInfo) -> None:
         self.by_gvr[info.gvr] = info
@@ -146,6 +147,14 @@ class RESTMapper:
             return None
         if isinstance(name, GVK):
             return snapshot.by_gvk.get(name)
+        if name in snapshot.names:  # reconcilers name kinds on every write: look up once
+            return snapshot.names[name]
+        found = self._find(snapshot, name)
+        snapshot.names[name] = found
+        return found
+
+    @staticmethod
+    def _find(snapshot: _Snapshot, name: str) -> ResourceInfo | None:
         head, _, rest = name.partition(".")
         version, group = "", rest
         if rest and "." not in rest and rest.startswith("v") and rest[1:2].isdigit():

@@ -119,6 +119,24 @@ async def _true(value: bool) -> bool:
     return value
 
 
+async def test_a_kind_served_after_discovery_was_read_is_found_when_the_manager_starts(
+    fake_api: FakeApiServer, client: Client
+) -> None:
+    await client.mapper.refresh()  # read before the CRD exists (an earlier lookup did it)
+    fake_api.add_resource(FakeResource("example.com", "v1", "sites", "Site"))
+    fake_api.seed(SITES, {"apiVersion": "example.com/v1", "kind": "Site",
+                          "metadata": {"name": "late", "namespace": "ns"}})  # fmt: skip
+    manager = make_manager(client)
+    seen: list[str] = []
+
+    async def record(site: dict[str, Any]) -> None:
+        seen.append(site["metadata"]["name"])
+
+    manager.controller().for_("Site.example.com").reconcile_objects(record)
+    async with running(manager):
+        await eventually(lambda: _true(seen == ["late"]))
+
+
 async def test_an_unknown_kind_ends_run_with_no_kind_match(client: Client) -> None:
     manager = make_manager(client)
 
