@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import importlib
 import importlib.util
 import inspect
@@ -67,6 +68,7 @@ __all__ = ["RunOptions", "Setup", "load_setup", "main", "options_from", "run", "
 log = structlog.get_logger(__name__)
 
 Setup = Callable[[Manager], Awaitable[None] | None]
+_UNNAMED = "kro-runtime"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -247,13 +249,9 @@ def load_setup(target: str) -> Setup:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """`python -m kro.runtime TARGET [flags]`."""
-    options, target = options_from(argv, with_target=True)
+    options, target = options_from(argv, name=_UNNAMED, with_target=True)
     assert target is not None
     setup = load_setup(target)
-    if options.name == "kro-runtime" and not os.environ.get("OPERATOR_NAME"):
-        options = RunOptions(**{**_fields(options), "name": _module_name(setup)})
+    if options.name == _UNNAMED:  # neither --name nor OPERATOR_NAME: the module's name
+        options = dataclasses.replace(options, name=_module_name(setup))
     _serve(setup, options)
-
-
-def _fields(options: RunOptions) -> dict[str, Any]:
-    return {name: getattr(options, name) for name in RunOptions.__dataclass_fields__}

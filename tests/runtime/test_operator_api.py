@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
+import sys
 import textwrap
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from fakeapi import FakeApiServer, FakeResource
 from pydantic import Field
 
@@ -337,3 +340,72 @@ async def test_run_manager_calls_setup_with_discovery_read_and_runs_until_stoppe
     managers[0].stop()
     await asyncio.wait_for(task, 5)
     assert managers[0].options.handle_signals  # a process's manager handles SIGTERM
+
+
+def write_kubeconfig(path: Path, server: str) -> Path:
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": server}}],
+        "users": [{"name": "u", "user": {}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+    }))  # fmt: skip
+    return path
+
+
+OPERATOR = """
+from kro.runtime import Manager
+
+async def setup(manager: Manager) -> None:
+    async def mark(cm):
+        await manager.client.patch("ConfigMap", cm, {"metadata": {"labels": {"seen": "yes"}}})
+
+    manager.controller().for_(KIND).reconcile_objects(mark)
+"""
+
+
+async def start_operator(tmp_path: Path, server: str, kind: str) -> asyncio.subprocess.Process:
+    source = tmp_path / "marker_operator.py"
+    source.write_text(f"KIND = {kind!r}\n{OPERATOR}")
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server)
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "kro.runtime", str(source), "--kubeconfig", str(kubeconfig),
+        "--namespace", "ns", "--log-format", "json",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+
+
+async def test_python_m_kro_runtime_runs_an_operator_file_until_sigterm(
+    fake_api: FakeApiServer, tmp_path: Path
+) -> None:
+    fake_api.seed(CM, configmap("a"))
+    process = await start_operator(tmp_path, fake_api.url, "ConfigMap")
+    try:
+
+        async def marked() -> bool:
+            obj = fake_api.object(CM, "a", "ns") or {}
+            return (obj.get("metadata", {}).get("labels") or {}).get("seen") == "yes"
+
+        await eventually(marked, timeout_s=30)
+        process.send_signal(signal.SIGTERM)
+        _, err = await asyncio.wait_for(process.communicate(), 30)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert process.returncode == 0, err.decode()
+    log = err.decode()
+    assert '"operator":"marker-operator"' in log  # the name comes from the module
+    assert "manager.stopped" in log
+
+
+async def test_a_fatal_error_exits_1_with_one_log_line_naming_it(
+    fake_api: FakeApiServer, tmp_path: Path
+) -> None:
+    process = await start_operator(tmp_path, fake_api.url, "Frobnicator")
+    _, err = await asyncio.wait_for(process.communicate(), 30)
+    assert process.returncode == 1
+    failed = [line for line in err.decode().splitlines() if "runner.failed" in line]
+    assert len(failed) == 1
+    assert "NoKindMatch" in failed[0]
+    assert "Frobnicator" in failed[0]
+    assert "Traceback" not in err.decode()
