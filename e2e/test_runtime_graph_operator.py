@@ -11,33 +11,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from runtime_e2e_support import CONFIGMAPS, eventually
+from runtime_e2e_support import CONFIGMAPS, eventually, example
 
 from kro.runtime import GVR, Client, Manager, errors
 from kro.runtime.runner import RunOptions, run_manager
 from kro.testing.pytest_plugin import ClusterHandle
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "runtime" / "graph_operator.py"
 SITES = GVR("example.kro.run", "v1alpha1", "staticsites")
 DEPLOYMENTS = GVR("apps", "v1", "deployments")
 SERVICES = GVR("", "v1", "services")
 CRDS = GVR("apiextensions.k8s.io", "v1", "customresourcedefinitions")
 PART_OF = "applyset.kubernetes.io/part-of"
-
-
-def load_example() -> Any:
-    spec = importlib.util.spec_from_file_location("example_graph_operator", EXAMPLE)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture
@@ -49,7 +37,7 @@ async def client(kube_cluster: ClusterHandle) -> AsyncIterator[Client]:
 @contextlib.asynccontextmanager
 async def running_operator(client: Client, namespace: str) -> AsyncIterator[Manager]:
     """The example as `run(setup)` runs it, minus the flag parsing, on the test's client."""
-    module = load_example()
+    module = example("graph_operator")
     managers: list[Manager] = []
 
     async def setup(manager: Manager) -> None:

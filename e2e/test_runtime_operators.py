@@ -10,38 +10,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 import re
 import secrets
 from collections.abc import AsyncIterator, Callable, Iterator
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 import yaml
-from runtime_e2e_support import CONFIGMAPS, eventually
+from runtime_e2e_support import CONFIGMAPS, EXAMPLES, eventually, example
 
 from kro.runtime import GVR, Client, Manager, ManagerOptions, errors
 from kro.testing.adminapi import AdminApi
 from kro.testing.pytest_plugin import ClusterHandle, create_namespace
 from kro.testing.wait import wait_for
 
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "examples" / "runtime"
 SECRETS = GVR("", "v1", "secrets")
 DEPLOYMENTS = GVR("apps", "v1", "deployments")
 CRDS = GVR("apiextensions.k8s.io", "v1", "customresourcedefinitions")
 WEBSITES = GVR("example.kro.run", "v1alpha1", "websites")
-
-
-def example(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture

@@ -59,9 +59,9 @@ def set_condition(
 ) -> bool:
     """Create or update one condition in place (a status dict, or a typed status whose
     `conditions` field is a list of Condition models); returns whether anything changed."""
-    if not isinstance(status, BaseModel):
+    def apply_to(target: MutableMapping[str, Any]) -> bool:
         return _set_condition(
-            status,
+            target,
             condition_type,
             condition_status,
             reason=reason,
@@ -69,8 +69,10 @@ def set_condition(
             observed_generation=observed_generation,
             now=now,
         )
-    field = type(status).model_fields.get("conditions")
-    if field is None:
+
+    if not isinstance(status, BaseModel):
+        return apply_to(status)
+    if "conditions" not in type(status).model_fields:
         raise TypeError(f"{type(status).__name__} has no `conditions` field")
     current = getattr(status, "conditions", None) or []
     for condition in current:  # the steady state, without a round trip through dicts
@@ -87,15 +89,7 @@ def set_condition(
     as_dicts: dict[str, Any] = {
         "conditions": [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in current]
     }
-    changed = _set_condition(
-        as_dicts,
-        condition_type,
-        condition_status,
-        reason=reason,
-        message=message,
-        observed_generation=observed_generation,
-        now=now,
-    )
+    changed = apply_to(as_dicts)
     if changed:
         from .typed import Condition  # typed is pydantic-heavy; loaded by whoever has a model
 

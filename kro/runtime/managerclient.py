@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Mapping
-from typing import Any, Literal, overload
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -85,16 +85,6 @@ class ManagerClient:
         return self.api.mapper
 
     # -- reads: the cache ------------------------------------------------------------------------
-
-    @overload
-    async def get(
-        self, kind: type[KubeModel], name: str, *, namespace: str | None = ..., copy: bool = ...
-    ) -> Any: ...
-
-    @overload
-    async def get(
-        self, kind: Kind, name: str, *, namespace: str | None = ..., copy: bool = ...
-    ) -> Any: ...
 
     async def get(
         self, kind: Kind, name: str, *, namespace: str | None = None, copy: bool = False
