@@ -243,7 +243,7 @@ class ControllerBuilder(Generic[ObjT]):
             raise ValueError("this builder has already built its controller")
         primary = self._require_primary()
         manager = self._manager
-        name = self._name or _kind_name(primary.kind)
+        name = self._name or _kind_name(primary.kind, manager.cache.client.mapper)
         queue: WorkQueue[Request] = WorkQueue(
             name, rate_limiter=self._limiter, clock=self._clock, metrics=manager.metrics
         )
@@ -319,16 +319,17 @@ class ControllerBuilder(Generic[ObjT]):
         return self._primary
 
 
-def _kind_name(kind: Kind) -> str:
-    """A controller's default name: its primary resource (or kind, before discovery)."""
-    if isinstance(kind, GVR):
-        return f"{kind.resource}.{kind.group}" if kind.group else kind.resource
-    if isinstance(kind, type) and "gvr" in {n for k in kind.__mro__ for n in vars(k)}:
-        return _kind_name(kind.gvr)
-    gvk = kind.gvk if isinstance(kind, type) else kind
-    if isinstance(gvk, GVK):
-        return f"{gvk.kind.lower()}.{gvk.group}" if gvk.group else gvk.kind.lower()
-    return gvk.lower()
+def _kind_name(kind: Kind, mapper: Any) -> str:
+    """A controller's default name: its primary resource (`deployments.apps`); the kind's name
+    when discovery cannot tell yet."""
+    try:
+        gvr = gvr_of(kind, mapper)
+    except NoKindMatch:
+        gvk = kind.gvk if isinstance(kind, type) else kind
+        if isinstance(gvk, GVK):
+            return f"{gvk.kind.lower()}.{gvk.group}" if gvk.group else gvk.kind.lower()
+        return str(gvk).lower()
+    return f"{gvr.resource}.{gvr.group}" if gvr.group else gvr.resource
 
 
 def _owner_kind(kind: Kind, mapper: Any) -> str | None:
