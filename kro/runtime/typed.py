@@ -168,6 +168,18 @@ class KubeModel(WireModel):
         model._loaded_status = status if isinstance(status, Mapping) else {}
         return model
 
+    def __eq__(self, other: object) -> bool:
+        """Equal by data, as pydantic compares: what the status was read as does not count."""
+        if not isinstance(other, KubeModel):
+            return NotImplemented
+        return (
+            type(self) is type(other)
+            and self.__dict__ == other.__dict__
+            and self.__pydantic_extra__ == other.__pydantic_extra__
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like any pydantic model
+
     @property
     def loaded_status(self) -> Mapping[str, Any] | None:
         """The status as read from the API (None for a model built in code)."""

@@ -409,3 +409,13 @@ async def test_a_fatal_error_exits_1_with_one_log_line_naming_it(
     assert "NoKindMatch" in failed[0]
     assert "Frobnicator" in failed[0]
     assert "Traceback" not in err.decode()
+
+
+def test_a_model_read_from_the_api_equals_one_validated_from_the_same_data() -> None:
+    raw = {"metadata": {"name": "s", "namespace": "ns"}, "status": {"readyReplicas": 1}}
+    read = Site.from_object(raw)
+    assert read.loaded_status == {"readyReplicas": 1}
+    assert read == Site.model_validate(raw)
+    read.status.ready_replicas = 2  # changed in place; what it was read as is kept
+    assert read.loaded_status == {"readyReplicas": 1}
+    assert read != Site.model_validate(raw)
