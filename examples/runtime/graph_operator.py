@@ -17,8 +17,6 @@ kro's controller running: one graph, compiled once, in an operator of its own.
       "metadata": {"name": "docs"}, "spec": {"title": "Hello"}}'
 """
 
-from typing import Any
-
 import yaml
 
 from kro.applyset import Applier, ApplierOptions, Desired, prune
@@ -26,7 +24,7 @@ from kro.applyset.inventory import tooling_for
 from kro.graph.builder import build_graph
 from kro.graph.evaluate import InstanceEvaluation, Pending
 from kro.graph.resolver import OfflineSchemaResolver
-from kro.runtime import GVK, GVR, Manager, Object, Result, errors, run
+from kro.runtime import GVK, GVR, Manager, ManagerClient, Object, Result, errors, run
 from kro.runtime.owners import set_controller_reference
 
 GRAPH = yaml.safe_load("""
@@ -106,8 +104,7 @@ async def setup(manager: Manager) -> None:
         pruned = await prune(api, result, positions=positions, all_resolved=True)
         if pruned.inventory is not None:
             await applier.ensure_inventory(result.parent, result.parent_obj, pruned.inventory)
-        status = dict(evaluation.status_fields() or {})
-        await client.update_status(result.parent_obj, {**(site.get("status") or {}), **status})
+        await client.update_status(result.parent_obj, evaluation.status_fields())
         return Result()
 
     (
@@ -120,7 +117,7 @@ async def setup(manager: Manager) -> None:
     )
 
 
-async def _get(client: Any, gvr: GVR, obj: Object) -> Object | None:
+async def _get(client: ManagerClient, gvr: GVR, obj: Object) -> Object | None:
     """The live object (from the cache: the controller watches every kind it renders)."""
     meta = obj["metadata"]
     try:
