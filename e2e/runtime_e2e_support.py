@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any, TypeVar
 
 from kro.runtime.client import Client
@@ -32,6 +34,16 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "runtime"
 
 T = TypeVar("T")
 I = TypeVar("I")  # noqa: E741
+
+
+def example(name: str) -> ModuleType:
+    """examples/runtime/<name>.py as a fresh module (each test gets its own copy)."""
+    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 async def eventually(

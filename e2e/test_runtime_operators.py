@@ -322,7 +322,7 @@ async def test_the_website_operator_owns_its_deployment_and_reports_conditions(
         async def new_image() -> bool:
             found = await get(client, DEPLOYMENTS, "shop", ns)
             containers = (found or {}).get("spec", {}).get("template", {}).get("spec", {})
-            return (containers.get("containers") or [{}])[0].get("image") == "nginx:1.28"
+            return bool((containers.get("containers") or [{}])[0].get("image") == "nginx:1.28")
 
         await eventually(new_image, timeout_s=30, what="the new image")
 
