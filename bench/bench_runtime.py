@@ -119,6 +119,7 @@ def website(i: int) -> dict[str, Any]:
 
 async def overhead(objects: int, rounds: int) -> dict[str, Any]:
     model = example("website_operator").Website
+    model.gvr = WEBSITES  # what discovery resolves on first use; no server here
     # Never contacted: every read is served by the cache and every status write is skipped.
     client = Client(ConnectionConfig(server="http://127.0.0.1:9"))
     cache = InformerCache(client)
@@ -139,12 +140,12 @@ async def overhead(objects: int, rounds: int) -> dict[str, Any]:
     async def as_dict(obj: dict[str, Any]) -> None:
         await writer.update(WEBSITES, obj, desired_status(obj, obj["spec"]))
 
-    async def as_model(site: Any) -> None:
-        status = site.to_dict().get("status") or {}
-        set_condition(status, "Available", "True", reason="MinimumReplicasAvailable",
+    async def as_model(site: Any) -> None:  # as the example: the typed status, changed in place
+        site.status.ready_replicas = 2
+        set_condition(site.status, "Available", "True", reason="MinimumReplicasAvailable",
                       message="2/2 replicas ready", observed_generation=site.metadata.generation,
                       now=T0)  # fmt: skip
-        await writer.update(type(site), site, status)
+        await writer.update(type(site), site, site.status)
 
     class Noop:
         async def reconcile(self, request: Request) -> Result:
@@ -236,7 +237,7 @@ async def make_namespace(client: Client, prefix: str) -> str:
 
 async def converge(
     client: Client,
-    setup: Callable[[Manager, Client, str | None], None],
+    setup: Callable[[Manager], None],
     namespace: str,
     controller: str,
     converged: Callable[[], Awaitable[bool]],
@@ -244,8 +245,8 @@ async def converge(
     timeout_s: float,
 ) -> dict[str, Any]:
     """Start the operator, time it until `converged()`, then until its queue goes idle."""
-    manager = Manager(ManagerOptions(handle_signals=False), client=client)
-    setup(manager, client, namespace)
+    manager = Manager(ManagerOptions(handle_signals=False, namespace=namespace), client=client)
+    setup(manager)
     began = time.perf_counter()
     task = asyncio.create_task(manager.run())
     try:

@@ -1,6 +1,7 @@
 """Helpers for the kro.runtime e2e tests (e2e/test_runtime_*.py); a plain module, not a conftest.
 
 * `eventually`: await a probe until it holds, with a deadline (never a fixed sleep);
+* `example(name)`: an operator of examples/runtime/, loaded as a module (its `setup`);
 * `concurrently`: run one coroutine per item with bounded concurrency (1,000 writes in seconds);
 * `same_state` / `wait_for_same_state`: an informer's store against a fresh LIST, by
   resourceVersion (equal resourceVersions mean equal objects);
@@ -13,9 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
 from typing import Any, TypeVar
 
 from kro.runtime.client import Client
@@ -26,9 +30,20 @@ from kro.testing import waiting
 
 CONFIGMAPS = GVR("", "v1", "configmaps")
 NAMESPACES = GVR("", "v1", "namespaces")
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "runtime"
 
 T = TypeVar("T")
 I = TypeVar("I")  # noqa: E741
+
+
+def example(name: str) -> ModuleType:
+    """examples/runtime/<name>.py as a fresh module (each test gets its own copy)."""
+    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 async def eventually(

@@ -10,38 +10,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 import re
 import secrets
 from collections.abc import AsyncIterator, Callable, Iterator
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 import yaml
-from runtime_e2e_support import CONFIGMAPS, eventually
+from runtime_e2e_support import CONFIGMAPS, EXAMPLES, eventually, example
 
 from kro.runtime import GVR, Client, Manager, ManagerOptions, errors
 from kro.testing.adminapi import AdminApi
 from kro.testing.pytest_plugin import ClusterHandle, create_namespace
 from kro.testing.wait import wait_for
 
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "examples" / "runtime"
 SECRETS = GVR("", "v1", "secrets")
 DEPLOYMENTS = GVR("apps", "v1", "deployments")
 CRDS = GVR("apiextensions.k8s.io", "v1", "customresourcedefinitions")
 WEBSITES = GVR("example.kro.run", "v1alpha1", "websites")
-
-
-def example(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture
@@ -52,13 +38,15 @@ async def client(kube_cluster: ClusterHandle) -> AsyncIterator[Client]:
 
 @contextlib.asynccontextmanager
 async def operator(
-    client: Client, setup: Callable[[Manager, Client, str | None], None], namespace: str
+    client: Client, setup: Callable[[Manager], None], namespace: str
 ) -> AsyncIterator[Manager]:
-    """Run an example's controllers, ready (caches synced) on entry, drained on exit."""
-    manager = Manager(
-        ManagerOptions(handle_signals=False, graceful_shutdown_timeout_s=10), client=client
+    """Run an example's controllers, ready (caches synced) on entry, drained on exit: the
+    manager the runner builds (kro.runtime.runner), watching `namespace`."""
+    options = ManagerOptions(
+        handle_signals=False, graceful_shutdown_timeout_s=10, namespace=namespace
     )
-    setup(manager, client, namespace)
+    manager = Manager(options, client=client)
+    setup(manager)
     task = asyncio.create_task(manager.run(), name="e2e.operator")
 
     async def ready() -> bool:
@@ -334,7 +322,7 @@ async def test_the_website_operator_owns_its_deployment_and_reports_conditions(
         async def new_image() -> bool:
             found = await get(client, DEPLOYMENTS, "shop", ns)
             containers = (found or {}).get("spec", {}).get("template", {}).get("spec", {})
-            return (containers.get("containers") or [{}])[0].get("image") == "nginx:1.28"
+            return bool((containers.get("containers") or [{}])[0].get("image") == "nginx:1.28")
 
         await eventually(new_image, timeout_s=30, what="the new image")
 

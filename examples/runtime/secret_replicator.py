@@ -8,29 +8,13 @@ by their `example.kro.run/replica-of` label, through one cluster-wide watch of l
 (so a change to a copy brings its source back to the reconciler). docs/runtime.md compares it
 with controller-runtime and kopf.
 
-    KUBECONFIG=~/.kube/config python examples/runtime/secret_replicator.py [SOURCE_NAMESPACE]
+    python examples/runtime/secret_replicator.py [--namespace SOURCE_NAMESPACE]
 """
 
-import asyncio
-import contextlib
-import os
-import sys
 from typing import Any
 
-from kro.runtime import (
-    GVR,
-    Client,
-    ControllerBuilder,
-    Finalizer,
-    Manager,
-    ManagerOptions,
-    Request,
-    configure_logging,
-    errors,
-)
-from kro.runtime.finalizers import has_finalizer, remove_finalizer
+from kro.runtime import Manager, Request, run
 
-SECRETS = GVR("", "v1", "secrets")
 TARGETS = "example.kro.run/replicate-to"  # annotation on sources: "ns-a,ns-b"
 REPLICA_OF = "example.kro.run/replica-of"  # label on copies: "<namespace>.<name>"
 FINALIZER = "example.kro.run/replicas"
@@ -53,51 +37,34 @@ def source_of(copy: Obj) -> list[Request]:
     return [Request(namespace, name)]
 
 
-def setup(manager: Manager, client: Client, namespace: str | None) -> None:
+def setup(manager: Manager) -> None:
+    client = manager.client
+
     async def delete_copies(source: Obj, keep: set[str] | None = None) -> None:
         selector = f"{REPLICA_OF}={replica_label(source)}"
-        for copy in await manager.reader.list(SECRETS, label_selector=selector):
-            meta = copy["metadata"]
-            if meta["namespace"] not in (keep or set()):
-                with contextlib.suppress(errors.NotFound):
-                    await client.delete(SECRETS, meta["name"], namespace=meta["namespace"])
-
-    finalizer = Finalizer(client, FINALIZER, delete_copies)
+        for copy in await client.list("Secret", label_selector=selector):
+            if copy["metadata"]["namespace"] not in (keep or set()):
+                await client.delete("Secret", copy, missing_ok=True)
 
     async def replicate(source: Obj) -> None:
         targets = targets_of(source)
-        if not targets:  # not (or no longer) replicated: clean up and let go of it
-            if has_finalizer(source, FINALIZER):
-                await delete_copies(source)
-                await remove_finalizer(client, SECRETS, source, FINALIZER)
-            return
-        if (await finalizer.handle(SECRETS, source)).deleting:
-            return  # copies deleted, finalizer removed
         for target in sorted(targets):
             meta = {"name": source["metadata"]["name"], "namespace": target}
             copy = {"apiVersion": "v1", "kind": "Secret", "type": source.get("type", "Opaque"),
                     "metadata": {**meta, "labels": {REPLICA_OF: replica_label(source)}},
                     "data": source.get("data") or {}}  # fmt: skip
-            await client.apply(SECRETS, copy, field_manager="secret-replicator", force=True)
+            await client.apply(copy)
         await delete_copies(source, keep=targets)
 
     (
-        ControllerBuilder(manager, name="secret-replicator")
-        .for_(SECRETS)
-        .watches(SECRETS, source_of, namespace=None, label_selector=REPLICA_OF)
-        .in_namespace(namespace)
+        manager.controller("secret-replicator")
+        .for_("Secret")
+        # held until its copies are gone: on deletion, or once it names no target namespace
+        .finalize(FINALIZER, delete_copies, needed=lambda source: bool(targets_of(source)))
+        .watches("Secret", source_of, namespace=None, label_selector=REPLICA_OF)
         .reconcile_objects(replicate)
     )
 
 
-async def main(namespace: str | None) -> None:
-    configure_logging("console", "info")
-    async with await Client.from_kubeconfig() as client:
-        probes = os.environ.get("PROBE_ADDRESS", "0")  # e.g. ":8081" in a pod
-        manager = Manager(ManagerOptions(health_probe_bind_address=probes), client=client)
-        setup(manager, client, namespace)
-        await manager.run()  # until SIGTERM or Ctrl-C; then drains and stops
-
-
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1] if len(sys.argv) > 1 else None))
+    run(setup)

@@ -9,34 +9,17 @@ fails once (a terminal error, logged) instead of being retried. docs/runtime.md 
 controller-runtime and kopf.
 
     kubectl apply -f examples/runtime/website-crd.yaml
-    KUBECONFIG=~/.kube/config python examples/runtime/website_operator.py [NAMESPACE]
+    python examples/runtime/website_operator.py [--namespace NS]
 """
 
-import asyncio
-import os
-import sys
 from typing import Any
 
 from pydantic import Field
 
-from kro.runtime import (
-    GVK,
-    GVR,
-    Client,
-    ControllerBuilder,
-    KubeModel,
-    Manager,
-    ManagerOptions,
-    StatusWriter,
-    WireModel,
-    configure_logging,
-)
+from kro.runtime import GVK, Condition, KubeModel, Manager, WireModel, run
 from kro.runtime.conditions import set_condition
 from kro.runtime.owners import set_controller_reference
 from kro.runtime.predicates import generation_changed
-from kro.runtime.typed import Condition
-
-DEPLOYMENTS = GVR("apps", "v1", "deployments")
 
 
 class WebsiteSpec(WireModel):
@@ -50,10 +33,9 @@ class WebsiteStatus(WireModel):
 
 
 class Website(KubeModel):
-    gvk = GVK("example.kro.run", "v1alpha1", "Website")
-    gvr = GVR("example.kro.run", "v1alpha1", "websites")
+    gvk = GVK("example.kro.run", "v1alpha1", "Website")  # the plural comes from discovery
     spec: WebsiteSpec
-    status: WebsiteStatus | None = None
+    status: WebsiteStatus = Field(default_factory=WebsiteStatus)
 
 
 def deployment_for(site: Website) -> dict[str, Any]:
@@ -72,40 +54,25 @@ def deployment_for(site: Website) -> dict[str, Any]:
     return dict(set_controller_reference(site, deployment))
 
 
-def setup(manager: Manager, client: Client, namespace: str | None) -> None:
-    status_writer = StatusWriter(client)
-
+def setup(manager: Manager) -> None:
     async def reconcile(site: Website) -> None:
-        deployment = await client.apply(
-            DEPLOYMENTS, deployment_for(site), field_manager="website-operator", force=True
-        )
+        deployment = await manager.client.apply(deployment_for(site))
         ready = (deployment.get("status") or {}).get("readyReplicas", 0)
-        status = site.to_dict().get("status") or {}
-        status["readyReplicas"] = ready
-        available = "True" if ready >= site.spec.replicas else "False"
-        reason = "MinimumReplicasAvailable" if available == "True" else "ReplicasNotReady"
-        set_condition(status, "Available", available, reason=reason,
+        available = ready >= site.spec.replicas
+        site.status.ready_replicas = ready
+        set_condition(site.status, "Available", str(available),
+                      reason="MinimumReplicasAvailable" if available else "ReplicasNotReady",
                       message=f"{ready}/{site.spec.replicas} replicas ready",
                       observed_generation=site.metadata.generation)  # fmt: skip
-        await status_writer.update(Website, site, status)  # skipped when nothing changed
+        await manager.client.update_status(site)  # skipped when nothing changed
 
     (
-        ControllerBuilder(manager, name="website")
+        manager.controller("website")
         .for_(Website, predicates=generation_changed())  # our status writes do not wake us
-        .owns(DEPLOYMENTS)  # a Deployment changed or deleted -> its Website is reconciled
-        .in_namespace(namespace)
+        .owns("Deployment")  # a Deployment changed or deleted -> its Website is reconciled
         .reconcile_objects(reconcile)
     )
 
 
-async def main(namespace: str | None) -> None:
-    configure_logging("console", "info")
-    async with await Client.from_kubeconfig() as client:
-        probes = os.environ.get("PROBE_ADDRESS", "0")  # e.g. ":8081" in a pod
-        manager = Manager(ManagerOptions(health_probe_bind_address=probes), client=client)
-        setup(manager, client, namespace)
-        await manager.run()  # until SIGTERM or Ctrl-C; then drains and stops
-
-
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1] if len(sys.argv) > 1 else None))
+    run(setup)

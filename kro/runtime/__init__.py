@@ -10,19 +10,21 @@ pydantic models for their own kinds.
 Must not import: any other `kro.*` package, the CEL engine, pydantic models of kro's API.
 An operator author can build a controller with this package alone (see docs/runtime.md).
 
-Entry points, in the order an operator meets them: `Client.from_kubeconfig` (talk to the API
-server), `Manager` (run it all with probes, metrics, leader election and a graceful stop),
-`ControllerBuilder` (declare a controller: its primary kind, owned and watched kinds,
-predicates), and underneath, `Informer`, `WorkQueue` and `Controller` for wiring by hand.
-Everything a caller catches is in `errors` (one tree under `errors.KubeError`).
+Entry points, in the order an operator meets them: `run(setup)` (flags, environment, logging,
+connection, manager, signals: kro.runtime.runner), `manager.controller()` (a `ControllerBuilder`:
+the primary kind, owned and watched kinds, predicates, a finalizer), `manager.client` (cached
+reads, direct writes, kinds by name), and underneath, `Client.from_kubeconfig`, `Manager`,
+`Informer`, `WorkQueue` and `Controller` for wiring by hand. Everything a caller catches is in
+`errors` (one tree under `errors.KubeError`).
 
-    async with await Client.from_kubeconfig() as client:
-        manager = Manager(ManagerOptions(health_probe_bind_address=":8081"), client=client)
-        (ControllerBuilder(manager)
-            .for_(GVR("", "v1", "configmaps"), predicates=predicates.labels_changed())
-            .in_namespace("default")
-            .build(MyReconciler(manager.reader)))     # async def reconcile(request) -> Result
-        await manager.run()                           # until SIGTERM
+    def setup(manager: Manager) -> None:
+        async def label(cm: dict) -> None:
+            await manager.client.patch("ConfigMap", cm, {"metadata": {"labels": {"seen": "yes"}}})
+
+        manager.controller("labeller").for_("ConfigMap").reconcile_objects(label)
+
+    if __name__ == "__main__":
+        run(setup)                                    # until SIGTERM
 
 The names below are the public API; submodules stay importable for the rest
 (`kro.runtime.store.object_key`, `kro.runtime.discovery.ResourceInfo`, ...). Each is imported
@@ -65,6 +67,8 @@ if TYPE_CHECKING:
     from .manager import GcTuning as GcTuning
     from .manager import Manager as Manager
     from .manager import ManagerOptions as ManagerOptions
+    from .managerclient import ManagerClient as ManagerClient
+    from .managerclient import Object as Object
     from .metrics import MetricsProvider as MetricsProvider
     from .objectref import ObjectRef as ObjectRef
     from .outcomes import Outcome as Outcome
@@ -82,8 +86,12 @@ if TYPE_CHECKING:
     from .reconcile import Request as Request
     from .reconcile import Result as Result
     from .reconcile import TerminalError as TerminalError
+    from .runner import RunOptions as RunOptions
+    from .runner import run as run
+    from .runner import run_manager as run_manager
     from .status import StatusWriter as StatusWriter
     from .store import Store as Store
+    from .typed import Condition as Condition
     from .typed import InvalidObject as InvalidObject
     from .typed import KubeModel as KubeModel
     from .typed import ObjectMeta as ObjectMeta
@@ -113,6 +121,7 @@ else:
             ".leaderelection": ("LeaderElectionConfig", "LeaderElector"),
             ".logging": ("configure as configure_logging",),
             ".manager": ("GcTuning", "Manager", "ManagerOptions"),
+            ".managerclient": ("ManagerClient", "Object"),
             ".metrics": ("MetricsProvider",),
             ".objectref": ("ObjectRef",),
             ".outcomes": ("Outcome", "ReconcileObserver"),
@@ -127,9 +136,10 @@ else:
             ),
             ".reader": ("CachedReader",),
             ".reconcile": ("ObjectKey", "Reconciler", "Request", "Result", "TerminalError"),
+            ".runner": ("RunOptions", "run", "run_manager"),
             ".status": ("StatusWriter",),
             ".store": ("Store",),
-            ".typed": ("InvalidObject", "KubeModel", "ObjectMeta", "WireModel"),
+            ".typed": ("Condition", "InvalidObject", "KubeModel", "ObjectMeta", "WireModel"),
             ".workqueue": ("QueueShutDown", "WorkQueue"),
         },
     )
@@ -141,6 +151,7 @@ __all__ = [
     "Client",
     "ClientOptions",
     "Clock",
+    "Condition",
     "ConnectionConfig",
     "Controller",
     "ControllerBuilder",
@@ -160,9 +171,11 @@ __all__ = [
     "LeaderElectionConfig",
     "LeaderElector",
     "Manager",
+    "ManagerClient",
     "ManagerOptions",
     "MaxOf",
     "MetricsProvider",
+    "Object",
     "ObjectKey",
     "ObjectMeta",
     "ObjectReconciler",
@@ -178,6 +191,7 @@ __all__ = [
     "Reconciler",
     "Request",
     "Result",
+    "RunOptions",
     "SharedInformerFactory",
     "StatusWriter",
     "Store",
@@ -192,5 +206,7 @@ __all__ = [
     "errors",
     "owners",
     "predicates",
+    "run",
+    "run_manager",
     "strip_managed_fields",
 ]

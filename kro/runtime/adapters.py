@@ -10,6 +10,11 @@ suits reconcilers with state. Many need none, so two adapters turn functions int
   needs a finalizer, which keeps the object readable until it is released), and calls
   `async def fn(obj) -> Result | None` with the dict, or with the typed model when `kind` is a
   KubeModel class (validated: a malformed object fails once, as a TerminalError).
+  With `finalizer=` (kro.runtime.finalizers) the finalizer is handled first, and `fn` sees only
+  live objects that need it. With `informer=` (the builder passes the primary's) the object is
+  read from that informer: a primary watched through a selector is served from its filtered
+  cache, and an object that left the selector is as gone as a deleted one (controller-runtime's
+  cache with a label selector behaves so).
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
 from .errors import NotFound
+from .finalizers import Finalizer
+from .informer import Informer
 from .reader import CachedReader, Kind
 from .reconcile import Request, Result
 
@@ -44,16 +51,39 @@ class FunctionReconciler:
 class ObjectReconciler(Generic[ObjT]):
     """A Reconciler[Request] that hands `fn` the object, not its name (see the module doc)."""
 
-    def __init__(self, reader: CachedReader, kind: Kind, fn: ObjectFn[ObjT]) -> None:
+    def __init__(
+        self,
+        reader: CachedReader,
+        kind: Kind,
+        fn: ObjectFn[ObjT],
+        *,
+        finalizer: Finalizer[Any] | None = None,
+        informer: Informer | None = None,
+    ) -> None:
         self.reader = reader
         self.kind = kind
         self.fn = fn
+        self.finalizer = finalizer
+        self.informer = informer
 
     async def reconcile(self, request: Request) -> Result:
-        try:
-            obj: Any = await self.reader.get(
-                self.kind, request.name, namespace=request.namespace or None
-            )
-        except NotFound:
+        namespace = request.namespace or None
+        informer = self.informer
+        if (
+            informer is not None
+            and informer.has_synced()
+            and informer.namespace in (None, namespace)
+        ):
+            cached = informer.store.get_by(namespace, request.name)
+            if cached is None:
+                return Result()
+            self.reader.cache_reads += 1
+            obj: Any = self.kind.from_object(cached) if isinstance(self.kind, type) else cached
+        else:
+            try:
+                obj = await self.reader.get(self.kind, request.name, namespace=namespace)
+            except NotFound:
+                return Result()
+        if self.finalizer is not None and (await self.finalizer.handle(self.kind, obj)).deleting:
             return Result()
         return await self.fn(obj) or Result()

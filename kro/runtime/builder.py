@@ -20,8 +20,14 @@ same kind share one watch and one copy of each object, and the manager waits for
 sync before any controller starts. Build controllers before `manager.run()`; a kind first asked
 for while the manager runs is watched at once, but controllers only start with the manager.
 
-The primary kind and every `watches` kind may be a GVR (objects are dicts) or a typed model
-class (kro.runtime.typed); `reconcile_objects` then hands the reconciler validated models.
+Kinds may be a GVR, a kind's name (`"ConfigMap"`, `"Deployment.apps"`, resolved through
+discovery: the plural is looked up, never typed) or a typed model class (kro.runtime.typed), for
+which `reconcile_objects` hands the reconciler validated models. A kind that discovery must
+resolve is wired when the manager starts (`Manager.add_prestart`), after discovery is read.
+
+`finalize(name, cleanup, needed=...)` puts a finalizer on every primary the reconciler sees and
+runs `cleanup(obj)` once before the object goes (deleted, or no longer `needed`), then releases
+it; the reconciler itself only sees live objects that need it (kro.runtime.finalizers).
 """
 
 from __future__ import annotations
@@ -34,11 +40,13 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, Self, TypeVar, cast, ov
 from .adapters import FunctionReconciler, ObjectFn, ObjectReconciler, ReconcileFn
 from .clock import Clock
 from .controller import Controller
-from .gvk import GVR
+from .errors import NoKindMatch
+from .finalizers import Cleanup, Finalizer, Needed
+from .gvk import GVK, GVR
 from .handlers import EnqueueForObject, EnqueueForOwner, EnqueueFromMap, MapFunc
 from .predicates import Predicate, and_
 from .ratelimit import ItemExponentialBackoff, MaxOf, RateLimiter, TokenBucket
-from .reader import Kind, gvr_of
+from .reader import Kind, gvr_of, resolve_gvr
 from .reconcile import Reconciler, Request
 from .typed import KubeModel
 from .workqueue import WorkQueue
@@ -92,7 +100,9 @@ class ControllerBuilder(Generic[ObjT]):
         self._owned: list[_Source] = []
         self._watched: list[_Source] = []
         self._predicates: list[Predicate] = []
-        self._namespace: str | None = None
+        self._namespace: str | None = manager.options.namespace
+        self._finalizer: tuple[str, Cleanup[Any], Needed[Any] | None] | None = None
+        self._reconciler: ObjectReconciler[Any] | None = None
         self._label_selector: str | None = None
         self._field_selector: str | None = None
         self._workers = 1
@@ -107,7 +117,7 @@ class ControllerBuilder(Generic[ObjT]):
 
     @overload
     def for_(
-        self, kind: GVR, *, predicates: Predicates = ()
+        self, kind: GVR | GVK | str, *, predicates: Predicates = ()
     ) -> ControllerBuilder[dict[str, Any]]: ...
 
     def for_(self, kind: Kind, *, predicates: Predicates = ()) -> ControllerBuilder[Any]:
@@ -165,8 +175,17 @@ class ControllerBuilder(Generic[ObjT]):
         self._field_selector = field
         return self
 
+    def finalize(
+        self, name: str, cleanup: Cleanup[ObjT], *, needed: Needed[ObjT] | None = None
+    ) -> Self:
+        """Hold every primary with finalizer `name` until `cleanup(obj)` has run once: on
+        deletion, or as soon as `needed(obj)` is false (the object no longer asks for what
+        cleanup undoes). The reconciler of `reconcile_objects` sees only live, needed objects."""
+        self._finalizer = (name, cleanup, needed)
+        return self
+
     def in_namespace(self, namespace: str | None) -> Self:
-        """Watch one namespace (None: all, the default)."""
+        """Watch one namespace (None: all; default: the manager's `namespace` option)."""
         self._namespace = namespace
         return self
 
@@ -209,53 +228,36 @@ class ControllerBuilder(Generic[ObjT]):
     def reconcile_objects(self, fn: ObjectFn[ObjT]) -> Controller[Request]:
         """Build with a reconciler that is handed the primary object (kro.runtime.adapters)."""
         primary = self._require_primary()
-        return self.build(ObjectReconciler(self._manager.reader, primary.kind, fn))
+        finalizer = None
+        if self._finalizer is not None:
+            name, cleanup, needed = self._finalizer
+            finalizer = Finalizer(self._manager.client, name, cleanup, needed=needed)
+        self._reconciler = ObjectReconciler(
+            self._manager.reader, primary.kind, fn, finalizer=finalizer
+        )
+        return self.build(self._reconciler)
 
     def build(self, reconciler: Reconciler[Request] | ReconcileFn) -> Controller[Request]:
         """Wire informers, handlers and a queue, register the controller with the manager."""
         if self._built:
             raise ValueError("this builder has already built its controller")
         primary = self._require_primary()
-        manager, cache = self._manager, self._manager.cache
-        gvr = gvr_of(primary.kind)
-        name = self._name or (f"{gvr.resource}.{gvr.group}" if gvr.group else gvr.resource)
+        manager = self._manager
+        name = self._name or _kind_name(primary.kind, manager.cache.client.mapper)
         queue: WorkQueue[Request] = WorkQueue(
             name, rate_limiter=self._limiter, clock=self._clock, metrics=manager.metrics
         )
-        common = self._predicates
+        try:
+            self._wire(queue)
+        except NoKindMatch:  # not read yet, or read before its CRD was created: read it again
 
-        primaries = cache.informer(
-            gvr,
-            namespace=self._namespace,
-            label_selector=self._label_selector,
-            field_selector=self._field_selector,
-        )
-        primaries.add_handler(EnqueueForObject(queue, and_(*common, *primary.predicates)))
-        owner_kind = primary.kind.gvk.kind if isinstance(primary.kind, type) else None
-        for owned in self._owned:
-            informer = cache.informer(gvr_of(owned.kind), namespace=self._namespace)
-            informer.add_handler(
-                EnqueueForOwner(
-                    queue,
-                    primaries.store,
-                    owner_group=gvr.group,
-                    owner_kind=owner_kind,
-                    only_controller=owned.only_controller,
-                    predicate=and_(*common, *owned.predicates),
-                )
-            )
-        for watched in self._watched:
-            assert watched.map_fn is not None
-            namespace = (
-                self._namespace if watched.namespace is SAME_NAMESPACE else watched.namespace
-            )
-            informer = cache.informer(
-                gvr_of(watched.kind), namespace=namespace, label_selector=watched.label_selector
-            )
-            informer.add_handler(
-                EnqueueFromMap(queue, watched.map_fn, and_(*common, *watched.predicates))
-            )
+            async def wire_once_discovery_is_read() -> None:
+                manager.client.mapper.invalidate()  # what was read lacked a kind: read again
+                for source in (primary, *self._owned, *self._watched):
+                    await resolve_gvr(source.kind, manager.client.mapper)
+                self._wire(queue)
 
+            manager.add_prestart(wire_once_discovery_is_read)
         controller = Controller(
             name,
             _as_reconciler(reconciler),
@@ -269,10 +271,78 @@ class ControllerBuilder(Generic[ObjT]):
         self._built = True
         return controller
 
+    def _wire(self, queue: WorkQueue[Request]) -> None:
+        """Informers and handlers; NoKindMatch (nothing created) while a kind is unknown."""
+        primary = self._require_primary()
+        cache = self._manager.cache
+        mapper = getattr(cache.client, "mapper", None)
+        gvr = gvr_of(primary.kind, mapper)
+        kinds = [gvr_of(source.kind, mapper) for source in (*self._owned, *self._watched)]
+        common = self._predicates
+        primaries = cache.informer(
+            gvr,
+            namespace=self._namespace,
+            label_selector=self._label_selector,
+            field_selector=self._field_selector,
+        )
+        primaries.add_handler(EnqueueForObject(queue, and_(*common, *primary.predicates)))
+        if self._reconciler is not None:
+            self._reconciler.informer = primaries
+        owner_kind = _owner_kind(primary.kind, mapper)
+        for owned, owned_gvr in zip(self._owned, kinds, strict=False):
+            informer = cache.informer(owned_gvr, namespace=self._namespace)
+            informer.add_handler(
+                EnqueueForOwner(
+                    queue,
+                    primaries.store,
+                    owner_group=gvr.group,
+                    owner_kind=owner_kind,
+                    only_controller=owned.only_controller,
+                    predicate=and_(*common, *owned.predicates),
+                )
+            )
+        for watched, watched_gvr in zip(self._watched, kinds[len(self._owned) :], strict=True):
+            assert watched.map_fn is not None
+            namespace = (
+                self._namespace if watched.namespace is SAME_NAMESPACE else watched.namespace
+            )
+            informer = cache.informer(
+                watched_gvr, namespace=namespace, label_selector=watched.label_selector
+            )
+            informer.add_handler(
+                EnqueueFromMap(queue, watched.map_fn, and_(*common, *watched.predicates))
+            )
+
     def _require_primary(self) -> _Source:
         if self._primary is None:
             raise ValueError("call for_(kind) first: a controller needs a primary kind")
         return self._primary
+
+
+def _kind_name(kind: Kind, mapper: Any) -> str:
+    """A controller's default name: its primary resource (`deployments.apps`); the kind's name
+    when discovery cannot tell yet."""
+    try:
+        gvr = gvr_of(kind, mapper)
+    except NoKindMatch:
+        gvk = kind.gvk if isinstance(kind, type) else kind
+        if isinstance(gvk, GVK):
+            return f"{gvk.kind.lower()}.{gvk.group}" if gvk.group else gvk.kind.lower()
+        return str(gvk).lower()
+    return f"{gvr.resource}.{gvr.group}" if gvr.group else gvr.resource
+
+
+def _owner_kind(kind: Kind, mapper: Any) -> str | None:
+    """The kind owners must name for children to be mapped to them (a GVR says only the
+    group, so any kind of it matches, as before)."""
+    if isinstance(kind, GVR):
+        return None
+    if isinstance(kind, type):
+        return kind.gvk.kind
+    if isinstance(kind, GVK):
+        return kind.kind
+    info = mapper.find(kind) if mapper is not None else None
+    return info.gvk.kind if info is not None else None
 
 
 def _as_reconciler(reconciler: Reconciler[Request] | ReconcileFn) -> Reconciler[Request]:

@@ -12,7 +12,8 @@ themselves) ends `run`, which the manager treats as fatal.
 
 Informers are keyed by (resource, namespace, label selector, field selector). Only unfiltered
 informers can answer arbitrary reads (`covering`): one with a selector does not know whether an
-object it lacks exists, so it answers only lists whose selector implies its own.
+object it lacks exists, so it answers only lists whose selector implies its own, and gets of
+objects it holds (`holding`).
 """
 
 from __future__ import annotations
@@ -93,6 +94,21 @@ class InformerCache:
             elif label_selector and implies(label_selector, key.label_selector):
                 filtered = filtered or informer
         return unfiltered or filtered
+
+    def holding(self, gvr: GVR, namespace: str | None) -> tuple[Informer | None, bool]:
+        """The synced informer to look an object of `gvr` in `namespace` up in, and whether it
+        is complete (unfiltered: a miss means NotFound). Without an unfiltered one, a filtered
+        informer of that namespace scope serves the objects it holds (a primary watched with a
+        selector), and its misses must be asked of the server."""
+        complete = self.covering(gvr, namespace)
+        if complete is not None:
+            return complete, True
+        for key, informer in self._informers.items():
+            if key.gvr != gvr or not informer.has_synced():
+                continue
+            if key.namespace is None or key.namespace == namespace:
+                return informer, False
+        return None, False
 
     def informers(self) -> list[Informer]:
         return list(self._informers.values())

@@ -81,6 +81,7 @@ class _Snapshot:
     by_gvk: dict[GVK, ResourceInfo] = field(default_factory=dict)
     by_gvr: dict[GVR, ResourceInfo] = field(default_factory=dict)
     preferred_versions: dict[str, str] = field(default_factory=dict)
+    names: dict[str, ResourceInfo | None] = field(default_factory=dict)  # `find` memo
 
     def add(self, info: ResourceInfo) -> None:
         self.by_gvr[info.gvr] = info
@@ -128,6 +129,66 @@ class RESTMapper:
             await self.refresh()
         assert self._snapshot is not None
         return list(self._snapshot.by_gvr.values())
+
+    @property
+    def loaded(self) -> bool:
+        """Whether discovery has been read at least once (`find` answers from that read)."""
+        return self._snapshot is not None
+
+    def find(self, name: str | GVK) -> ResourceInfo | None:
+        """The resource a name means, from discovery as last read (no request; None when unknown
+        or not read yet). Accepts what kubectl accepts: a kind (`Deployment`), a plural,
+        singular or short name (`deployments`, `deploy`), each optionally followed by
+        `.<group>` or `.<version>.<group>` (`Deployment.apps`, `deployments.v1.apps`), or a
+        GVK. Without a group the core group wins; a name served by several other groups is
+        ambiguous and raises NoKindMatch naming them. The group's preferred version wins."""
+        snapshot = self._snapshot
+        if snapshot is None:
+            return None
+        if isinstance(name, GVK):
+            return snapshot.by_gvk.get(name)
+        if name in snapshot.names:  # reconcilers name kinds on every write: look up once
+            return snapshot.names[name]
+        found = self._find(snapshot, name)
+        snapshot.names[name] = found
+        return found
+
+    @staticmethod
+    def _find(snapshot: _Snapshot, name: str) -> ResourceInfo | None:
+        head, _, rest = name.partition(".")
+        version, group = "", rest
+        if rest and "." not in rest and rest.startswith("v") and rest[1:2].isdigit():
+            version, group = rest, ""  # `Kind.v1`: the core group at that version
+        elif rest:
+            first, _, tail = rest.partition(".")
+            if tail and first.startswith("v") and first[1:2].isdigit():
+                version, group = first, tail
+        lowered = head.lower()
+        found = [
+            info
+            for info in snapshot.by_gvr.values()
+            if (
+                info.gvk.kind == head
+                or lowered in (info.gvr.resource, info.singular)
+                or lowered in info.short_names
+            )
+            and (not rest or info.gvr.group == group)
+            and (not version or info.gvr.version == version)
+        ]
+        if not found:
+            return None
+        groups = sorted({info.gvr.group for info in found})
+        if len(groups) > 1:
+            if "" not in groups:
+                raise NoKindMatch(f"{name!r} is ambiguous: served by groups {groups}")
+            found = [info for info in found if info.gvr.group == ""]
+        preferred = snapshot.preferred_versions.get(found[0].gvr.group)
+        return next((i for i in found if i.gvr.version == preferred), found[0])
+
+    async def resolve(self, name: str | GVK) -> ResourceInfo:
+        """`find`, reading discovery first when it is stale or the name is unknown (a CRD
+        created since); NoKindMatch when the server serves no such thing."""
+        return await self._lookup(lambda _: self.find(name), f"no resource or kind {name}")
 
     def invalidate(self) -> None:
         """Discovery changed (a CRD was added, changed or removed): refresh on next lookup."""

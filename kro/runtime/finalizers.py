@@ -19,6 +19,13 @@ the controller that put it there has cleaned up and removed it.
   writer), the retry removes it without cleaning up again. A cleanup that raises is retried
   with backoff, like any reconcile failure, and must therefore be idempotent.
 
+An object can also stop needing its finalizer while it lives (a Secret whose replication
+annotation was removed must have its copies deleted and be let go): with `needed=fn`, an object
+for which `fn(obj)` is false is handled like one being deleted (cleanup once, finalizer removed,
+`deleting` true so the reconcile stops), and one without the finalizer is left alone. The
+builder's `finalize(name, cleanup, needed=...)` calls `handle` before every reconcile, so an
+operator writes no finalizer branch of its own.
+
 Finalizer lists are written with a merge patch that carries the object's resourceVersion: an
 optimistic lock, so a finalizer another controller added meanwhile is never dropped (the write
 fails with Conflict and the reconcile is retried on fresh data).
@@ -28,18 +35,23 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from pydantic import BaseModel
 
 from .client import Client
 from .errors import NotFound
-from .reader import Kind, gvr_of
+from .reader import Kind, resolve_gvr
 from .typed import as_dict
 
+if TYPE_CHECKING:
+    from .managerclient import ManagerClient
+
 __all__ = [
+    "Cleanup",
     "Finalizer",
     "FinalizerOutcome",
+    "Needed",
     "add_finalizer",
     "has_finalizer",
     "is_being_deleted",
@@ -47,7 +59,10 @@ __all__ = [
 ]
 
 ObjT = TypeVar("ObjT", bound=Mapping[str, Any] | BaseModel)
+AnyT = TypeVar("AnyT")
 Obj = dict[str, Any]
+Cleanup = Callable[[AnyT], Awaitable[None]]
+Needed = Callable[[AnyT], bool]
 
 
 def _meta(obj: Mapping[str, Any] | BaseModel) -> Mapping[str, Any]:
@@ -65,19 +80,25 @@ def is_being_deleted(obj: Mapping[str, Any] | BaseModel) -> bool:
 
 
 async def _write_finalizers(
-    client: Client, kind: Kind, obj: Mapping[str, Any] | BaseModel, finalizers: list[str]
+    client: Client | ManagerClient,
+    kind: Kind,
+    obj: Mapping[str, Any] | BaseModel,
+    finalizers: list[str],
 ) -> Obj:
     meta = _meta(obj)
     patch: dict[str, Any] = {"metadata": {"finalizers": finalizers or None}}
     if meta.get("resourceVersion"):
         patch["metadata"]["resourceVersion"] = meta["resourceVersion"]
     return await client.patch(
-        gvr_of(kind), str(meta.get("name")), patch, namespace=meta.get("namespace") or None
+        await resolve_gvr(kind, client.mapper),
+        str(meta.get("name")),
+        patch,
+        namespace=meta.get("namespace") or None,
     )
 
 
 async def add_finalizer(
-    client: Client, kind: Kind, obj: Mapping[str, Any] | BaseModel, name: str
+    client: Client | ManagerClient, kind: Kind, obj: Mapping[str, Any] | BaseModel, name: str
 ) -> Mapping[str, Any]:
     """Add `name` to the object's finalizers; returns the object as written (or as given,
     when it was already there)."""
@@ -88,7 +109,7 @@ async def add_finalizer(
 
 
 async def remove_finalizer(
-    client: Client, kind: Kind, obj: Mapping[str, Any] | BaseModel, name: str
+    client: Client | ManagerClient, kind: Kind, obj: Mapping[str, Any] | BaseModel, name: str
 ) -> Mapping[str, Any] | None:
     """Remove `name` from the object's finalizers; returns the object as written, or None
     when that released it (the server deleted it) or it was gone already."""
@@ -107,7 +128,8 @@ async def remove_finalizer(
 class FinalizerOutcome:
     """What `Finalizer.handle` found and did.
 
-    deleting: the object is being deleted; the reconcile should stop here.
+    deleting: the object is being deleted, or no longer needs the finalizer (`needed`); the
+        reconcile should stop here.
     object: the object as last written or read (with the finalizer, when not deleting);
         None once released.
     """
@@ -120,19 +142,35 @@ class Finalizer(Generic[ObjT]):
     """One finalizer name and the cleanup it guards (see the module docstring)."""
 
     def __init__(
-        self, client: Client, name: str, cleanup: Callable[[ObjT], Awaitable[None]]
+        self,
+        client: Client | ManagerClient,
+        name: str,
+        cleanup: Callable[[ObjT], Awaitable[None]],
+        *,
+        needed: Callable[[ObjT], bool] | None = None,
     ) -> None:
         if "/" not in name:
             raise ValueError(f"finalizer {name!r} should be domain-qualified (example.com/name)")
         self.client = client
         self.name = name
         self._cleanup = cleanup
+        self._needed = needed
         self._cleaned: set[str] = set()  # uids cleaned up whose finalizer is not yet removed
 
-    async def handle(self, kind: Kind, obj: ObjT) -> FinalizerOutcome:
-        """Add the finalizer to a live object, or clean up and release one being deleted."""
-        if not is_being_deleted(obj):
-            return FinalizerOutcome(False, await add_finalizer(self.client, kind, obj, self.name))
+    async def handle(self, kind: Kind | ObjT, obj: ObjT | None = None) -> FinalizerOutcome:
+        """Add the finalizer to a live object that needs it, or clean up and release one being
+        deleted or no longer needed. `handle(obj)` takes the kind from the object (its model
+        class, or its apiVersion/kind); `handle(kind, obj)` names it."""
+        if obj is None:
+            obj = cast(ObjT, kind)
+            from .managerclient import kind_of
+
+            kind = kind_of(obj)
+        kind = cast(Kind, kind)
+        live = not is_being_deleted(obj)
+        if live and (self._needed is None or self._needed(obj)):
+            added = await add_finalizer(self.client, kind, obj, self.name)
+            return FinalizerOutcome(False, added)
         if not has_finalizer(obj, self.name):
             return FinalizerOutcome(True, as_dict(obj))  # not ours (any more) to hold
         uid = str(_meta(obj).get("uid") or "")

@@ -40,7 +40,12 @@ passes upstream kro's ":8079" / ":8078"), so an embedded manager never takes a p
 operators on one host never clash.
 
 With a `Client` (`Manager(options, client=client)`) the manager also offers the shared informer
-cache that kro.runtime.builder wires controllers to (`cache`) and a reader on it (`reader`).
+cache that kro.runtime.builder wires controllers to (`cache`), a reader on it (`reader`), and
+`client`: controller-runtime's default client, reading from that cache and writing to the API
+server, with kinds named once and resolved through discovery (kro.runtime.managerclient).
+`controller(name)` starts a builder on this manager. `ManagerOptions.namespace` is where its
+controllers watch unless told otherwise. Kinds named by name (`"Deployment"`) are resolved
+through discovery, which `run` reads before it starts anything (`add_prestart`).
 """
 
 from __future__ import annotations
@@ -51,7 +56,7 @@ import gc
 import signal
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import structlog
 from aiohttp import web
@@ -60,8 +65,12 @@ from .cache import InformerCache
 from .client import Client
 from .clock import Clock, RealClock, wait_with_timeout
 from .leaderelection import LeaderElectionConfig, LeaderElectionLost, LeaderElector, LeaseClient
+from .managerclient import ManagerClient
 from .prometheus import CONTENT_TYPE, PrometheusProvider
 from .reader import CachedReader
+
+if TYPE_CHECKING:
+    from .builder import ControllerBuilder
 
 log = structlog.get_logger(__name__)
 
@@ -159,6 +168,9 @@ class ManagerOptions:
     sync_poll_s: how often the initial sync is checked (controller start, GC hook).
     cache_sync_timeout_s: how long controllers wait for every informer's first sync before the
         manager gives up with CacheSyncTimeout (controller-runtime's CacheSyncTimeout, 2 min).
+    namespace: where controllers built on this manager watch (None: every namespace), unless a
+        builder says otherwise (controller-runtime's cache DefaultNamespaces).
+    name: the operator's name: the field manager of `Manager.client`'s writes.
     """
 
     health_probe_bind_address: str = "0"
@@ -169,6 +181,8 @@ class ManagerOptions:
     gc_tuning: GcTuning | None = None
     sync_poll_s: float = 0.1
     cache_sync_timeout_s: float = 120.0
+    namespace: str | None = None
+    name: str = "kro-runtime"
 
 
 def parse_bind_address(address: str) -> tuple[str | None, int] | None:
@@ -221,6 +235,8 @@ class Manager:
         self._fatal: BaseException | None = None
         self._cache: InformerCache | None = None
         self._reader: CachedReader | None = None
+        self._manager_client: ManagerClient | None = None
+        self._prestart: list[Callable[[], Coroutine[Any, Any, None]]] = []
         if self.options.leader_election is not None:
             self._health_checks["leaderElection"] = self._elector_healthy
 
@@ -245,6 +261,17 @@ class Manager:
         if isinstance(controller, Gated):
             controller.set_work_gate(self.may_reconcile if leader_only else self.may_work)
         (self._controllers if leader_only else self._everywhere).append(controller)
+
+    def add_prestart(self, hook: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Await `hook()` at the start of `run`, before anything runs (a builder wiring kinds
+        that discovery must resolve first); a hook that raises ends `run` with that error."""
+        self._prestart.append(hook)
+
+    def controller(self, name: str | None = None) -> ControllerBuilder[Any]:
+        """A ControllerBuilder on this manager (kro.runtime.builder)."""
+        from .builder import ControllerBuilder
+
+        return ControllerBuilder(self, name=name)
 
     def add_health_check(self, name: str, check: Check) -> None:
         self._health_checks[name] = check
@@ -273,6 +300,16 @@ class Manager:
         if self._reader is None:
             self._reader = CachedReader(self.cache, self.cache.client)
         return self._reader
+
+    @property
+    def client(self) -> ManagerClient:
+        """Reads from `cache` (the API server for kinds nothing caches), writes to the server;
+        kinds by name, model or GVR (controller-runtime's `mgr.GetClient()`)."""
+        if self._manager_client is None:
+            self._manager_client = ManagerClient(
+                self.reader, self.cache.client, field_manager=self.options.name
+            )
+        return self._manager_client
 
     # -- state ----------------------------------------------------------------------------------
 
@@ -352,6 +389,8 @@ class Manager:
         self._run_task = asyncio.current_task()
         self._install_signal_handlers()
         try:
+            for hook in self._prestart:
+                await hook()
             await self._start_server()
             self._serving.set()
             try:

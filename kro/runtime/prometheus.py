@@ -12,8 +12,10 @@ rule: a second source for the same name adds its samples to the first one's.
 
 No `*_created` series are exported: prometheus_client adds one per counter, histogram and summary
 series by default (the creation time, an OpenMetrics extension), which more than doubled the
-number of series on /metrics and that no dashboard or alert uses. Importing this module turns
-them off for the process (`disable_created_metrics`).
+number of series on /metrics and that no dashboard or alert uses. A provider leaves them out of
+its own `render()` only: prometheus_client's switch (`disable_created_metrics`) is process-wide,
+and a library imported into someone else's process must not change how the host's own metrics
+are exported. A process that wants them gone everywhere calls `disable_created_series()` itself.
 """
 
 from __future__ import annotations
@@ -33,13 +35,34 @@ from prometheus_client import (
 from prometheus_client import Counter as _PromCounter
 from prometheus_client import Gauge as _PromGauge
 from prometheus_client import Histogram as _PromHistogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import GaugeMetricFamily, Metric
 
 from .metrics import Counter, Gauge, Histogram, Sample
 
 CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
 
-disable_created_metrics()  # type: ignore[no-untyped-call]  # see the module docstring
+_TIMED_TYPES: Final = frozenset({"counter", "histogram", "summary", "gaugehistogram"})
+
+
+def disable_created_series() -> None:
+    """Stop prometheus_client exporting `*_created` series for the whole process, the host's
+    own metrics included: an explicit choice of the program's entry point, never of an import."""
+    disable_created_metrics()  # type: ignore[no-untyped-call]
+
+
+class _WithoutCreated:
+    """The registry as /metrics should show it: each family without its `<name>_created`
+    samples (only those of counters, histograms and summaries: a gauge may be named so)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._registry = registry
+
+    def collect(self) -> Iterator[Metric]:
+        for family in self._registry.collect():
+            if family.type in _TIMED_TYPES:
+                created = family.name + "_created"
+                family.samples = [s for s in family.samples if s.name != created]
+            yield family
 
 
 class _Adapter:
@@ -209,8 +232,9 @@ class PrometheusProvider:
         self._metrics[name] = ("callback_gauge", labelnames, _Adapter(None, labelnames))
 
     def render(self) -> bytes:
-        """The registry in Prometheus text exposition format (serve with CONTENT_TYPE)."""
-        return generate_latest(self.registry)
+        """The registry in Prometheus text exposition format (serve with CONTENT_TYPE), without
+        `*_created` series (module docstring)."""
+        return generate_latest(_WithoutCreated(self.registry))
 
     def _get(
         self, kind: str, name: str, labels: Sequence[str], make: Callable[[tuple[str, ...]], Any]

@@ -1,10 +1,12 @@
 """kro.runtime.reader: reads that cost no request when an informer already holds the answer.
 
 controller-runtime's manager client reads from the cache and writes to the API server; this is
-the read half. `CachedReader.get` and `.list` answer from a synced, unfiltered informer of the
-manager's cache (kro.runtime.cache) when one covers the kind and namespace, and fall back to the
-API server for kinds nothing watches (a reconciler that looks at a Secret now and then should
-not have to watch every Secret).
+the read half. `CachedReader.get` and `.list` answer from a synced informer of the manager's
+cache (kro.runtime.cache) when one covers the kind and namespace, and fall back to the API
+server for kinds nothing watches (a reconciler that looks at a Secret now and then should not
+have to watch every Secret). An informer filtered by a selector (a primary built with
+`with_selector()`) answers every `get` of an object it holds; only a miss asks the server, since
+the object may exist outside the selector. Lists use it when their selector implies its own.
 
 What that means for the caller, as in controller-runtime:
 
@@ -27,23 +29,54 @@ import orjson
 
 from .cache import InformerCache
 from .client import Client
-from .errors import NotFound
-from .gvk import GVR
+from .discovery import RESTMapper
+from .errors import NoKindMatch, NotFound
+from .gvk import GVK, GVR
 from .labels import parse_selector
 
 if TYPE_CHECKING:  # typed models are pydantic: loaded by the code that defines one, not here
     from .typed import KubeModel
 
-__all__ = ["CachedReader", "Kind", "gvr_of"]
+__all__ = ["CachedReader", "Kind", "gvr_of", "resolve_gvr"]
 
 M = TypeVar("M", bound="KubeModel")
-Kind: TypeAlias = "GVR | type[KubeModel]"
+Kind: TypeAlias = "GVR | GVK | str | type[KubeModel]"
+"""How operator code names a kind: a GVR, or anything the RESTMapper resolves (a GVK, a name
+such as `"Deployment"` or `"deployments.apps"`, a typed model, which needs only its `gvk`)."""
 Obj = dict[str, Any]
 
 
-def gvr_of(kind: Kind) -> GVR:
-    """The resource of a GVR or of a typed model."""
-    return kind if isinstance(kind, GVR) else kind.gvr
+def gvr_of(kind: Kind, mapper: RESTMapper | None = None) -> GVR:
+    """The resource of `kind`, from discovery as last read when it is not a GVR or a model
+    with a `gvr` (NoKindMatch if unknown). A model's resolved resource is remembered on the
+    class, so the lookup happens once per model."""
+    if isinstance(kind, GVR):
+        return kind
+    if isinstance(kind, type) and "gvr" in _class_vars(kind):
+        return kind.gvr
+    name: str | GVK = kind.gvk if isinstance(kind, type) else kind
+    info = mapper.find(name) if mapper is not None else None
+    if info is None:
+        loaded = mapper is not None and mapper.loaded
+        raise NoKindMatch(
+            f"no resource for {name}"
+            + ("" if loaded else ": discovery not read yet (Manager.run reads it first)")
+        )
+    if isinstance(kind, type):
+        kind.gvr, kind.namespaced = info.gvr, info.namespaced
+    return info.gvr
+
+
+async def resolve_gvr(kind: Kind, mapper: RESTMapper) -> GVR:
+    """`gvr_of`, reading discovery when needed (a CRD created after the last read)."""
+    if isinstance(kind, GVR) or (isinstance(kind, type) and "gvr" in _class_vars(kind)):
+        return gvr_of(kind)
+    await mapper.resolve(kind.gvk if isinstance(kind, type) else kind)
+    return gvr_of(kind, mapper)
+
+
+def _class_vars(model: type) -> set[str]:
+    return {name for klass in model.__mro__ for name in vars(klass)}
 
 
 def _copy(obj: Obj) -> Obj:
@@ -72,7 +105,8 @@ class CachedReader:
 
     def is_cached(self, kind: Kind, namespace: str | None = None) -> bool:
         """Whether reads of `kind` in `namespace` (None: all) are answered from the cache."""
-        return self.cache is not None and self.cache.covering(gvr_of(kind), namespace) is not None
+        gvr = gvr_of(kind, getattr(self.client, "mapper", None))
+        return self.cache is not None and self.cache.covering(gvr, namespace) is not None
 
     @overload
     async def get(
@@ -93,18 +127,25 @@ class CachedReader:
         self, kind: Kind, name: str, *, namespace: str | None = None, copy: bool = False
     ) -> Obj | KubeModel:
         """The object, or NotFound; typed when `kind` is a KubeModel class."""
-        gvr = gvr_of(kind)
-        informer = self.cache.covering(gvr, namespace) if self.cache is not None else None
-        if informer is None:
+        gvr = await self._gvr(kind)
+        informer, complete = (
+            self.cache.holding(gvr, namespace) if self.cache is not None else (None, False)
+        )
+        cached = informer.store.get_by(namespace, name) if informer is not None else None
+        if informer is None or (cached is None and not complete):
+            # Nothing caches the kind, or only a filtered informer does and it lacks the object:
+            # the object may exist outside its selector, so only the server can say.
             self.api_reads += 1
             obj = await self.client.get(gvr, name, namespace=namespace)
         else:
             self.cache_reads += 1
-            cached = informer.store.get_by(namespace, name)
             if cached is None:
                 raise _not_found(gvr, name, namespace)
             obj = _copy(cached) if copy else cached
-        return obj if isinstance(kind, GVR) else kind.from_object(obj)
+        return _typed(kind, obj)
+
+    async def _gvr(self, kind: Kind) -> GVR:
+        return kind if isinstance(kind, GVR) else await resolve_gvr(kind, self.client.mapper)
 
     @overload
     async def list(
@@ -146,7 +187,7 @@ class CachedReader:
     ) -> builtins.list[Any]:
         """Objects of `kind` in `namespace` (None: all namespaces), optionally selected by
         labels; a selector the cache cannot evaluate is sent to the server."""
-        gvr = gvr_of(kind)
+        gvr = await self._gvr(kind)
         items = self._from_cache(gvr, namespace, label_selector)
         if items is None:
             self.api_reads += 1
@@ -157,7 +198,7 @@ class CachedReader:
             self.cache_reads += 1
             if copy:
                 items = [_copy(o) for o in items]
-        if isinstance(kind, GVR):
+        if not isinstance(kind, type):
             return items
         return [kind.from_object(o) for o in items]
 
@@ -178,6 +219,10 @@ class CachedReader:
         keys.sort()  # the server's order (namespace/name), not the order of the cache's sets
         objs = (store.get(k) for k in keys)
         return [o for o in objs if o is not None and wanted(_labels(o))]
+
+
+def _typed(kind: Kind, obj: Obj) -> Obj | KubeModel:
+    return kind.from_object(obj) if isinstance(kind, type) else obj
 
 
 def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:

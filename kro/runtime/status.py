@@ -12,6 +12,9 @@ although the server holds the newer one. The writer remembers, per object uid, t
 last wrote and the resourceVersion it wrote over: while the cache still shows that old version,
 the comparison is made against what was written instead.
 
+A typed object's status is compared as it was read (`KubeModel.loaded_status`), so a reconciler
+may change the model's status in place and hand the model over (`ManagerClient.update_status`).
+
 Writes go to the status subresource as a JSON patch that replaces `/status` whole, so fields the
 new status no longer has are removed (a merge patch would keep them).
 """
@@ -25,7 +28,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from .client import Client
-from .reader import Kind, gvr_of
+from .reader import Kind, resolve_gvr
 from .typed import KubeModel, as_dict
 
 __all__ = ["StatusWriter"]
@@ -51,11 +54,10 @@ def _identity_and_status(obj: Mapping[str, Any] | BaseModel) -> tuple[str, str, 
     """uid, resourceVersion and status of either form of an object; a typed object's status is
     serialised alone (the skip path runs on every reconcile: no full dump of the object)."""
     if isinstance(obj, KubeModel):
-        raw = getattr(obj, "status", None)
-        if isinstance(raw, BaseModel):
-            status: Any = as_dict(raw)
-        else:
-            status = raw
+        raw = obj.loaded_status
+        if raw is None:  # not read from the API: the model's own status is all there is
+            raw = getattr(obj, "status", None)
+        status: Any = as_dict(raw) if isinstance(raw, BaseModel) else raw
         meta = obj.metadata
         uid, rv = meta.uid or "", meta.resource_version or ""
     else:
@@ -109,7 +111,7 @@ class StatusWriter:
             return False
         meta = _meta(as_dict(obj))
         written = await self.client.patch(
-            gvr_of(kind),
+            await resolve_gvr(kind, self.client.mapper),
             str(meta.get("name") or ""),
             [{"op": "add", "path": "/status", "value": desired}],
             namespace=meta.get("namespace") or None,

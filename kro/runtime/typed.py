@@ -14,13 +14,12 @@ apply needs: a field the author never set is not claimed by the field manager.
         replicas: int = Field(1, ge=0, le=10)
 
     class Website(KubeModel):
-        gvk = GVK("example.com", "v1", "Website")
-        gvr = GVR("example.com", "v1", "websites")
+        gvk = GVK("example.com", "v1", "Website")   # the resource is found through discovery
         spec: WebsiteSpec
 
     site = Website.from_object(raw_dict)            # validated; InvalidObject if not
     site.metadata.name, site.spec.replicas
-    client.apply(Website.gvr, site.to_dict(), ...)   # apiVersion/kind filled in from gvk
+    manager.client.apply(site)                       # apiVersion/kind filled in from gvk
 
 There is no generated client for the whole Kubernetes API: built-in kinds stay dicts.
 Field names are snake_case in Python and camelCase on the wire (`resource_version` <->
@@ -32,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
 from .gvk import GVK, GVR
@@ -124,9 +123,15 @@ class Condition(WireModel):
 class KubeModel(WireModel):
     """A whole Kubernetes object of an author's kind: apiVersion, kind, metadata and the rest.
 
-    Subclasses set the class attributes `gvk` (what manifests say) and `gvr` (what URLs say);
-    `namespaced` defaults to True. apiVersion and kind are filled in from `gvk` when missing.
-    Extra top-level fields are kept, so a round trip through the model loses nothing.
+    Subclasses set the class attribute `gvk` (what manifests say). `gvr` (what URLs say) and
+    `namespaced` are looked up through discovery on first use (kro.runtime.reader.gvr_of) and
+    remembered on the class; a subclass may still set them. apiVersion and kind are filled in
+    from `gvk` when missing. Extra top-level fields are kept, so a round trip through the model
+    loses nothing.
+
+    A model read from the API (`from_object`) remembers the status it was read with
+    (`loaded_status`, the cache's own dict, not a copy), so the reconciler may change
+    `status` in place and StatusWriter still knows what the server holds.
     """
 
     model_config = ConfigDict(extra="allow")
@@ -138,6 +143,7 @@ class KubeModel(WireModel):
     api_version: str
     kind: str
     metadata: ObjectMeta = ObjectMeta()
+    _loaded_status: Mapping[str, Any] | None = PrivateAttr(default=None)
 
     @model_validator(mode="before")
     @classmethod
@@ -155,9 +161,29 @@ class KubeModel(WireModel):
     def from_object(cls, obj: Mapping[str, Any]) -> Self:
         """Validate a dict from the API (or the cache) into this model; InvalidObject if not."""
         try:
-            return cls.model_validate(obj)
+            model = cls.model_validate(obj)
         except ValidationError as error:
             raise InvalidObject(cls, obj, error) from None
+        status = obj.get("status")
+        model._loaded_status = status if isinstance(status, Mapping) else {}
+        return model
+
+    def __eq__(self, other: object) -> bool:
+        """Equal by data, as pydantic compares: what the status was read as does not count."""
+        if not isinstance(other, KubeModel):
+            return NotImplemented
+        return (
+            type(self) is type(other)
+            and self.__dict__ == other.__dict__
+            and self.__pydantic_extra__ == other.__pydantic_extra__
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like any pydantic model
+
+    @property
+    def loaded_status(self) -> Mapping[str, Any] | None:
+        """The status as read from the API (None for a model built in code)."""
+        return self._loaded_status
 
     @property
     def name(self) -> str:

@@ -25,6 +25,28 @@ def test_no_created_series() -> None:
     assert not [n for n in names if n.endswith("_created")]
 
 
+def test_the_host_applications_own_metrics_keep_their_created_series() -> None:
+    """kro.runtime is imported (and a provider rendered) in someone else's process: the host's
+    own registry is exported as prometheus_client exports it by default."""
+    from prometheus_client import CollectorRegistry, Counter, generate_latest
+
+    host = CollectorRegistry()
+    Counter("host_requests_total", "the host's requests", registry=host).inc()
+    PrometheusProvider().render()
+    names = {
+        s.name
+        for f in text_string_to_metric_families(generate_latest(host).decode())
+        for s in f.samples
+    }
+    assert "host_requests_created" in names
+
+
+def test_a_gauge_named_like_a_created_series_is_kept() -> None:
+    provider = PrometheusProvider(process_metrics=False)
+    provider.gauge("backup_created", "when the last backup was made").set(1700000000)
+    assert "backup_created 1.7e+09" in provider.render().decode()
+
+
 def test_a_counter_started_at_zero_is_exported_before_its_first_increment() -> None:
     provider = PrometheusProvider(process_metrics=False)
     provider.counter("errors_total", "errors", ("reason",)).inc(0, reason="x")
