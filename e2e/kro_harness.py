@@ -206,9 +206,11 @@ def log_records() -> Iterator[LogRecords]:
 
 
 @contextlib.contextmanager
-def running_controller(kubeconfig: Path) -> Iterator[ControllerThread]:
+def running_controller(
+    kubeconfig: Path, args: Sequence[str] = CONTROLLER_ARGS
+) -> Iterator[ControllerThread]:
     """A started controller, stopped on exit (one per test module)."""
-    controller = ControllerThread(kubeconfig)
+    controller = ControllerThread(kubeconfig, args)
     controller.start()
     try:
         yield controller
@@ -216,8 +218,9 @@ def running_controller(kubeconfig: Path) -> Iterator[ControllerThread]:
         controller.stop()
 
 
-def kro_fixtures() -> tuple[Any, Any]:
-    """The two fixtures of a test module: `controller` (one per module) and `kro` (per test).
+def kro_fixtures(args: Sequence[str] = CONTROLLER_ARGS) -> tuple[Any, Any]:
+    """The two fixtures of a test module: `controller` (one per module, started with `args`)
+    and `kro` (per test).
 
     A module binds them by name, `controller, kro = kro_fixtures()`, so that each module gets
     its own controller (modules never overlap) without a conftest that every module imports.
@@ -225,7 +228,7 @@ def kro_fixtures() -> tuple[Any, Any]:
 
     @pytest.fixture(scope="module")
     def controller(kube_cluster: ClusterHandle) -> Iterator[ControllerThread]:
-        with running_controller(kube_cluster.kubeconfig) as running:
+        with running_controller(kube_cluster.kubeconfig, args) as running:
             yield running
 
     @pytest.fixture

@@ -12,20 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-import pytest
 from kro_harness import (
     CONTROLLER_ARGS,
     ControllerThread,
     KroEnv,
-    kro_env,
+    kro_fixtures,
 )
 from prometheus_client.parser import text_string_to_metric_families
 
 from kro.runtime.gvk import GVR
-from kro.testing.pytest_plugin import ClusterHandle
 
 EVENTS = GVR("", "v1", "events")
 INTERVAL_S = 0.2
@@ -37,20 +34,7 @@ ARGS = (
 )
 
 
-@pytest.fixture(scope="module")
-def controller(kube_cluster: ClusterHandle) -> Iterator[ControllerThread]:
-    running = ControllerThread(kube_cluster.kubeconfig, ARGS)
-    running.start()
-    try:
-        yield running
-    finally:
-        running.stop()
-
-
-@pytest.fixture
-async def kro(controller: ControllerThread, kube_namespace: str) -> AsyncIterator[KroEnv]:
-    async with kro_env(controller, kube_namespace) as env:
-        yield env
+controller, kro = kro_fixtures(ARGS)
 
 
 def _settings(key: str) -> dict[str, Any]:

@@ -11,7 +11,7 @@ does not hang. Also: finalizers others put on an RGD are never lost to kro's own
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -24,6 +24,7 @@ from kro_harness import (
     condition,
     is_ready,
     kro_env,
+    kro_fixtures,
     meta,
     state,
     wait_for,
@@ -32,27 +33,13 @@ from kro_harness import (
 from kro.controllers.rgd import RGDS
 from kro.runtime.client import Client
 from kro.runtime.errors import Conflict, NotFound
-from kro.testing.pytest_plugin import ClusterHandle
 
 ARGS = tuple(a for a in CONTROLLER_ARGS if not a.startswith("--allow-crd-deletion"))
 """The harness's flags with upstream's default: the CRD outlives its RGD."""
 REASON = "ResourceGraphDefinitionDeleted"
 
 
-@pytest.fixture(scope="module")
-def controller(kube_cluster: ClusterHandle) -> Iterator[ControllerThread]:
-    running = ControllerThread(kube_cluster.kubeconfig, ARGS)
-    running.start()
-    try:
-        yield running
-    finally:
-        running.stop()
-
-
-@pytest.fixture
-async def kro(controller: ControllerThread, kube_namespace: str) -> AsyncIterator[KroEnv]:
-    async with kro_env(controller, kube_namespace) as env:
-        yield env
+controller, kro = kro_fixtures(ARGS)
 
 
 def _message(rgd_name: str) -> str:

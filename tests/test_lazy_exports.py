@@ -109,6 +109,9 @@ def test_a_submodule_is_an_attribute_after_importing_the_package() -> None:
         ("from kro.graph.model import Graph", ("kro.cel.engine", "cel_expr_python", "yaml")),
         # What `kro controller` imports to start: PyYAML only once a YAML kubeconfig is read.
         ("import kro.controllers.app, kro.runtime.kubeconfig", ("yaml",)),
+        # A manager (and its client) loads pydantic only once a typed model is used: 8 MiB.
+        ("from kro.runtime.manager import Manager", ("pydantic",)),
+        ("import kro.cli.controller", ("pydantic",)),
         ("from kro.graph.options import BuildOptions", ("kro.graph.builder", "kro.cel")),
         ("import kro.controllers.instance.labels", ("kro.controllers.instance.reconciler",)),
     ],

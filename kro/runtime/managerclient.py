@@ -28,31 +28,50 @@ helpers written for `Client` (finalizers, StatusWriter) accept a ManagerClient.
 from __future__ import annotations
 
 import builtins
+import sys
 from collections.abc import Mapping
-from typing import Any, Literal
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from .client import Client
 from .discovery import RESTMapper
 from .errors import NotFound
 from .gvk import GVK
 from .reader import CachedReader, Kind, resolve_gvr
-from .status import StatusWriter
-from .typed import KubeModel, as_dict
+
+if TYPE_CHECKING:  # pydantic loads with the first typed model, not with every manager
+    from pydantic import BaseModel
+
+    from .status import StatusWriter
 
 __all__ = ["ManagerClient", "Object", "ObjectOrName"]
 
 Obj = dict[str, Any]
 Object = Obj
 """An object as kro.runtime passes it around: a plain dict (controller-runtime's client.Object)."""
-ObjectOrName = str | Mapping[str, Any] | BaseModel
+ObjectOrName: TypeAlias = "str | Mapping[str, Any] | BaseModel"
+
+
+def _model_class(obj: object) -> type | None:
+    """The typed model class of `obj`, if it is one. kro.runtime.typed (and pydantic, 8 MiB
+    of a process) is imported only by code that uses models: before that, nothing is one."""
+    typed = sys.modules.get("kro.runtime.typed")
+    return type(obj) if typed is not None and isinstance(obj, typed.KubeModel) else None
+
+
+def as_dict(obj: Mapping[str, Any] | BaseModel) -> Mapping[str, Any]:
+    """The object's body: a dict as it is, a model dumped as the API server spells it."""
+    if isinstance(obj, Mapping):
+        return obj
+    from .typed import as_dict as dump  # a model exists: pydantic is loaded
+
+    return dump(obj)
 
 
 def kind_of(obj: Mapping[str, Any] | BaseModel) -> Kind:
     """The kind an object says it is: its model class, or its apiVersion and kind."""
-    if isinstance(obj, KubeModel):
-        return type(obj)
+    model = _model_class(obj)
+    if model is not None:
+        return model
     body = as_dict(obj)
     if not body.get("apiVersion") or not body.get("kind"):
         raise TypeError(
@@ -78,7 +97,16 @@ class ManagerClient:
         self.reader = reader
         self.api = client
         self.field_manager = field_manager
-        self.status_writer = StatusWriter(client, field_manager=field_manager)
+        self._status_writer: StatusWriter | None = None
+
+    @property
+    def status_writer(self) -> StatusWriter:
+        """Made on first use: kro.runtime.status loads pydantic."""
+        if self._status_writer is None:
+            from .status import StatusWriter
+
+            self._status_writer = StatusWriter(self.api, field_manager=self.field_manager)
+        return self._status_writer
 
     @property
     def mapper(self) -> RESTMapper:
@@ -193,7 +221,7 @@ class ManagerClient:
         declares) unless the server holds it already; returns whether a write was made.
         A dict object takes its new `status` as the second argument (StatusWriter)."""
         if status is None:
-            if not isinstance(obj, BaseModel):
+            if isinstance(obj, Mapping):
                 raise TypeError("update_status(dict) needs the new status as a second argument")
             status = getattr(obj, "status", None) or {}
         return await self.status_writer.update(kind_of(obj), obj, status)
