@@ -109,12 +109,6 @@ class Budget:
             self.exceeded = message
         return LimitExceeded(self.exceeded)
 
-    def check_time(self, where: str) -> None:
-        if self.exceeded is not None:
-            raise LimitExceeded(self.exceeded)
-        if self.deadline is not None and time.monotonic() > self.deadline:
-            raise self.timeout(where)
-
     def timeout(self, where: str) -> LimitExceeded:
         seconds = self.limits.time_budget_s or 0.0
         return self.fail(

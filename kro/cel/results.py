@@ -54,7 +54,3 @@ class ExpressionError:
 
 
 EvalResult = Value | DataPending | ExpressionError
-
-
-def is_pending(result: EvalResult) -> bool:
-    return isinstance(result, DataPending)

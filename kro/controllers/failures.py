@@ -104,9 +104,6 @@ class FailureReporter:
         """`key` is gone: forget its last cause without a word."""
         self._causes.release(key)
 
-    def is_failing(self, key: Hashable) -> bool:
-        return key in self._causes
-
     def failing(self) -> int:
         """How many objects are failing now (their last cause is kept)."""
         return len(self._causes)

@@ -140,9 +140,6 @@ class InstanceEvaluation:
     def is_ignored(self, node_id: str) -> bool:
         return node_id in self._ignored
 
-    def desired_objects(self, node_id: str) -> list[dict[str, Any]] | None:
-        return self._desired.get(node_id)
-
     def _values(self) -> dict[str, Any]:
         values: dict[str, Any] = {"schema": self.schema_value}
         for node_id, value in self._bound.items():

@@ -59,7 +59,8 @@ def test_collections_can_iterate_over_other_collections() -> None:
 
 def test_two_dimensions_must_both_reach_the_identity() -> None:
     dims = [{"a": "${schema.spec.tiers}"}, {"b": "${schema.spec.ports}"}]
-    build(rgd(coll(name="${a}-${string(b)}", for_each=dims)))
+    graph = build(rgd(coll(name="${a}-${string(b)}", for_each=dims)))
+    assert [d.name for n in graph.nodes.values() for d in n.for_each] == ["a", "b"]
 
 
 def test_namespace_counts_for_the_identity_of_namespaced_kinds() -> None:
@@ -69,7 +70,8 @@ def test_namespace_counts_for_the_identity_of_namespaced_kinds() -> None:
         "metadata": {"name": "x-${a}", "namespace": "${b}"},
     }
     dims = [{"a": "${schema.spec.tiers}"}, {"b": "${schema.spec.tiers}"}]
-    build(rgd(resource("cms", template, forEach=dims)))
+    node = build(rgd(resource("cms", template, forEach=dims))).nodes["cms"]
+    assert ([d.name for d in node.for_each], node.namespaced) == (["a", "b"], True)
 
 
 @pytest.mark.parametrize(

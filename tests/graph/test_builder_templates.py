@@ -196,7 +196,8 @@ def test_scalar_external_ref_node() -> None:
          "optional-unwrapped", "null", "map-macro", "list-of-maps"],
 )  # fmt: skip
 def test_expression_types_that_fit(spec: dict[str, Any]) -> None:
-    build(rgd(network(**spec)))
+    graph = build(rgd(network(**spec)))
+    assert all(n.fields for n in graph.nodes.values())  # accepted with its expressions
 
 
 def test_struct_output_fields_must_be_a_subset_of_the_target() -> None:
