@@ -252,7 +252,7 @@ def test_condition_errors(conditions: Any, detail: str, rule: str) -> None:
 
 
 def test_built_in_types_may_be_read_even_when_the_author_declares_them() -> None:
-    build(
+    graph = build(
         rgd(
             CM,
             status={
@@ -262,6 +262,7 @@ def test_built_in_types_may_be_read_even_when_the_author_declares_them() -> None
             },
         )
     )
+    assert graph.conditions  # the author condition is accepted
 
 
 # --- the CRD -------------------------------------------------------------------------------------

@@ -68,7 +68,8 @@ async def test_context_selects_the_user(tmp_path: Path) -> None:
     async with FakeApiServer(tokens={"other-0"}) as api:
         path = kubeconfig(tmp_path / "config", api.url, {"token": "main"}, extra_contexts=1)
         async with await Client.from_kubeconfig(str(path), context="other0") as client:
-            await client.request("GET", "/version")
+            # The fake server accepts only other-0's token: the main user's would be a 401.
+            assert await client.request("GET", "/version")
 
 
 async def test_mutual_tls_from_inline_kubeconfig_data(tmp_path: Path) -> None:
