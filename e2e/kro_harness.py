@@ -171,6 +171,20 @@ class ControllerThread:
             await client.close()
 
 
+def settings_resource(key: str) -> dict[str, Any]:
+    """An RGD resource `settings`: a ConfigMap `<instance>-settings` whose data key is `key`
+    (a key with a space, `bad key`, is one the API server refuses with 422)."""
+    return {
+        "id": "settings",
+        "template": {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "${schema.metadata.name}-settings"},
+            "data": {key: "${schema.spec.value}"},
+        },
+    }
+
+
 class LogRecords(logging.Handler):
     """The event dicts of every structlog line of an in-process controller, as they reach the
     standard library (kro.runtime.logging renders through it), each with the time it was
@@ -619,6 +633,7 @@ __all__ = [
     "load_yaml",
     "meta",
     "running_controller",
+    "settings_resource",
     "state",
     "wait_for",
 ]

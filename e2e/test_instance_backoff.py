@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from typing import Any
 
 from kro_harness import (
     CONTROLLER_ARGS,
     ControllerThread,
     KroEnv,
     kro_fixtures,
+    settings_resource,
 )
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -35,18 +35,6 @@ ARGS = (
 
 
 controller, kro = kro_fixtures(ARGS)
-
-
-def _settings(key: str) -> dict[str, Any]:
-    return {
-        "id": "settings",
-        "template": {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "${schema.metadata.name}-settings"},
-            "data": {key: "${schema.spec.value}"},
-        },
-    }
 
 
 def _errors_total(text: str, rgd: str) -> float:
@@ -90,7 +78,8 @@ class Attempts:
 async def test_a_rejected_child_is_retried_with_a_doubling_delay_up_to_the_cap(
     kro: KroEnv, controller: ControllerThread
 ) -> None:
-    rgd = kro.rgd("backoff", "Backoff", {"value": "string | default=v"}, [_settings("bad key")])
+    spec = {"value": "string | default=v"}
+    rgd = kro.rgd("backoff", "Backoff", spec, [settings_resource("bad key")])
     rgd_name = rgd["metadata"]["name"]
     await kro.apply_rgd(rgd)
     await kro.wait_rgd_active(rgd_name)
@@ -121,10 +110,10 @@ async def test_a_rejected_child_is_retried_with_a_doubling_delay_up_to_the_cap(
 
     # The fix ends the streak: the instance converges.
     await kro.apply_rgd(kro.rgd("backoff", "Backoff", {"value": "string | default=v"},
-                                [_settings("good-key")]))  # fmt: skip
+                                [settings_resource("good-key")]))  # fmt: skip
     await kro.wait_instance(gvr, "rejected", timeout_s=60)
     # A new failure starts again from the first delay, not from the cap.
     await kro.apply_rgd(kro.rgd("backoff", "Backoff", {"value": "string | default=v"},
-                                [_settings("bad key")]))  # fmt: skip
+                                [settings_resource("bad key")]))  # fmt: skip
     again = await attempts.until(2, what="the new failure's first retry")
     assert again[1] - again[0] < CAP_S * 0.75, again

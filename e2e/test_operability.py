@@ -30,6 +30,7 @@ from kro_harness import (
     kro_env,
     log_records,
     running_controller,
+    settings_resource,
     wait_for,
 )
 from prometheus_client.parser import text_string_to_metric_families
@@ -69,18 +70,6 @@ def _total(text: str, metric: str, **labels: str) -> float | None:
     return sum(found) if found else None
 
 
-def _settings(key: str) -> dict[str, Any]:
-    return {
-        "id": "settings",
-        "template": {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "${schema.metadata.name}-settings"},
-            "data": {key: "${schema.spec.value}"},
-        },
-    }
-
-
 async def _events(kro: KroEnv, name: str, namespace: str | None = None) -> list[dict[str, Any]]:
     page = await kro.client.list(
         EVENTS,
@@ -93,7 +82,8 @@ async def _events(kro: KroEnv, name: str, namespace: str | None = None) -> list[
 async def test_a_refused_child_is_logged_once_recorded_and_counted(
     kro: KroEnv, controller: ControllerThread, records: LogRecords
 ) -> None:
-    rgd = kro.rgd("settings", "Settings", {"value": "string | default=v"}, [_settings("bad key")])
+    spec = {"value": "string | default=v"}
+    rgd = kro.rgd("settings", "Settings", spec, [settings_resource("bad key")])
     rgd_name = rgd["metadata"]["name"]
     await kro.apply_rgd(rgd)
     await kro.wait_rgd_active(rgd_name)
@@ -135,7 +125,7 @@ async def test_a_refused_child_is_logged_once_recorded_and_counted(
 
     # The fix: a valid key. The condition clears and the recovery is said once.
     await kro.apply_rgd(kro.rgd("settings", "Settings", {"value": "string | default=v"},
-                                [_settings("good-key")]))  # fmt: skip
+                                [settings_resource("good-key")]))  # fmt: skip
     await kro.wait_instance(gvr, "broken", timeout_s=90)
     child = await kro.client.get(CONFIGMAPS, "broken-settings", namespace=kro.namespace)
     assert child["data"] == {"good-key": "v"}
@@ -149,7 +139,7 @@ async def test_a_refused_child_is_logged_once_recorded_and_counted(
 async def test_an_invalid_graph_is_logged_once_recorded_and_counted(
     kro: KroEnv, controller: ControllerThread, records: LogRecords
 ) -> None:
-    invalid = _settings("k")
+    invalid = settings_resource("k")
     invalid["template"]["data"] = {"k": "${schema.spec.missing}"}
     rgd = kro.rgd("invalid", "Invalid", {"value": "string"}, [invalid])
     rgd_name = rgd["metadata"]["name"]
@@ -198,7 +188,7 @@ async def test_a_crd_that_cannot_be_installed_is_reported(
     }  # fmt: skip
     await kro.client.create(CRDS, foreign)
     kro.track(CRDS, name)
-    rgd = kro.rgd("taken", "Taken", {"value": "string | default=v"}, [_settings("k")])
+    rgd = kro.rgd("taken", "Taken", {"value": "string | default=v"}, [settings_resource("k")])
     rgd_name = rgd["metadata"]["name"]
     await kro.apply_rgd(rgd)
     labels = {"rgd": rgd_name, "reason": "crd_install_failed"}

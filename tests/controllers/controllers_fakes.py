@@ -179,3 +179,15 @@ def greeter_reconciler(**kwargs: Any) -> InstanceReconciler:
     return InstanceReconciler(
         rgd_name="greeter", rgd_uid="uid-greeter", gvr=GREETERS, kind="Greeter", **kwargs
     )
+
+
+INVALID = {
+    "kind": "Status",
+    "apiVersion": "v1",
+    "status": "Failure",
+    "reason": "Invalid",
+    "code": 422,
+    "message": 'ConfigMap "hi" is invalid: data[bad key]: Invalid value: "bad key": a valid '
+    "config key must consist of alphanumeric characters",
+}
+"""The API server's 422 for the Greeter's ConfigMap `hi` with a key it refuses."""

@@ -13,6 +13,7 @@ import pytest
 import structlog
 from controllers_fakes import (
     GREETERS,
+    INVALID,
     NS,
     RESOLVER,
     DictClient,
@@ -39,15 +40,6 @@ from kro.runtime.prometheus import PrometheusProvider
 from kro.runtime.reconcile import Request
 
 HI = Request(NS, "hi")
-INVALID = {
-    "kind": "Status",
-    "apiVersion": "v1",
-    "status": "Failure",
-    "reason": "Invalid",
-    "code": 422,
-    "message": 'ConfigMap "hi" is invalid: data[bad key]: Invalid value: "bad key": a valid '
-    "config key must consist of alphanumeric characters",
-}
 
 
 @pytest.fixture

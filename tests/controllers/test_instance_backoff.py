@@ -8,6 +8,7 @@ from __future__ import annotations
 from controllers_fakes import (
     CONFIGMAPS,
     GREETERS,
+    INVALID,
     NS,
     RecordingWatches,
     greeter,
@@ -23,14 +24,6 @@ from kro.runtime.client import Client
 from kro.runtime.reconcile import Request
 
 HI = Request(NS, "hi")
-INVALID = {
-    "kind": "Status",
-    "apiVersion": "v1",
-    "status": "Failure",
-    "reason": "Invalid",
-    "code": 422,
-    "message": 'ConfigMap "hi" is invalid: data[bad key]: Invalid value: "bad key"',
-}
 
 
 def _reconciler(
