@@ -20,7 +20,8 @@ Exit codes: 0 explained (whatever the state), 1 cannot explain (unknown kind, no
 readable, cluster unreachable), 2 usage errors.
 
 Modules: `explain_cluster` (reads an instance), `explain_rgd` (reads an RGD), `explain_source`
-(the graph kro runs), `explain_walk` (per-node state), `explain_cause` (root cause),
+(the graph kro runs), `explain_dryrun` (per-node state: the engine's pass, dry), `explain_cause`
+(root cause),
 `explain_deletion` (deletion waves), `explain_format` (printing), `explain_mask` (Secrets).
 """
 

@@ -1,11 +1,9 @@
 """kro.cli.explain_cause: read what kro recorded on an instance and pick the first root cause.
 
 kro writes its verdict into the instance's status (reference §1.J): `ResourcesReady` carries
-per-node reasons (`resource error: <node>: <API server message>; ...` when an apply failed,
-`awaiting resource readiness: ...` while waiting), `GraphResolved` and `InstanceManaged` say
-when the instance is not reconciled at all. The node walk (`explain_walk`) recomputes the
-waiting part from live objects; what only the controller saw — the API server's answer to an
-apply — comes from here.
+per-node reasons, `GraphResolved` and `InstanceManaged` say when the instance is not reconciled
+at all. The nodes' states come from the engine's dry run (`explain_dryrun`); this module picks
+the one line a user reads first.
 
 The root cause is one line: the first thing, in the order a user would fix them, that keeps
 the instance from being ACTIVE. An instance-wide problem (no graph, not managed, suspended,
@@ -16,8 +14,7 @@ node only echoes it).
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from kro.api.conditions import conditions_of, get_condition
@@ -34,10 +31,7 @@ from kro.api.names import (
     STATUS_TRUE,
 )
 from kro.cli.explain_report import ConditionReport, DeletionReport, NodeReport, NodeStatus
-from kro.cli.explain_walk import Recorded
-
-RESOURCE_ERROR_PREFIX: Final = "resource error: "
-PASS_FAILED_PREFIX: Final = "resource reconciliation failed: "
+from kro.controllers.instance.status import PASS_FAILED_PREFIX
 
 _PHRASES: Final = {
     NodeStatus.ERROR: "failed",
@@ -61,25 +55,6 @@ def condition_reports(instance: Mapping[str, Any]) -> tuple[ConditionReport, ...
         )
         for c in conditions_of(instance.get("status"))
     )
-
-
-def recorded_errors(instance: Mapping[str, Any], node_ids: Iterable[str]) -> Recorded:
-    """Per-node apply errors from `ResourcesReady` (`resource error: a: msg; b: msg`)."""
-    condition = get_condition(instance.get("status"), CONDITION_RESOURCES_READY)
-    message = str((condition or {}).get("message") or "")
-    if not message.startswith(RESOURCE_ERROR_PREFIX):
-        return Recorded()
-    ids = sorted(node_ids, key=len, reverse=True)
-    if not ids:
-        return Recorded()
-    body = message.removeprefix(RESOURCE_ERROR_PREFIX)
-    marker = re.compile(r"(?:^|; )(" + "|".join(re.escape(i) for i in ids) + r"): ")
-    found = list(marker.finditer(body))
-    errors: dict[str, str] = {}
-    for position, match in enumerate(found):
-        end = found[position + 1].start() if position + 1 < len(found) else len(body)
-        errors[match.group(1)] = body[match.end() : end]
-    return Recorded(errors)
 
 
 def is_suspended(instance: Mapping[str, Any]) -> bool:

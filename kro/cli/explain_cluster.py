@@ -5,9 +5,9 @@ as a note or as an `unknown` node instead of failing the command: a user who may
 instance but not, say, the GraphRevisions still gets every answer the rest allows.
 
 Reads, in order: discovery (the kind given on the command line), the instance, its RGD and the
-graph kro runs (`explain_source`), then per node the live objects the instance's desired
-objects name (GET, or a LIST by kro's labels for collections — the controller's own reads,
-`kro.controllers.instance.resources`), and last the Warning Events about the instance and its
+graph kro runs (`explain_source`), then the engine's pass over the instance in dry-run
+mode (`explain_dryrun`: the controller's own reads, GET per object and a LIST by kro's labels
+per collection, and no write), and last the Warning Events about the instance and its
 children. A deleting instance is explained from its ApplySet members (`explain_deletion`)
 instead, as kro deletes without the graph. With sharded replicas, the member Leases say which
 replica owns the instance (`explain_shard`).
@@ -15,20 +15,20 @@ replica owns the instance (`explain_shard`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from kro.api.objects import metadata as _meta
-from kro.cli.explain_cause import condition_reports, recorded_errors, root_cause
+from kro.cli.explain_cause import condition_reports, root_cause
 from kro.cli.explain_deletion import read_members, summarize_deletion
+from kro.cli.explain_dryrun import ReadingClient, dry_run
 from kro.cli.explain_mask import SecretMask
 from kro.cli.explain_report import EventReport, InstanceReport, NodeReport
 from kro.cli.explain_shard import read_shard_owners
 from kro.cli.explain_source import LoadedGraph, find_rgd_name, forbidden_note, load_graph
-from kro.cli.explain_walk import Observed, object_id, walk
-from kro.controllers.instance.labels import collection_selector
-from kro.graph.model import Node, NodeType
+from kro.controllers.instance.status import recorded_apply_errors
+from kro.engine.results import object_id
 from kro.runtime.client import Client
 from kro.runtime.discovery import ResourceInfo
 from kro.runtime.errors import Forbidden, KubeError, NotFound
@@ -99,72 +99,6 @@ async def read_instance(client: Client, info: ResourceInfo, target: Target) -> d
         ) from None
 
 
-class LiveReader:
-    """The `Fetch` of the node walk: the controller's reads of one node, read-only."""
-
-    def __init__(self, client: Client, instance: Mapping[str, Any], mask: SecretMask) -> None:
-        self.client = client
-        self.instance = instance
-        self.mask = mask
-        self.uids: dict[str, str] = {}  # uid -> "Kind ns/name", for matching Events
-
-    def _seen(self, obj: Mapping[str, Any]) -> None:
-        self.mask.add(obj)
-        uid = str(_meta(obj).get("uid") or "")
-        if uid:
-            self.uids[uid] = str(object_id(obj))
-
-    async def __call__(self, node: Node, desired: Sequence[Mapping[str, Any]]) -> Observed:
-        gvr = GVR(node.gvk.group, node.gvk.version, node.resource)
-        try:
-            if node.type is NodeType.COLLECTION:
-                return Observed(await self._collection(node, gvr, desired))
-            if node.type is NodeType.EXTERNAL_COLLECTION:
-                selector = dict(_meta(desired[0]).get("selector") or {})
-                return Observed(await self._selected(gvr, desired[0], selector))
-            identity = _meta(desired[0])
-            namespace = str(identity.get("namespace") or "") or None
-            live = await self.client.get(gvr, str(identity.get("name")), namespace=namespace)
-        except NotFound:
-            return Observed(None)
-        except KubeError as error:
-            return Observed(error=str(error))
-        self._seen(live)
-        return Observed(live)
-
-    async def _collection(
-        self, node: Node, gvr: GVR, desired: Sequence[Mapping[str, Any]]
-    ) -> list[dict[str, Any]]:
-        uid = str(_meta(self.instance).get("uid") or "")
-        selector = collection_selector(uid, node.id)
-        try:
-            items, _ = await self.client.list_all(gvr, label_selector=selector)
-        except Forbidden:  # no cluster-wide list: look where the items should be
-            namespaces = sorted({str(_meta(d).get("namespace") or "") for d in desired})
-            items = []
-            for namespace in namespaces:
-                found, _ = await self.client.list_all(
-                    gvr, namespace=namespace or None, label_selector=selector
-                )
-                items += found
-        for item in items:
-            self._seen(item)
-        by_identity = {(object_id(i).namespace, object_id(i).name): i for i in items}
-        keys = [(object_id(d).namespace, object_id(d).name) for d in desired]
-        return [by_identity[k] for k in keys if k in by_identity]
-
-    async def _selected(
-        self, gvr: GVR, desired: Mapping[str, Any], selector: Mapping[str, Any]
-    ) -> list[dict[str, Any]]:
-        labels = selector.get("matchLabels") or {}
-        text = ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or None
-        namespace = str(_meta(desired).get("namespace") or "") or None
-        items, _ = await self.client.list_all(gvr, namespace=namespace, label_selector=text)
-        for item in items:
-            self._seen(item)
-        return items
-
-
 def is_kro_event(event: Mapping[str, Any]) -> bool:
     """kro's own Events only repeat a condition change, which the Conditions section shows."""
     reporter = event.get("reportingComponent") or (event.get("source") or {}).get("component")
@@ -216,9 +150,9 @@ async def explain_instance(client: Client, target: Target, mask: SecretMask) -> 
         loaded = await load_graph(client, rgd_name)
         notes += loaded.notes
         if loaded.graph is not None:
-            reader = LiveReader(client, instance, mask)
-            recorded = recorded_errors(instance, loaded.graph.topological_order)
-            nodes = await walk(loaded.graph, instance, reader, recorded)
+            reader = ReadingClient(client, instance, mask)
+            recorded = recorded_apply_errors(instance, loaded.graph.topological_order)
+            nodes = await dry_run(loaded.graph, instance, info.gvr, reader, recorded)
             uids.update(reader.uids)
     else:
         notes.append("no ResourceGraphDefinition found for this kind: is it an instance of one?")

@@ -26,6 +26,10 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
+from kro.engine.results import MissingField, ObjectId
+
+__all__ = ["MissingField", "ObjectId"]  # re-exported: the report quotes the engine's values
+
 
 class NodeStatus(StrEnum):
     READY = "ready"
@@ -42,40 +46,6 @@ class NodeStatus(StrEnum):
     def is_ok(self) -> bool:
         """Nothing for the user to do about this node."""
         return self in (NodeStatus.READY, NodeStatus.APPLIED, NodeStatus.EXCLUDED)
-
-
-@dataclass(frozen=True, slots=True)
-class ObjectId:
-    """Which Kubernetes object a node stands for (or which object a field is missing from)."""
-
-    api_version: str
-    kind: str
-    namespace: str
-    name: str
-
-    def __str__(self) -> str:
-        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
-        return f"{self.kind} {where}"
-
-
-@dataclass(frozen=True, slots=True)
-class MissingField:
-    """A field an expression reads that does not exist (yet) on a live object.
-
-    node: the resource id the field belongs to (`schema` for the instance itself).
-    path: the part of the expression's path that exists no more, e.g. `data.token`.
-    obj: the object the field was looked for in, when there is one.
-    """
-
-    node: str
-    path: str
-    obj: ObjectId | None = None
-
-    def __str__(self) -> str:
-        where = f'{self.obj} (node "{self.node}")' if self.obj else f'node "{self.node}"'
-        if self.node == "schema":
-            where = f"the instance ({self.obj})" if self.obj else "the instance"
-        return f'field "{self.path}" of {where}'
 
 
 @dataclass(frozen=True, slots=True)

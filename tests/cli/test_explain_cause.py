@@ -1,5 +1,5 @@
-"""`kro explain`: what kro recorded on an instance, the root cause line, and deletion blockers
-(kro.cli.explain_cause, kro.cli.explain_deletion's pure part)."""
+"""`kro explain`: the root cause line and deletion blockers (kro.cli.explain_cause,
+kro.cli.explain_deletion's pure part)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kro.cli.explain_cause import recorded_errors, root_cause
+from kro.cli.explain_cause import root_cause
 from kro.cli.explain_deletion import LiveMembers, summarize_deletion
 from kro.cli.explain_report import MemberReport, NodeReport, NodeStatus, ObjectId
 
@@ -35,26 +35,6 @@ def node(node_id: str, status: NodeStatus, **details: Any) -> NodeReport:
     return NodeReport(id=node_id, type="Resource", api_version="v1", kind="ConfigMap", wave=1,
                       dependencies=(), status=status,
                       objects=(ObjectId("v1", "ConfigMap", "ns", f"d-{node_id}"),), **details)
-
-
-def test_recorded_errors_split_per_node_even_when_messages_hold_semicolons() -> None:
-    message = (
-        "resource error: app: 422 Invalid: a; b: c; app2: 403 Forbidden: configmaps is "
-        "forbidden"
-    )
-    recorded = recorded_errors(
-        instance([cond("ResourcesReady", "False", message)]), ["app", "app2", "other"]
-    )
-    assert recorded.errors == {
-        "app": "422 Invalid: a; b: c",
-        "app2": "403 Forbidden: configmaps is forbidden",
-    }
-
-
-def test_waiting_messages_are_not_errors() -> None:
-    message = "awaiting resource readiness: app: waiting for unresolved resource"
-    recorded = recorded_errors(instance([cond("ResourcesReady", "False", message)]), ["app"])
-    assert recorded.errors == {}
 
 
 READY = [cond("Ready", "True"), cond("ResourcesReady", "True")]

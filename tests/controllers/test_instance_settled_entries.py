@@ -9,10 +9,10 @@ from typing import cast
 
 from controllers_fakes import CONFIGMAPS, GREETERS, NS, greeter_graph
 
-from kro.controllers.instance.resources import node_gvr
 from kro.controllers.instance.settled import SettledPasses
 from kro.dynamic import LabelSelector, ScalarWatch, SelectorWatch, WatchCoordinator
 from kro.dynamic.watches import Versions, WatchRequest
+from kro.engine.graph_pass import node_gvr
 
 KEY = (NS, "hello")
 PARENT = ScalarWatch("", GREETERS, NS, "hello")

@@ -8,16 +8,12 @@ R-10) and their deletion wave as an annotation; they get no ownerReferences and 
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
 from kro import __version__
 from kro.api.names import (
-    ANNOTATION_APPLY_ORDER,
     FINALIZER,
-    LABEL_COLLECTION_INDEX,
-    LABEL_COLLECTION_SIZE,
     LABEL_INSTANCE_GROUP,
     LABEL_INSTANCE_ID,
     LABEL_INSTANCE_KIND,
@@ -104,29 +100,6 @@ def child_labels(instance: Mapping[str, Any], api: Instance, node_id: str) -> di
     if metadata.get("namespace"):
         labels[LABEL_INSTANCE_NAMESPACE] = str(metadata["namespace"])
     return labels
-
-
-def decorate(
-    obj: Mapping[str, Any],
-    labels: Mapping[str, str],
-    apply_order: int,
-    *,
-    index: int | None = None,
-    size: int | None = None,
-) -> dict[str, Any]:
-    """A copy of `obj` with kro's labels (winning over the template's) and annotations."""
-    out = copy.deepcopy(dict(obj))
-    metadata = out.setdefault("metadata", {})
-    merged = dict(metadata.get("labels") or {})
-    merged.update(labels)
-    if index is not None and size is not None:
-        merged[LABEL_COLLECTION_INDEX] = str(index)
-        merged[LABEL_COLLECTION_SIZE] = str(size)
-    metadata["labels"] = merged
-    annotations = dict(metadata.get("annotations") or {})
-    annotations[ANNOTATION_APPLY_ORDER] = str(apply_order)
-    metadata["annotations"] = annotations
-    return out
 
 
 def collection_selector(instance_uid: str, node_id: str) -> str:

@@ -2,7 +2,8 @@
 
 A reconcile is a sequence of named phases: load (R-01) → deletion (R-02, §1.L) → resolve the
 latest graph revision (R-03) → ensure kro manages the instance (R-05) → suspension (R-07) →
-resources (R-08..R-14, `resources.InstancePass`) → status (R-15, R-16, R-18) → requeue (R-17).
+resources (R-08..R-14: one pass of kro.engine, the instance bound by `binding`) → status (R-15,
+R-16, R-18) → requeue (R-17).
 
 Errors are recorded in the instance's conditions before they are raised, so a user sees what is
 wrong with `kubectl get -o yaml`, not only in the controller's logs. Failures a user must act on
@@ -34,7 +35,6 @@ from kro.api.names import (
     INSTANCE_STATE_DELETING,
     INSTANCE_STATE_ERROR,
     INSTANCE_STATE_IN_PROGRESS,
-    NODE_STATE_ERROR,
     NODE_TERMINAL_STATES,
     REASON_ALL_RESOURCES_READY,
     REASON_FIELD_YIELDED,
@@ -63,13 +63,21 @@ from kro.applyset import (
 from kro.controllers.events import record_condition_changes
 from kro.controllers.failures import Failure, FailureReporter
 from kro.controllers.instance import contests
+from kro.controllers.instance.binding import InstanceBinding
 from kro.controllers.instance.known_instances import KnownInstances
 from kro.controllers.instance.labels import instance_labels, labeller_body
 from kro.controllers.instance.options import InstanceOptions as InstanceOptions  # noqa: PLC0414
 from kro.controllers.instance.options import RequeueBackoff
-from kro.controllers.instance.resources import ChildDeleting, InstancePass, PassOutcome
 from kro.controllers.instance.settled import SettledPasses
-from kro.controllers.instance.status import InstanceStatus, node_state_summary, status_changed
+from kro.controllers.instance.status import (
+    AWAITING_PREFIX,
+    PASS_FAILED_PREFIX,
+    RESOURCE_ERROR_PREFIX,
+    InstanceStatus,
+    node_reasons,
+    node_state_summary,
+    status_changed,
+)
 from kro.controllers.metrics import (
     RESOLUTION_FAILED,
     RESOLUTION_NOT_AVAILABLE,
@@ -83,6 +91,8 @@ from kro.controllers.metrics import (
 from kro.controllers.registry import RevisionRegistry, RevisionState
 from kro.dynamic import ObjectRef, ScalarWatch, WatchCoordinator
 from kro.dynamic.watches import Versions, WatchRequest
+from kro.engine.graph_pass import GraphPass
+from kro.engine.results import PassCounts, PassResult
 from kro.graph.evaluate import EvaluationError, InstanceEvaluation
 from kro.graph.model import Graph
 from kro.runtime.client import Client
@@ -323,16 +333,14 @@ class InstanceReconciler:
         )
         self.runtime_metrics.creation_total.inc()
         self.runtime_metrics.creation_duration.observe(time.monotonic() - started)
-        work = InstancePass(
+        work = GraphPass(
             graph=graph,
-            instance=instance,
-            instance_gvr=self.gvr,
+            owner_obj=instance,
+            binding=InstanceBinding(self.gvr, parent, graph.instance),
             client=self.client,
             applier=self.applier,
             watches=self.watches,
-            parent=parent,
             evaluation=evaluation,
-            metrics=self.runtime_metrics,
         )
         try:
             return await self._run_pass(work, parent, graph, status, evaluation)
@@ -341,7 +349,7 @@ class InstanceReconciler:
 
     async def _run_pass(
         self,
-        work: InstancePass,
+        work: GraphPass,
         parent: ObjectRef,
         graph: Graph,
         status: InstanceStatus,
@@ -349,31 +357,55 @@ class InstanceReconciler:
     ) -> Result:
         try:
             outcome = await work.run()
-        except ChildDeleting as deleting:
-            await self.watches.done(parent, commit=True)
-            status.set(
-                CONDITION_RESOURCES_READY, STATUS_FALSE, REASON_RESOURCE_DELETING, str(deleting)
-            )
-            await self._write_status(work.instance, status.build(INSTANCE_STATE_IN_PROGRESS, None))
-            return self._wait(parent_key(parent), "child_deleting")
         except (EvaluationError, ApplySetError, KubeError) as error:
             await self.watches.done(parent, commit=False)
-            message = f"resource reconciliation failed: {error}"
+            message = f"{PASS_FAILED_PREFIX}{error}"
             status.set(CONDITION_RESOURCES_READY, STATUS_FALSE, REASON_NOT_READY, message)
-            await self._write_status(work.instance, status.build(INSTANCE_STATE_ERROR, None))
+            await self._write_status(work.owner_obj, status.build(INSTANCE_STATE_ERROR, None))
             fields = {"resource_id": getattr(error, "resource_id", None)}
             if isinstance(error, KubeError):
                 fields["code"] = getattr(error, "status", None)
             self.failures.report(
                 parent_key(parent),
-                work.instance,
+                work.owner_obj,
                 Failure(EVENT_RECONCILE_FAILED, message, {k: v for k, v in fields.items() if v}),
             )
             raise ReconcileFailed(str(error)) from error
+        finally:
+            self._count(work.result.counts)
         await self.watches.done(parent, commit=True)
+        if outcome.deleting is not None:  # a child is terminating: nothing was applied (R-08)
+            status.set(
+                CONDITION_RESOURCES_READY,
+                STATUS_FALSE,
+                REASON_RESOURCE_DELETING,
+                outcome.deleting.message,
+            )
+            await self._write_status(
+                work.owner_obj, status.build(INSTANCE_STATE_IN_PROGRESS, None)
+            )
+            return self._wait(parent_key(parent), "child_deleting")
         return await self._finish(
-            work.instance, graph, status, evaluation, outcome, reads=work.reads
+            work.owner_obj, graph, status, evaluation, outcome, reads=work.reads
         )
+
+    def _count(self, counts: PassCounts) -> None:
+        """The runtime_* metrics of one pass (rows 3-12), from what the engine counted."""
+        metrics = self.runtime_metrics
+        for counter, amount in (
+            (metrics.ignored_checks, counts.ignored_checks),
+            (metrics.ignored, counts.ignored),
+            (metrics.ready_checks, counts.ready_checks),
+            (metrics.not_ready, counts.not_ready),
+            (metrics.node_eval_total, counts.node_evals),
+            (metrics.node_eval_errors, counts.node_eval_errors),
+        ):
+            if amount:
+                counter.inc(amount)
+        for duration in counts.node_eval_durations_s:
+            metrics.node_eval_duration.observe(duration)
+        for size in counts.collection_sizes:
+            metrics.collection_size.observe(size)
 
     def _active_graph(self) -> Graph | None:
         """The latest revision's graph if Active; no metrics (a cheap check, not a resolve)."""
@@ -489,15 +521,16 @@ class InstanceReconciler:
         graph: Graph,
         status: InstanceStatus,
         evaluation: InstanceEvaluation,
-        outcome: PassOutcome,
+        outcome: PassResult,
         *,
         reads: Mapping[WatchRequest, Versions],
     ) -> Result:
         states = [
-            outcome.states.get(n, INSTANCE_STATE_IN_PROGRESS) for n in graph.topological_order
+            outcome.nodes[n].state if n in outcome.nodes else INSTANCE_STATE_IN_PROGRESS
+            for n in graph.topological_order
         ]
         node_state = node_state_summary(states, NODE_TERMINAL_STATES)
-        reasons = "; ".join(f"{n}: {r}" for n, r in outcome.reasons.items() if r)
+        reasons = node_reasons(outcome)
         if node_state == INSTANCE_STATE_ACTIVE:
             status.set(
                 CONDITION_RESOURCES_READY,
@@ -510,14 +543,14 @@ class InstanceReconciler:
                 CONDITION_RESOURCES_READY,
                 STATUS_FALSE,
                 REASON_NOT_READY,
-                f"resource error: {reasons}",
+                RESOURCE_ERROR_PREFIX + reasons,
             )
         else:
             status.set(
                 CONDITION_RESOURCES_READY,
                 STATUS_FALSE,
                 REASON_NOT_READY,
-                f"awaiting resource readiness: {reasons}",
+                AWAITING_PREFIX + reasons,
             )
         self._report_contests(instance, status, outcome.contests)
         self._report_apply_errors(instance, outcome)
@@ -525,7 +558,7 @@ class InstanceReconciler:
             evaluation.author_conditions(status.builtin_conditions()) if graph.conditions else None
         )
         desired = status.build(node_state, evaluation.status_fields(), author)
-        settles = outcome.settles(graph) and outcome.retry_after_s is None
+        settles = outcome.settles()
         written = await self._write_status(instance, desired)
         final = written if written is not None else instance
         log.debug(
@@ -556,13 +589,11 @@ class InstanceReconciler:
             return Result(requeue_after_s=outcome.retry_after_s)
         return Result()
 
-    def _report_apply_errors(self, instance: Mapping[str, Any], outcome: PassOutcome) -> None:
+    def _report_apply_errors(self, instance: Mapping[str, Any], outcome: PassResult) -> None:
         """Children the API server refused (R-14): reported; a clean pass clears the cause."""
         key = object_key(instance)
-        errors = {
-            node: outcome.errors.get(node) or [RuntimeError(outcome.reasons.get(node, ""))]
-            for node, state in outcome.states.items()
-            if state == NODE_STATE_ERROR
+        errors: dict[str, Sequence[BaseException]] = {
+            r.id: r.errors or (RuntimeError(r.message),) for r in outcome if r.failed
         }
         if errors:
             self.failures.report(key, instance, apply_failure(errors))

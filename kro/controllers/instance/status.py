@@ -12,19 +12,22 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from kro.api.conditions import (
     Condition,
     aggregate_ready,
     awaiting_reconciliation,
+    get_condition,
     ordered_conditions,
     set_condition,
 )
 from kro.api.names import (
     CONDITION_FIELD_CONFLICT,
     CONDITION_READY,
+    CONDITION_RESOURCES_READY,
     INSTANCE_DEPENDENT_CONDITIONS,
     INSTANCE_STATE_ACTIVE,
     INSTANCE_STATE_ERROR,
@@ -35,6 +38,7 @@ from kro.api.names import (
 )
 
 if TYPE_CHECKING:  # annotations only: the evaluator loads the CEL engine
+    from kro.engine.results import NodeResult
     from kro.graph.evaluate import ConditionResults
 
 
@@ -222,3 +226,35 @@ def node_state_summary(states: Sequence[str], terminal: Sequence[str]) -> str:
     if all(s in terminal for s in states):
         return INSTANCE_STATE_ACTIVE
     return INSTANCE_STATE_IN_PROGRESS
+
+
+# -- ResourcesReady's messages: written here, and read back by `kro explain` ---------------------
+
+RESOURCE_ERROR_PREFIX: Final = "resource error: "
+AWAITING_PREFIX: Final = "awaiting resource readiness: "
+PASS_FAILED_PREFIX: Final = "resource reconciliation failed: "
+
+
+def node_reasons(results: Iterable[NodeResult]) -> str:
+    """`<node>: <message>; ...` for every node with something to say, in the pass's order."""
+    return "; ".join(f"{r.id}: {r.message}" for r in results if r.message)
+
+
+def recorded_apply_errors(instance: Mapping[str, Any], node_ids: Iterable[str]) -> dict[str, str]:
+    """Per node, the API server's refusal that `ResourcesReady` records (`resource error: a:
+    msg; b: msg`, from `node_reasons`): the one record of an apply's answer that outlives the
+    pass, which `kro explain`'s dry run cannot send to find out. Node ids are matched longest
+    first, so `db` is not taken for the start of `db-config`."""
+    condition = get_condition(instance.get("status"), CONDITION_RESOURCES_READY)
+    message = str((condition or {}).get("message") or "")
+    ids = sorted(node_ids, key=len, reverse=True)
+    if not message.startswith(RESOURCE_ERROR_PREFIX) or not ids:
+        return {}
+    body = message.removeprefix(RESOURCE_ERROR_PREFIX)
+    marker = re.compile(r"(?:^|; )(" + "|".join(re.escape(i) for i in ids) + r"): ")
+    found = list(marker.finditer(body))
+    errors: dict[str, str] = {}
+    for position, match in enumerate(found):
+        end = found[position + 1].start() if position + 1 < len(found) else len(body)
+        errors[match.group(1)] = body[match.end() : end]
+    return errors

@@ -1,19 +1,24 @@
-"""`kro explain`'s per-node state classification (kro.cli.explain_walk), with a graph compiled
-offline and live objects served from a dict."""
+"""`kro explain`'s per-node states: the engine's pass in dry-run mode (kro.cli.explain_dryrun),
+with a graph compiled offline and live objects served from a dict by a fake client."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
+from kro.cli.explain_dryrun import ReadingClient, dry_run
+from kro.cli.explain_mask import SecretMask
 from kro.cli.explain_report import MissingField, NodeReport, NodeStatus, ObjectId
-from kro.cli.explain_walk import Observed, Recorded, first_missing, walk
+from kro.engine.diagnose import first_missing
 from kro.graph.builder import build_graph
-from kro.graph.model import Graph, Node
+from kro.graph.model import Graph
 from kro.graph.resolver import OfflineSchemaResolver
+from kro.runtime.client import Client
+from kro.runtime.errors import Forbidden, NotFound
+from kro.runtime.gvk import GVR
 
 NS = "team"
 
@@ -56,26 +61,40 @@ INSTANCE = {
 
 
 class Cluster:
-    """Live objects by name; names in `forbidden` answer like a 403 would."""
+    """Live objects by name, served as the API server would to GET and LIST; names in
+    `forbidden` answer 403. Any write fails the test: a dry run never writes."""
 
     def __init__(self, *objects: Mapping[str, Any], forbidden: Sequence[str] = ()) -> None:
         self.objects = {o["metadata"]["name"]: o for o in objects}
         self.forbidden = set(forbidden)
+        self.requests: list[str] = []
 
-    async def __call__(self, node: Node, desired: Sequence[Mapping[str, Any]]) -> Observed:
-        names = [d["metadata"]["name"] for d in desired]
-        if any(n in self.forbidden for n in names):
-            return Observed(error="403 Forbidden: configmaps is forbidden")
-        if node.type.is_list:
-            return Observed([self.objects[n] for n in names if n in self.objects])
-        return Observed(self.objects.get(names[0]))
+    async def get(self, gvr: GVR, name: str, *, namespace: str | None = None) -> dict[str, Any]:
+        self.requests.append(f"GET {gvr.resource}/{name}")
+        if name in self.forbidden:
+            raise Forbidden(status=403, reason="Forbidden",
+                            message="403 Forbidden: configmaps is forbidden")
+        if name not in self.objects:
+            raise NotFound(status=404, reason="NotFound", message=f"{name} not found")
+        return dict(self.objects[name])
+
+    async def list_all(
+        self, gvr: GVR, *, namespace: str | None = None, label_selector: str | None = None
+    ) -> tuple[list[dict[str, Any]], str]:
+        self.requests.append(f"LIST {gvr.resource}")
+        return [dict(o) for o in self.objects.values()], "1"
+
+    def __getattr__(self, verb: str) -> Any:
+        raise AssertionError(f"a dry run called {verb}")
 
 
 async def explain(
-    g: Graph, cluster: Cluster, recorded: Recorded | None = None, spec: Any = None
+    g: Graph, cluster: Cluster, recorded: Mapping[str, str] | None = None, spec: Any = None
 ) -> dict[str, NodeReport]:
     instance = {**INSTANCE, "spec": dict(spec or {})}
-    nodes = await walk(g, instance, cluster, recorded or Recorded())
+    reader = ReadingClient(cast(Client, cluster), instance, SecretMask())
+    gvr = GVR("kro.run", "v1alpha1", "demos")
+    nodes = await dry_run(g, instance, gvr, reader, recorded or {})
     return {n.id: n for n in nodes}
 
 
@@ -172,7 +191,7 @@ async def test_a_rendered_object_that_does_not_exist_is_missing() -> None:
 async def test_an_apply_error_kro_recorded_is_an_error_with_the_servers_message() -> None:
     message = '422 Invalid: ConfigMap "d-a" is invalid: data: Invalid value'
     g = graph([cm("a"), cm("b", {"x": "${a.data.k}"})])
-    nodes = await explain(g, Cluster(), Recorded({"a": message}))
+    nodes = await explain(g, Cluster(), {"a": message})
     assert nodes["a"].status is NodeStatus.ERROR
     assert nodes["a"].message == message
     assert nodes["a"].reason == "the API server refused it"
@@ -181,7 +200,7 @@ async def test_an_apply_error_kro_recorded_is_an_error_with_the_servers_message(
 
 async def test_an_apply_error_on_an_existing_object_is_an_error_too() -> None:
     nodes = await explain(
-        graph([cm("a")]), Cluster(live_cm("d-a", {"k": "v"})), Recorded({"a": "422 Invalid"})
+        graph([cm("a")]), Cluster(live_cm("d-a", {"k": "v"})), {"a": "422 Invalid"}
     )
     assert nodes["a"].status is NodeStatus.ERROR
     assert nodes["a"].reason == "the last apply failed"
@@ -269,6 +288,6 @@ def test_first_missing(obj: dict[str, Any], path: str, expected: str | None) -> 
 
 async def test_an_unreadable_child_with_a_recorded_error_is_an_error() -> None:
     nodes = await explain(graph([cm("a")]), Cluster(forbidden=["d-a"]),
-                          Recorded({"a": "422 Invalid: data: bad"}))
+                          {"a": "422 Invalid: data: bad"})
     assert nodes["a"].status is NodeStatus.ERROR
     assert nodes["a"].message == "422 Invalid: data: bad"

@@ -1,0 +1,158 @@
+"""kro.cli.explain_dryrun: every node of an instance as kro's engine sees it, without a write.
+
+Explain runs the controller's own pass (kro.engine.graph_pass) in dry-run mode, with the
+caller's credentials: in topological order, per node, includeWhen → render → read the live
+objects → readiness, exactly as the controller does, and nothing is written (the pass records
+what it would write instead). The pass is asked to diagnose, so a waiting node says on what it
+waits (a node, or which expression reads which missing field of which object) and a node that is
+not ready names the readyWhen that does not hold. This module only words the engine's results
+for a user (`NodeReport`); it decides nothing itself, so explain and the controller cannot drift
+apart.
+
+What only the controller saw, the API server's refusal of an apply, comes from the instance's
+`ResourcesReady` condition (kro.controllers.instance.status.recorded_apply_errors, which reads
+the message the same module writes): a dry run cannot send the apply to find out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, cast
+
+from kro.api.objects import metadata as _meta
+from kro.applyset import Applier, ApplierOptions
+from kro.cli.explain_mask import SecretMask
+from kro.cli.explain_report import NodeReport, NodeStatus
+from kro.controllers.instance.binding import InstanceBinding
+from kro.dynamic import ObjectRef
+from kro.engine import GraphPass, NodeReason, NodeResult, NoWatches
+from kro.engine.results import object_id
+from kro.graph.evaluate import InstanceEvaluation
+from kro.graph.model import Graph, Node
+from kro.runtime.client import Client
+from kro.runtime.errors import Forbidden
+from kro.runtime.gvk import GVR
+
+NOT_RUNNING = "kro recorded no error (is the kro controller running?)"
+
+
+class ReadingClient:
+    """The caller's client for the dry run's reads; it remembers what they returned (Secret
+    values for the mask, uids to match Events) and cannot write."""
+
+    def __init__(self, client: Client, owner: Mapping[str, Any], mask: SecretMask) -> None:
+        self._client = client
+        self._namespace = str(_meta(owner).get("namespace") or "") or None
+        self.mask = mask
+        self.uids: dict[str, str] = {}  # uid -> "Kind ns/name", for matching Events
+
+    def _seen(self, obj: Mapping[str, Any]) -> None:
+        self.mask.add(obj)
+        uid = str(_meta(obj).get("uid") or "")
+        if uid:
+            self.uids[uid] = str(object_id(obj))
+
+    async def get(self, gvr: GVR, name: str, *, namespace: str | None = None) -> dict[str, Any]:
+        obj = await self._client.get(gvr, name, namespace=namespace)
+        self._seen(obj)
+        return obj
+
+    async def list_all(
+        self, gvr: GVR, *, namespace: str | None = None, label_selector: str | None = None
+    ) -> tuple[list[dict[str, Any]], str]:
+        """A LIST; one refused cluster-wide (the caller may read only its own namespace) is
+        asked again in the instance's namespace, where a collection's items usually are."""
+        try:
+            items, version = await self._client.list_all(
+                gvr, namespace=namespace, label_selector=label_selector
+            )
+        except Forbidden:
+            if namespace is not None or self._namespace is None:
+                raise
+            items, version = await self._client.list_all(
+                gvr, namespace=self._namespace, label_selector=label_selector
+            )
+        for item in items:
+            self._seen(item)
+        return items, version
+
+
+async def dry_run(
+    graph: Graph,
+    instance: Mapping[str, Any],
+    gvr: GVR,
+    reader: ReadingClient,
+    recorded: Mapping[str, str],
+) -> list[NodeReport]:
+    """One report per node, in topological order."""
+    owner = dict(instance)
+    meta = _meta(owner)
+    ref = ObjectRef(gvr, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+    client = cast(Client, reader)  # a dry run only reads: get and list_all
+    work = GraphPass(
+        graph=graph,
+        owner_obj=owner,
+        binding=InstanceBinding(gvr, ref, graph.instance),
+        client=client,
+        applier=Applier(client, ApplierOptions(tooling="kro explain")),  # never applies
+        watches=NoWatches(),
+        evaluation=InstanceEvaluation(graph, owner, max_collection_size=graph.max_collection_size),
+        dry_run=True,
+        diagnose=True,
+        recorded=recorded,
+    )
+    result = await work.run()
+    return [
+        report(graph.node(node_id), result.nodes[node_id])
+        for node_id in graph.topological_order
+        if node_id in result.nodes
+    ]
+
+
+def report(node: Node, found: NodeResult) -> NodeReport:
+    """The engine's result for `node`, in a user's words."""
+    status, reason, message = _worded(node, found)
+    return NodeReport(
+        id=node.id,
+        type=node.type.value,
+        api_version=node.gvk.api_version,
+        kind=node.gvk.kind,
+        wave=node.apply_order,
+        dependencies=node.dependencies,
+        status=status,
+        objects=found.objects,
+        reason=reason,
+        expression=found.expression,
+        field_path=found.field_path,
+        waiting_on=found.waiting_on,
+        missing=found.missing,
+        message=message,
+    )
+
+
+def _worded(node: Node, found: NodeResult) -> tuple[NodeStatus, str, str]:  # noqa: PLR0911
+    """(status, reason, message) of a report: one case per NodeReason."""
+    match found.reason:
+        case NodeReason.READY:
+            ready = bool(node.ready_when) or node.type.is_external
+            return (NodeStatus.READY if ready else NodeStatus.APPLIED), "", ""
+        case NodeReason.NOT_READY:
+            return NodeStatus.NOT_READY, found.message, ""
+        case NodeReason.WAITING | NodeReason.NOT_FOUND:
+            return NodeStatus.WAITING, found.message, ""
+        case NodeReason.EXCLUDED:
+            return NodeStatus.EXCLUDED, found.message, ""
+        case NodeReason.NOT_CREATED:
+            return NodeStatus.MISSING, f"{found.message}; {NOT_RUNNING}", ""
+        case NodeReason.DELETING:
+            what = f"{found.objects[0]}" if found.objects else "it"
+            reason = f"{what} is being deleted; kro waits for it to go before it re-creates it"
+            return NodeStatus.DELETING, reason, ""
+        case NodeReason.EVALUATION_FAILED:
+            return NodeStatus.ERROR, "an expression failed", found.message
+        case NodeReason.APPLY_FAILED:
+            reason = "the last apply failed" if found.exists else "the API server refused it"
+            return NodeStatus.ERROR, reason, found.message
+        case NodeReason.READ_FAILED:
+            return NodeStatus.UNKNOWN, found.message, ""
+    return NodeStatus.UNKNOWN, found.message, ""

@@ -1,0 +1,39 @@
+"""kro.engine: run a compiled graph of nodes for one owning object.
+
+One pass (`GraphPass`) resolves the nodes in dependency order, renders them, applies them with
+server-side apply as an ApplySet owned by the owning object, observes the result, decides
+readiness, and prunes what is no longer rendered; teardown deletes in reverse order. Every pass
+ends with one structured result per node (`kro.engine.results`), from which whoever runs the
+engine derives what users see: an RGD instance's status, conditions, Events and metrics
+(kro.controllers.instance, the RGD adapter), and `kro explain`'s report (a dry run of the same
+pass). The engine knows nothing of RGDs: the owner's adapter says how its children are marked
+(`OwnerBinding`).
+
+Modules: `graph_pass` (the pass), `results` (what it yields), `diagnose` (on what a node waits,
+when asked), `decorate` (kro's marks on applied objects), `owner` and `watches` (what the pass
+needs from its caller).
+"""
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kro.engine.graph_pass import GraphPass as GraphPass
+    from kro.engine.owner import OwnerBinding as OwnerBinding
+    from kro.engine.results import NodeReason as NodeReason
+    from kro.engine.results import NodeResult as NodeResult
+    from kro.engine.results import PassResult as PassResult
+    from kro.engine.watches import NoWatches as NoWatches
+else:
+    from kro._lazy import lazy_exports
+
+    __getattr__, __dir__ = lazy_exports(
+        __name__,
+        {
+            ".graph_pass": ("GraphPass",),
+            ".owner": ("OwnerBinding",),
+            ".results": ("NodeReason", "NodeResult", "PassResult"),
+            ".watches": ("NoWatches",),
+        },
+    )
+
+__all__ = ["GraphPass", "NoWatches", "NodeReason", "NodeResult", "OwnerBinding", "PassResult"]
