@@ -16,9 +16,19 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
-async def run_all(calls: Iterable[tuple[str, Coroutine[Any, Any, T]]]) -> list[T]:
-    """Run named coroutines concurrently; results in input order."""
-    tasks = [asyncio.create_task(coro, name=name) for name, coro in calls]
+async def run_all(
+    calls: Iterable[tuple[str, Coroutine[Any, Any, T]]], *, limit: int | None = None
+) -> list[T]:
+    """Run named coroutines concurrently, at most `limit` at a time; results in input order."""
+    gate = asyncio.Semaphore(limit) if limit is not None and limit > 0 else None
+
+    async def bounded(coro: Coroutine[Any, Any, T]) -> T:
+        if gate is None:
+            return await coro
+        async with gate:
+            return await coro
+
+    tasks = [asyncio.create_task(bounded(coro), name=name) for name, coro in calls]
     if not tasks:
         return []
     results = await asyncio.gather(*tasks, return_exceptions=True)

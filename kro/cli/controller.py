@@ -89,6 +89,7 @@ def app_options(config: ControllerConfig) -> AppOptions:
                 condition_events=bool(config.feature_gates.get("InstanceConditionEvents")),
             ),
         ),
+        apply_concurrency=config.apply_concurrency,
         dynamic=DynamicControllerOptions(
             workers=config.dynamic_concurrent_reconciles,
             retry_min_delay_s=config.rate_limiter_min_delay_s,

@@ -137,6 +137,18 @@ def _at_least(minimum: int) -> object:
     return parse
 
 
+def _apply_concurrency(text: str) -> int:
+    """`--apply-concurrency`: an integer; 0 or less means the default, 20 (upstream's rule)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid integer {text!r}") from None
+    return value if value > 0 else 20
+
+
+_apply_concurrency.__name__ = "integer"
+
+
 def _positive_number(text: str) -> float:
     try:
         value = float(text)
@@ -191,6 +203,7 @@ class ControllerConfig:
     rate_limiter_burst_limit: int = 100
     instance_requeue_interval_s: float = 3.0
     instance_requeue_max_interval_s: float = 300.0
+    apply_concurrency: int = 20
     resync_period_s: int = 36000
     queue_max_retries: int = 20
     client_qps: float = 100.0
@@ -316,6 +329,12 @@ _FLAGS: tuple[tuple[str, str, object, str], ...] = (
         "instance_requeue_max_interval_s",
         parse_duration,
         "cap of the doubling instance requeue delay (kro-py; upstream fixes it at 5m)",
+    ),
+    (
+        "--apply-concurrency",
+        "apply_concurrency",
+        _apply_concurrency,
+        "most server-side applies of one instance's pass in flight at once (0 or less: 20)",
     ),
     (
         "--dynamic-controller-default-resync-period",

@@ -84,6 +84,7 @@ class AppOptions:
     resync_period_s: float | None = 36000.0
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
     state_gauges: bool = True
+    apply_concurrency: int = 20  # `--apply-concurrency` (kro.applyset.ApplierOptions.concurrency)
     # `--shards=auto`: this replica's share of the instances (kro.runtime.sharding).
     shard: ShardView | None = None
 
@@ -160,7 +161,12 @@ class KroApp:
             client, resync_period_s=options.resync_period_s, shard=options.shard
         )
         self.dynamic = DynamicController(self.factory, options=options.dynamic, metrics=metrics)
-        self.applier = Applier(client, ApplierOptions(tooling=tooling_for(KRO_VERSION)))
+        self.applier = Applier(
+            client,
+            ApplierOptions(
+                tooling=tooling_for(KRO_VERSION), concurrency=options.apply_concurrency
+            ),
+        )
         self.rgd_queue = WorkQueue[Request](
             "ResourceGraphDefinition",
             rate_limiter=default_controller_rate_limiter(clock),

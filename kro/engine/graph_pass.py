@@ -53,6 +53,7 @@ from kro.applyset import (
     prune,
     read_inventory,
 )
+from kro.applyset.applier import member_body
 from kro.applyset.noop import already_applied
 from kro.dynamic import LabelSelector, ScalarWatch, SelectorWatch
 from kro.dynamic.watches import WatchRequest
@@ -603,6 +604,7 @@ class GraphPass:
         created (and is reported as such: nothing depends on what is not there yet), one whose
         managed fields differ from the rendered ones would be updated; the API server's refusal
         recorded by the controller stands for a refused apply."""
+        parent = Parent.from_object(self.owner_obj, self.binding.gvr)
         for node_id in self._items:
             items = self._rendered(node_id)
             node = self.graph.node(node_id)
@@ -611,7 +613,9 @@ class GraphPass:
             for item in items:
                 if item.observed is None:
                     self.result.writes.append(f"create {object_id(item.obj)}")
-                elif not already_applied(item.observed, dict(item.obj), FIELD_MANAGER_APPLYSET):
+                elif not already_applied(
+                    item.observed, member_body(parent, item), FIELD_MANAGER_APPLYSET
+                ):
                     self.result.writes.append(f"apply {object_id(item.obj)}")
             refused = self.recorded.get(node_id, "")
             if refused:

@@ -45,6 +45,7 @@ FLAGS: dict[str, tuple[str, str]] = {
         "--dynamic-controller-rate-limiter-burst-limit", "100"),
     "instance.requeueInterval": ("--instance-requeue-interval", "3s"),
     "instance.requeueMaxInterval": ("--instance-requeue-max-interval", "5m"),
+    "applyConcurrency": ("--apply-concurrency", "20"),
     "dynamicControllerDefaultResyncPeriod": ("--dynamic-controller-default-resync-period", "36000"),
     "dynamicControllerDefaultQueueMaxRetries": (
         "--dynamic-controller-default-queue-max-retries", "20"),
