@@ -52,6 +52,7 @@ from kro.applyset.noop import already_applied
 from kro.runtime.client import Client
 from kro.runtime.errors import KubeError
 from kro.runtime.gvk import GVK, GVR
+from kro.runtime.memory import ObjectMemory
 
 __all__ = ["AppliedResource", "Applier", "ApplierOptions", "ApplyResult", "Desired"]
 
@@ -243,11 +244,16 @@ class Applier:
     One per controller process is enough: the cache is keyed by object UID.
     """
 
-    def __init__(self, client: Client, options: ApplierOptions) -> None:
+    def __init__(
+        self, client: Client, options: ApplierOptions, *, memory: ObjectMemory | None = None
+    ) -> None:
+        """`memory`: the process's one skip memory (kro.runtime.memory), shared with whoever
+        else remembers facts about objects; default: one of the applier's own."""
         self._client = client
         self._options = options
-        self._cache = AppliedCache(options.cache_entries)
-        self.members = MemberLedger(options.cache_entries)
+        self.memory = memory if memory is not None else ObjectMemory()
+        self._cache = AppliedCache(options.cache_entries, memory=self.memory)
+        self.members = MemberLedger(options.cache_entries, memory=self.memory)
         """What this process knows of each ApplySet's members (kro.applyset.ledger)."""
         self._contests = FieldContests(FIELD_MANAGER_APPLYSET, options.contest_policy)
 
@@ -336,7 +342,7 @@ class Applier:
         body_digest = digest(body)
         if observed is not None and (
             self._cache.is_current(observed, body_digest)
-            or already_applied(observed, body, FIELD_MANAGER_APPLYSET)
+            or (self.memory.enabled and already_applied(observed, body, FIELD_MANAGER_APPLYSET))
         ):
             self._cache.remember(observed, body_digest)  # e.g. after a restart: proven now
             skipped = AppliedResource(item.resource_id, copy.deepcopy(dict(observed)), skipped=True)

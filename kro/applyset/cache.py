@@ -1,4 +1,5 @@
-"""kro.applyset.cache: remembers what we last applied to each object, to skip no-op applies.
+"""kro.applyset.cache: what we last applied to each object, to skip no-op applies (one fact of
+kro's one skip memory, kro.runtime.memory).
 
 Why: kro re-applies the full desired state of every child on every reconcile (drift
 correction, R-20). Server-side apply of unchanged content is a no-op for the object, but still
@@ -23,11 +24,12 @@ metadata-only cache at that resourceVersion knows the rest of it is what it appl
 from __future__ import annotations
 
 import hashlib
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
 import orjson
+
+from kro.runtime.memory import Fact, ObjectMemory
 
 __all__ = ["AppliedCache", "digest"]
 
@@ -43,40 +45,35 @@ def _uid_and_version(obj: Mapping[str, Any]) -> tuple[str, str]:
 
 
 class AppliedCache:
-    """uid -> (resourceVersion after our apply, digest of the body applied)."""
+    """uid -> (resourceVersion after our apply, digest of the body applied), as the `APPLIED`
+    fact of one `ObjectMemory` (kro.runtime.memory): exact versions only."""
 
-    def __init__(self, max_entries: int = 16384) -> None:
+    def __init__(self, max_entries: int = 16384, *, memory: ObjectMemory | None = None) -> None:
         if max_entries < 1:
             raise ValueError("max_entries must be at least 1")
-        self._max_entries = max_entries
-        self._entries: OrderedDict[str, tuple[str, str]] = OrderedDict()
+        self._fact: Fact[str] = Fact("applied", max_entries, exact=True)
+        self.memory = memory if memory is not None else ObjectMemory()
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return self.memory.size(self._fact)
 
     def is_current(self, live: Mapping[str, Any], body_digest: str) -> bool:
         """Whether `live` is exactly what our last apply of this digest left behind."""
         uid, version = _uid_and_version(live)
-        entry = self._entries.get(uid) if uid and version else None
-        if entry is None:
+        if not uid or not version:
             return False
-        self._entries.move_to_end(uid)
-        return entry == (version, body_digest)
+        return self.memory.recall(self._fact, uid, version) == body_digest
 
     def applied_version(self, uid: str) -> str | None:
         """The resourceVersion our last apply of object `uid` returned, if known."""
-        entry = self._entries.get(uid)
-        return entry[0] if entry else None
+        return self.memory.version(self._fact, uid)
 
     def remember(self, applied: Mapping[str, Any], body_digest: str) -> None:
         """Record the server's answer to our apply of the body with `body_digest`."""
         uid, version = _uid_and_version(applied)
         if not uid or not version:
             return
-        self._entries[uid] = (version, body_digest)
-        self._entries.move_to_end(uid)
-        while len(self._entries) > self._max_entries:
-            self._entries.popitem(last=False)
+        self.memory.remember(self._fact, uid, version, body_digest)
 
     def forget(self, uid: str) -> None:
-        self._entries.pop(uid, None)
+        self.memory.forget(self._fact, uid)

@@ -1,4 +1,5 @@
-"""kro.applyset.ledger: when the prune's list would find nothing to delete, skip the list.
+"""kro.applyset.ledger: when the prune's list would find nothing to delete, skip the list (one
+fact of kro's one skip memory, kro.runtime.memory).
 
 Why: R-13 prunes after every pass that resolved everything: it lists the ApplySet's members
 (a label-selector LIST per kind and namespace, which the API server answers by filtering every
@@ -32,8 +33,9 @@ set changes, or after a restart.
 from __future__ import annotations
 
 import hashlib
-from collections import OrderedDict
 from collections.abc import Iterable
+
+from kro.runtime.memory import UNVERSIONED, Fact, ObjectMemory
 
 __all__ = ["MemberLedger"]
 
@@ -45,23 +47,25 @@ def _digest(uids: Iterable[str]) -> bytes:
 
 
 class MemberLedger:
-    """ApplySet id -> what this process knows its complete member set to be."""
+    """ApplySet id -> what this process knows its complete member set to be: the `MEMBERS`
+    fact of one `ObjectMemory` (kro.runtime.memory). Unversioned: only kro's own applies and
+    prunes change an ApplySet's members, and this process sees each of its own."""
 
-    def __init__(self, max_entries: int = 16384) -> None:
+    def __init__(self, max_entries: int = 16384, *, memory: ObjectMemory | None = None) -> None:
         if max_entries < 1:
             raise ValueError("max_entries must be at least 1")
-        self._max_entries = max_entries
-        self._entries: OrderedDict[str, bytes] = OrderedDict()
+        self._fact: Fact[bytes] = Fact("members", max_entries)
+        self.memory = memory if memory is not None else ObjectMemory()
         self._epoch = 0
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return self.memory.size(self._fact)
 
     def epoch(self, epoch: int) -> None:
         """Forget every ApplySet when `epoch` (the shard ranges' version) moved: what was known
         may have changed under another replica meanwhile."""
         if epoch != self._epoch:
-            self._entries.clear()
+            self.memory.clear(self._fact)
             self._epoch = epoch
 
     def started(self, applyset_id: str) -> None:
@@ -76,33 +80,29 @@ class MemberLedger:
         """A pass applied `applied` but did not prune (data pending, or an apply failed): the
         members are now what was known plus `applied`. A new ApplySet's members are exactly
         `applied`; a known set stays known only if `applied` is that same set."""
-        entry = self._entries.get(applyset_id)
+        entry = self.memory.recall(self._fact, applyset_id, None)
         if entry is None:
             return
         uids = _digest(applied)
         if entry == _STARTED:
             self._put(applyset_id, uids)
         elif entry != uids:
-            del self._entries[applyset_id]
+            self.forget(applyset_id)
 
     def nothing_to_prune(self, applyset_id: str, keep: Iterable[str]) -> bool:
         """Whether every member of the ApplySet is known to be in `keep`."""
-        entry = self._entries.get(applyset_id)
+        entry = self.memory.recall(self._fact, applyset_id, None)
         if entry is None:
             return False
-        self._entries.move_to_end(applyset_id)
         return entry == _STARTED or entry == _digest(keep)
 
     def knows(self, applyset_id: str) -> bool:
         """Whether this process knows the ApplySet's complete member set (a prune of it will
         list nothing unless the applied set differs)."""
-        return applyset_id in self._entries
+        return self.memory.version(self._fact, applyset_id) is not None
 
     def forget(self, applyset_id: str) -> None:
-        self._entries.pop(applyset_id, None)
+        self.memory.forget(self._fact, applyset_id)
 
     def _put(self, applyset_id: str, entry: bytes) -> None:
-        self._entries[applyset_id] = entry
-        self._entries.move_to_end(applyset_id)
-        while len(self._entries) > self._max_entries:
-            self._entries.popitem(last=False)
+        self.memory.remember(self._fact, applyset_id, UNVERSIONED, entry)

@@ -90,6 +90,7 @@ def app_options(config: ControllerConfig) -> AppOptions:
             ),
         ),
         apply_concurrency=config.apply_concurrency,
+        skip_unchanged=config.skip_unchanged,
         dynamic=DynamicControllerOptions(
             workers=config.dynamic_concurrent_reconciles,
             retry_min_delay_s=config.rate_limiter_min_delay_s,

@@ -204,6 +204,7 @@ class ControllerConfig:
     instance_requeue_interval_s: float = 3.0
     instance_requeue_max_interval_s: float = 300.0
     apply_concurrency: int = 20
+    skip_unchanged: bool = True
     resync_period_s: int = 36000
     queue_max_retries: int = 20
     client_qps: float = 100.0
@@ -335,6 +336,13 @@ _FLAGS: tuple[tuple[str, str, object, str], ...] = (
         "apply_concurrency",
         _apply_concurrency,
         "most server-side applies of one instance's pass in flight at once (0 or less: 20)",
+    ),
+    (
+        "--skip-unchanged",
+        "skip_unchanged",
+        parse_bool,
+        "skip reads and writes the memory of unchanged objects proves useless (false: redo "
+        "every read and apply, for debugging; kro-py only)",
     ),
     (
         "--dynamic-controller-default-resync-period",

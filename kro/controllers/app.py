@@ -58,6 +58,7 @@ from kro.runtime.controller import Controller
 from kro.runtime.informer import Informer
 from kro.runtime.informerfactory import SharedInformerFactory
 from kro.runtime.manager import Manager
+from kro.runtime.memory import ObjectMemory
 from kro.runtime.metrics import MetricsProvider
 from kro.runtime.ratelimit import default_controller_rate_limiter
 from kro.runtime.reconcile import Request
@@ -85,6 +86,7 @@ class AppOptions:
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
     state_gauges: bool = True
     apply_concurrency: int = 20  # `--apply-concurrency` (kro.applyset.ApplierOptions.concurrency)
+    skip_unchanged: bool = True  # `--skip-unchanged`: the one skip memory (kro.runtime.memory)
     # `--shards=auto`: this replica's share of the instances (kro.runtime.sharding).
     shard: ShardView | None = None
 
@@ -166,6 +168,7 @@ class KroApp:
             ApplierOptions(
                 tooling=tooling_for(KRO_VERSION), concurrency=options.apply_concurrency
             ),
+            memory=ObjectMemory(enabled=options.skip_unchanged),
         )
         self.rgd_queue = WorkQueue[Request](
             "ResourceGraphDefinition",

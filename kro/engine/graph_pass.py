@@ -454,6 +454,8 @@ class GraphPass:
         Anything else is a GET: a pass on a new owner of five ConfigMaps makes ~1 read
         instead of ~9.
         """
+        if not self.applier.memory.enabled:  # --skip-unchanged=false: every read is a request
+            return False, None
         known, cached = self.watches.cached_object(request)
         if not known:
             return False, None

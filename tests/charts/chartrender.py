@@ -46,6 +46,7 @@ FLAGS: dict[str, tuple[str, str]] = {
     "instance.requeueInterval": ("--instance-requeue-interval", "3s"),
     "instance.requeueMaxInterval": ("--instance-requeue-max-interval", "5m"),
     "applyConcurrency": ("--apply-concurrency", "20"),
+    "skipUnchanged": ("--skip-unchanged", "true"),
     "dynamicControllerDefaultResyncPeriod": ("--dynamic-controller-default-resync-period", "36000"),
     "dynamicControllerDefaultQueueMaxRetries": (
         "--dynamic-controller-default-queue-max-retries", "20"),

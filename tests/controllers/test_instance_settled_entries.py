@@ -9,7 +9,7 @@ from typing import cast
 
 from controllers_fakes import CONFIGMAPS, GREETERS, NS, greeter_graph
 
-from kro.controllers.instance.settled import SettledPasses
+from kro.controllers.instance.settled import SETTLED, SettledPasses
 from kro.dynamic import LabelSelector, ScalarWatch, SelectorWatch, WatchCoordinator
 from kro.dynamic.watches import Versions, WatchRequest
 from kro.engine.graph_pass import node_gvr
@@ -50,7 +50,8 @@ def _caches() -> FakeCaches:
 def test_a_named_read_keeps_its_version_alone() -> None:
     passes = _passes(_caches())
     passes.record(KEY, greeter_graph(), "10", _reads())
-    entry = passes._entries[KEY]
+    entry = passes.memory.recall(SETTLED, (GREETERS, *KEY), "10")
+    assert entry is not None
     assert entry.instance == "10"
     assert dict(entry.reads) == {CHILD: "11", MISSING: None, PICKED: _reads()[PICKED]}
 

@@ -32,6 +32,7 @@ from kro.graph.resolver import OfflineSchemaResolver
 from kro.runtime.client import Client, ClientOptions
 from kro.runtime.config import ConnectionConfig
 from kro.runtime.gvk import GVR
+from kro.runtime.memory import ObjectMemory
 
 NS = "team"
 OWNERS = GVR("engine.kro.run", "v1alpha1", "owners")
@@ -254,3 +255,24 @@ async def test_a_dry_run_writes_nothing_and_says_what_it_would_write(
     again = await run(g, client, dict(api.object(OWNERS, "o", NS) or {}), dry_run=True)
     assert {r.id: r.state for r in again} == {"a": NODE_STATE_SYNCED, "b": NODE_STATE_SYNCED}
     assert again.writes == []
+
+
+async def test_without_the_skip_memory_every_pass_reads_and_applies_again(
+    api: FakeApiServer, client: Client
+) -> None:
+    g = graph([cm("a"), cm("b")])
+
+    def writes() -> int:
+        return len([r for r in api.requests if r.method in ("PATCH", "POST", "PUT")])
+
+    for enabled, expected in ((True, 0), (False, 2)):
+        api.requests.clear()
+        memory = ObjectMemory(enabled=enabled)
+        applier = Applier(client, ApplierOptions(tooling="kro/test"), memory=memory)
+        obj = owner(api) if enabled else dict(api.object(OWNERS, "o", NS) or {})
+        await run(g, client, obj, applier=applier)  # converges (or, switched off, re-applies)
+        before = writes()
+        again = await run(g, client, dict(api.object(OWNERS, "o", NS) or {}), applier=applier)
+        assert {r.state for r in again} == {NODE_STATE_SYNCED}
+        assert writes() - before == expected
+        assert not again.mutated  # the server's answers show nothing changed either way

@@ -33,6 +33,7 @@ from kro.api.names import (
 from kro.controllers.instance.reconciler import InstanceReconciler
 from kro.controllers.instance.status import InstanceStatus
 from kro.dynamic import ObjectRef
+from kro.graph.model import Graph
 from kro.runtime.reconcile import Result
 
 log = structlog.get_logger(__name__)
@@ -53,6 +54,12 @@ class DrainingReconciler(InstanceReconciler):
     def __init__(self, *, on_instance_gone: Callable[[], None], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._on_instance_gone = on_instance_gone
+
+    def _active_graph(self) -> Graph | None:
+        """No graph is served any more: no pass is skipped as settled (the memory of a pass
+        of the RGD's reconciler does not vouch for marking the instance), and nothing is
+        labelled ahead of a read."""
+        return None
 
     async def _reconcile(self, instance: dict[str, Any], parent: ObjectRef) -> Result:
         await self.watches.forget(parent)  # no graph any more: children are not followed

@@ -21,7 +21,7 @@ from typing import Any
 
 from kro.dynamic import ScalarWatch, WatchCoordinator
 from kro.runtime.gvk import GVR
-from kro.runtime.versions import not_newer
+from kro.runtime.memory import Fact, ObjectMemory
 
 Key = tuple[str, str]
 
@@ -30,35 +30,41 @@ def _version(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
-class KnownInstances:
-    """Per instance of one kind: the server's last answer about it, while its cache agrees."""
+KNOWN: Fact[dict[str, Any]] = Fact("instance")
+"""Per instance whose last pass did not settle: the server's last answer about it."""
 
-    def __init__(self, watches: WatchCoordinator, gvr: GVR) -> None:
+
+class KnownInstances:
+    """Per instance of one kind: the server's last answer about it, while its cache agrees; the
+    `KNOWN` fact of the process's one skip memory (kro.runtime.memory)."""
+
+    def __init__(
+        self, watches: WatchCoordinator, gvr: GVR, memory: ObjectMemory | None = None
+    ) -> None:
         self._watches = watches
         self._gvr = gvr
-        self._objects: dict[Key, dict[str, Any]] = {}
+        self._memory = memory if memory is not None else ObjectMemory()
 
     def __len__(self) -> int:
-        return len(self._objects)
+        return sum(
+            1 for k in self._memory.keys(KNOWN) if isinstance(k, tuple) and k[0] == self._gvr
+        )
 
     def keep(self, key: Key, instance: Mapping[str, Any]) -> None:
         """Remember `instance`, an answer of the API server, for the next pass of `key`."""
-        if not _version(instance):
-            self._objects.pop(key, None)
+        version = _version(instance)
+        if not version:
+            self.forget(key)
             return
         metadata = {k: v for k, v in (instance.get("metadata") or {}).items()}
         metadata.pop("managedFields", None)
-        self._objects[key] = {**instance, "metadata": metadata}
+        self._memory.remember(KNOWN, (self._gvr, *key), version, {**instance, "metadata": metadata})
 
     def take(self, key: Key) -> dict[str, Any] | None:
-        """The kept instance of `key` if the informer shows it unchanged since; forgotten
-        either way (a pass owns what it takes)."""
-        kept = self._objects.pop(key, None)
-        if kept is None:
-            return None
+        """The kept instance of `key` if the informer shows it unchanged since (or yet to
+        deliver our own last write); forgotten either way (a pass owns what it takes)."""
         cached = self._watches.cached_versions(ScalarWatch("", self._gvr, key[0], key[1]))
-        # Unchanged, or the cache has yet to deliver our own last write.
-        return kept if cached is not None and not_newer(cached.get(key), _version(kept)) else None
+        return self._memory.take(KNOWN, (self._gvr, *key), (cached or {}).get(key))
 
     def forget(self, key: Key) -> None:
-        self._objects.pop(key, None)
+        self._memory.forget(KNOWN, (self._gvr, *key))

@@ -203,8 +203,8 @@ class InstanceReconciler:
             reasons=(),
         )
         self._gvr_label = gvr_string(gvr)
-        self._settled = SettledPasses(watches, gvr)
-        self._known = KnownInstances(watches, gvr)
+        self._settled = SettledPasses(watches, gvr, applier.memory)
+        self._known = KnownInstances(watches, gvr, applier.memory)
         self._waits = waits or RequeueBackoff.of(self.options)
 
     def _wait(self, key: Key, reason: str) -> Result:

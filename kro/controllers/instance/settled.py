@@ -39,6 +39,7 @@ from kro.dynamic import ScalarWatch, WatchCoordinator
 from kro.dynamic.watches import Versions, WatchRequest
 from kro.graph.model import Graph
 from kro.runtime.gvk import GVR
+from kro.runtime.memory import Fact, ObjectMemory
 from kro.runtime.versions import not_newer
 
 Key = tuple[str, str]
@@ -85,16 +86,26 @@ class _Entry:
     reads: tuple[tuple[WatchRequest, Seen], ...]
 
 
-class SettledPasses:
-    """Per instance of one kind: the reads of its last pass that needed no follow-up."""
+SETTLED: Fact[_Entry] = Fact("settled-pass")
+"""Per instance: its last settled pass's reads (bounded by the instances kro serves)."""
 
-    def __init__(self, watches: WatchCoordinator, gvr: GVR) -> None:
+
+class SettledPasses:
+    """Per instance of one kind: the reads of its last pass that needed no follow-up, as the
+    `SETTLED` fact of the process's one skip memory (kro.runtime.memory), keyed by the
+    instance and valid while the instance's resourceVersion is the one the pass left."""
+
+    def __init__(
+        self, watches: WatchCoordinator, gvr: GVR, memory: ObjectMemory | None = None
+    ) -> None:
         self._watches = watches
         self._gvr = gvr
-        self._entries: dict[Key, _Entry] = {}
+        self.memory = memory if memory is not None else ObjectMemory()
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return sum(
+            1 for k in self.memory.keys(SETTLED) if isinstance(k, tuple) and k[0] == self._gvr
+        )
 
     def _parent(self, key: Key) -> ScalarWatch:
         return ScalarWatch("", self._gvr, key[0], key[1])
@@ -108,26 +119,28 @@ class SettledPasses:
     ) -> None:
         """Remember a settled pass of `key`: with these inputs it changes nothing."""
         if not instance_version:
-            self._entries.pop(key, None)
+            self.forget(key)
             return
-        self._entries[key] = _Entry(
+        entry = _Entry(
             graph,
             instance_version,
             tuple((request, _compact(request, found)) for request, found in reads.items()),
         )
+        self.memory.remember(SETTLED, (self._gvr, *key), instance_version, entry)
 
     def forget(self, key: Key) -> None:
-        self._entries.pop(key, None)
+        self.memory.forget(SETTLED, (self._gvr, *key))
 
     def unchanged(self, key: Key, graph: Graph | None) -> bool:
         """Whether the caches confirm that nothing the last settled pass of `key` read has
         changed since, with the same graph; False whenever a cache cannot tell."""
-        entry = self._entries.get(key)
-        if entry is None or graph is None or entry.graph is not graph:
+        if graph is None:
             return False
         watches = self._watches
         parent = self._parent(key)
-        if not _same(parent, watches.cached_versions(parent), entry.instance):
+        shown = (watches.cached_versions(parent) or {}).get(key)
+        entry = self.memory.recall(SETTLED, (self._gvr, *key), shown)
+        if entry is None or entry.graph is not graph:
             return False
         return all(
             _same(request, watches.cached_versions(request), seen) for request, seen in entry.reads
