@@ -92,6 +92,8 @@ from kro.testing.processes import free_port, stop_pid
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CLIENT_QPS = [500.0]
+SKIP_UNCHANGED = [True]
+"""The controller's --skip-unchanged, set off by --no-skip-unchanged."""
 """The controller's --client-qps (burst twice that), set by --client-qps."""
 CONTROL_PLANE: dict[str, int] = {}
 """The local control plane's processes (name -> pid) when this script started it, to sum their
@@ -392,6 +394,7 @@ def _start_controller(
             f"--dynamic-controller-concurrent-reconciles={workers}",
             f"--client-qps={CLIENT_QPS[0]:g}",
             f"--client-burst={max(1, int(CLIENT_QPS[0] * 2))}",
+            f"--skip-unchanged={str(SKIP_UNCHANGED[0]).lower()}",
             f"--log-level={'debug' if log else 'warn'}",
             "--zap-encoder=json",
         ],
@@ -984,6 +987,7 @@ async def run_once(
                 "instances": instances,
                 "workers": workers,
                 "client_qps": CLIENT_QPS[0],
+                "skip_unchanged": SKIP_UNCHANGED[0],
                 "active": len(active),
                 "all_active_s": all_active_s,
                 "all_settled_s": all_settled_s,
@@ -1168,6 +1172,7 @@ async def run_replicas(
             f"--dynamic-controller-concurrent-reconciles={workers}",
             f"--client-qps={CLIENT_QPS[0]:g}",
             f"--client-burst={max(1, int(CLIENT_QPS[0] * 2))}",
+            f"--skip-unchanged={str(SKIP_UNCHANGED[0]).lower()}",
         ]
         for index in range(replicas):
             process = KroProcess(Path(kubeconfig), logs / f"replica-{index}.log", args)
@@ -1314,6 +1319,7 @@ def _report(result: dict[str, Any]) -> None:
     suffix += f"-profile-{result['profile']}" if result.get("profile") else ""
     suffix += "-scaling" if result.get("scaling") else ""
     suffix += "-pinned" if result.get("pinned") else ""
+    suffix += "-noskip" if result.get("skip_unchanged") is False else ""
     scenario = result.get("scenario", "three")
     name = f"controller-{scenario}-{result['instances']}-w{result['workers']}{suffix}.json"
     path = RESULTS / name
@@ -1451,6 +1457,12 @@ def main() -> None:
         "instances, so pass more to see what the API server and kro can do",
     )
     parser.add_argument(
+        "--no-skip-unchanged",
+        action="store_true",
+        help="run the controller with --skip-unchanged=false (its memory of unchanged objects "
+        "off), to see what the memory saves",
+    )
+    parser.add_argument(
         "--pin",
         action="store_true",
         help="pin the local control plane to the first CPU and kro and this script to the "
@@ -1458,6 +1470,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     CLIENT_QPS[0] = args.client_qps
+    SKIP_UNCHANGED[0] = not args.no_skip_unchanged
     if args.pin and (os.environ.get("KUBECONFIG") or args.scaling or args.replicas):
         parser.error("--pin needs the script's own control plane, and one run")
     if args.replicas and (args.fight or args.floor or args.restart or args.scaling):

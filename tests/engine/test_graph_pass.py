@@ -25,6 +25,7 @@ from kro.applyset import Applier, ApplierOptions, tooling_for
 from kro.dynamic import ObjectRef
 from kro.engine import GraphPass, NodeReason, NoWatches, PassResult
 from kro.engine.owner import OwnerBinding
+from kro.engine.teardown import teardown_step
 from kro.graph.builder import build_graph
 from kro.graph.evaluate import InstanceEvaluation
 from kro.graph.model import Graph
@@ -276,3 +277,25 @@ async def test_without_the_skip_memory_every_pass_reads_and_applies_again(
         assert {r.state for r in again} == {NODE_STATE_SYNCED}
         assert writes() - before == expected
         assert not again.mutated  # the server's answers show nothing changed either way
+
+
+async def test_teardown_deletes_in_reverse_order_then_lets_the_owner_go(
+    api: FakeApiServer, client: Client
+) -> None:
+    g = graph([cm("first"), cm("second", {"x": "${first.data.k}"}),
+               cm("third", {"x": "${second.data.x}"})])
+    obj = owner(api)
+    obj["metadata"]["finalizers"] = ["test.kro.run/finalizer"]
+    obj = api.modify(OWNERS, obj)
+    await run(g, client, obj)
+    live = dict(api.object(OWNERS, "o", NS) or {})
+    order: list[set[str]] = []
+    for _ in range(5):
+        step = await teardown_step(client, live, OWNERS, "test.kro.run/finalizer")
+        if step.done:
+            break
+        assert not step.blocked
+        order.append({n for n in ("first", "second", "third")
+                      if api.object(CONFIGMAPS, f"o-{n}", NS) is not None})
+    assert order == [{"first", "second"}, {"first"}, set()]
+    assert (api.object(OWNERS, "o", NS) or {})["metadata"].get("finalizers") in (None, [])

@@ -57,8 +57,6 @@ from kro.applyset import (
     Applier,
     ApplySetError,
     Contest,
-    delete_next_wave,
-    remove_finalizer,
 )
 from kro.controllers.events import record_condition_changes
 from kro.controllers.failures import Failure, FailureReporter
@@ -93,6 +91,7 @@ from kro.dynamic import ObjectRef, ScalarWatch, WatchCoordinator
 from kro.dynamic.watches import Versions, WatchRequest
 from kro.engine.graph_pass import GraphPass
 from kro.engine.results import PassCounts, PassResult
+from kro.engine.teardown import teardown_step
 from kro.graph.evaluate import EvaluationError, InstanceEvaluation
 from kro.graph.model import Graph
 from kro.runtime.client import Client
@@ -628,26 +627,21 @@ class InstanceReconciler:
     # -- deletion ----------------------------------------------------------------------------
 
     async def _delete(self, instance: dict[str, Any], parent: ObjectRef) -> Result:
-        """Delete children wave by wave from the inventory, then drop the finalizer (§1.L)."""
+        """Delete children wave by wave from the inventory, then drop the finalizer (§1.L):
+        one step of the engine's teardown per reconcile."""
         if FINALIZER not in ((instance.get("metadata") or {}).get("finalizers") or []):
             await self._forget(parent)
             return Result()
         status = InstanceStatus(instance)
-        try:
-            progress = await delete_next_wave(self.client, instance, self.gvr)
-        except ApplySetError as error:  # an inventory we cannot trust: wait for a fix
-            await self._deletion_blocked(instance, status, str(error))
+        step = await teardown_step(self.client, instance, self.gvr, FINALIZER)
+        if step.blocked and not step.transient:  # an inventory we cannot trust: wait for a fix
+            await self._deletion_blocked(instance, status, step.blocked)
             return self._wait(parent_key(parent), "deletion_blocked")
-        except KubeError as error:  # listing failed (e.g. Forbidden): retry with backoff
-            await self._deletion_blocked(instance, status, str(error))
-            raise ReconcileFailed(f"deletion blocked: {error}") from error
-        if progress.failures:
-            reason = "; ".join(str(f.error) for f in progress.failures)
-            await self._deletion_blocked(instance, status, reason)
-            raise ReconcileFailed(f"deletion blocked: {reason}")
-        if progress.done:
+        if step.blocked:  # a list or delete failed (e.g. Forbidden): retry with backoff
+            await self._deletion_blocked(instance, status, step.blocked)
+            raise ReconcileFailed(f"deletion blocked: {step.blocked}")
+        if step.done:
             await self._forget(parent)
-            await remove_finalizer(self.client, self.gvr, instance, FINALIZER)
             log.info("instance.deleted")
             return Result()
         self.failures.clear(parent_key(parent))
