@@ -14,7 +14,12 @@ in-process kro controller is reconciling:
     whose expression reads a field that never appears;
 (b) a child the API server refuses with 422;
 (c) a resource excluded by includeWhen;
-(d) a deletion stuck on a child held by a foreign finalizer.
+(d) a deletion stuck on a child held by a foreign finalizer;
+(e) an external reference that does not exist, an expression that fails at run time, and a
+    child the API server forbids (403, exceeded quota).
+
+Both explain and the controller report from the engine's node results (explain runs the same
+pass, dry): the nodes explain flags are the ones the controller's ResourcesReady names.
 """
 
 from __future__ import annotations
@@ -198,7 +203,7 @@ async def test_waiting_on_readiness_and_on_a_missing_field(kro: KroEnv, viewer: 
     ])
     await kro.apply_instance(kind, "demo", {}, group=GROUP)
     gvr = await kro.gvr_of(kind, GROUP)
-    await kro.wait_instance(
+    live = await kro.wait_instance(
         gvr, "demo", lambda o: "config" in resources_ready(o) and "sink" in resources_ready(o),
         what="kro to report config and sink as waiting",
     )
@@ -222,6 +227,7 @@ async def test_waiting_on_readiness_and_on_a_missing_field(kro: KroEnv, viewer: 
                 "name": "demo-source"},
     }
     assert "GraphRevisions" in result.out  # not readable with view: said, and worked around
+    assert flagged_by_explain(nodes) == flagged_by_controller(live, list(nodes))
 
 
 async def test_a_child_refused_with_422(kro: KroEnv, viewer: Path) -> None:
@@ -363,3 +369,105 @@ async def test_an_rgd_that_is_not_active(kro: KroEnv, viewer: Path) -> None:
     assert data["build"]["resourceId"] == "config"
     assert data["build"]["expression"] == "schema.spec.nmae"
     assert data["state"] == "Inactive"
+
+
+# -- explain's verdict is the controller's: both come from the engine's node results ----------
+
+
+def flagged_by_controller(obj: Mapping[str, Any], node_ids: list[str]) -> set[str]:
+    """The nodes the controller's ResourcesReady message names (`<prefix>: a: ...; b: ...`)."""
+    message = resources_ready(obj)
+    _, _, body = message.partition(": ")
+    return {n for n in node_ids if body.startswith(f"{n}: ") or f"; {n}: " in body}
+
+
+def flagged_by_explain(nodes: Mapping[str, Mapping[str, Any]]) -> set[str]:
+    return {n for n, node in nodes.items() if node["status"] not in ("ready", "applied",
+                                                                     "excluded")}
+
+
+async def test_an_external_reference_that_does_not_exist(kro: KroEnv, viewer: Path) -> None:
+    shared = f"shared-{kro.suffix}"
+    kind = await serve(kro, "External", {}, [
+        {"id": "ext", "externalRef": {"apiVersion": "v1", "kind": "ConfigMap",
+                                      "metadata": {"name": shared}}},
+        {"id": "base", "template": configmap("${schema.metadata.name}-base", {"a": "b"})},
+        {"id": "copy", "template": configmap("${schema.metadata.name}-copy",
+                                             {"k": "${ext.data.k}"})},
+    ])
+    await kro.apply_instance(kind, "demo", {}, group=GROUP)
+    gvr = await kro.gvr_of(kind, GROUP)
+    live = await kro.wait_instance(gvr, "demo", lambda o: "ext" in resources_ready(o),
+                                   what="kro to report the external reference")
+    result = await explain(viewer, f"{kind}/demo", "-n", kro.namespace)
+    assert result.code == 0, result.err
+    assert result.root_cause == (
+        f'Root cause: node "ext" (ConfigMap {kro.namespace}/{shared}) is waiting: the external '
+        f"reference ConfigMap {kro.namespace}/{shared} does not exist"
+    )
+    nodes = nodes_of(await explain_json(viewer, f"{kind}/demo", "-n", kro.namespace))
+    assert nodes["copy"]["waitingOn"] == "ext"
+    assert flagged_by_explain(nodes) == flagged_by_controller(live, list(nodes)) == {"ext", "copy"}
+    assert live["status"]["state"] == "IN_PROGRESS"
+
+
+async def test_an_expression_that_fails_at_run_time(kro: KroEnv, viewer: Path) -> None:
+    kind = await serve(kro, "Divide", {"n": "integer | default=1"}, [
+        {"id": "base", "template": configmap("${schema.metadata.name}-base", {"a": "b"})},
+        {"id": "ratio", "template": configmap("${schema.metadata.name}-ratio",
+                                              {"r": "${string(100 / schema.spec.n)}"})},
+    ])
+    await kro.apply_instance(kind, "demo", {"n": 0}, group=GROUP)
+    gvr = await kro.gvr_of(kind, GROUP)
+    live = await kro.wait_instance(
+        gvr, "demo", lambda o: (o.get("status") or {}).get("state") == "ERROR"
+        and "ratio" in resources_ready(o), what="kro to report the failed expression",
+    )
+    result = await explain(viewer, f"{kind}/demo", "-n", kro.namespace)
+    assert result.code == 0, result.err
+    assert result.root_cause.startswith(
+        f'Root cause: node "ratio" (ConfigMap {kro.namespace}/demo-ratio) failed: an expression '
+        "failed: "
+    ), result.root_cause
+    nodes = nodes_of(await explain_json(viewer, f"{kind}/demo", "-n", kro.namespace))
+    assert nodes["ratio"]["status"] == "error"
+    assert nodes["ratio"]["expression"] == "string(100 / schema.spec.n)"
+    assert nodes["ratio"]["message"] in resources_ready(live)  # the controller's very words
+
+
+async def test_a_child_the_api_server_forbids(
+    kro: KroEnv, viewer: Path, kube_admin: AdminApi
+) -> None:
+    """A ResourceQuota admits one more ConfigMap than the namespace holds: the second child is
+    refused with 403 Forbidden (exceeded quota), on the real API server."""
+    quota_path = f"/api/v1/namespaces/{kro.namespace}/resourcequotas"
+    existing = kube_admin.request("GET", f"/api/v1/namespaces/{kro.namespace}/configmaps")
+    allowed = len(existing["items"]) + 1
+    kube_admin.create(quota_path, {
+        "apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "one-more"},
+        "spec": {"hard": {"count/configmaps": str(allowed)}},
+    })
+    wait_for_sync(
+        lambda: (kube_admin.request("GET", f"{quota_path}/one-more").get("status") or {})
+        .get("hard"),
+        timeout_s=60, what="kube-controller-manager to compute the quota's usage",
+    )
+    kind = await serve(kro, "Quota", {}, [
+        {"id": "base", "template": configmap("${schema.metadata.name}-base", {"a": "b"})},
+        {"id": "extra", "template": configmap("${schema.metadata.name}-extra",
+                                              {"from": "${base.data.a}"})},
+    ])
+    await kro.apply_instance(kind, "demo", {}, group=GROUP)
+    gvr = await kro.gvr_of(kind, GROUP)
+    live = await kro.wait_instance(gvr, "demo", lambda o: "extra: 403" in resources_ready(o),
+                                   what="kro to record the 403")
+    result = await explain(viewer, f"{kind}/demo", "-n", kro.namespace)
+    assert result.code == 0, result.err
+    assert result.root_cause.startswith(
+        f'Root cause: node "extra" (ConfigMap {kro.namespace}/demo-extra) failed: the API '
+        "server refused it: 403"
+    ), result.root_cause
+    assert "exceeded quota" in result.root_cause
+    nodes = nodes_of(await explain_json(viewer, f"{kind}/demo", "-n", kro.namespace))
+    assert nodes["base"]["status"] == "applied"
+    assert flagged_by_explain(nodes) == flagged_by_controller(live, list(nodes)) == {"extra"}
