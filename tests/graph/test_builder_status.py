@@ -162,6 +162,16 @@ def test_status_errors(status: dict[str, Any], detail: str, rule: str) -> None:
     assert err.rule == rule
 
 
+def test_an_unterminated_status_expression_is_a_build_error() -> None:  # V-06
+    err = build_error(rgd(CM, status={"ok": "${cm.metadata.name}", "url": "https://${cm.x"}))
+    assert isinstance(err, StatusSchemaError)
+    assert str(err) == (
+        'failed to build instance status schema: status.url: unterminated expression "${cm.x": '
+        'missing closing "}"'
+    )
+    assert err.field_path == "status.url"
+
+
 def test_status_string_template_parts_must_be_strings() -> None:
     err = build_error(rgd(CM, status={"a": "x-${schema.spec.replicas}"}))
     assert "found no matching overload for '_+_' applied to '(string, int)'" in str(err)
