@@ -77,8 +77,40 @@ def test_environment_declares_schema_and_every_resource() -> None:
 def test_spec_schema_errors(spec: dict[str, Any], detail: str, path: str) -> None:
     err = build_error(rgd(spec=spec))
     assert isinstance(err, InstanceSchemaError)
-    assert str(err) == f"failed to build OpenAPI schema for instance: {detail}"
+    assert str(err) == (
+        'failed to build resourcegraphdefinition "test-rgd": '
+        f"failed to build OpenAPI schema for instance: field a: {detail}"
+    )
     assert (err.rule, err.field_path) == ("G-04", path)
+
+
+@pytest.mark.parametrize(
+    ("spec", "types", "field"),
+    [
+        ({"imageID": 'string | default = "x"'}, None, "imageID"),
+        ({"network": {"cidr": "string | foo=bar"}}, None, "network.cidr"),
+        ({"owner": "Person"}, {"Person": {"age": "int"}}, "types.Person"),
+    ],
+    ids=["spaces-around-equals", "nested", "custom-type"],
+)
+def test_a_simpleschema_error_names_the_rgd_and_the_field(
+    spec: dict[str, Any], types: dict[str, Any] | None, field: str
+) -> None:  # issue 26 B3: upstream's prefix and field naming
+    extra = {"types": types} if types else {}
+    err = build_error(rgd(spec=spec, name="ami", **extra))
+    assert isinstance(err, InstanceSchemaError)
+    assert str(err).startswith(
+        'failed to build resourcegraphdefinition "ami": '
+        f"failed to build OpenAPI schema for instance: field {field}: "
+    )
+
+
+def test_a_bare_spec_has_no_rgd_to_name() -> None:
+    spec = rgd(spec={"imageID": "int"})["spec"]
+    err = build_error(spec)
+    assert str(err) == (
+        "failed to build OpenAPI schema for instance: field imageID: unknown type: int"
+    )
 
 
 # --- projected status ----------------------------------------------------------------------------
