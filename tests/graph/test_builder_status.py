@@ -158,6 +158,81 @@ def test_status_schema_is_inferred_from_expression_types() -> None:
     assert properties["conditions"]["type"] == "array"
 
 
+PRESERVE = {"x-kubernetes-preserve-unknown-fields": True}
+
+
+def _keywords(schema: Any, found: set[str] | None = None) -> set[str]:
+    """Every schema keyword used anywhere below `schema` (property names excluded)."""
+    found = set() if found is None else found
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            found.add(key)
+            if key == "properties":
+                for sub in value.values():
+                    _keywords(sub, found)
+            elif key in ("items", "additionalProperties"):
+                _keywords(value, found)
+    return found
+
+
+def test_a_copied_deployment_condition_list_is_typed_as_upstream_writes_it() -> None:
+    """Issue 26 B4: no descriptions, no `required`, metav1.Time fields preserve-unknown."""
+    graph = build(rgd(deployment(), status={"conditions_copy": "${deployment.status.conditions}"}))
+    copied = graph.instance.status_schema["properties"]["conditions_copy"]
+    assert copied == {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {
+                "lastTransitionTime": PRESERVE,
+                "lastUpdateTime": PRESERVE,
+                "message": {"type": "string"},
+                "reason": {"type": "string"},
+                "status": {"type": "string"},
+                "type": {"type": "string"},
+            },
+        },
+    }
+
+
+def test_a_copied_object_meta_has_no_descriptions_required_or_date_times() -> None:
+    status = {"meta": "${cm.metadata}", "created": "${cm.metadata.creationTimestamp}"}
+    graph = build(rgd(CM, status=status))
+    properties = graph.instance.status_schema["properties"]
+    meta = properties["meta"]
+    assert meta["properties"]["creationTimestamp"] == PRESERVE
+    assert meta["properties"]["deletionTimestamp"] == PRESERVE
+    assert meta["properties"]["managedFields"]["items"]["properties"]["time"] == PRESERVE
+    assert meta["properties"]["labels"] == {
+        "type": "object",
+        "additionalProperties": {"type": "string"},
+    }
+    assert "description" not in _keywords(meta)
+    assert "required" not in _keywords(meta)
+    # A timestamp projected on its own keeps T-03's string of format date-time.
+    assert properties["created"] == {"type": "string", "format": "date-time"}
+
+
+def test_a_copied_instance_spec_keeps_property_names_that_look_like_keywords() -> None:
+    spec = {
+        "name": "string",
+        "description": 'string | required=true description="what it is"',
+        "required": "boolean",
+    }
+    graph = build(rgd(CM, spec=spec, status={"spec": "${schema.spec}"}))
+    copied = graph.instance.status_schema["properties"]["spec"]
+    assert copied == {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "description": {"type": "string"},
+            "required": {"type": "boolean"},
+        },
+    }
+    # The instance's own spec schema keeps its markers.
+    assert graph.instance.spec_schema["required"] == ["description"]
+
+
 def test_status_fields_are_relative_to_status() -> None:
     graph = build(rgd(CM, status={"a": {"b": "${cm.metadata.name}"}, "c": "${schema.spec.name}"}))
     assert [(f.path, f.kind) for f in graph.status_fields] == [
