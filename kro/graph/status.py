@@ -167,7 +167,8 @@ def status_schema_of(output: CelType) -> dict[str, Any]:
     maps (`${deployment.status.conditions}` is a list of DeploymentCondition objects).
     """
     if output.kind == "object" and output.schema is not None:
-        return copied_object_schema(output.schema)
+        copied: dict[str, Any] = copied_object_schema(output.schema)
+        return copied
     if output.kind == "list":
         return {"type": "array", "items": status_schema_of(output.params[0])}
     if output.kind == "map":
