@@ -187,23 +187,7 @@ def copied_object_schema(schema: Any) -> Any:
     *names* (keys of `properties`) are kept, even one called `description` or `required`; the
     input is not modified.
     """
-    if not isinstance(schema, Mapping):
-        return schema
-    if schema.get("type") == "string" and schema.get("format") in _TIMESTAMP_FORMATS:
-        return {_PRESERVE_UNKNOWN: True}
-    out: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key in COPIED_SCHEMA_DROPPED:
-            continue
-        if key in ("properties", "patternProperties") and isinstance(value, Mapping):
-            out[key] = {name: copied_object_schema(sub) for name, sub in value.items()}
-        elif key in ("items", "additionalProperties", "not") and isinstance(value, Mapping):
-            out[key] = copied_object_schema(value)
-        elif key in ("allOf", "anyOf", "oneOf") and isinstance(value, list):
-            out[key] = [copied_object_schema(sub) for sub in value]
-        else:
-            out[key] = value
-    return out
+    return _rebuilt(schema, COPIED_SCHEMA_DROPPED, timestamps=True)
 
 
 def without_defaults(schema: Any) -> Any:
@@ -215,18 +199,32 @@ def without_defaults(schema: Any) -> Any:
     status default could never apply anyway. Property *names* (keys of `properties`) are kept,
     even a property called `default`.
     """
-    if not isinstance(schema, dict):
+    return _rebuilt(schema, _DEFAULT_ONLY, timestamps=False)
+
+
+_DEFAULT_ONLY: Final = frozenset({"default"})
+
+
+def _rebuilt(schema: Any, dropped: frozenset[str], *, timestamps: bool) -> Any:
+    """A copy of `schema` without the `dropped` keywords at any depth; with `timestamps`, a
+    `date-time`/`date` string becomes preserve-unknown. Only schema-valued keywords are
+    descended, so property names are never taken for keywords."""
+    if not isinstance(schema, Mapping):
         return schema
+    if timestamps and schema.get("type") == "string" and schema.get("format") in _TIMESTAMP_FORMATS:
+        return {_PRESERVE_UNKNOWN: True}
     out: dict[str, Any] = {}
     for key, value in schema.items():
-        if key == "default":
+        if key in dropped:
             continue
-        if key in ("properties", "patternProperties") and isinstance(value, dict):
-            out[key] = {name: without_defaults(sub) for name, sub in value.items()}
-        elif key in ("items", "additionalProperties", "not") and isinstance(value, dict):
-            out[key] = without_defaults(value)
+        if key in ("properties", "patternProperties") and isinstance(value, Mapping):
+            out[key] = {
+                name: _rebuilt(sub, dropped, timestamps=timestamps) for name, sub in value.items()
+            }
+        elif key in ("items", "additionalProperties", "not") and isinstance(value, Mapping):
+            out[key] = _rebuilt(value, dropped, timestamps=timestamps)
         elif key in ("allOf", "anyOf", "oneOf") and isinstance(value, list):
-            out[key] = [without_defaults(sub) for sub in value]
+            out[key] = [_rebuilt(sub, dropped, timestamps=timestamps) for sub in value]
         else:
             out[key] = value
     return out

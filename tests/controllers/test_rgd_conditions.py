@@ -8,24 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from controllers_fakes import RESOLVER, DictClient, greeter_rgd
+from controllers_fakes import DictClient, greeter_rgd, unserved_rgd_reconciler
 
 from kro.api.conditions import ordered_conditions
-from kro.controllers.registry import RevisionRegistry
-from kro.controllers.rgd import RGDS, RGDReconciler
+from kro.controllers.rgd import RGDS
 from kro.runtime.reconcile import Request
 
 CREATED = "2026-01-02T03:04:05Z"
-
-
-def _reconciler(client: DictClient) -> RGDReconciler:
-    return RGDReconciler(
-        client=client,  # type: ignore[arg-type]
-        registry=RevisionRegistry(),
-        resolver=RESOLVER,
-        dynamic=None,  # type: ignore[arg-type]  # never reached: the graph is invalid
-        applier=None,  # type: ignore[arg-type]
-    )
 
 
 def _invalid_rgd() -> dict[str, Any]:
@@ -37,7 +26,7 @@ def _invalid_rgd() -> dict[str, Any]:
 async def test_an_rgd_whose_graph_fails_to_build_lists_five_conditions_as_upstream() -> None:
     client = DictClient()
     client.seed(RGDS, _invalid_rgd())
-    await _reconciler(client).reconcile(Request("", "greeter"))
+    await unserved_rgd_reconciler(client).reconcile(Request("", "greeter"))
     status = client.objects[(RGDS, "greeter")]["status"]
     conditions = status["conditions"]
     assert [(c["type"], c["status"], c["reason"]) for c in conditions] == [
@@ -62,7 +51,7 @@ async def test_an_rgd_whose_graph_fails_to_build_lists_five_conditions_as_upstre
 async def test_a_retry_that_fails_the_same_way_writes_nothing() -> None:
     client = DictClient()
     client.seed(RGDS, _invalid_rgd())
-    reconciler = _reconciler(client)
+    reconciler = unserved_rgd_reconciler(client)
     await reconciler.reconcile(Request("", "greeter"))
     writes = len(client.writes)
     await reconciler.reconcile(Request("", "greeter"))
