@@ -107,6 +107,20 @@ def awaiting_reconciliation(condition_type: str) -> Condition:
     }
 
 
+def first_of_each_type(conditions: Sequence[Condition]) -> list[Condition]:
+    """The conditions with every later duplicate of a type dropped (the first is the one
+    `set_condition` updates). A status stored before its CRD declared conditions a list map
+    keyed on `type` (V-05) may hold duplicates, which the API server now refuses to store."""
+    seen: set[str] = set()
+    unique: list[Condition] = []
+    for condition in conditions:
+        condition_type = str(condition.get("type"))
+        if condition_type not in seen:
+            seen.add(condition_type)
+            unique.append(condition)
+    return unique
+
+
 def initialise_missing(
     status: MutableMapping[str, Any],
     condition_types: Sequence[str],

@@ -52,6 +52,7 @@ import structlog
 from kro.api.conditions import (
     aggregate_ready,
     conditions_of,
+    first_of_each_type,
     initialise_missing,
     is_condition_true,
     ordered_conditions,
@@ -627,7 +628,9 @@ class RGDReconciler:
             observed_generation=generation,
         )
         status["conditions"] = ordered_conditions(
-            conditions_of(status), dependents=RGD_DEPENDENT_CONDITIONS, awaiting_first=True
+            first_of_each_type(conditions_of(status)),
+            dependents=RGD_DEPENDENT_CONDITIONS,
+            awaiting_first=True,
         )
         active = all(
             is_condition_true(status, c)

@@ -58,6 +58,20 @@ async def test_a_retry_that_fails_the_same_way_writes_nothing() -> None:
     assert client.writes[writes:] == []
 
 
+async def test_a_status_with_duplicate_types_is_written_with_one_of_each() -> None:
+    """V-05: the API server refuses two conditions of one type in a list map keyed on type."""
+    rgd = _invalid_rgd()
+    stale = {"type": "GraphAccepted", "status": "True", "reason": "Valid",
+             "lastTransitionTime": CREATED}  # fmt: skip
+    rgd["status"] = {"conditions": [stale, dict(stale)]}
+    client = DictClient()
+    client.seed(RGDS, rgd)
+    await unserved_rgd_reconciler(client).reconcile(Request("", "greeter"))
+    types = [c["type"] for c in client.objects[(RGDS, "greeter")]["status"]["conditions"]]
+    assert sorted(types) == sorted(set(types))
+    assert types.count("GraphAccepted") == 1
+
+
 def test_placeholders_precede_what_a_pass_set_in_the_same_second() -> None:
     now = "2026-01-02T03:04:05Z"
     conditions: list[Any] = [
