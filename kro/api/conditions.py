@@ -107,6 +107,48 @@ def awaiting_reconciliation(condition_type: str) -> Condition:
     }
 
 
+def first_of_each_type(conditions: Sequence[Condition]) -> list[Condition]:
+    """The conditions with every later duplicate of a type dropped (the first is the one
+    `set_condition` updates). A status stored before its CRD declared conditions a list map
+    keyed on `type` (V-05) may hold duplicates, which the API server now refuses to store."""
+    seen: set[str] = set()
+    unique: list[Condition] = []
+    for condition in conditions:
+        condition_type = str(condition.get("type"))
+        if condition_type not in seen:
+            seen.add(condition_type)
+            unique.append(condition)
+    return unique
+
+
+def initialise_missing(
+    status: MutableMapping[str, Any],
+    condition_types: Sequence[str],
+    *,
+    created: str,
+    observed_generation: int | None = None,
+) -> None:
+    """Add an `awaiting_reconciliation` placeholder for each type not present yet (T-07).
+
+    Upstream's condition manager creates every dependent on the object's first status write,
+    stamped with the object's creationTimestamp (T-09), so a reader always sees the whole set:
+    an RGD whose graph never builds still lists GraphRevisionsResolved, KindReady and
+    ControllerReady as `Unknown` next to `GraphAccepted=False`.
+    """
+    conditions = status.get("conditions")
+    if not isinstance(conditions, list):
+        conditions = status["conditions"] = []
+    present = {c.get("type") for c in conditions if isinstance(c, Mapping)}
+    for condition_type in condition_types:
+        if condition_type in present:
+            continue
+        placeholder: dict[str, Any] = dict(awaiting_reconciliation(condition_type))
+        placeholder["lastTransitionTime"] = created
+        if observed_generation is not None:
+            placeholder["observedGeneration"] = observed_generation
+        conditions.append(placeholder)
+
+
 def aggregate_ready(
     conditions: Sequence[Condition],
     dependents: Sequence[str],
@@ -150,6 +192,7 @@ def ordered_conditions(
     *,
     dependents: Sequence[str] = (),
     root_type: str = CONDITION_READY,
+    awaiting_first: bool = False,
 ) -> list[Condition]:
     """Wire order (T-09, N-28): by lastTransitionTime ascending, the root condition last.
 
@@ -158,12 +201,25 @@ def ordered_conditions(
     InstanceManaged, GraphResolved, ResourcesReady on instances), and any other type keeps its
     position among its equals (the sort is stable). This is the one ordering function: every
     controller that writes `status.conditions` passes its list through it.
+
+    `awaiting_first`: among ties, placeholders still `AwaitingReconciliation` come before the
+    conditions a pass has set. Upstream's manager moves a condition it sets to the end of its
+    list and sorts stably by time, so the placeholders it left alone keep their place in front
+    (an RGD that fails to build: GraphRevisionsResolved, KindReady, ControllerReady, then
+    GraphAccepted, then Ready).
     """
     rank = {condition_type: index for index, condition_type in enumerate(dependents)}
     others = [c for c in conditions if c.get("type") != root_type]
     roots = [c for c in conditions if c.get("type") == root_type]
     last = len(rank)
-    others.sort(
-        key=lambda c: (str(c.get("lastTransitionTime", "")), rank.get(str(c.get("type")), last))
-    )
+
+    def key(condition: Condition) -> tuple[str, int, int]:
+        awaiting = condition.get("reason") == REASON_AWAITING_RECONCILIATION
+        return (
+            str(condition.get("lastTransitionTime", "")),
+            0 if awaiting_first and awaiting else 1,
+            rank.get(str(condition.get("type")), last),
+        )
+
+    others.sort(key=key)
     return others + roots

@@ -4,7 +4,9 @@ Per reconcile: finalizer (P-02) → spec hash (P-03) → list and adopt GraphRev
 decide (P-05): wait for terminating revisions or warm-up, issue a new revision when there is none
 or the hash changed (after validating the graph, P-06), wait for compilation, or serve the latest
 Active revision (P-07): ensure the CRD, register the instance controller with the dynamic
-controller, garbage-collect old revisions (P-10). Conditions and state per P-08. Serving also
+controller, garbage-collect old revisions (P-10). Conditions and state per P-08; every dependent
+condition is listed from the first status write on, `Unknown` (`AwaitingReconciliation`) until a
+pass sets it, as upstream (an RGD whose graph never builds shows all five). Serving also
 runs kro's own pre-flight (kro.controllers.permissions): `PermissionsGranted=False` says which
 permissions the graph needs that kro lacks and makes `Ready` False; `state` stays as P-08.
 
@@ -50,6 +52,8 @@ import structlog
 from kro.api.conditions import (
     aggregate_ready,
     conditions_of,
+    first_of_each_type,
+    initialise_missing,
     is_condition_true,
     ordered_conditions,
     set_condition,
@@ -603,8 +607,15 @@ class RGDReconciler:
         return await self.client.patch(RGDS, str(_meta(rgd)["name"]), patch, patch_type="merge")
 
     async def _write_status(self, rgd: Mapping[str, Any], status: dict[str, Any]) -> None:
-        """Root Ready + state (P-08), then write only when different."""
+        """Placeholders for the dependents nobody set yet (T-07), root Ready + state (P-08),
+        then write only when different."""
         generation = _meta(rgd).get("generation")
+        initialise_missing(
+            status,
+            RGD_DEPENDENT_CONDITIONS,
+            created=str(_meta(rgd).get("creationTimestamp") or now_rfc3339()),
+            observed_generation=generation,
+        )
         conditions = status.get("conditions") or []
         root = aggregate_ready(conditions, ready_dependents(status), generation=generation)
         set_condition(
@@ -617,7 +628,9 @@ class RGDReconciler:
             observed_generation=generation,
         )
         status["conditions"] = ordered_conditions(
-            conditions_of(status), dependents=RGD_DEPENDENT_CONDITIONS
+            first_of_each_type(conditions_of(status)),
+            dependents=RGD_DEPENDENT_CONDITIONS,
+            awaiting_first=True,
         )
         active = all(
             is_condition_true(status, c)

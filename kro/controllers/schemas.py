@@ -16,6 +16,12 @@ event, exactly as if the event had come a moment later, and the event re-enqueue
 concerns.
 Schemas are resolved into self-contained per-kind schemas by `kro.graph.resolver.build_bundle`,
 the same code that produced the offline bundle, so offline and live checks agree.
+
+A kind that cannot be resolved is named as upstream names it in the RGD's condition: `cannot
+resolve group version "<gv>": schema not found` when the API server serves no such group
+version, `cannot resolve group version kind "<gv>, Kind=<kind>": schema not found` when it does
+but the kind is not in it (G-07). A group version served without any resolvable kind is
+remembered as served (not cached: a CRD may appear in it any moment).
 """
 
 from __future__ import annotations
@@ -28,7 +34,13 @@ from dataclasses import dataclass
 import structlog
 
 from kro.controllers.metrics import SchemaResolverMetrics
-from kro.graph.resolver import GVK, ResolvedSchema, SchemaNotFoundError, build_bundle
+from kro.graph.resolver import (
+    GVK,
+    ResolvedSchema,
+    build_bundle,
+    unknown_group_version,
+    unknown_kind,
+)
 from kro.runtime.client import Client
 from kro.runtime.errors import NotFound
 
@@ -41,6 +53,8 @@ DEFAULT_TTL_S = 300.0
 class _Entry:
     fetched_at: float
     kinds: dict[GVK, ResolvedSchema]
+    served: bool = True
+    """False when the API server answered 404 for the group version."""
 
 
 class LiveSchemaResolver:
@@ -59,13 +73,17 @@ class LiveSchemaResolver:
         self._stale: dict[tuple[str, str], _Entry] = {}
         self._epoch = 0  # invalidations so far
         self._inflight: dict[tuple[str, str], asyncio.Future[_Entry]] = {}
+        # Group versions whose last fetch found them served but with no kind to resolve.
+        self._served_empty: set[tuple[str, str]] = set()
         self._metrics = metrics or SchemaResolverMetrics()
 
     def resolve(self, gvk: GVK) -> ResolvedSchema:
         group_version = (gvk.group, gvk.version)
         entry = self._cache.get(group_version) or self._stale.get(group_version)
+        if entry is None and group_version not in self._served_empty:
+            raise unknown_group_version(gvk)
         if entry is None or gvk not in entry.kinds:
-            raise SchemaNotFoundError(gvk)
+            raise unknown_kind(gvk)
         return entry.kinds[gvk]
 
     async def prefetch(self, gvks: Iterable[GVK]) -> None:
@@ -121,6 +139,11 @@ class LiveSchemaResolver:
             self._metrics.evictions.inc(len(stale.kinds))
         if fetched.kinds:  # a missing group version may appear any moment: never cache it
             (self._cache if fresh else self._stale)[group_version] = fetched
+            self._served_empty.discard(group_version)
+        elif fetched.served:
+            self._served_empty.add(group_version)
+        else:
+            self._served_empty.discard(group_version)
         self._metrics.size.set(self._size())
 
     async def _fetch(self, group: str, version: str) -> _Entry:
@@ -130,7 +153,7 @@ class LiveSchemaResolver:
             discovery = await self._client.request("GET", f"/{path}")
         except NotFound:
             log.info("schemas.group_version_missing", group=group, version=version)
-            return _Entry(time.monotonic(), {})
+            return _Entry(time.monotonic(), {}, served=False)
         bundle = build_bundle({path: document}, [discovery])
         kinds: dict[GVK, ResolvedSchema] = {}
         for key, item in bundle.items():

@@ -23,9 +23,11 @@ Every error means the RGD must be edited: retrying the build cannot help, except
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Final
 
 from kro.graph.errors import GraphError
+
+SPEC_PREFIX: Final = "spec."
 
 
 class BuildError(GraphError):
@@ -63,9 +65,37 @@ class RGDValidationError(BuildError):
 
 
 class InstanceSchemaError(BuildError):
-    """The instance `spec` SimpleSchema (or its custom types) does not convert to OpenAPI."""
+    """The instance `spec` SimpleSchema (or its custom types) does not convert to OpenAPI.
+
+    Upstream builds the instance inside a wrapper that names the RGD, and its SimpleSchema
+    converter names the field, so the message reads `failed to build resourcegraphdefinition
+    "<name>": failed to build OpenAPI schema for instance: field imageID: <problem>`: with
+    dozens of fields in a schema, the field is what the author needs. The field is the path
+    below `spec` (`network.cidr`), or below the root for custom types (`types.Person.age`).
+    An RGD without a name (a bare spec handed to the builder) gets no RGD prefix.
+    """
 
     prefix = "failed to build OpenAPI schema for instance: "
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        rule: str,
+        rgd: str | None = None,
+        field_path: str | None = None,
+        expression: str | None = None,
+    ) -> None:
+        field = field_path.removeprefix(SPEC_PREFIX) if field_path else ""
+        super().__init__(
+            f"field {field}: {detail}" if field else detail,
+            rule=rule,
+            rgd=rgd,
+            field_path=field_path,
+            expression=expression,
+        )
+        if rgd:
+            self.message = f'failed to build resourcegraphdefinition "{rgd}": {self.message}'
 
 
 class ResourceBuildError(BuildError):

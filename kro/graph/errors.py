@@ -8,6 +8,7 @@
     │   └── StatusShapeError        schema.status has literal leaves or bad conditions (T-01, K-01)
     └── TemplateError               a `${...}` template or a field path is malformed (C-01..C-07)
         ├── NestedExpressionError   `${` inside an expression (C-04)
+        ├── UnterminatedExpressionError  a `${` that no `}` closes (V-06)
         ├── NotStandaloneError      exactly one whole-value `${...}` was required (C-07)
         ├── FieldPathError          a field path does not parse or names no field of the object
         └── SubstitutionError       evaluated values do not fit the template they go back into
@@ -114,6 +115,12 @@ class TemplateError(GraphError):
 
 class NestedExpressionError(TemplateError):
     """`${` appears inside another expression (allowed only right after a `"`, C-04)."""
+
+
+class UnterminatedExpressionError(TemplateError):
+    """A `${` that no `}` closes (V-06). Upstream v0.9 kept such text literally (C-05); v0.10
+    refuses it wherever expressions are parsed, because an author who typed `${` meant an
+    expression, and silently shipping the text hid the typo until something read it."""
 
 
 class NotStandaloneError(TemplateError):

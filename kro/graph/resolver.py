@@ -94,12 +94,32 @@ class SchemaNotFoundError(GraphError):
     """No schema is known for the kind (G-07); builder: `failed to get schema for resource x: …`.
 
     Retrying helps only if the kind gets installed (a CRD created later) and the resolver's
-    cache refreshes, which is why upstream re-resolves after a TTL.
+    cache refreshes, which is why upstream re-resolves after a TTL. `lookup` says what a live
+    resolver looked for and did not find, in upstream's words (see `unknown_group_version` and
+    `unknown_kind`); the offline resolver leaves it empty and the CLI names the kind itself.
     """
 
-    def __init__(self, gvk: GVK) -> None:
+    def __init__(self, gvk: GVK, lookup: str = "") -> None:
         self.gvk = gvk
-        super().__init__("schema not found")
+        super().__init__(f"{lookup}: schema not found" if lookup else "schema not found")
+
+
+def unknown_group_version(gvk: GVK) -> SchemaNotFoundError:
+    """The API server serves no OpenAPI document for the kind's group version.
+
+    Upstream's discovery resolver says `cannot resolve group version "<group>/<version>"`
+    (Go's GroupVersion string: just the version for the core group), so a user sees at once
+    which API is not installed (e.g. an operator's CRDs are missing)."""
+    return SchemaNotFoundError(gvk, f'cannot resolve group version "{gvk.api_version}"')
+
+
+def unknown_kind(gvk: GVK) -> SchemaNotFoundError:
+    """The group version is served but has no such kind (a typo, or a kind of another version).
+
+    Upstream quotes Go's GroupVersionKind string, `<group>/<version>, Kind=<kind>`, whose
+    group part is empty (a leading `/`) for the core group."""
+    go_gvk = f"{gvk.group}/{gvk.version}, Kind={gvk.kind}"
+    return SchemaNotFoundError(gvk, f'cannot resolve group version kind "{go_gvk}"')
 
 
 class SchemaSourceError(ValueError):

@@ -4,8 +4,9 @@
 An author writes `status` as expressions only (`availableReplicas:
 ${deployment.status.availableReplicas}`); kro infers each field's OpenAPI type from the checked
 CEL output type so the generated CRD is exact and the apiserver keeps the values:
-`int`→integer, `string`→string, a typed sub-object of a resource → its schema copied, `dyn` →
-preserve-unknown (see `CelType.to_openapi`). String templates are strings. Map keys along the
+`int`→integer, `string`→string, a typed sub-object of a resource → its schema copied the way
+upstream writes it back (`copied_object_schema`), `dyn` → preserve-unknown (see
+`CelType.to_openapi`). String templates are strings. Map keys along the
 path nest objects, `[i]` segments make arrays (the first element decides the item schema).
 
 Status fields read resources and `schema` only, and must read at least one of them: a constant
@@ -15,11 +16,11 @@ has nothing to project (T-02). `conditions` is not a projection but the author-c
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
-from kro.cel import CelCompileError, CelEnvironment, CompiledExpression
+from kro.cel import CelCompileError, CelEnvironment, CelType, CompiledExpression
 from kro.graph.build_errors import StatusSchemaError
 from kro.graph.environment import SCHEMA_VARIABLE
 from kro.graph.expressions import OMIT_ONLY_IN_TEMPLATES, ExpressionProblem, compile_checked
@@ -62,7 +63,7 @@ def _field_schema(
 ) -> dict[str, Any]:
     path = str(descriptor.path)
     if descriptor.standalone:
-        schema: dict[str, Any] = without_defaults(parts[0].output_type.to_openapi())
+        schema: dict[str, Any] = without_defaults(status_schema_of(parts[0].output_type))
         return schema
     for part in parts:
         if not is_string_like(part.output_type):
@@ -143,6 +144,52 @@ def compile_status(
     return CompiledStatus(tuple(compiled), schema)
 
 
+COPIED_SCHEMA_DROPPED: Final = frozenset({
+    "description", "required", "default", "x-kubernetes-list-type", "x-kubernetes-list-map-keys",
+    "x-kubernetes-map-type", "x-kubernetes-patch-merge-key", "x-kubernetes-patch-strategy",
+})  # fmt: skip
+"""Keywords of a resource's published schema that upstream's status schema does not carry.
+
+Upstream types a projected sub-object from its CEL declaration (the DeclType built from the
+OpenAPI schema) and writes that back as OpenAPI: the declaration holds types and fields, not
+descriptions, `required` lists, defaults or list/map topology. The topology has to go with
+`required` anyway: a `x-kubernetes-list-type: map` list whose keys are not required is a CRD
+the API server refuses."""
+_TIMESTAMP_FORMATS: Final = frozenset({"date-time", "date"})
+_PRESERVE_UNKNOWN: Final = "x-kubernetes-preserve-unknown-fields"
+
+
+def status_schema_of(output: CelType) -> dict[str, Any]:
+    """The OpenAPI schema of a status field holding a value of this CEL type (T-03).
+
+    Scalars, lists and maps as `CelType.to_openapi`; a typed object copied from a resource's
+    (or the instance's) schema goes through `copied_object_schema`, at any depth of lists and
+    maps (`${deployment.status.conditions}` is a list of DeploymentCondition objects).
+    """
+    if output.kind == "object" and output.schema is not None:
+        copied: dict[str, Any] = copied_object_schema(output.schema)
+        return copied
+    if output.kind == "list":
+        return {"type": "array", "items": status_schema_of(output.params[0])}
+    if output.kind == "map":
+        return {"type": "object", "additionalProperties": status_schema_of(output.params[1])}
+    return output.to_openapi()
+
+
+def copied_object_schema(schema: Any) -> Any:
+    """A resource's sub-schema as upstream's generated CRD carries it (issue 26 B4).
+
+    Without the keywords of `COPIED_SCHEMA_DROPPED`, and with every `metav1.Time`-like field
+    (a string of format `date-time` or `date`, which CEL declares as a timestamp) turned into
+    `x-kubernetes-preserve-unknown-fields: true`: upstream's conversion back from the CEL
+    declaration has no OpenAPI form for a nested timestamp. A CRD equal to upstream's for the
+    same RGD means no spurious schema change for anyone moving between the two. Property
+    *names* (keys of `properties`) are kept, even one called `description` or `required`; the
+    input is not modified.
+    """
+    return _rebuilt(schema, COPIED_SCHEMA_DROPPED, timestamps=True)
+
+
 def without_defaults(schema: Any) -> Any:
     """A copy of an inferred status schema without `default` keywords.
 
@@ -152,18 +199,32 @@ def without_defaults(schema: Any) -> Any:
     status default could never apply anyway. Property *names* (keys of `properties`) are kept,
     even a property called `default`.
     """
-    if not isinstance(schema, dict):
+    return _rebuilt(schema, _DEFAULT_ONLY, timestamps=False)
+
+
+_DEFAULT_ONLY: Final = frozenset({"default"})
+
+
+def _rebuilt(schema: Any, dropped: frozenset[str], *, timestamps: bool) -> Any:
+    """A copy of `schema` without the `dropped` keywords at any depth; with `timestamps`, a
+    `date-time`/`date` string becomes preserve-unknown. Only schema-valued keywords are
+    descended, so property names are never taken for keywords."""
+    if not isinstance(schema, Mapping):
         return schema
+    if timestamps and schema.get("type") == "string" and schema.get("format") in _TIMESTAMP_FORMATS:
+        return {_PRESERVE_UNKNOWN: True}
     out: dict[str, Any] = {}
     for key, value in schema.items():
-        if key == "default":
+        if key in dropped:
             continue
-        if key in ("properties", "patternProperties") and isinstance(value, dict):
-            out[key] = {name: without_defaults(sub) for name, sub in value.items()}
-        elif key in ("items", "additionalProperties", "not") and isinstance(value, dict):
-            out[key] = without_defaults(value)
+        if key in ("properties", "patternProperties") and isinstance(value, Mapping):
+            out[key] = {
+                name: _rebuilt(sub, dropped, timestamps=timestamps) for name, sub in value.items()
+            }
+        elif key in ("items", "additionalProperties", "not") and isinstance(value, Mapping):
+            out[key] = _rebuilt(value, dropped, timestamps=timestamps)
         elif key in ("allOf", "anyOf", "oneOf") and isinstance(value, list):
-            out[key] = [without_defaults(sub) for sub in value]
+            out[key] = [_rebuilt(sub, dropped, timestamps=timestamps) for sub in value]
         else:
             out[key] = value
     return out

@@ -5,7 +5,8 @@ per-resource structure checks in `pkg/graph/validation.go`) because every later 
 on them: resource ids and iterator names become CEL variables, so `my-db` (a subtraction) or
 `self` (a keyword) can never work, and a template without `kind` cannot be resolved.
 
-* G-01 kind is UpperCamelCase; G-02 resource ids are lowerCamelCase, unique, not reserved;
+* G-01 kind is UpperCamelCase; G-02 resource ids are lowerCamelCase, unique, not reserved
+  (nor `graphengine`, V-07);
   G-03 forEach iterators follow the id rules, do not shadow ids, stay within the dimension cap.
 * A-14/A-17 exactly one of template/externalRef; externalRef names or selects, never both,
   and never with forEach.
@@ -48,6 +49,9 @@ KRO_RESERVED: Final = frozenset({
 })  # fmt: skip
 RESERVED_WORDS: Final = CEL_RESERVED | KRO_RESERVED
 """Case-sensitive words no resource id or iterator may use (G-02)."""
+RESERVED_RESOURCE_IDS: Final = RESERVED_WORDS | frozenset({"graphengine"})
+"""Upstream v0.10 reserves `graphengine` as a resource id only (V-07): its composition engine
+names its own node that way, so an RGD resource of that id would collide with it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,9 +94,10 @@ def _as_list(value: Any, where: str, rgd: str, resource_id: str, rule: str) -> t
 def _check_id(resource_id: Any, seen: set[str], rgd: str) -> str:
     if not isinstance(resource_id, str):
         raise _fail(f"{NAMING}: id {resource_id} is not a valid KRO resource id", "G-02", rgd)
-    if resource_id in RESERVED_WORDS:
+    if resource_id in RESERVED_RESOURCE_IDS:
+        rule = "G-02" if resource_id in RESERVED_WORDS else "V-07"
         raise _fail(
-            f"{NAMING}: id {resource_id} is a reserved keyword in KRO", "G-02", rgd, resource_id
+            f"{NAMING}: id {resource_id} is a reserved keyword in KRO", rule, rgd, resource_id
         )
     if not RESOURCE_ID.match(resource_id):
         raise _fail(

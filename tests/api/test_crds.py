@@ -179,6 +179,15 @@ def test_status_condition_schema_matches_a23() -> None:
         assert sorted(item["required"]) == ["status", "type"]
 
 
+def test_status_conditions_are_a_list_map_keyed_on_type() -> None:
+    """V-05: server-side apply merges conditions by `type`; two of one type are refused."""
+    for crd in kro_crds():
+        conditions = root_schema(crd)["properties"]["status"]["properties"]["conditions"]
+        assert conditions["x-kubernetes-list-type"] == "map"
+        assert conditions["x-kubernetes-list-map-keys"] == ["type"]
+        assert "type" in conditions["items"]["required"]
+
+
 @pytest.mark.parametrize("crd", kro_crds(), ids=lambda c: c["metadata"]["name"])
 def test_schemas_are_structural(crd: dict[str, Any]) -> None:
     """Every node states its type (or is free-form), as the apiserver requires."""

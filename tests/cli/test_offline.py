@@ -157,6 +157,40 @@ def test_validate_reports_build_errors(tmp_path: Path, capsys: pytest.CaptureFix
     )
 
 
+@pytest.mark.parametrize(
+    ("where", "detail"),
+    [
+        (("resources", 2, "template", "metadata", "name"),
+         'failed to build resource "config": failed to extract CEL expressions from schema for '
+         'resource config: unterminated expression "${schema.spec.name-config": '
+         'missing closing "}"'),
+        (("schema", "status", "ready"),
+         'failed to build instance status schema: status.ready: unterminated expression '
+         '"${deployment.status.readyReplicas": missing closing "}"'),
+    ],
+    ids=["template", "status"],
+)  # fmt: skip
+def test_validate_refuses_an_unterminated_expression_offline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], where: tuple[Any, ...], detail: str
+) -> None:  # V-06
+    broken = json.loads(json.dumps(APP_RGD))
+    node = broken["spec"]
+    for key in where[:-1]:
+        node = node[key]
+    node[where[-1]] = node[where[-1]].removesuffix("}").replace("}-config", "-config")
+    assert run(["validate", "-f", write(tmp_path, "rgd.yaml", broken)]) == 1
+    assert capsys.readouterr().err == f"validation failed: {detail}\n"
+
+
+def test_validate_refuses_graphengine_as_a_resource_id(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:  # V-07
+    broken = json.loads(json.dumps(APP_RGD))
+    broken["spec"]["resources"][2]["id"] = "graphengine"
+    assert run(["validate", "-f", write(tmp_path, "rgd.yaml", broken)]) == 1
+    assert "id graphengine is a reserved keyword in KRO" in capsys.readouterr().err
+
+
 def test_validate_reports_admission_errors(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

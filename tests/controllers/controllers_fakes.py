@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from kro.controllers.instance.reconciler import InstanceReconciler
+from kro.controllers.registry import RevisionRegistry
+from kro.controllers.rgd import RGDReconciler
 from kro.graph.builder import build_graph
 from kro.graph.model import Graph
 from kro.graph.resolver import OfflineSchemaResolver
@@ -171,6 +173,20 @@ class DictClient:
     async def delete(self, gvr: GVR, name: str, **_: Any) -> None:
         self.writes.append(("delete", gvr, name))
         self.objects.pop((gvr, name), None)
+
+
+def unserved_rgd_reconciler(client: DictClient, **kwargs: Any) -> RGDReconciler:
+    """The RGD reconciler over a DictClient, for tests that never serve a graph (an invalid
+    one, or only the finalizer): no dynamic controller and no applier are needed. `kwargs`
+    are further constructor arguments (metrics, ...)."""
+    return RGDReconciler(
+        client=client,  # type: ignore[arg-type]
+        registry=RevisionRegistry(),
+        resolver=RESOLVER,
+        dynamic=None,  # type: ignore[arg-type]  # never reached
+        applier=None,  # type: ignore[arg-type]
+        **kwargs,
+    )
 
 
 def greeter_reconciler(**kwargs: Any) -> InstanceReconciler:

@@ -15,7 +15,6 @@ from controllers_fakes import (
     GREETERS,
     INVALID,
     NS,
-    RESOLVER,
     DictClient,
     RecordingWatches,
     greeter,
@@ -23,6 +22,7 @@ from controllers_fakes import (
     greeter_reconciler,
     greeter_rgd,
     sample,
+    unserved_rgd_reconciler,
 )
 from fakeapi import FakeApiServer, Fault
 
@@ -209,14 +209,7 @@ def test_the_reporter_logs_per_object_and_forgets() -> None:
 
 
 def _rgds(client: DictClient, provider: PrometheusProvider) -> RGDReconciler:
-    return RGDReconciler(
-        client=client,  # type: ignore[arg-type]
-        registry=RevisionRegistry(),
-        resolver=RESOLVER,
-        dynamic=None,  # type: ignore[arg-type]  # never reached: the graph is invalid
-        applier=None,  # type: ignore[arg-type]
-        metrics=RGDMetrics(provider),
-    )
+    return unserved_rgd_reconciler(client, metrics=RGDMetrics(provider))
 
 
 async def test_an_invalid_graph_is_logged_once_and_counted(provider: PrometheusProvider) -> None:

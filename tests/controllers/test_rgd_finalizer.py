@@ -7,9 +7,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from controllers_fakes import RESOLVER, DictClient, greeter_rgd
+from controllers_fakes import DictClient, greeter_rgd, unserved_rgd_reconciler
 
-from kro.controllers.registry import RevisionRegistry
 from kro.controllers.rgd import RGDS, RGDReconciler
 from kro.runtime.gvk import GVR
 from kro.runtime.reconcile import Request, Result
@@ -35,13 +34,7 @@ class RacingClient(DictClient):
 
 
 def _reconciler(client: DictClient) -> RGDReconciler:
-    return RGDReconciler(
-        client=client,  # type: ignore[arg-type]
-        registry=RevisionRegistry(),
-        resolver=RESOLVER,
-        dynamic=None,  # type: ignore[arg-type]  # never reached: nothing is served here
-        applier=None,  # type: ignore[arg-type]
-    )
+    return unserved_rgd_reconciler(client)
 
 
 def _finalizers(client: DictClient) -> list[str]:

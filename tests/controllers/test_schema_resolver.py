@@ -12,7 +12,7 @@ from controllers_fakes import sample
 
 from kro.controllers.metrics import SchemaResolverMetrics
 from kro.controllers.schemas import LiveSchemaResolver
-from kro.graph.resolver import GVK, SchemaNotFoundError
+from kro.graph.resolver import GVK, OfflineSchemaResolver, SchemaNotFoundError
 from kro.runtime.errors import NotFound
 from kro.runtime.prometheus import PrometheusProvider
 
@@ -171,3 +171,85 @@ async def test_failed_lookups_are_counted(provider: PrometheusProvider) -> None:
     with pytest.raises(ConnectionResetError):
         await resolver.prefetch([CONFIGMAP])
     assert sample(provider, "schema_resolver_errors_total") == 1
+
+
+class KroRunClient:
+    """An API server that serves kro.run/v1alpha1 (with ResourceGraphDefinition only) and no
+    ec2.services.k8s.aws group."""
+
+    async def request(self, method: str, path: str, **_: Any) -> Any:
+        if path == "/openapi/v3/apis/kro.run/v1alpha1":
+            gvk = {"group": "kro.run", "version": "v1alpha1", "kind": "ResourceGraphDefinition"}
+            component = {"type": "object", "x-kubernetes-group-version-kind": [gvk]}
+            return {"components": {"schemas": {"run.kro.v1alpha1.RGD": component}}}
+        if path == "/apis/kro.run/v1alpha1":
+            return {
+                "kind": "APIResourceList",
+                "groupVersion": "kro.run/v1alpha1",
+                "resources": [
+                    {
+                        "name": "resourcegraphdefinitions",
+                        "kind": "ResourceGraphDefinition",
+                        "namespaced": False,
+                    }
+                ],
+            }
+        raise NotFound(status=404, reason="NotFound", message=path)
+
+
+@pytest.mark.parametrize(
+    ("gvk", "message"),
+    [
+        (GVK("ec2.services.k8s.aws", "v1alpha1", "VPC"),
+         'cannot resolve group version "ec2.services.k8s.aws/v1alpha1": schema not found'),
+        (GVK("kro.run", "v1alpha1", "Vpc"),
+         'cannot resolve group version kind "kro.run/v1alpha1, Kind=Vpc": schema not found'),
+        (GVK("kro.run", "v1beta1", "ResourceGraphDefinition"),
+         'cannot resolve group version "kro.run/v1beta1": schema not found'),
+    ],
+    ids=["unknown-group-version", "unknown-kind", "unknown-version"],
+)  # fmt: skip
+async def test_an_unresolvable_kind_is_named_as_upstream_names_it(
+    gvk: GVK, message: str, provider: PrometheusProvider
+) -> None:  # G-07, issue 26 B2
+    resolver = LiveSchemaResolver(KroRunClient(), metrics=SchemaResolverMetrics(provider))  # type: ignore[arg-type]
+    await resolver.prefetch([gvk])
+    with pytest.raises(SchemaNotFoundError) as info:
+        resolver.resolve(gvk)
+    assert str(info.value) == message
+    assert info.value.gvk == gvk
+
+
+async def test_a_core_kind_that_does_not_exist_is_named_with_go_s_gvk_string(
+    discovery: DiscoveryClient, provider: PrometheusProvider
+) -> None:
+    discovery.release.set()
+    resolver = _resolver(discovery, provider)
+    nope = GVK("", "v1", "Nope")
+    await resolver.prefetch([nope])
+    with pytest.raises(SchemaNotFoundError) as info:
+        resolver.resolve(nope)
+    assert str(info.value) == 'cannot resolve group version kind "/v1, Kind=Nope": schema not found'
+
+
+async def test_a_served_group_version_without_kinds_names_the_kind(
+    provider: PrometheusProvider,
+) -> None:
+    class EmptyGroup:
+        async def request(self, method: str, path: str, **_: Any) -> Any:
+            if path == "/openapi/v3/apis/example.com/v1":
+                return {"components": {"schemas": {}}}
+            return {"kind": "APIResourceList", "groupVersion": "example.com/v1", "resources": []}
+
+    resolver = LiveSchemaResolver(EmptyGroup(), metrics=SchemaResolverMetrics(provider))  # type: ignore[arg-type]
+    await resolver.prefetch([WIDGET])
+    with pytest.raises(SchemaNotFoundError, match=r'"example.com/v1, Kind=Widget"'):
+        resolver.resolve(WIDGET)
+    assert sample(provider, "schema_resolver_cache_size") == 0
+
+
+def test_the_offline_resolver_keeps_its_short_message() -> None:
+    """`kro validate` names the kind and how to supply it itself (kro.cli.messages)."""
+    with pytest.raises(SchemaNotFoundError) as info:
+        OfflineSchemaResolver().resolve(WIDGET)
+    assert str(info.value) == "schema not found"

@@ -77,8 +77,40 @@ def test_environment_declares_schema_and_every_resource() -> None:
 def test_spec_schema_errors(spec: dict[str, Any], detail: str, path: str) -> None:
     err = build_error(rgd(spec=spec))
     assert isinstance(err, InstanceSchemaError)
-    assert str(err) == f"failed to build OpenAPI schema for instance: {detail}"
+    assert str(err) == (
+        'failed to build resourcegraphdefinition "test-rgd": '
+        f"failed to build OpenAPI schema for instance: field a: {detail}"
+    )
     assert (err.rule, err.field_path) == ("G-04", path)
+
+
+@pytest.mark.parametrize(
+    ("spec", "types", "field"),
+    [
+        ({"imageID": 'string | default = "x"'}, None, "imageID"),
+        ({"network": {"cidr": "string | foo=bar"}}, None, "network.cidr"),
+        ({"owner": "Person"}, {"Person": {"age": "int"}}, "types.Person"),
+    ],
+    ids=["spaces-around-equals", "nested", "custom-type"],
+)
+def test_a_simpleschema_error_names_the_rgd_and_the_field(
+    spec: dict[str, Any], types: dict[str, Any] | None, field: str
+) -> None:  # issue 26 B3: upstream's prefix and field naming
+    extra = {"types": types} if types else {}
+    err = build_error(rgd(spec=spec, name="ami", **extra))
+    assert isinstance(err, InstanceSchemaError)
+    assert str(err).startswith(
+        'failed to build resourcegraphdefinition "ami": '
+        f"failed to build OpenAPI schema for instance: field {field}: "
+    )
+
+
+def test_a_bare_spec_has_no_rgd_to_name() -> None:
+    spec = rgd(spec={"imageID": "int"})["spec"]
+    err = build_error(spec)
+    assert str(err) == (
+        "failed to build OpenAPI schema for instance: field imageID: unknown type: int"
+    )
 
 
 # --- projected status ----------------------------------------------------------------------------
@@ -126,6 +158,81 @@ def test_status_schema_is_inferred_from_expression_types() -> None:
     assert properties["conditions"]["type"] == "array"
 
 
+PRESERVE = {"x-kubernetes-preserve-unknown-fields": True}
+
+
+def _keywords(schema: Any, found: set[str] | None = None) -> set[str]:
+    """Every schema keyword used anywhere below `schema` (property names excluded)."""
+    found = set() if found is None else found
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            found.add(key)
+            if key == "properties":
+                for sub in value.values():
+                    _keywords(sub, found)
+            elif key in ("items", "additionalProperties"):
+                _keywords(value, found)
+    return found
+
+
+def test_a_copied_deployment_condition_list_is_typed_as_upstream_writes_it() -> None:
+    """Issue 26 B4: no descriptions, no `required`, metav1.Time fields preserve-unknown."""
+    graph = build(rgd(deployment(), status={"conditions_copy": "${deployment.status.conditions}"}))
+    copied = graph.instance.status_schema["properties"]["conditions_copy"]
+    assert copied == {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {
+                "lastTransitionTime": PRESERVE,
+                "lastUpdateTime": PRESERVE,
+                "message": {"type": "string"},
+                "reason": {"type": "string"},
+                "status": {"type": "string"},
+                "type": {"type": "string"},
+            },
+        },
+    }
+
+
+def test_a_copied_object_meta_has_no_descriptions_required_or_date_times() -> None:
+    status = {"meta": "${cm.metadata}", "created": "${cm.metadata.creationTimestamp}"}
+    graph = build(rgd(CM, status=status))
+    properties = graph.instance.status_schema["properties"]
+    meta = properties["meta"]
+    assert meta["properties"]["creationTimestamp"] == PRESERVE
+    assert meta["properties"]["deletionTimestamp"] == PRESERVE
+    assert meta["properties"]["managedFields"]["items"]["properties"]["time"] == PRESERVE
+    assert meta["properties"]["labels"] == {
+        "type": "object",
+        "additionalProperties": {"type": "string"},
+    }
+    assert "description" not in _keywords(meta)
+    assert "required" not in _keywords(meta)
+    # A timestamp projected on its own keeps T-03's string of format date-time.
+    assert properties["created"] == {"type": "string", "format": "date-time"}
+
+
+def test_a_copied_instance_spec_keeps_property_names_that_look_like_keywords() -> None:
+    spec = {
+        "name": "string",
+        "description": 'string | required=true description="what it is"',
+        "required": "boolean",
+    }
+    graph = build(rgd(CM, spec=spec, status={"spec": "${schema.spec}"}))
+    copied = graph.instance.status_schema["properties"]["spec"]
+    assert copied == {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "description": {"type": "string"},
+            "required": {"type": "boolean"},
+        },
+    }
+    # The instance's own spec schema keeps its markers.
+    assert graph.instance.spec_schema["required"] == ["description"]
+
+
 def test_status_fields_are_relative_to_status() -> None:
     graph = build(rgd(CM, status={"a": {"b": "${cm.metadata.name}"}, "c": "${schema.spec.name}"}))
     assert [(f.path, f.kind) for f in graph.status_fields] == [
@@ -160,6 +267,16 @@ def test_status_errors(status: dict[str, Any], detail: str, rule: str) -> None:
     assert isinstance(err, StatusSchemaError)
     assert str(err) == f"failed to build instance status schema: {detail}"
     assert err.rule == rule
+
+
+def test_an_unterminated_status_expression_is_a_build_error() -> None:  # V-06
+    err = build_error(rgd(CM, status={"ok": "${cm.metadata.name}", "url": "https://${cm.x"}))
+    assert isinstance(err, StatusSchemaError)
+    assert str(err) == (
+        'failed to build instance status schema: status.url: unterminated expression "${cm.x": '
+        'missing closing "}"'
+    )
+    assert err.field_path == "status.url"
 
 
 def test_status_string_template_parts_must_be_strings() -> None:

@@ -92,10 +92,10 @@ def test_nested_expression_is_rejected_with_its_path() -> None:
     assert (err.rule, err.field_path) == ("C-04", "spec.peer.name")
 
 
-def test_unterminated_expression_is_literal_text() -> None:
-    graph = build(rgd(network(peer={"name": "${schema.spec.name"})))
-    assert graph.nodes["net"].fields[0].path.segments == ("metadata", "name")
-    assert len(graph.nodes["net"].fields) == 1
+def test_an_unterminated_expression_is_a_build_error_with_its_path() -> None:  # V-06
+    err = build_error(rgd(network(peer={"name": "${schema.spec.name"})))
+    assert str(err) == EXTRACT + 'unterminated expression "${schema.spec.name": missing closing "}"'
+    assert err.field_path == "spec.peer.name"
 
 
 CRD_TEMPLATE = {
@@ -155,6 +155,30 @@ def test_external_refs_are_serialised_and_schemaless() -> None:
         "metadata.selector.matchExpressions[0].values[0]",
         "metadata.namespace",
     ]
+
+
+@pytest.mark.parametrize(
+    ("metadata", "path"),
+    [
+        ({"name": "${schema.spec.name"}, "metadata.name"),
+        ({"name": "x", "namespace": "team-${schema.spec.name"}, "metadata.namespace"),
+        ({"selector": {"matchLabels": {"app": "${schema.spec.name"}}},
+         "metadata.selector.matchLabels.app"),
+        ({"selector": {"matchExpressions": [
+            {"key": "tier", "operator": "In", "values": ["${schema.spec.tiers[0]"]}]}},
+         "metadata.selector.matchExpressions[0].values[0]"),
+    ],
+    ids=["name", "namespace", "selector-label", "selector-expression"],
+)  # fmt: skip
+def test_an_unterminated_expression_in_an_external_ref_is_a_build_error(
+    metadata: dict[str, Any], path: str
+) -> None:  # V-06
+    entry = {"id": "cms", "externalRef": {"apiVersion": "v1", "kind": "ConfigMap",
+                                          "metadata": metadata}}  # fmt: skip
+    err = build_error(rgd(entry))
+    assert str(err).startswith('failed to build resource "cms": ')
+    assert 'unterminated expression "${schema.spec.' in str(err)
+    assert err.field_path == path
 
 
 def test_scalar_external_ref_node() -> None:

@@ -100,6 +100,22 @@ def test_resource_ids(resources: list[dict[str, Any]], detail: str, resource_id:
         assert err.resource_id == resource_id
 
 
+def test_graphengine_is_a_reserved_resource_id() -> None:  # V-07
+    err = build_error(rgd(configmap("graphengine")))
+    assert isinstance(err, RGDValidationError)
+    assert str(err) == (
+        "failed to validate resourcegraphdefinition: naming convention violation: "
+        "id graphengine is a reserved keyword in KRO"
+    )
+    assert (err.rule, err.resource_id) == ("V-07", "graphengine")
+
+
+def test_graphengine_stays_a_valid_iterator_name() -> None:  # V-07 reserves it as an id only
+    cms = configmap("cms", name="${graphengine}", forEach=[{"graphengine": "${schema.spec.tiers}"}])
+    graph = build(rgd(cms))
+    assert [d.name for d in graph.nodes["cms"].for_each] == ["graphengine"]
+
+
 def test_reserved_words_are_case_sensitive() -> None:
     graph = build(rgd(configmap("schemaMap"), configmap("selfCm", name="other")))
     assert graph.topological_order == ("schemaMap", "selfCm")

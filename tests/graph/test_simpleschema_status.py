@@ -4,7 +4,12 @@ from typing import Any
 
 import pytest
 
-from kro.graph.errors import NestedExpressionError, NotStandaloneError, StatusShapeError
+from kro.graph.errors import (
+    NestedExpressionError,
+    NotStandaloneError,
+    StatusShapeError,
+    UnterminatedExpressionError,
+)
 from kro.graph.simpleschema import walk_status
 from kro.graph.template import substitute
 
@@ -57,9 +62,10 @@ def test_literal_leaves_are_all_reported() -> None:  # T-01, reference §6 #1
     assert info.value.paths == paths
 
 
-def test_unterminated_expression_is_a_literal_leaf() -> None:  # C-05 + T-01
-    with pytest.raises(StatusShapeError, match=r"\[status\.name\]$"):
+def test_an_unterminated_expression_names_the_status_field() -> None:  # V-06
+    with pytest.raises(UnterminatedExpressionError) as info:
         walk_status({"name": "${schema.spec.name"})
+    assert info.value.field_path == "status.name"
 
 
 def test_empty_containers_contribute_nothing() -> None:

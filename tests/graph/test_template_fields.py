@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kro.graph.errors import FieldPathError, NestedExpressionError
+from kro.graph.errors import FieldPathError, NestedExpressionError, UnterminatedExpressionError
 from kro.graph.template import ROOT, FieldPath, extract_fields, go_quote, go_unquote, walk_leaves
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -171,8 +171,11 @@ def test_keys_are_never_templated() -> None:  # C-09
     assert extract_fields({"${a}": "literal", "b": {"${c}": 1}}) == []
 
 
-def test_unterminated_expressions_are_not_fields() -> None:  # C-05
-    assert extract_fields({"a": "${x", "b": "$x"}) == []
+def test_an_unterminated_expression_is_refused_with_its_path() -> None:  # V-06
+    assert extract_fields({"b": "$x", "c": "$(cmd)"}) == []
+    with pytest.raises(UnterminatedExpressionError) as info:
+        extract_fields({"b": "$x", "a": ["ok", "${x"]})
+    assert info.value.field_path == "a[1]"
 
 
 def test_base_prefixes_every_path() -> None:

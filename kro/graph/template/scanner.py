@@ -11,10 +11,12 @@ split the same way here (reference §1.D):
 * C-03 anything else with expressions is a *string template*: the parts concatenate to a string.
 * C-04 `${` inside an expression is an error unless the character before it is `"`
   (so `${"${VAR}"}` is the escape for a literal `${VAR}`, C-06).
-* C-05 an unterminated `${` is not an error: it and the rest of the string stay literal text.
+* V-06 an unterminated `${` is an error (upstream v0.9 kept it as literal text, C-05; v0.10
+  refuses it). A literal `${` is written as a CEL string: `${"${VAR}"}`.
 
 Public API:
-    parse_template(text) -> Template       raises NestedExpressionError
+    parse_template(text) -> Template       raises NestedExpressionError,
+                                           UnterminatedExpressionError
     parse_standalone(text) -> str          the one expression; raises NotStandaloneError (C-07)
     is_standalone(text) -> bool            never raises
     Template.parts / .expressions / .is_standalone / .has_expressions
@@ -28,7 +30,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kro.graph.errors import NestedExpressionError, NotStandaloneError, SubstitutionError
+from kro.graph.errors import (
+    NestedExpressionError,
+    NotStandaloneError,
+    SubstitutionError,
+    TemplateError,
+    UnterminatedExpressionError,
+)
 from kro.graph.template.quote import go_quote
 
 EXPRESSION_START = "${"
@@ -36,6 +44,7 @@ EXPRESSION_END = "}"
 
 NESTED_EXPRESSION_MESSAGE = "nested expressions are not allowed unless inside string literals"
 NOT_STANDALONE_MESSAGE = "only standalone expressions are allowed"
+UNTERMINATED_QUOTE_LIMIT = 80
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +135,7 @@ class Template:
 
 
 def parse_template(text: str) -> Template:
-    """Split `text` into literal and expression parts (C-01..C-05)."""
+    """Split `text` into literal and expression parts (C-01..C-04, V-06)."""
     parts: list[Part] = []
     literal_start = 0
     search_from = 0
@@ -136,7 +145,7 @@ def parse_template(text: str) -> Template:
             break
         end = _expression_end(text, start)
         if end < 0:
-            break  # C-05: unterminated, so the rest of the string is literal text
+            raise UnterminatedExpressionError(unterminated_message(text, start), expression=text)
         if start > literal_start:
             parts.append(TextPart(text[literal_start:start]))
         parts.append(ExpressionPart(text[start + len(EXPRESSION_START) : end]))
@@ -175,11 +184,19 @@ def _expression_end(text: str, start: int) -> int:
     return -1
 
 
+def unterminated_message(text: str, start: int) -> str:
+    """Names the unclosed expression by its text from the `${` on (cut after 80 characters)."""
+    fragment = text[start:]
+    if len(fragment) > UNTERMINATED_QUOTE_LIMIT:
+        fragment = fragment[:UNTERMINATED_QUOTE_LIMIT] + "..."
+    return f'unterminated expression {go_quote(fragment)}: missing closing "}}"'
+
+
 def is_standalone(text: str) -> bool:
     """True if `text` is exactly one `${...}`; malformed text is simply not standalone."""
     try:
         return parse_template(text).is_standalone
-    except NestedExpressionError:
+    except TemplateError:
         return False
 
 
