@@ -374,6 +374,13 @@ async def test_an_rgd_that_is_not_active(kro: KroEnv, viewer: Path) -> None:
 # -- explain's verdict is the controller's: both come from the engine's node results ----------
 
 
+async def explained(kro: KroEnv, viewer: Path, kind: str) -> tuple[Explained, dict[str, Any]]:
+    """`kro explain <kind>/demo` as text (it succeeded), and its nodes from `-o json`."""
+    result = await explain(viewer, f"{kind}/demo", "-n", kro.namespace)
+    assert result.code == 0, result.err
+    return result, nodes_of(await explain_json(viewer, f"{kind}/demo", "-n", kro.namespace))
+
+
 def flagged_by_controller(obj: Mapping[str, Any], node_ids: list[str]) -> set[str]:
     """The nodes the controller's ResourcesReady message names (`<prefix>: a: ...; b: ...`)."""
     message = resources_ready(obj)
@@ -399,13 +406,11 @@ async def test_an_external_reference_that_does_not_exist(kro: KroEnv, viewer: Pa
     gvr = await kro.gvr_of(kind, GROUP)
     live = await kro.wait_instance(gvr, "demo", lambda o: "ext" in resources_ready(o),
                                    what="kro to report the external reference")
-    result = await explain(viewer, f"{kind}/demo", "-n", kro.namespace)
-    assert result.code == 0, result.err
+    result, nodes = await explained(kro, viewer, kind)
     assert result.root_cause == (
         f'Root cause: node "ext" (ConfigMap {kro.namespace}/{shared}) is waiting: the external '
         f"reference ConfigMap {kro.namespace}/{shared} does not exist"
     )
-    nodes = nodes_of(await explain_json(viewer, f"{kind}/demo", "-n", kro.namespace))
     assert nodes["copy"]["waitingOn"] == "ext"
     assert flagged_by_explain(nodes) == flagged_by_controller(live, list(nodes)) == {"ext", "copy"}
     assert live["status"]["state"] == "IN_PROGRESS"
@@ -423,13 +428,11 @@ async def test_an_expression_that_fails_at_run_time(kro: KroEnv, viewer: Path) -
         gvr, "demo", lambda o: (o.get("status") or {}).get("state") == "ERROR"
         and "ratio" in resources_ready(o), what="kro to report the failed expression",
     )
-    result = await explain(viewer, f"{kind}/demo", "-n", kro.namespace)
-    assert result.code == 0, result.err
+    result, nodes = await explained(kro, viewer, kind)
     assert result.root_cause.startswith(
         f'Root cause: node "ratio" (ConfigMap {kro.namespace}/demo-ratio) failed: an expression '
         "failed: "
     ), result.root_cause
-    nodes = nodes_of(await explain_json(viewer, f"{kind}/demo", "-n", kro.namespace))
     assert nodes["ratio"]["status"] == "error"
     assert nodes["ratio"]["expression"] == "string(100 / schema.spec.n)"
     assert nodes["ratio"]["message"] in resources_ready(live)  # the controller's very words
@@ -461,13 +464,11 @@ async def test_a_child_the_api_server_forbids(
     gvr = await kro.gvr_of(kind, GROUP)
     live = await kro.wait_instance(gvr, "demo", lambda o: "extra: 403" in resources_ready(o),
                                    what="kro to record the 403")
-    result = await explain(viewer, f"{kind}/demo", "-n", kro.namespace)
-    assert result.code == 0, result.err
+    result, nodes = await explained(kro, viewer, kind)
     assert result.root_cause.startswith(
         f'Root cause: node "extra" (ConfigMap {kro.namespace}/demo-extra) failed: the API '
         "server refused it: 403"
     ), result.root_cause
     assert "exceeded quota" in result.root_cause
-    nodes = nodes_of(await explain_json(viewer, f"{kind}/demo", "-n", kro.namespace))
     assert nodes["base"]["status"] == "applied"
     assert flagged_by_explain(nodes) == flagged_by_controller(live, list(nodes)) == {"extra"}

@@ -13,11 +13,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "runtime"))
 
 from applyset_fakes import WEBAPP, WIDGET
-from fakeapi import DEFAULT_RESOURCES, FakeApiServer
+from fakeapi import DEFAULT_RESOURCES, FakeApiServer, unthrottled_client
 
 from kro.applyset import Applier, ApplierOptions, tooling_for
-from kro.runtime.client import Client, ClientOptions
-from kro.runtime.config import ConnectionConfig
+from kro.runtime.client import Client
 
 
 @pytest.fixture(autouse=True)
@@ -33,8 +32,7 @@ async def api() -> AsyncIterator[FakeApiServer]:
 
 @pytest.fixture
 async def client(api: FakeApiServer) -> AsyncIterator[Client]:
-    options = ClientOptions(qps=10_000.0, burst=10_000, max_retries=0)
-    async with Client.from_config(ConnectionConfig(server=api.url), options) as c:
+    async with unthrottled_client(api) as c:
         yield c
 
 

@@ -14,12 +14,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "runtime"))
 
 from controllers_fakes import GROUP
-from fakeapi import DEFAULT_RESOURCES, FakeApiServer, FakeResource
+from fakeapi import DEFAULT_RESOURCES, FakeApiServer, FakeResource, unthrottled_client
 from rgd_app_fakes import KroFakeApi
 
 from kro.applyset import Applier, ApplierOptions, tooling_for
-from kro.runtime.client import Client, ClientOptions
-from kro.runtime.config import ConnectionConfig
+from kro.runtime.client import Client
 from kro.runtime.prometheus import PrometheusProvider
 
 GREETER = FakeResource(GROUP, "v1alpha1", "greeters", "Greeter")
@@ -38,8 +37,7 @@ async def api() -> AsyncIterator[FakeApiServer]:
 
 @pytest.fixture
 async def client(api: FakeApiServer) -> AsyncIterator[Client]:
-    options = ClientOptions(qps=10_000.0, burst=10_000, max_retries=0)
-    async with Client.from_config(ConnectionConfig(server=api.url), options) as c:
+    async with unthrottled_client(api) as c:
         yield c
 
 
@@ -52,8 +50,7 @@ async def kro_api() -> AsyncIterator[KroFakeApi]:
 
 @pytest.fixture
 async def kro_client(kro_api: KroFakeApi) -> AsyncIterator[Client]:
-    options = ClientOptions(qps=10_000.0, burst=10_000, max_retries=0)
-    async with Client.from_config(ConnectionConfig(server=kro_api.url), options) as c:
+    async with unthrottled_client(kro_api) as c:
         yield c
 
 

@@ -11,10 +11,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "runtime"))
 
-from fakeapi import DEFAULT_RESOURCES, FakeApiServer, FakeResource
+from fakeapi import DEFAULT_RESOURCES, FakeApiServer, FakeResource, unthrottled_client
 
-from kro.runtime.client import Client, ClientOptions
-from kro.runtime.config import ConnectionConfig
+from kro.runtime.client import Client
 
 OWNERS = FakeResource("engine.kro.run", "v1alpha1", "owners", "Owner")
 
@@ -32,6 +31,5 @@ async def api() -> AsyncIterator[FakeApiServer]:
 
 @pytest.fixture
 async def client(api: FakeApiServer) -> AsyncIterator[Client]:
-    options = ClientOptions(qps=10_000.0, burst=10_000, max_retries=0)
-    async with Client.from_config(ConnectionConfig(server=api.url), options) as c:
+    async with unthrottled_client(api) as c:
         yield c

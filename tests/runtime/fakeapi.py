@@ -50,9 +50,18 @@ from _fakeapi_state import (
 )
 from aiohttp import web
 
+from kro.runtime.client import Client, ClientOptions
+from kro.runtime.config import ConnectionConfig
 from kro.runtime.gvk import GVR
 
-__all__ = ["DEFAULT_RESOURCES", "FakeApiServer", "FakeResource", "Fault", "RecordedRequest"]
+__all__ = [
+    "DEFAULT_RESOURCES",
+    "FakeApiServer",
+    "FakeResource",
+    "Fault",
+    "RecordedRequest",
+    "unthrottled_client",
+]
 
 
 @dataclass
@@ -709,3 +718,10 @@ if __name__ == "__main__":
     args = parser.parse_args()
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_serve_forever(args.port))
+
+
+def unthrottled_client(server: FakeApiServer) -> Client:
+    """A real kro.runtime Client on `server` with no rate limit and no retries, so that tests
+    count exactly the requests the code under test makes (use with `async with`)."""
+    options = ClientOptions(qps=10_000.0, burst=10_000, max_retries=0)
+    return Client.from_config(ConnectionConfig(server=server.url), options)
