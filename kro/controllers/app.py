@@ -52,11 +52,11 @@ from kro.controllers.rgd import RGDS, RGDOptions, RGDReconciler
 from kro.controllers.schemas import LiveSchemaResolver
 from kro.dynamic import DynamicController, DynamicControllerOptions
 from kro.graph.resolver import SchemaResolver
+from kro.runtime.cache import InformerCache
 from kro.runtime.client import Client
 from kro.runtime.clock import RealClock
 from kro.runtime.controller import Controller
 from kro.runtime.informer import Informer
-from kro.runtime.informerfactory import SharedInformerFactory
 from kro.runtime.manager import Manager
 from kro.runtime.metrics import MetricsProvider
 from kro.runtime.ratelimit import default_controller_rate_limiter
@@ -156,7 +156,7 @@ class KroApp:
         self.recorders: RecorderPool | None = RecorderPool(client)
         self.schemas = LiveSchemaResolver(client, metrics=SchemaResolverMetrics(metrics))
         self.resolver: SchemaResolver = resolver or self.schemas
-        self.factory = SharedInformerFactory(
+        self.factory = InformerCache(
             client, resync_period_s=options.resync_period_s, shard=options.shard
         )
         self.dynamic = DynamicController(self.factory, options=options.dynamic, metrics=metrics)
