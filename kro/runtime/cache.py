@@ -36,7 +36,7 @@ import asyncio
 import itertools
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypedDict, Unpack
 
 import structlog
 
@@ -47,7 +47,7 @@ from .informer import Informer, Transform, strip_managed_fields
 from .labels import implies
 from .sharding import ShardView
 
-__all__ = ["InformerCache", "InformerKey", "Source"]
+__all__ = ["InformerCache", "InformerKey", "Selection", "Source"]
 
 log = structlog.get_logger(__name__)
 
@@ -58,6 +58,21 @@ class Source(Protocol):
     async def run(self) -> None: ...
 
     def has_synced(self) -> bool: ...
+
+
+class Selection(TypedDict, total=False):
+    """Which objects of a resource an informer holds (every field optional).
+
+    namespace: one namespace (None: all). label_selector / field_selector: filtered by the
+    server. metadata_only: metadata alone (PartialObjectMetadata). sharded: only the cache's
+    shard ranges (ignored without a shard view).
+    """
+
+    namespace: str | None
+    label_selector: str | None
+    field_selector: str | None
+    metadata_only: bool
+    sharded: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,28 +147,10 @@ class InformerCache:
 
     # -- holding informers ----------------------------------------------------------------------
 
-    def informer(
-        self,
-        gvr: GVR,
-        *,
-        namespace: str | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        metadata_only: bool = False,
-        sharded: bool = False,
-    ) -> Informer:
+    def informer(self, gvr: GVR, **selection: Unpack[Selection]) -> Informer:
         """The informer for this combination, kept for the life of the cache; created (and
         started, if the cache runs) on first ask. Controllers wait for its first list."""
-        entry = self._entry(
-            self._key(
-                gvr,
-                namespace=namespace,
-                label_selector=label_selector,
-                field_selector=field_selector,
-                metadata_only=metadata_only,
-                sharded=sharded,
-            )
-        )
+        entry = self._entry(self._key(gvr, **selection))
         entry.pinned = True
         if self._running:
             self._start(entry)
@@ -171,32 +168,16 @@ class InformerCache:
         if self._running:
             self._start(entry)
 
-    async def acquire(
-        self,
-        gvr: GVR,
-        *,
-        namespace: str | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        metadata_only: bool = False,
-        sharded: bool = False,
-    ) -> Informer:
+    async def acquire(self, gvr: GVR, **selection: Unpack[Selection]) -> Informer:
         """The shared informer for this combination, started if new. Pair with `release`."""
         if self._closed:
             raise RuntimeError("the informer cache is closed")
-        key = self._key(
-            gvr,
-            namespace=namespace,
-            label_selector=label_selector,
-            field_selector=field_selector,
-            metadata_only=metadata_only,
-            sharded=sharded,
-        )
+        key = self._key(gvr, **selection)
         entry = self._entry(key)
         entry.refs += 1
         if entry.task is None:
             self._start(entry)
-            log.info("informer.started", gvr=str(gvr), namespace=namespace or "", refs=1)
+            log.info("informer.started", gvr=str(gvr), namespace=key.namespace or "", refs=1)
         return self._informer(entry)
 
     async def release(self, informer: Informer) -> None:
@@ -309,23 +290,14 @@ class InformerCache:
         for entry in self._entries.values():
             entry.task = None
 
-    def _key(
-        self,
-        gvr: GVR,
-        *,
-        namespace: str | None,
-        label_selector: str | None,
-        field_selector: str | None,
-        metadata_only: bool,
-        sharded: bool,
-    ) -> InformerKey:
+    def _key(self, gvr: GVR, **selection: Unpack[Selection]) -> InformerKey:
         return InformerKey(
             gvr,
-            namespace or None,
-            label_selector or None,
-            field_selector or None,
-            metadata_only,
-            sharded and self.shard is not None,
+            selection.get("namespace") or None,
+            selection.get("label_selector") or None,
+            selection.get("field_selector") or None,
+            selection.get("metadata_only", False),
+            selection.get("sharded", False) and self.shard is not None,
         )
 
     def _entry(self, key: InformerKey) -> _Entry:

@@ -95,13 +95,6 @@ class Drainable(Runnable, Protocol):
 
 
 @runtime_checkable
-class Syncable(Protocol):
-    """A cache that reports when its first full list is in (an Informer)."""
-
-    def has_synced(self) -> bool: ...
-
-
-@runtime_checkable
 class Gated(Protocol):
     """A controller that asks before each reconcile whether it may still work (a Controller)."""
 
@@ -126,7 +119,6 @@ __all__ = [
     "Manager",
     "ManagerOptions",
     "Runnable",
-    "Syncable",
     "parse_bind_address",
     "tune_gc",
 ]
