@@ -2,7 +2,7 @@
 
 `ControllerThread` runs the whole controller (RGD, GraphRevision and dynamic controllers, probes
 and metrics on 127.0.0.1 port 0) on its own event loop in a background thread, built exactly as
-`kro controller` builds it (`app_options(parse_controller_args(...))` -> `KroApp` -> `Manager`),
+`kro controller` builds it (`parse_controller_args(...)` -> `Manager` -> `KroApp(manager, ...)`),
 so a test's own event loop never shares a scheduler with the code under test, and a test can
 stop and start the controller mid-scenario (`restart`).
 
@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 import pytest
 import yaml
 
-from kro.cli.controller import app_options
+from kro.cli.controller import app_options, resync_period
 from kro.cli.flags import parse_controller_args
 from kro.controllers.app import KroApp
 from kro.controllers.crd import CRDS
@@ -144,7 +144,6 @@ class ControllerThread:
         client = await Client.from_kubeconfig(str(self.kubeconfig))
         try:
             await install_crds(client)
-            self.app = KroApp(client, app_options(config), metrics=metrics)
             manager = Manager(
                 ManagerOptions(
                     health_probe_bind_address=config.health_probe_bind_address,
@@ -152,19 +151,25 @@ class ControllerThread:
                     graceful_shutdown_timeout_s=config.graceful_shutdown_timeout_s,
                     handle_signals=False,
                     gc_tuning=None,
+                    resync_period_s=resync_period(config),
                 ),
                 client=client,
                 metrics=metrics,
             )
-            self.app.install(manager)
+            self.app = KroApp(manager, app_options(config), metrics=metrics)
             self._manager = manager
             self._loop = asyncio.get_running_loop()
             task = asyncio.create_task(manager.run(), name="kro-e2e-manager")
             await manager.wait_for_serving()
             host, port = manager.addresses[0]
             self.metrics_address = f"{host}:{port}"
-            for informer in self.app.informers:
-                await informer.wait_for_sync(DEADLINE_S)
+
+            async def ready() -> bool:
+                if task.done():
+                    task.result()  # the manager failed: say why
+                return manager.is_ready()
+
+            await eventually(ready, what="the controller's caches synced", timeout_s=DEADLINE_S)
             self._ready.set()
             await task
         finally:

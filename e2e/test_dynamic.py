@@ -22,9 +22,9 @@ from kro.dynamic import (
     ScalarWatch,
     SelectorWatch,
 )
+from kro.runtime.cache import InformerCache
 from kro.runtime.client import Client
 from kro.runtime.gvk import GVR
-from kro.runtime.informerfactory import SharedInformerFactory
 from kro.runtime.reconcile import Request, Result
 from kro.testing.pytest_plugin import ClusterHandle
 
@@ -83,13 +83,13 @@ async def client(kube_cluster: ClusterHandle) -> AsyncIterator[Client]:
 
 
 @asynccontextmanager
-async def running(client: Client) -> AsyncIterator[tuple[DynamicController, SharedInformerFactory]]:
-    factory = SharedInformerFactory(client)
-    dynamic = DynamicController(factory)
-    informers = asyncio.create_task(factory.run(), name="e2e.informers")
+async def running(client: Client) -> AsyncIterator[tuple[DynamicController, InformerCache]]:
+    cache = InformerCache(client)
+    dynamic = DynamicController(cache)
+    informers = asyncio.create_task(cache.run(), name="e2e.informers")
     workers = asyncio.create_task(dynamic.run(), name="e2e.dynamic")
     try:
-        yield dynamic, factory
+        yield dynamic, cache
     finally:
         dynamic.shutdown()
         await asyncio.wait_for(workers, DEADLINE_S)
@@ -108,7 +108,7 @@ def secret(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
 
 async def test_watched_children_enqueue_their_parent(client: Client, kube_namespace: str) -> None:
     ns = kube_namespace
-    async with running(client) as (dynamic, factory):
+    async with running(client) as (dynamic, cache):
         handler = Parents(dynamic, ns)
         await dynamic.register(CONFIGMAPS, handler)
         cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "parent"}}
@@ -137,7 +137,7 @@ async def test_watched_children_enqueue_their_parent(client: Client, kube_namesp
         await dynamic.deregister(CONFIGMAPS)
 
         async def released() -> None:
-            while factory.informers():  # noqa: ASYNC110 - a late reconcile may still finish
+            while cache.informers():  # noqa: ASYNC110 - a late reconcile may still finish
                 await asyncio.sleep(0.05)
 
         await asyncio.wait_for(released(), DEADLINE_S)

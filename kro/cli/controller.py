@@ -24,7 +24,6 @@ CRDs (kro.controllers.leadership). Without a leader nobody would.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import errno
 import logging
 import os
@@ -102,10 +101,14 @@ def app_options(config: ControllerConfig) -> AppOptions:
         ),
         rgd_workers=config.rgd_concurrent_reconciles,
         graph_revision_workers=config.graph_revision_concurrent_reconciles,
-        resync_period_s=float(config.resync_period_s) or None,
         feature_gates=dict(config.feature_gates),
         state_gauges=os.environ.get("KRO_STATE_GAUGES", "1") != "0",
     )
+
+
+def resync_period(config: ControllerConfig) -> float | None:
+    """`--dynamic-controller-default-resync-period` (0: never), for the manager's informers."""
+    return float(config.resync_period_s) or None
 
 
 def lease_namespace(config: ControllerConfig) -> tuple[str, str]:
@@ -297,24 +300,22 @@ def _sharding(
 
 async def _run(config: ControllerConfig, client: Client, metrics: MetricsProvider) -> int:
     membership = _sharding(config, client, metrics)
-    options = app_options(config)
-    if membership is not None:
-        options = dataclasses.replace(options, shard=membership.view)
-    app = KroApp(client, options, metrics=metrics)
     manager = Manager(
         ManagerOptions(
             health_probe_bind_address=config.health_probe_bind_address,
             metrics_bind_address=config.metrics_bind_address,
-            # Sharded replicas all run every controller (KroApp.install); the Lease decides
+            # Sharded replicas all run every controller (KroApp); the Lease decides
             # only who writes RGDs, GraphRevisions and CRDs.
             leader_election=_leader_election(config),
             graceful_shutdown_timeout_s=config.graceful_shutdown_timeout_s,
             gc_tuning=GcTuning(),  # the controller owns its process; an embedding library not
+            resync_period_s=resync_period(config),
+            shard=membership.view if membership is not None else None,
         ),
         client=client,
         metrics=metrics if isinstance(metrics, PrometheusProvider) else None,
     )
-    app.install(manager)
+    KroApp(manager, app_options(config), metrics=metrics)
     if membership is not None:
         manager.add_runnable(membership)
     log.info(

@@ -1,22 +1,28 @@
-"""kro.controllers.app: wire kro's controllers onto a kro.runtime Manager.
+"""kro.controllers.app: kro's controllers, built on a kro.runtime Manager.
 
-Three controllers share one client: the RGD controller (informers on RGDs, GraphRevisions and
-CRD metadata feed its queue, P-01), the GraphRevision controller (N-01), and the dynamic
-controller that hosts every RGD's instance reconciler (W-01). The CLI builds a `KroApp` from
-its flags; tests and operators embedding kro can build one directly.
+Three controllers share one client and the manager's one informer cache: the RGD controller
+(fed by RGDs, GraphRevisions and CRD metadata, P-01), the GraphRevision controller (N-01), both
+built with kro.runtime's ControllerBuilder, and the dynamic controller that hosts every RGD's
+instance reconciler (W-01), which acquires and releases the informers of generated kinds and
+their children from the same cache. The CLI builds a `KroApp` on its manager from its flags;
+tests and operators embedding kro can build one directly.
 
 Beyond upstream's triggers, an RGD is also reconciled when it disappears and when a kro-owned
 CRD naming it is listed (every one at start-up): that is how the instances of a deleted RGD are
 found and served until they are gone (kro.controllers.instance.kinds), also after a restart.
 
-Sharded (`AppOptions.shard`, `kro controller --shards=auto`), the three controllers run on every
-replica (`Manager.add_controller(..., leader_only=False)`) and the manager's leadership becomes
+Sharded (the manager's cache has a `ShardView`: `kro controller --shards=auto`), the three
+controllers run on every replica (`leader_only(False)`) and the manager's leadership becomes
 the `WriteGate` of the RGD and GraphRevision reconcilers: only the leader writes RGDs,
 GraphRevisions and CRDs, the others follow (kro.controllers.leadership). A follower also queues a
 GraphRevision again when the leader writes its status (the verdict it waits for), and a replica
 that wins the Lease queues every RGD and GraphRevision (`Promotion`). Each replica exports how
 many instances it owns (`kro_shard_owned_instances`: the objects in its sharded informers).
 Without sharding nothing of this applies: the controllers are leader-only and always write.
+
+The cache re-delivers every object each `ManagerOptions.resync_period_s`; the RGD and
+GraphRevision controllers ignore those resyncs, as they always have (only the instance
+controllers act on them, upstream's `--dynamic-controller-default-resync-period`).
 """
 
 from __future__ import annotations
@@ -52,25 +58,26 @@ from kro.controllers.rgd import RGDS, RGDOptions, RGDReconciler
 from kro.controllers.schemas import LiveSchemaResolver
 from kro.dynamic import DynamicController, DynamicControllerOptions
 from kro.graph.resolver import SchemaResolver
-from kro.runtime.client import Client
-from kro.runtime.clock import RealClock
 from kro.runtime.controller import Controller
-from kro.runtime.informer import Informer
-from kro.runtime.informerfactory import SharedInformerFactory
 from kro.runtime.manager import Manager
 from kro.runtime.memory import ObjectMemory
 from kro.runtime.metrics import MetricsProvider
+from kro.runtime.predicates import Predicate, on_update, resource_version_changed
 from kro.runtime.ratelimit import default_controller_rate_limiter
 from kro.runtime.reconcile import Request
-from kro.runtime.sharding import ShardView
 from kro.runtime.workqueue import WorkQueue
 
 Obj = Mapping[str, Any]
 
+_NOT_RESYNC = resource_version_changed()
+"""Lets through every event but the cache's periodic resync (an object delivered unchanged)."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class AppOptions:
-    """What `kro controller`'s flags configure (§1.S); defaults are upstream's.
+    """What `kro controller`'s flags configure (§1.S); defaults are upstream's. The informer
+    options (`--dynamic-controller-default-resync-period`, `--shards=auto`'s view) are the
+    manager's (`ManagerOptions.resync_period_s`, `.shard`): every informer is in its cache.
 
     feature_gates: `--feature-gates` (§1.V); here InstanceConditionEvents turns on Events for
     instance condition changes. CELOmitFunction reaches the builder through `rgd.build`.
@@ -82,13 +89,10 @@ class AppOptions:
     dynamic: DynamicControllerOptions = field(default_factory=DynamicControllerOptions)
     rgd_workers: int = 1
     graph_revision_workers: int = 1
-    resync_period_s: float | None = 36000.0
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
     state_gauges: bool = True
     apply_concurrency: int = 20  # `--apply-concurrency` (kro.applyset.ApplierOptions.concurrency)
     skip_unchanged: bool = True  # `--skip-unchanged`: the one skip memory (kro.runtime.memory)
-    # `--shards=auto`: this replica's share of the instances (kro.runtime.sharding).
-    shard: ShardView | None = None
 
 
 class _Handler:
@@ -135,22 +139,27 @@ def rgd_update_matters(old: Obj, new: Obj) -> bool:
 
 
 class KroApp:
-    """Every kro controller, ready to be installed on a Manager."""
+    """Every kro controller, built on `manager` (registered with it as they are built)."""
 
     def __init__(
         self,
-        client: Client,
+        manager: Manager,
         options: AppOptions,
         *,
-        metrics: MetricsProvider,
+        metrics: MetricsProvider | None = None,
         resolver: SchemaResolver | None = None,
     ) -> None:
-        """`resolver`: where graphs find the schemas of the kinds they use (default: the
+        """`metrics`: where kro's own metrics go (default: the manager's provider, which
+        also holds the controllers' workqueue_* and controller_runtime_* series).
+        `resolver`: where graphs find the schemas of the kinds they use (default: the
         cluster's OpenAPI, cached; tests pass an offline one)."""
-        clock = RealClock()
-        self.client = client
+        metrics = metrics if metrics is not None else manager.metrics
+        self.manager = manager
+        self.cache = cache = manager.cache
+        self.client = client = cache.client
         self.options = options
-        # Open unless `install` binds it to leadership (sharded replicas; module docstring).
+        sharded = cache.shard is not None
+        # Open unless sharded replicas bind it to leadership (module docstring).
         self.writes = WriteGate()
         self.registry = RevisionRegistry(RegistryMetrics(metrics))
         # Always there: Warnings of kro-py's own (a field another controller keeps rewriting)
@@ -159,28 +168,13 @@ class KroApp:
         self.recorders: RecorderPool | None = RecorderPool(client)
         self.schemas = LiveSchemaResolver(client, metrics=SchemaResolverMetrics(metrics))
         self.resolver: SchemaResolver = resolver or self.schemas
-        self.factory = SharedInformerFactory(
-            client, resync_period_s=options.resync_period_s, shard=options.shard
-        )
-        self.dynamic = DynamicController(self.factory, options=options.dynamic, metrics=metrics)
+        self.dynamic = DynamicController(cache, options=options.dynamic, metrics=metrics)
         self.applier = Applier(
             client,
             ApplierOptions(
                 tooling=tooling_for(KRO_VERSION), concurrency=options.apply_concurrency
             ),
             memory=ObjectMemory(enabled=options.skip_unchanged),
-        )
-        self.rgd_queue = WorkQueue[Request](
-            "ResourceGraphDefinition",
-            rate_limiter=default_controller_rate_limiter(clock),
-            clock=clock,
-            metrics=metrics,
-        )
-        self.gr_queue = WorkQueue[Request](
-            "graphrevision",
-            rate_limiter=default_controller_rate_limiter(clock),
-            clock=clock,
-            metrics=metrics,
         )
         self.rgd_reconciler = RGDReconciler(
             client=client,
@@ -209,26 +203,52 @@ class KroApp:
             metrics=GraphRevisionMetrics(metrics),
             writes=self.writes,
         )
-        self.rgd_controller = Controller(
-            "ResourceGraphDefinition",
-            self.rgd_reconciler,
-            self.rgd_queue,
-            workers=options.rgd_workers,
-            clock=clock,
-            metrics=metrics,
+        # Cache-driven state first, then the controllers that read it.
+        cache.informer(CRDS, metadata_only=True).add_handler(
+            _Handler(
+                on_add=self._forget_schemas,
+                on_update=lambda old, new: (
+                    self._forget_schemas(new) if _NOT_RESYNC.update(old, new) else None
+                ),
+                on_delete=self._forget_schemas,
+            )
         )
-        self.gr_controller = Controller(
-            "graphrevision",
-            self.gr_reconciler,
-            self.gr_queue,
-            workers=options.graph_revision_workers,
-            clock=clock,
-            metrics=metrics,
+        cache.informer(GRAPH_REVISIONS).add_handler(_Handler(on_delete=self._revision_gone))
+        self.gr_controller: Controller[Request] = (
+            manager.controller("graphrevision")
+            .for_(GRAPH_REVISIONS, predicates=self._revision_news())
+            .in_namespace(None)
+            .workers(options.graph_revision_workers)
+            .rate_limit(default_controller_rate_limiter())
+            .leader_only(not sharded)
+            .build(self.gr_reconciler)
         )
-        self.informers = self._informers()
-        self.rgd_informer, self.revision_informer = self.informers[0], self.informers[1]
-        if options.shard is not None:
-            options.shard.count_owned(self.owned_instances)
+        self.rgd_controller: Controller[Request] = (
+            manager.controller("ResourceGraphDefinition")
+            .for_(RGDS, predicates=on_update(rgd_update_matters))
+            .watches(GRAPH_REVISIONS, _revision_rgd, predicates=_NOT_RESYNC)
+            .watches(CRDS, _crd_rgd, predicates=_NOT_RESYNC, metadata_only=True)
+            .in_namespace(None)
+            .workers(options.rgd_workers)
+            .rate_limit(default_controller_rate_limiter())
+            .leader_only(not sharded)
+            .build(self.rgd_reconciler)
+        )
+        manager.add_controller(self.dynamic, leader_only=not sharded)
+        if self.recorders is not None:
+            manager.add_runnable(self.recorders)
+        if cache.shard is not None:
+            self.writes.bind(manager.may_reconcile)
+            manager.add_controller(Promotion(self.requeue_all))
+            cache.shard.count_owned(self.owned_instances)
+
+    @property
+    def rgd_queue(self) -> WorkQueue[Request]:
+        return self.rgd_controller.queue
+
+    @property
+    def gr_queue(self) -> WorkQueue[Request]:
+        return self.gr_controller.queue
 
     def enqueue_rgd(self, name: str) -> None:
         if name:
@@ -239,108 +259,55 @@ class KroApp:
         sharded informers of child kinds hold children, kro.dynamic.watches)."""
         parents = self.dynamic.registered()
         return sum(
-            len(i.store)
-            for i in self.factory.informers()
-            if i.shard is not None and i.gvr in parents
+            len(i.store) for i in self.cache.informers() if i.shard is not None and i.gvr in parents
         )
 
     def requeue_all(self) -> None:
         """Queue every RGD and GraphRevision in the caches (this replica starts leading)."""
-        for revision in self.revision_informer.store.list():
+        for revision in self.cache.informer(GRAPH_REVISIONS).store.list():
             self.gr_queue.add(Request("", _name(revision)))
-        for rgd in self.rgd_informer.store.list():
+        for rgd in self.cache.informer(RGDS).store.list():
             self.enqueue_rgd(_name(rgd))
 
-    def _informers(self) -> list[Informer]:
-        rgds = Informer(self.client, RGDS)
-        rgds.add_handler(
-            _Handler(
-                on_add=lambda o: self.enqueue_rgd(_name(o)),
-                on_update=lambda old, new: (
-                    self.enqueue_rgd(_name(new)) if rgd_update_matters(old, new) else None
-                ),
-                on_delete=lambda o: self.enqueue_rgd(_name(o)),
-            )
-        )
-        revisions = Informer(self.client, GRAPH_REVISIONS)
-        revisions.add_handler(
-            _Handler(
-                on_add=self._revision_added,
-                on_update=self._revision_updated,
-                on_delete=self._revision_deleted,
-            )
-        )
-        crds = Informer(self.client, CRDS, metadata_only=True)
-        crds.add_handler(
-            _Handler(
-                on_add=self._crd_added,
-                on_update=lambda old, new: self._crd_changed(new),
-                on_delete=self._crd_changed,
-            )
-        )
-        return [rgds, revisions, crds]
-
-    def _revision_added(self, revision: Obj) -> None:
-        self.gr_queue.add(Request("", _name(revision)))
-        self.enqueue_rgd(_snapshot_name(revision))
-
-    def _revision_updated(self, old: Obj, new: Obj) -> None:
+    def _revision_news(self) -> Predicate:
         """Revisions are immutable: only the start of their deletion is news (N-01), and, to
-        a replica that does not lead, the leader's verdict in their status."""
-        if (new.get("metadata") or {}).get("deletionTimestamp") or (
-            old.get("status") != new.get("status") and not self.writes.allowed()
-        ):
-            self.gr_queue.add(Request("", _name(new)))
-        self.enqueue_rgd(_snapshot_name(new))
+        a replica that does not lead, the leader's verdict in their status. A deleted one
+        is done with (`_revision_gone`)."""
 
-    def _revision_deleted(self, revision: Obj) -> None:
+        def update(old: Obj, new: Obj) -> bool:
+            return _NOT_RESYNC.update(old, new) and bool(
+                (new.get("metadata") or {}).get("deletionTimestamp")
+                or (old.get("status") != new.get("status") and not self.writes.allowed())
+            )
+
+        return Predicate(update=update, delete=lambda _: False, name="revision_news")
+
+    def _revision_gone(self, revision: Obj) -> None:
         """The leader's GraphRevision controller evicts a revision from the registry before it
         removes the finalizer; a replica that does not lead may see the revision gone before
         it reconciled its deletion, so it evicts it here."""
         if not self.writes.allowed():
             spec = revision.get("spec") or {}
             self.registry.evict(_snapshot_name(revision), int(spec.get("revision") or 0))
-        self.enqueue_rgd(_snapshot_name(revision))
 
-    def _forget_schemas(self) -> None:
-        """A CRD appeared or changed: kinds and schemas cached before are stale."""
+    def _forget_schemas(self, crd: Obj) -> None:
+        """A CRD appeared, changed or vanished: kinds and schemas cached before are stale."""
         self.client.mapper.invalidate()
         self.schemas.invalidate()
 
-    def _crd_added(self, crd: Obj) -> None:
-        """A new CRD, or one listed at start-up: if kro generated it, its RGD is reconciled,
-        which finds the instances of a kind whose RGD is gone."""
-        self._forget_schemas()
-        self._enqueue_owner(crd)
 
-    def _crd_changed(self, crd: Obj) -> None:
-        """CRD watch healing (P-12): a kro-owned CRD changed or vanished; reconcile its RGD."""
-        self._forget_schemas()
-        self._enqueue_owner(crd)
+def _revision_rgd(revision: Obj) -> list[Request]:
+    """A GraphRevision's RGD (its snapshot's name)."""
+    name = _snapshot_name(revision)
+    return [Request("", name)] if name else []
 
-    def _enqueue_owner(self, crd: Obj) -> None:
-        if is_kro_owned(crd):
-            self.enqueue_rgd(
-                str(((crd.get("metadata") or {}).get("labels") or {}).get(LABEL_RGD_NAME, ""))
-            )
 
-    def install(self, manager: Manager) -> None:
-        """Add informers, runnables and controllers to `manager`. Sharded, the controllers
-        run on every replica and only the leader writes (module docstring)."""
-        for informer in self.informers:
-            manager.add_informer(informer)
-        manager.add_runnable(self.factory)
-        if self.recorders is not None:
-            manager.add_runnable(self.recorders)
-        if self.options.shard is None:
-            manager.add_controller(self.gr_controller)
-            manager.add_controller(self.rgd_controller)
-            manager.add_controller(self.dynamic)
-            return
-        self.writes.bind(manager.may_reconcile)
-        for controller in (self.gr_controller, self.rgd_controller, self.dynamic):
-            manager.add_controller(controller, leader_only=False)
-        manager.add_controller(Promotion(self.requeue_all))
+def _crd_rgd(crd: Obj) -> list[Request]:
+    """CRD watch healing (P-12): a kro-owned CRD listed, changed or vanished; its RGD."""
+    if not is_kro_owned(crd):
+        return []
+    name = str(((crd.get("metadata") or {}).get("labels") or {}).get(LABEL_RGD_NAME, ""))
+    return [Request("", name)] if name else []
 
 
 def _snapshot_name(revision: Obj) -> str:

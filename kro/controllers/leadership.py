@@ -13,7 +13,7 @@ updates, and the status of RGDs and GraphRevisions.
 The design is one gate, asked by the two reconcilers, rather than a second pair of controllers:
 
 * `WriteGate.allowed()` is the manager's `may_reconcile` (true while this replica holds the
-  leader Lease and renewed it within the renew deadline on its own clock; `KroApp.install`
+  leader Lease and renewed it within the renew deadline on its own clock; `KroApp`
   binds it). Without sharding the gate is always open and the controllers are leader-only as
   before, so nothing changes there.
 * Each reconcile asks once, at its start, which path to take. The *leader path* is the

@@ -14,11 +14,12 @@ Lives here (reference §1.P, W-01..W-10):
   or rolled back with `done`, and the routing of every event of a watched kind to its parents.
 * `LabelSelector` (selector.py): Kubernetes label selectors, parsed once, matched per event.
 
-Informers (metadata-only, one per GVR, shared by parents and children) come from a
-kro.runtime SharedInformerFactory that the caller owns and runs.
+Informers (metadata-only, one per GVR, shared by parents and children) are acquired from and
+released to the process's one informer registry, kro.runtime's InformerCache (a Manager's
+`cache`), which the caller owns and runs.
 
-    factory = SharedInformerFactory(client, resync_period_s=36000)
-    dynamic = DynamicController(factory, options=DynamicControllerOptions(workers=4))
+    cache = InformerCache(client, resync_period_s=36000)   # or manager.cache
+    dynamic = DynamicController(cache, options=DynamicControllerOptions(workers=4))
 
     async def reconcile(request: Request) -> Result:
         parent = ObjectRef(WIDGETS, request.namespace, request.name)
@@ -28,7 +29,7 @@ kro.runtime SharedInformerFactory that the caller owns and runs.
 
     await dynamic.register(WIDGETS, reconcile)
     async with asyncio.TaskGroup() as tg:
-        tg.create_task(factory.run())
+        tg.create_task(cache.run())
         tg.create_task(dynamic.run())
 """
 

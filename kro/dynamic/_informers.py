@@ -1,8 +1,9 @@
 """kro.dynamic._informers: metadata-only, all-namespace informers per GVR, synced on acquire.
 
-Upstream's `watch.Manager` (W-02). Reference counting and sharing are the SharedInformerFactory's
-(kro.runtime.informerfactory): the controller's parent watches and the coordinator's child
-watches ask for the same key, so a GVR that is both parent and child costs one informer. This
+Upstream's `watch.Manager` (W-02). Reference counting and sharing are the process's informer
+registry's (kro.runtime.cache.InformerCache, acquire/release): the controller's parent watches,
+the coordinator's child watches and any other controller of the process ask for the same key,
+so a GVR that is both parent and child costs one informer. This
 pool adds what the dynamic controller needs on top: waiting for the first LIST with a deadline
 (a kind whose CRD is gone must not park a worker forever), the sync-duration histogram, and the
 `dynamic_controller_watch_count` gauge over the GVRs it holds.
@@ -17,10 +18,10 @@ import structlog
 
 from kro.dynamic._metrics import DynamicMetrics, gvr_string
 from kro.dynamic.errors import InformerSyncTimeout
+from kro.runtime.cache import InformerCache
 from kro.runtime.clock import Clock
 from kro.runtime.gvk import GVR
 from kro.runtime.informer import Informer
-from kro.runtime.informerfactory import SharedInformerFactory
 
 log = structlog.get_logger(__name__)
 
@@ -30,13 +31,13 @@ class InformerPool:
 
     def __init__(
         self,
-        factory: SharedInformerFactory,
+        cache: InformerCache,
         *,
         sync_timeout_s: float,
         clock: Clock,
         metrics: DynamicMetrics,
     ) -> None:
-        self._factory = factory
+        self._cache = cache
         self._sync_timeout_s = sync_timeout_s
         self._clock = clock
         self._metrics = metrics
@@ -48,12 +49,12 @@ class InformerPool:
     def sharded(self) -> bool:
         """Whether `acquire(..., sharded=True)` gives a sharded informer (this replica is one
         of several sharing the instances, kro.runtime.sharding)."""
-        return self._factory.shard is not None
+        return self._cache.shard is not None
 
     @property
     def shard_version(self) -> int:
         """The version of the shard ranges (kro.runtime.sharding.ShardView); 0 without one."""
-        shard = self._factory.shard
+        shard = self._cache.shard
         return shard.version if shard is not None else 0
 
     def gvrs(self) -> frozenset[GVR]:
@@ -64,7 +65,7 @@ class InformerPool:
         """The shared informer of `gvr`, listed. InformerSyncTimeout after the deadline.
         `sharded`: only this replica's shard ranges (parents; see kro.runtime.sharding)."""
         started = self._clock.now()
-        informer = await self._factory.acquire(gvr, metadata_only=True, sharded=sharded)
+        informer = await self._cache.acquire(gvr, metadata_only=True, sharded=sharded)
         self._count(gvr, +1)
         fresh = not informer.has_synced()
         try:
@@ -111,18 +112,18 @@ class InformerPool:
         return None
 
     async def release(self, informer: Informer) -> None:
-        """Drop one reference; the factory stops the informer when nobody else holds it."""
+        """Drop one reference; the cache stops the informer when nobody else holds it."""
         self._count(informer.gvr, -1)
         held = self._held.get(informer.gvr) or []
         for index, (candidate, _) in enumerate(held):
             if candidate is informer:
                 del held[index]
                 break
-        if informer not in self._factory.informers():
-            # The factory was closed first (its owner stopped it before us): nothing to release.
+        if informer not in self._cache.informers():
+            # The cache was closed first (its owner stopped it before us): nothing to release.
             log.debug("informer.already_stopped", gvr=str(informer.gvr))
             return
-        await self._factory.release(informer)
+        await self._cache.release(informer)
 
     def _count(self, gvr: GVR, delta: int) -> None:
         refs = self._refs.get(gvr, 0) + delta

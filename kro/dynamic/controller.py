@@ -59,12 +59,12 @@ import structlog
 from kro.dynamic._informers import InformerPool
 from kro.dynamic._metrics import PARENT, DynamicMetrics, gvr_key, gvr_string
 from kro.dynamic.watches import WatchCoordinator
+from kro.runtime.cache import InformerCache
 from kro.runtime.clock import Clock, RealClock
 from kro.runtime.controller import Controller
 from kro.runtime.errors import NotFound
 from kro.runtime.gvk import GVR
 from kro.runtime.informer import Informer
-from kro.runtime.informerfactory import SharedInformerFactory
 from kro.runtime.metrics import NOOP, MetricsProvider
 from kro.runtime.objectref import ObjectRef
 from kro.runtime.outcomes import Outcome, ReconcileObserver, is_bug
@@ -123,7 +123,7 @@ class DynamicControllerOptions:
         informer's first LIST (upstream's fixed 30s); a timeout raises InformerSyncTimeout.
 
     The resync period (`--dynamic-controller-default-resync-period`) is a property of the
-    informers, so it is given to the SharedInformerFactory passed to the controller.
+    informers, so it is given to the InformerCache (kro.runtime.cache) passed to the controller.
     """
 
     workers: int = 1
@@ -237,13 +237,14 @@ class _Score(ReconcileObserver[ObjectRef]):
 class DynamicController:
     """Handlers for many parent GVRs on one shared queue; see the module docstring.
 
-    `informers` is the factory whose informers parents and children share; the controller only
-    acquires and releases through it, so the factory's owner runs and closes it.
+    `informers` is the process's informer registry (a Manager's `cache`), whose informers
+    parents, children and other controllers share; the controller only acquires and releases
+    through it, so the cache's owner runs and closes it.
     """
 
     def __init__(
         self,
-        informers: SharedInformerFactory,
+        informers: InformerCache,
         *,
         options: DynamicControllerOptions | None = None,
         clock: Clock | None = None,

@@ -60,7 +60,6 @@ if TYPE_CHECKING:
     from .informer import EventHandler as EventHandler
     from .informer import Informer as Informer
     from .informer import strip_managed_fields as strip_managed_fields
-    from .informerfactory import SharedInformerFactory as SharedInformerFactory
     from .leaderelection import LeaderElectionConfig as LeaderElectionConfig
     from .leaderelection import LeaderElector as LeaderElector
     from .logging import configure as configure_logging
@@ -117,7 +116,6 @@ else:
             ".finalizers": ("Finalizer", "FinalizerOutcome"),
             ".gvk": ("GVK", "GVR"),
             ".informer": ("EventHandler", "Informer", "strip_managed_fields"),
-            ".informerfactory": ("SharedInformerFactory",),
             ".leaderelection": ("LeaderElectionConfig", "LeaderElector"),
             ".logging": ("configure as configure_logging",),
             ".manager": ("GcTuning", "Manager", "ManagerOptions"),
@@ -192,7 +190,6 @@ __all__ = [
     "Request",
     "Result",
     "RunOptions",
-    "SharedInformerFactory",
     "StatusWriter",
     "Store",
     "TerminalError",

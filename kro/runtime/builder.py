@@ -11,6 +11,7 @@ owner). The builder does that wiring from a declaration of what the controller i
         .watches(SECRETS, secret_to_websites)               # anything else, through a map function
         .with_predicates(has_labels("tier!=test"))          # applied to every event source
         .in_namespace("prod")                               # every informer of this controller
+        .named("website")                                   # in logs and metrics
         .workers(4)
         .rate_limit(base_delay_s=0.1, max_delay_s=300)
         .build(reconciler)                                  # or .reconcile_objects(async fn)
@@ -19,6 +20,12 @@ Informers come from the manager's shared cache (`manager.cache`), so controllers
 same kind share one watch and one copy of each object, and the manager waits for them all to
 sync before any controller starts. Build controllers before `manager.run()`; a kind first asked
 for while the manager runs is watched at once, but controllers only start with the manager.
+`watches(..., metadata_only=True)` watches a kind for its metadata alone (controller-runtime's
+OnlyMetadata), when the map function needs no more: a fraction of the memory and bandwidth.
+
+A controller runs only while its replica leads (the manager's leader election), unless built
+with `leader_only(False)`: replicas that share the work run it everywhere and ask
+`manager.may_reconcile()` before a write only the leader may make.
 
 Kinds may be a GVR, a kind's name (`"ConfigMap"`, `"Deployment.apps"`, resolved through
 discovery: the plural is looked up, never typed) or a typed model class (kro.runtime.typed), for
@@ -81,6 +88,7 @@ class _Source:
     only_controller: bool = True
     namespace: str | Literal[_Namespace.SAME] | None = SAME_NAMESPACE
     label_selector: str | None = None
+    metadata_only: bool = False
 
 
 class ControllerBuilder(Generic[ObjT]):
@@ -108,6 +116,7 @@ class ControllerBuilder(Generic[ObjT]):
         self._workers = 1
         self._limiter: RateLimiter[Request] | None = None
         self._max_retries: int | None = None
+        self._leader_only = True
         self._built = False
 
     # -- what the controller is for -------------------------------------------------------------
@@ -143,11 +152,15 @@ class ControllerBuilder(Generic[ObjT]):
         predicates: Predicates = (),
         namespace: str | Literal[_Namespace.SAME] | None = SAME_NAMESPACE,
         label_selector: str | None = None,
+        metadata_only: bool = False,
     ) -> Self:
-        """Any other kind: a change to one queues the requests `map_fn(obj)` returns.
+        """Any other kind: a change to one queues the requests `map_fn(obj)` returns (none,
+        one or several).
 
         namespace: where to watch it (None: all namespaces); by default the builder's.
         label_selector: watch only matching objects (filtered by the server).
+        metadata_only: cache only the objects' metadata; `map_fn` and the predicates see
+            apiVersion, kind and metadata, nothing else.
         """
         self._watched.append(
             _Source(
@@ -156,6 +169,7 @@ class ControllerBuilder(Generic[ObjT]):
                 map_fn=map_fn,
                 namespace=namespace,
                 label_selector=label_selector,
+                metadata_only=metadata_only,
             )
         )
         return self
@@ -218,6 +232,12 @@ class ControllerBuilder(Generic[ObjT]):
         )
         return self
 
+    def leader_only(self, only: bool = True) -> Self:
+        """Run only while this replica leads (the default), or on every replica (False,
+        controller-runtime's NeedLeaderElection returning false); see Manager.add_controller."""
+        self._leader_only = only
+        return self
+
     def max_retries(self, count: int | None) -> Self:
         """Drop a key after this many consecutive failures (None: retry forever, the default)."""
         self._max_retries = count
@@ -267,7 +287,7 @@ class ControllerBuilder(Generic[ObjT]):
             clock=self._clock,
             metrics=manager.metrics,
         )
-        manager.add_controller(controller)
+        manager.add_controller(controller, leader_only=self._leader_only)
         self._built = True
         return controller
 
@@ -307,7 +327,10 @@ class ControllerBuilder(Generic[ObjT]):
                 self._namespace if watched.namespace is SAME_NAMESPACE else watched.namespace
             )
             informer = cache.informer(
-                watched_gvr, namespace=namespace, label_selector=watched.label_selector
+                watched_gvr,
+                namespace=namespace,
+                label_selector=watched.label_selector,
+                metadata_only=watched.metadata_only,
             )
             informer.add_handler(
                 EnqueueFromMap(queue, watched.map_fn, and_(*common, *watched.predicates))

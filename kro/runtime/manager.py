@@ -2,8 +2,8 @@
 
 The manager owns every long-lived task of the process (controller-runtime's Manager):
 
-* informers and other runnables run for the whole life of the process, leader or not, so a
-  replica that takes over leadership has warm caches;
+* informers (the `cache`) and other runnables run for the whole life of the process, leader or
+  not, so a replica that takes over leadership has warm caches;
 * controllers run only while this replica holds the leader Lease (kro.runtime.leaderelection),
   or always when leader election is off, and only once every informer has synced (a sync that
   does not finish within `cache_sync_timeout_s` is fatal, naming the informers);
@@ -39,10 +39,14 @@ Nothing listens by default either: probes and metrics are served only on the add
 passes upstream kro's ":8079" / ":8078"), so an embedded manager never takes a port, and two
 operators on one host never clash.
 
-With a `Client` (`Manager(options, client=client)`) the manager also offers the shared informer
-cache that kro.runtime.builder wires controllers to (`cache`), a reader on it (`reader`), and
-`client`: controller-runtime's default client, reading from that cache and writing to the API
-server, with kinds named once and resolved through discovery (kro.runtime.managerclient).
+Every informer of the process runs in the manager's one informer registry, `cache`
+(kro.runtime.cache): the informers of controllers built with kro.runtime.builder, those of
+controllers that watch kinds as they come and go (acquired and released), and any informer built
+by hand and handed over with `add_informer`. With a `Client` (`Manager(options, client=client)`)
+the manager also offers a reader on that cache (`reader`) and `client`: controller-runtime's
+default client, reading from that cache and writing to the API server, with kinds named once and
+resolved through discovery (kro.runtime.managerclient). `ManagerOptions.resync_period_s` and
+`.shard` configure every informer the cache creates.
 `controller(name)` starts a builder on this manager. `ManagerOptions.namespace` is where its
 controllers watch unless told otherwise. Kinds named by name (`"Deployment"`) are resolved
 through discovery, which `run` reads before it starts anything (`add_prestart`).
@@ -61,13 +65,14 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import structlog
 from aiohttp import web
 
-from .cache import InformerCache
+from .cache import InformerCache, Source
 from .client import Client
 from .clock import Clock, RealClock, wait_with_timeout
 from .leaderelection import LeaderElectionConfig, LeaderElectionLost, LeaderElector, LeaseClient
 from .managerclient import ManagerClient
 from .prometheus import CONTENT_TYPE, PrometheusProvider
 from .reader import CachedReader
+from .sharding import ShardView
 
 if TYPE_CHECKING:
     from .builder import ControllerBuilder
@@ -87,13 +92,6 @@ class Drainable(Runnable, Protocol):
     """A runnable that can stop taking work and let `run` return (a Controller)."""
 
     def shutdown(self) -> None: ...
-
-
-@runtime_checkable
-class Syncable(Protocol):
-    """A cache that reports when its first full list is in (an Informer)."""
-
-    def has_synced(self) -> bool: ...
 
 
 @runtime_checkable
@@ -121,7 +119,6 @@ __all__ = [
     "Manager",
     "ManagerOptions",
     "Runnable",
-    "Syncable",
     "parse_bind_address",
     "tune_gc",
 ]
@@ -170,6 +167,10 @@ class ManagerOptions:
         manager gives up with CacheSyncTimeout (controller-runtime's CacheSyncTimeout, 2 min).
     namespace: where controllers built on this manager watch (None: every namespace), unless a
         builder says otherwise (controller-runtime's cache DefaultNamespaces).
+    resync_period_s: every informer of `cache` re-delivers each cached object this often (None:
+        never; controller-runtime's cache SyncPeriod).
+    shard: this replica's share of the objects (kro.runtime.sharding); informers asked for with
+        `sharded=True` hold only its ranges.
     name: the operator's name: the field manager of `Manager.client`'s writes.
     """
 
@@ -183,6 +184,8 @@ class ManagerOptions:
     cache_sync_timeout_s: float = 120.0
     namespace: str | None = None
     name: str = "kro-runtime"
+    resync_period_s: float | None = None
+    shard: ShardView | None = None
 
 
 def parse_bind_address(address: str) -> tuple[str | None, int] | None:
@@ -213,7 +216,6 @@ class Manager:
         self.metrics = metrics or PrometheusProvider()
         self._client = client
         self._clock: Clock = clock or RealClock()
-        self._informers: list[Runnable] = []
         self._runnables: list[Runnable] = []
         self._controllers: list[Drainable] = []  # leader-only
         self._everywhere: list[Drainable] = []  # every replica (leader_only=False)
@@ -233,7 +235,12 @@ class Manager:
         self._run_task: asyncio.Task[None] | None = None
         self._serving = asyncio.Event()
         self._fatal: BaseException | None = None
-        self._cache: InformerCache | None = None
+        self._cache = InformerCache(
+            client if isinstance(client, Client) else None,
+            clock=self._clock,
+            resync_period_s=self.options.resync_period_s,
+            shard=self.options.shard,
+        )
         self._reader: CachedReader | None = None
         self._manager_client: ManagerClient | None = None
         self._prestart: list[Callable[[], Coroutine[Any, Any, None]]] = []
@@ -242,9 +249,10 @@ class Manager:
 
     # -- registration ---------------------------------------------------------------------------
 
-    def add_informer(self, informer: Runnable) -> None:
-        """Run `informer` always; if it is Syncable, readiness waits for its first sync."""
-        self._informers.append(informer)
+    def add_informer(self, informer: Source) -> None:
+        """Run `informer` (built by hand) in `cache`, always; readiness and controllers wait
+        for its first sync. Others asking the cache for its key share it."""
+        self._cache.add(informer)
 
     def add_runnable(self, runnable: Runnable) -> None:
         """Run `runnable` always, leader or not (an event recorder, a cache warmer)."""
@@ -283,15 +291,11 @@ class Manager:
 
     @property
     def cache(self) -> InformerCache:
-        """The informers controllers built on this manager share; added as one informer, so
-        readiness and controllers wait for all of it. Needs the manager's client."""
-        if self._cache is None:
-            if self._run_task is not None:
-                raise RuntimeError("build controllers before Manager.run(): the cache is not run")
-            if not isinstance(self._client, Client):
-                raise ValueError("the shared cache needs Manager(..., client=Client)")
-            self._cache = InformerCache(self._client, clock=self._clock)
-            self.add_informer(self._cache)
+        """The process's one informer registry (kro.runtime.cache), run for the life of the
+        manager; readiness and controllers wait for the informers it holds for good. Creating
+        informers needs the manager's client."""
+        if not isinstance(self._client, Client):
+            raise ValueError("the shared cache needs Manager(..., client=Client)")
         return self._cache
 
     @property
@@ -352,9 +356,7 @@ class Manager:
         return not self._unsynced()
 
     def _unsynced(self) -> list[str]:
-        return [
-            _describe(i) for i in self._informers if isinstance(i, Syncable) and not i.has_synced()
-        ]
+        return self._cache.unsynced()
 
     def _failing(self, checks: dict[str, Check]) -> list[str]:
         failing = []
@@ -397,9 +399,8 @@ class Manager:
                 async with asyncio.TaskGroup() as tg:
                     background = [
                         tg.create_task(
-                            self._guard(r.run(), "informer"), name=f"manager:informer-{i}"
+                            self._guard(self._cache.run(), "informer"), name="manager:cache"
                         )
-                        for i, r in enumerate(self._informers)
                     ]
                     background += [
                         tg.create_task(
@@ -542,7 +543,7 @@ class Manager:
             return
         while not self._informers_synced():
             await self._clock.sleep(self.options.sync_poll_s)
-        log.info("manager.caches_synced", informers=len(self._informers))
+        log.info("manager.caches_synced", informers=len(self._cache.informers()))
         tune_gc(tuning)
 
     # -- signals --------------------------------------------------------------------------------
@@ -604,15 +605,3 @@ class Manager:
 
     async def _metrics(self, request: web.Request) -> web.Response:
         return web.Response(body=self.metrics.render(), headers={"Content-Type": CONTENT_TYPE})
-
-
-def _describe(informer: object) -> str:
-    """A name for an informer in errors: its GVR (and namespace) when it has them."""
-    unsynced = getattr(informer, "unsynced", None)
-    if callable(unsynced):  # the shared InformerCache: name the informers inside it
-        return ", ".join(unsynced()) or type(informer).__name__
-    gvr = getattr(informer, "gvr", None)
-    if gvr is None:
-        return type(informer).__name__
-    namespace = getattr(informer, "namespace", None)
-    return f"{gvr} in {namespace}" if namespace else str(gvr)

@@ -93,8 +93,8 @@ async def _scrape() -> dict[str, str]:
         ConnectionConfig(server="http://127.0.0.1:9"), ClientOptions(metrics=provider)
     )
     try:
-        app = KroApp(client, app_options(config), metrics=provider)
-        app.install(Manager(ManagerOptions(), client=client, metrics=provider))
+        manager = Manager(ManagerOptions(), client=client, metrics=provider)
+        KroApp(manager, app_options(config), metrics=provider)
         text = provider.render()
     finally:
         await client.close()

@@ -19,9 +19,9 @@ from kro.controllers.metrics import InstanceMetrics
 from kro.controllers.registry import RevisionRegistry
 from kro.dynamic import DynamicController, DynamicControllerOptions
 from kro.graph.builder import build_graph
+from kro.runtime.cache import InformerCache
 from kro.runtime.client import Client
 from kro.runtime.gvk import GVR
-from kro.runtime.informerfactory import SharedInformerFactory
 from kro.runtime.prometheus import PrometheusProvider
 from kro.runtime.reconcile import Request, Result
 
@@ -47,8 +47,8 @@ class Kro:
 @asynccontextmanager
 async def running(client: Client, registry: RevisionRegistry) -> AsyncIterator[Kro]:
     """A controller process on the shared fake API server; leaving the block stops it."""
-    factory = SharedInformerFactory(client)
-    dynamic = DynamicController(factory, options=DynamicControllerOptions(workers=1))
+    cache = InformerCache(client)
+    dynamic = DynamicController(cache, options=DynamicControllerOptions(workers=1))
     reconciler = greeter_reconciler(
         client=client,
         registry=registry,
@@ -68,7 +68,7 @@ async def running(client: Client, registry: RevisionRegistry) -> AsyncIterator[K
     finally:
         dynamic.shutdown()
         await dynamic._close()
-        await factory.close()
+        await cache.close()
 
 
 def registry_of(rgd: dict[str, Any] | None = None) -> RevisionRegistry:

@@ -1,8 +1,8 @@
-"""The whole kro controller (KroApp: RGD, GraphRevision and dynamic controllers with their
-informers) running on the in-process fake API server, for tests that follow an RGD through its
-life: the fake serves RGDs, GraphRevisions (listable by `spec.snapshot.name`, as the real
-server's selectable field) and CRDs, and garbage collection is done by hand (`collect_garbage`),
-as the fake has no kube-controller-manager."""
+"""The whole kro controller (KroApp: RGD, GraphRevision and dynamic controllers on a Manager
+and its informer cache) running on the in-process fake API server, for tests that follow an RGD
+through its life: the fake serves RGDs, GraphRevisions (listable by `spec.snapshot.name`, as the
+real server's selectable field) and CRDs, and garbage collection is done by hand
+(`collect_garbage`), as the fake has no kube-controller-manager."""
 
 from __future__ import annotations
 
@@ -21,7 +21,10 @@ from kro.controllers.instance import InstanceOptions
 from kro.controllers.rgd import RGDS, RGDOptions
 from kro.runtime.client import Client
 from kro.runtime.errors import NotFound
+from kro.runtime.manager import Manager, ManagerOptions
 from kro.runtime.metrics import MetricsProvider
+from kro.runtime.prometheus import PrometheusProvider
+from kro.runtime.sharding import ShardView
 from kro.testing import waiting
 
 T = TypeVar("T")
@@ -71,38 +74,54 @@ def app_options(**gates: bool) -> AppOptions:
     )
 
 
+def make_app(
+    client: Client,
+    provider: MetricsProvider | None = None,
+    options: AppOptions | None = None,
+    *,
+    shard: ShardView | None = None,
+    manager: Manager | None = None,
+) -> KroApp:
+    """A KroApp with the offline schema resolver on a Manager of its own (or `manager`), not
+    started; `shard` makes it a sharded replica."""
+    if manager is None:
+        manager = Manager(
+            ManagerOptions(handle_signals=False, shard=shard),
+            client=client,
+            metrics=provider if isinstance(provider, PrometheusProvider) else None,
+        )
+    return KroApp(manager, options or app_options(), metrics=provider, resolver=RESOLVER)
+
+
+@contextlib.asynccontextmanager
+async def started(app: KroApp) -> AsyncIterator[KroApp]:
+    """Run `app`'s manager until its caches have synced; on exit stop everything at once, as
+    kill -9 would (nothing is drained or handed over)."""
+    task = asyncio.create_task(app.manager.run(), name="test:manager")
+
+    async def ready() -> bool:
+        if task.done():
+            task.result()  # the manager failed: say why
+        return app.manager.is_ready()
+
+    try:
+        await eventually(ready, what="the manager's caches synced")
+        yield app
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        for queue in (app.rgd_queue, app.gr_queue, app.dynamic.queue):
+            queue.shutdown()  # cancels the queue's timer task
+        await asyncio.sleep(0)
+
+
 @contextlib.asynccontextmanager
 async def running_app(
     client: Client, provider: MetricsProvider, options: AppOptions | None = None
 ) -> AsyncIterator[KroApp]:
     """A KroApp with the offline schema resolver, started; every task stopped on exit."""
-    app = KroApp(client, options or app_options(), metrics=provider, resolver=RESOLVER)
-    tasks = [
-        asyncio.create_task(runnable.run(), name=f"test:{name}")
-        for name, runnable in (
-            *((f"informer-{i}", informer) for i, informer in enumerate(app.informers)),
-            ("factory", app.factory),
-        )
-    ]
-    for informer in app.informers:
-        await informer.wait_for_sync(DEADLINE_S)
-    tasks += [
-        asyncio.create_task(controller.run(), name=f"test:{name}")
-        for name, controller in (
-            ("graphrevision", app.gr_controller),
-            ("rgd", app.rgd_controller),
-            ("dynamic", app.dynamic),
-        )
-    ]
-    try:
+    async with started(make_app(client, provider, options)) as app:
         yield app
-    finally:
-        for task in reversed(tasks):
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for queue in (app.rgd_queue, app.gr_queue, app.dynamic.queue):
-            queue.shutdown()  # cancels the queue's timer task
-        await asyncio.sleep(0)
 
 
 async def eventually(

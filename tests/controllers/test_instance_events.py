@@ -29,6 +29,7 @@ from kro.controllers.instance import InstanceReconciler
 from kro.controllers.registry import RevisionRegistry
 from kro.runtime.client import Client
 from kro.runtime.events import CORE_EVENTS, EventRecorder
+from kro.runtime.manager import Manager, ManagerOptions
 from kro.runtime.metrics import NOOP
 from kro.runtime.reconcile import Request
 
@@ -154,5 +155,7 @@ def test_the_feature_gate_reaches_the_app(client: Client, flag: str, enabled: bo
     options = app_options(config)
     assert options.feature_gates["InstanceConditionEvents"] is enabled
     assert options.rgd.instance.condition_events is enabled
-    app = KroApp(client, options, metrics=NOOP)
+    app = KroApp(
+        Manager(ManagerOptions(handle_signals=False), client=client), options, metrics=NOOP
+    )
     assert app.recorders is not None  # kro-py's own Warnings are recorded whatever the gate

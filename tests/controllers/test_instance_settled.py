@@ -15,20 +15,20 @@ from kro.applyset import Applier
 from kro.controllers.instance.reconciler import probably_settled, should_enqueue_update
 from kro.controllers.registry import RevisionRegistry
 from kro.dynamic import DynamicController, DynamicControllerOptions
+from kro.runtime.cache import InformerCache
 from kro.runtime.client import Client
 from kro.runtime.informer import Informer
-from kro.runtime.informerfactory import SharedInformerFactory
 from kro.runtime.reconcile import Request, Result
 
 
 @pytest.fixture
 async def dynamic(client: Client) -> AsyncIterator[DynamicController]:
-    factory = SharedInformerFactory(client)
-    controller = DynamicController(factory, options=DynamicControllerOptions(workers=1))
+    cache = InformerCache(client)
+    controller = DynamicController(cache, options=DynamicControllerOptions(workers=1))
     yield controller
     controller.shutdown()
     await controller._close()
-    await factory.close()
+    await cache.close()
 
 
 async def _until(check: Callable[[], bool]) -> None:

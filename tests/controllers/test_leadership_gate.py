@@ -1,6 +1,6 @@
 """kro.controllers.leadership, piece by piece: the write gate, leadership lost midway through a
 leader path (no write after it, no failure reported), the read-only CRD check a follower serves
-on, how KroApp installs itself with and without sharding, and Promotion."""
+on, how KroApp registers its controllers with and without sharding, and Promotion."""
 
 from __future__ import annotations
 
@@ -11,11 +11,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from controllers_fakes import RESOLVER, DictClient, greeter_graph, greeter_rgd, sample
-from rgd_app_fakes import KroFakeApi, app_options
+from controllers_fakes import DictClient, greeter_graph, greeter_rgd, sample
+from rgd_app_fakes import KroFakeApi, app_options, make_app
 
 from kro.api.names import FINALIZER, LABEL_KRO_VERSION, LABEL_OWNED, LABEL_RGD_NAME
-from kro.controllers.app import KroApp
 from kro.controllers.crd import CRDS, crd_is_current
 from kro.controllers.graphrevision import GRAPH_REVISIONS
 from kro.controllers.leadership import NotLeader, Promotion, WriteGate
@@ -81,7 +80,7 @@ async def test_an_rgd_reconcile_that_stops_leading_midway_writes_nothing_after_a
     rgd = greeter_rgd("midway")
     rgd["metadata"] = {"name": "midway", "finalizers": [FINALIZER]}
     await kro_client.create(RGDS, rgd)
-    app = KroApp(kro_client, app_options(), metrics=provider, resolver=RESOLVER)
+    app = make_app(kro_client, provider)
     # Leading when the reconcile starts, not any more at its first write (the revision list,
     # which may adopt): the rest of the leader path must not run, nor the status be written.
     app.writes.bind(flips(True, False))
@@ -103,7 +102,7 @@ async def test_a_graphrevision_reconcile_that_stops_leading_adds_no_finalizer(
         "spec": {"revision": 1, "snapshot": {"name": "midway", "spec": greeter_rgd()["spec"]}},
     }
     await kro_client.create(GRAPH_REVISIONS, revision)
-    app = KroApp(kro_client, app_options(), metrics=provider, resolver=RESOLVER)
+    app = make_app(kro_client, provider)
     app.writes.bind(flips(True, False))
     mark = len(kro_api.requests)
     with pytest.raises(NotLeader):
@@ -122,7 +121,7 @@ async def test_a_follower_graphrevision_reconcile_waits_for_the_leaders_verdict(
         "spec": {"revision": 1, "snapshot": {"name": "verdict", "spec": greeter_rgd()["spec"]}},
     }
     created = await kro_client.create(GRAPH_REVISIONS, revision)
-    app = KroApp(kro_client, app_options(), metrics=provider, resolver=RESOLVER)
+    app = make_app(kro_client, provider)
     app.writes.bind(lambda: False)
     mark = len(kro_api.requests)
     await app.gr_reconciler.reconcile(Request("", "verdict-r1"))
@@ -225,14 +224,14 @@ async def test_crd_is_current_only_once_the_leader_would_leave_it_alone(
     assert client.writes == []
 
 
-# -- KroApp.install ------------------------------------------------------------------------------
+# -- how KroApp registers its controllers ---------------------------------------------------------
 
 
 class RecordingManager(Manager):
-    """A Manager that only records what is added to it."""
+    """A Manager that only records the controllers added to it."""
 
-    def __init__(self) -> None:
-        super().__init__(ManagerOptions(handle_signals=False))
+    def __init__(self, client: Client, shard: ShardView | None = None) -> None:
+        super().__init__(ManagerOptions(handle_signals=False, shard=shard), client=client)
         self.added: list[tuple[Any, bool]] = []
 
     def add_controller(self, controller: Any, *, leader_only: bool = True) -> None:
@@ -242,27 +241,29 @@ class RecordingManager(Manager):
 def test_unsharded_the_controllers_are_leader_only_and_always_write(
     kro_client: Client, provider: PrometheusProvider
 ) -> None:
-    app = KroApp(kro_client, app_options(), metrics=provider, resolver=RESOLVER)
-    manager = RecordingManager()
-    app.install(manager)
+    options = dataclasses.replace(app_options(), rgd_workers=3, graph_revision_workers=2)
+    manager = RecordingManager(kro_client)
+    app = make_app(kro_client, provider, options, manager=manager)
     assert [(c, only) for c, only in manager.added] == [
         (app.gr_controller, True),
         (app.rgd_controller, True),
         (app.dynamic, True),
     ]
+    # The names of upstream's controllers (workqueue_* and controller_runtime_* series), and
+    # the workers of --rgd-concurrent-reconciles / --graph-revision-concurrent-reconciles.
+    assert (app.rgd_controller.name, app.rgd_queue.name) == ("ResourceGraphDefinition",) * 2
+    assert (app.gr_controller.name, app.gr_queue.name) == ("graphrevision",) * 2
+    assert (app.rgd_controller.workers, app.gr_controller.workers) == (3, 2)
     assert app.writes.allowed()
 
 
 def test_sharded_the_controllers_run_everywhere_and_only_the_leader_writes(
     kro_client: Client, provider: PrometheusProvider
 ) -> None:
-    view = ShardView()
-    options = dataclasses.replace(app_options(), shard=view)
-    app = KroApp(kro_client, options, metrics=provider, resolver=RESOLVER)
-    manager = RecordingManager()
+    manager = RecordingManager(kro_client, shard=ShardView())
     leading = [False]
     manager.may_reconcile = lambda: leading[0]  # type: ignore[method-assign]
-    app.install(manager)
+    app = make_app(kro_client, provider, manager=manager)
     everywhere = [c for c, only in manager.added if not only]
     leader_only = [c for c, only in manager.added if only]
     assert everywhere == [app.gr_controller, app.rgd_controller, app.dynamic]
@@ -279,7 +280,6 @@ async def test_the_owned_instance_gauge_counts_what_the_sharded_informers_hold(
 ) -> None:
     provider = PrometheusProvider(process_metrics=False)
     view = ShardView(metrics=provider)
-    options = dataclasses.replace(app_options(), shard=view)
-    app = KroApp(kro_client, options, metrics=provider, resolver=RESOLVER)
+    app = make_app(kro_client, provider, shard=view)
     assert sample(provider, "kro_shard_owned_instances") == 0
     assert app.owned_instances() == 0

@@ -109,7 +109,7 @@ def _state(app: KroApp) -> dict[str, int]:
         "watched parents": len(app.dynamic.watches.parents()),
         "watched kinds": len(app.dynamic.watches.watched_gvrs()),
         "watch locks": len(app.dynamic.watches._locks),
-        "informers": len(app.factory.informers()),
+        "informers": len(app.cache.informers()),
         "revisions": sum(app.registry.counts().values()),
         "recorders": len(app.recorders.names()),
         "event senders": _event_senders(),
@@ -132,18 +132,17 @@ async def test_churning_rgds_leaves_nothing_behind(
 ) -> None:
     options = app_options(InstanceConditionMetrics=True, InstanceConditionEvents=True)
     async with running_app(kro_client, provider, options) as app:
-        assert app.recorders is not None
-        async with _sending(app.recorders):
-            # One full cycle first: process-wide series (per queue, per reason) exist from
-            # then on.
-            await _cycle(kro_client, app, "warmup", "Warmup", rgd_first=True)
-            await eventually(_quiet(app), what="warmup's recorder released")
-            state, series = _state(app), _series(provider)
-            for i in range(CYCLES):
-                await _cycle(kro_client, app, f"churn{i}", f"Churn{i}", rgd_first=i % 2 == 0)
-            await eventually(_quiet(app), what="every recorder released")
-            assert _state(app) == state
-            after = _series(provider)
+        # The manager runs the recorders' senders (KroApp adds them as a runnable).
+        # One full cycle first: process-wide series (per queue, per reason) exist from
+        # then on.
+        await _cycle(kro_client, app, "warmup", "Warmup", rgd_first=True)
+        await eventually(_quiet(app), what="warmup's recorder released")
+        state, series = _state(app), _series(provider)
+        for i in range(CYCLES):
+            await _cycle(kro_client, app, f"churn{i}", f"Churn{i}", rgd_first=i % 2 == 0)
+        await eventually(_quiet(app), what="every recorder released")
+        assert _state(app) == state
+        after = _series(provider)
 
     leftovers = {
         family: [labels for labels in found if any("churn" in v.lower() for _, v in labels)]

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-from controllers_fakes import RESOLVER
-from rgd_app_fakes import DEADLINE_S, KroFakeApi, app_options, eventually, instance, kind_rgd
+from rgd_app_fakes import KroFakeApi, eventually, instance, kind_rgd, make_app, started
 
 from kro.api.names import LABEL_GRAPH_REVISION_HASH
 from kro.controllers.app import KroApp
@@ -60,7 +58,6 @@ class Replica:
         self.app = app
         self.view = view
         self.leading = False
-        self.tasks: list[asyncio.Task[None]] = []
 
     def promote(self) -> None:
         """What winning the Lease does: the gate opens and `Promotion` queues everything."""
@@ -85,42 +82,18 @@ async def _client(api: KroFakeApi, agent: str) -> AsyncIterator[Client]:
 async def replica(
     api: KroFakeApi, name: str, ranges: tuple[int, int], *, leading: bool
 ) -> AsyncIterator[Replica]:
-    """A started KroApp whose writes are gated on `Replica.leading` from the very start."""
+    """A started KroApp whose writes are gated on `Replica.leading` from the very start;
+    stopped like kill -9 as far as the others can tell: nothing is handed over."""
     async with _client(api, name) as client:
         view = ShardView(identity=name)
         view.set_ranges([ranges])
-        options = dataclasses.replace(app_options(), shard=view)
         provider = PrometheusProvider(process_metrics=False)
-        app = KroApp(client, options, metrics=provider, resolver=RESOLVER)
+        app = make_app(client, provider, shard=view)
         rep = Replica(name, app, view)
         rep.leading = leading
         app.writes.bind(lambda: rep.leading)
-        await start(rep)
-        try:
+        async with started(app):
             yield rep
-        finally:
-            await stop(rep)
-
-
-async def start(rep: Replica) -> None:
-    app = rep.app
-    rep.tasks = [asyncio.create_task(i.run(), name=f"{rep.name}:informer") for i in app.informers]
-    rep.tasks.append(asyncio.create_task(app.factory.run(), name=f"{rep.name}:factory"))
-    for informer in app.informers:
-        await informer.wait_for_sync(DEADLINE_S)
-    for controller in (app.gr_controller, app.rgd_controller, app.dynamic):
-        rep.tasks.append(asyncio.create_task(controller.run(), name=f"{rep.name}:controller"))
-
-
-async def stop(rep: Replica) -> None:
-    """Like kill -9 as far as the others can tell: everything stops, nothing is handed over."""
-    for task in reversed(rep.tasks):
-        task.cancel()
-    await asyncio.gather(*rep.tasks, return_exceptions=True)
-    rep.tasks = []
-    for queue in (rep.app.rgd_queue, rep.app.gr_queue, rep.app.dynamic.queue):
-        queue.shutdown()
-    await asyncio.sleep(0)
 
 
 def kro_writes(api: KroFakeApi, agent: str) -> list[str]:

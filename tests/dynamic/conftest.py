@@ -1,4 +1,4 @@
-"""Fixtures for the kro.dynamic tests: a FakeKube behind the real informer factory, a controller
+"""Fixtures for the kro.dynamic tests: a FakeKube behind the real informer cache, a controller
 on a FakeClock, recorded metrics, and a check that no test leaves a task behind."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 from dynamic_fakes import FakeKube, MakeController, Metrics
 
 from kro.dynamic import DynamicController, DynamicControllerOptions
+from kro.runtime.cache import InformerCache
 from kro.runtime.clock import FakeClock
-from kro.runtime.informerfactory import SharedInformerFactory
 
 
 @pytest.fixture(autouse=True)
@@ -35,22 +35,22 @@ def metrics() -> Metrics:
 
 
 @pytest.fixture
-async def factory(kube: FakeKube, clock: FakeClock) -> AsyncIterator[SharedInformerFactory]:
-    informers = SharedInformerFactory(kube, clock=clock)  # type: ignore[arg-type]
+async def cache(kube: FakeKube, clock: FakeClock) -> AsyncIterator[InformerCache]:
+    informers = InformerCache(kube, clock=clock)  # type: ignore[arg-type]
     yield informers
     await informers.close()
 
 
 @pytest.fixture
 async def make_controller(
-    factory: SharedInformerFactory, clock: FakeClock, metrics: Metrics
+    cache: InformerCache, clock: FakeClock, metrics: Metrics
 ) -> AsyncIterator[MakeController]:
-    """Build controllers on the shared factory; each is stopped and released afterwards."""
+    """Build controllers on the shared cache; each is stopped and released afterwards."""
     made: list[DynamicController] = []
 
     def make(**options: Any) -> DynamicController:
         controller = DynamicController(
-            factory, options=DynamicControllerOptions(**options), clock=clock, metrics=metrics
+            cache, options=DynamicControllerOptions(**options), clock=clock, metrics=metrics
         )
         made.append(controller)
         return controller

@@ -1,7 +1,7 @@
 """Doubles for the kro.dynamic tests: an in-memory list+watch source and a recording handler.
 
 `FakeKube` implements only what kro.runtime.informer.Informer calls (`list_all`, `watch`), so
-the real SharedInformerFactory and Informer run on it without HTTP. Writes are synchronous and
+the real InformerCache and Informer run on it without HTTP. Writes are synchronous and
 go to an event log that watches replay from their resourceVersion. `settle(gvr)` waits until
 every open watch of `gvr` has handed every logged event to its informer, which has then
 dispatched it to all handlers: the barrier that lets a test assert that something was NOT

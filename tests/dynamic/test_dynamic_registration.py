@@ -28,9 +28,9 @@ from kro.dynamic import (
     generation_changed,
 )
 from kro.dynamic.controller import QUEUE_NAME
+from kro.runtime.cache import InformerCache
 from kro.runtime.clock import FakeClock
 from kro.runtime.gvk import GVR
-from kro.runtime.informerfactory import SharedInformerFactory
 from kro.runtime.reconcile import Request, Result
 
 
@@ -91,7 +91,7 @@ async def test_update_predicate_is_the_callers(dynamic: DynamicController, kube:
 
 
 async def test_reregistration_replaces_handler_and_reenqueues_all(
-    dynamic: DynamicController, kube: FakeKube, factory: SharedInformerFactory
+    dynamic: DynamicController, kube: FakeKube, cache: InformerCache
 ) -> None:
     kube.put(WIDGETS, obj("a"))
     kube.put(WIDGETS, obj("b"))
@@ -100,7 +100,7 @@ async def test_reregistration_replaces_handler_and_reenqueues_all(
     drain(dynamic.queue)
     await dynamic.register(WIDGETS, second)
     assert set(drain(dynamic.queue)) == {ref("a"), ref("b")}
-    assert len(factory.informers()) == 1
+    assert len(cache.informers()) == 1
     assert kube.lists[WIDGETS] == 1  # no second informer, no second LIST
     async with running(dynamic):
         dynamic.enqueue(ref("a"))
@@ -109,7 +109,7 @@ async def test_reregistration_replaces_handler_and_reenqueues_all(
 
 
 async def test_deregister_detaches_releases_and_drops_queued_items(
-    dynamic: DynamicController, kube: FakeKube, factory: SharedInformerFactory
+    dynamic: DynamicController, kube: FakeKube, cache: InformerCache
 ) -> None:
     kube.put(WIDGETS, obj("a"))
     widgets, secrets = Recorder(), Recorder()
@@ -119,7 +119,7 @@ async def test_deregister_detaches_releases_and_drops_queued_items(
     assert not dynamic.is_registered(WIDGETS)
     assert dynamic.registered() == {SECRETS}
     assert kube.watching[WIDGETS] == 0
-    assert [i.gvr for i in factory.informers()] == [SECRETS]
+    assert [i.gvr for i in cache.informers()] == [SECRETS]
     kube.put(WIDGETS, obj("b"))  # no longer watched: nothing arrives
     async with running(dynamic):
         dynamic.enqueue(ref("s", SECRETS))  # queued after the widget: a FIFO barrier
@@ -129,7 +129,7 @@ async def test_deregister_detaches_releases_and_drops_queued_items(
 
 
 async def test_registration_fails_when_the_kind_cannot_be_listed(
-    make_controller: MakeController, clock: FakeClock, factory: SharedInformerFactory
+    make_controller: MakeController, clock: FakeClock, cache: InformerCache
 ) -> None:
     dynamic = make_controller(informer_sync_timeout_s=30.0)
     missing = GVR("nowhere.example.com", "v1", "ghosts")
@@ -140,7 +140,7 @@ async def test_registration_fails_when_the_kind_cannot_be_listed(
         await asyncio.wait_for(task, 2.0)
     assert caught.value.gvr == missing
     assert not dynamic.is_registered(missing)
-    assert factory.informers() == []
+    assert cache.informers() == []
 
 
 async def test_registration_metrics(
@@ -178,14 +178,14 @@ async def test_registration_metrics(
 
 
 async def test_run_releases_everything_on_shutdown(
-    dynamic: DynamicController, kube: FakeKube, factory: SharedInformerFactory
+    dynamic: DynamicController, kube: FakeKube, cache: InformerCache
 ) -> None:
     await dynamic.register(WIDGETS, Recorder())
     await dynamic.watches.watch(ref("a"), ScalarWatch("node", SECRETS, "default", "s"))
     async with running(dynamic):
         pass
     assert dynamic.registered() == frozenset()
-    assert factory.informers() == []
+    assert cache.informers() == []
     assert sum(kube.watching.values()) == 0
 
 
@@ -194,18 +194,18 @@ def test_request_of_a_ref_drops_the_kind() -> None:
     assert str(ref("a")) == "widgets.v1.example.com:default/a"
 
 
-async def test_shutdown_after_the_factory_closed(
-    dynamic: DynamicController, factory: SharedInformerFactory
+async def test_shutdown_after_the_cache_closed(
+    dynamic: DynamicController, cache: InformerCache
 ) -> None:
     await dynamic.register(WIDGETS, Recorder())
-    await factory.close()  # the owner stopped the informers first
+    await cache.close()  # the owner stopped the informers first
     async with running(dynamic):
         pass
     assert dynamic.registered() == frozenset()
 
 
 async def test_cancelling_run_stops_the_handler_and_releases_everything(
-    dynamic: DynamicController, factory: SharedInformerFactory
+    dynamic: DynamicController, cache: InformerCache
 ) -> None:
     started = asyncio.Event()
 
@@ -221,5 +221,5 @@ async def test_cancelling_run_stops_the_handler_and_releases_everything(
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert factory.informers() == []
+    assert cache.informers() == []
     assert dynamic.queue.is_shutting_down

@@ -26,9 +26,9 @@ from kro.dynamic import (
     ScalarWatch,
     SelectorWatch,
 )
+from kro.runtime.cache import InformerCache
 from kro.runtime.clock import FakeClock
 from kro.runtime.gvk import GVR
-from kro.runtime.informerfactory import SharedInformerFactory
 from kro.runtime.reconcile import Request, Result, TerminalError
 
 # One label format on every family (kro.dynamic._metrics): the key is the GVR string too.
@@ -170,7 +170,7 @@ async def test_shutting_down_keeps_the_kinds_series_for_the_last_scrapes(
 
 
 async def test_a_parent_kind_also_watched_as_a_child_keeps_its_informer_series(
-    dynamic: DynamicController, kube: FakeKube, metrics: Metrics, factory: SharedInformerFactory
+    dynamic: DynamicController, kube: FakeKube, metrics: Metrics, cache: InformerCache
 ) -> None:
     """The sync duration belongs to the informer, which lives while anyone holds it; the
     routing series to the watches."""
@@ -187,7 +187,7 @@ async def test_a_parent_kind_also_watched_as_a_child_keeps_its_informer_series(
     )
 
     await dynamic.watches.forget(parent)
-    assert factory.informers() == []
+    assert cache.informers() == []
     assert mentioning(metrics, SECRETS_STRING) == set()
 
     # The other way round: the last watch goes first, the registration keeps the informer.
@@ -240,7 +240,7 @@ async def test_watch_gauges_are_removed_when_they_fall_to_zero(
 
 
 async def test_the_lock_map_keeps_nothing_for_gvrs_nobody_watches(
-    dynamic: DynamicController, factory: SharedInformerFactory
+    dynamic: DynamicController, cache: InformerCache
 ) -> None:
     for i, gvr in enumerate(KINDS):
         parent = ObjectRef(WIDGETS, "default", f"p{i}")
@@ -248,7 +248,7 @@ async def test_the_lock_map_keeps_nothing_for_gvrs_nobody_watches(
         await dynamic.watches.done(parent, commit=True)
         await dynamic.watches.forget(parent)
         assert dynamic.watches._locks == {}
-    assert factory.informers() == []
+    assert cache.informers() == []
 
 
 async def test_a_caller_queued_on_the_lock_shares_it_and_it_goes_after_both(

@@ -16,9 +16,9 @@ from kro.dynamic import (
     SelectorWatch,
     WatchRequest,
 )
+from kro.runtime.cache import InformerCache
 from kro.runtime.clock import FakeClock
 from kro.runtime.gvk import GVR
-from kro.runtime.informerfactory import SharedInformerFactory
 from kro.runtime.reconcile import Request, Result
 
 P1 = ObjectRef(WIDGETS, "default", "p1")
@@ -157,7 +157,7 @@ async def test_an_object_shared_by_parents_routes_to_those_still_watching_it(
 
 
 async def test_watching_the_parent_kind_routes_parent_events(
-    dynamic: DynamicController, kube: FakeKube, factory: SharedInformerFactory
+    dynamic: DynamicController, kube: FakeKube, cache: InformerCache
 ) -> None:
     """A child of the parent's own kind: one informer, and label-only child updates route."""
     await dynamic.register(WIDGETS, _noop)
@@ -165,7 +165,7 @@ async def test_watching_the_parent_kind_routes_parent_events(
     await kube.settle(WIDGETS)
     drain(dynamic.queue)
     await cycle(dynamic, P1, ScalarWatch("c", WIDGETS, "default", "child"))
-    assert len(factory.informers()) == 1
+    assert len(cache.informers()) == 1
     assert kube.watching[WIDGETS] == 1
     kube.put(WIDGETS, obj("child", labels={"touched": "yes"}))  # no generation change
     assert await routed(dynamic, kube, WIDGETS) == {P1}
@@ -204,13 +204,13 @@ async def test_rollback_keeps_the_previous_set(dynamic: DynamicController, kube:
 
 
 async def test_committing_an_empty_cycle_drops_everything(
-    dynamic: DynamicController, factory: SharedInformerFactory
+    dynamic: DynamicController, cache: InformerCache
 ) -> None:
     await cycle(dynamic, P1, scalar("a"), selector())
     await cycle(dynamic, P1)
     assert dynamic.watches.requests(P1) == frozenset()
     assert dynamic.watches.parents() == frozenset()
-    assert factory.informers() == []
+    assert cache.informers() == []
 
 
 async def test_forget_drops_committed_and_open_requests(
@@ -242,7 +242,7 @@ async def test_deregistering_a_kind_forgets_its_parents(
 
 
 async def test_one_informer_per_gvr_released_with_the_last_request(
-    dynamic: DynamicController, kube: FakeKube, factory: SharedInformerFactory, metrics: Metrics
+    dynamic: DynamicController, kube: FakeKube, cache: InformerCache, metrics: Metrics
 ) -> None:
     await cycle(dynamic, P1, scalar("a"), selector())
     await cycle(dynamic, P2, scalar("a"), ScalarWatch("cm", CONFIGMAPS, "default", "x"))
@@ -275,7 +275,7 @@ async def test_one_informer_per_gvr_released_with_the_last_request(
     assert kube.watching[SECRETS] == 1  # P2 still watches "a"
     await dynamic.watches.forget(P2)
     assert kube.watching[SECRETS] == 0
-    assert factory.informers() == []
+    assert cache.informers() == []
     assert metrics.value("dynamic_controller_watch_count") == 0
     assert (
         metrics.value(
@@ -286,7 +286,7 @@ async def test_one_informer_per_gvr_released_with_the_last_request(
 
 
 async def test_a_failed_watch_rolls_back_cleanly(
-    dynamic: DynamicController, factory: SharedInformerFactory, clock: FakeClock
+    dynamic: DynamicController, cache: InformerCache, clock: FakeClock
 ) -> None:
     """A kind that cannot be listed: watch raises, rollback keeps the old set, nothing leaks."""
     await cycle(dynamic, P1, scalar("a"))
@@ -298,4 +298,4 @@ async def test_a_failed_watch_rolls_back_cleanly(
         await asyncio.wait_for(task, 2.0)
     await dynamic.watches.done(P1, commit=False)
     assert dynamic.watches.requests(P1) == {scalar("a")}
-    assert [i.gvr for i in factory.informers()] == [SECRETS]
+    assert [i.gvr for i in cache.informers()] == [SECRETS]

@@ -21,10 +21,10 @@ from kro.dynamic import (
     SelectorWatch,
     WatchRequest,
 )
+from kro.runtime.cache import InformerCache
 from kro.runtime.clock import FakeClock
 from kro.runtime.gvk import GVR
 from kro.runtime.informer import Informer
-from kro.runtime.informerfactory import SharedInformerFactory
 from kro.runtime.sharding import Range, ShardView, fnv1a64
 from kro.testing import waiting
 
@@ -57,11 +57,11 @@ async def sharded(
     kube: FakeKube, clock: FakeClock, view: ShardView
 ) -> AsyncIterator[DynamicController]:
     """A dynamic controller of a replica that owns namespace team-a."""
-    factory = SharedInformerFactory(kube, clock=clock, shard=view)  # type: ignore[arg-type]
-    controller = DynamicController(factory, options=DynamicControllerOptions(), clock=clock)
+    cache = InformerCache(kube, clock=clock, shard=view)  # type: ignore[arg-type]
+    controller = DynamicController(cache, options=DynamicControllerOptions(), clock=clock)
     yield controller
     await controller.watches.close()
-    await factory.close()
+    await cache.close()
 
 
 async def cycle(dynamic: DynamicController, parent: ObjectRef, *requests: WatchRequest) -> None:
@@ -78,7 +78,7 @@ async def routed(
 
 
 def informers(dynamic: DynamicController, gvr: GVR = CONFIGMAPS) -> list[Informer]:
-    return [i for i in dynamic._pool._factory.informers() if i.gvr == gvr]
+    return [i for i in dynamic._pool._cache.informers() if i.gvr == gvr]
 
 
 def sharded_informer(dynamic: DynamicController) -> Informer:

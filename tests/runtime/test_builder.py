@@ -16,6 +16,7 @@ from kro.runtime import errors
 from kro.runtime.builder import ControllerBuilder
 from kro.runtime.client import Client
 from kro.runtime.gvk import GVK, GVR
+from kro.runtime.leaderelection import LEASES, LeaderElectionConfig
 from kro.runtime.manager import Manager, ManagerOptions
 from kro.runtime.owners import set_controller_reference
 from kro.runtime.predicates import has_labels, labels_changed
@@ -202,6 +203,68 @@ async def test_watched_kinds_are_mapped_to_requests(
     assert sorted(r.name for r in recorder.requests) == ["a", "b"]
     namespaces = {i.gvr.resource: i.namespace for i in manager.cache.informers()}
     assert namespaces == {"configmaps": "ns", "secrets": None}
+
+
+async def test_a_kind_watched_for_its_metadata_maps_each_object_to_several_requests(
+    fake_api: FakeApiServer, client: Client
+) -> None:
+    manager = make_manager(client)
+    recorder = Recorder()
+    seen: list[dict[str, Any]] = []
+
+    def users(secret: dict[str, Any]) -> list[Request]:
+        seen.append(secret)
+        names = (secret["metadata"].get("annotations") or {}).get("used-by", "")
+        return [Request("", n) for n in names.split(",") if n]
+
+    (
+        ControllerBuilder(manager)
+        .for_(CM)
+        .watches(SECRETS, users, namespace=None, metadata_only=True)
+        .build(recorder)
+    )
+    fake_api.seed(
+        SECRETS,
+        {"metadata": {"name": "s", "namespace": "ns", "annotations": {"used-by": "a,b"}},
+         "data": {"password": "aHVudGVyMg=="}},
+    )  # fmt: skip
+    async with running(manager):
+        await recorder.wait_for(2)
+    assert sorted(r.name for r in recorder.requests) == ["a", "b"]
+    assert seen
+    assert all("data" not in s for s in seen), "only metadata is cached and mapped"
+    (secrets,) = [i for i in manager.cache.informers() if i.gvr == SECRETS]
+    assert secrets.metadata_only
+    assert manager.reader.is_cached(SECRETS) is False  # metadata cannot answer reads
+
+
+async def test_a_controller_built_to_run_everywhere_runs_without_the_lease(
+    fake_api: FakeApiServer, client: Client
+) -> None:
+    """With leader election on and the Lease held by someone else, only the controllers built
+    with leader_only(False) reconcile."""
+    fake_api.add_resource(
+        FakeResource(LEASES.group, LEASES.version, LEASES.resource, "Lease", True)
+    )
+    fake_api.seed(
+        LEASES,
+        {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+         "metadata": {"name": "op", "namespace": "ns"},
+         "spec": {"holderIdentity": "someone-else", "leaseDurationSeconds": 3600,
+                  "renewTime": "2999-01-01T00:00:00.000000Z"}},
+    )  # fmt: skip
+    fake_api.seed(CM, configmap("a"))
+    election = LeaderElectionConfig(lease_name="op", lease_namespace="ns", identity="me")
+    manager = Manager(ManagerOptions(handle_signals=False, leader_election=election), client=client)
+    everywhere, leader = Recorder(), Recorder()
+    ControllerBuilder(manager, name="everywhere").for_(CM).leader_only(False).build(everywhere)
+    ControllerBuilder(manager, name="leader").for_(CM).build(leader)
+    async with running(manager):
+        await everywhere.wait_for(1)
+        await settle()
+        assert not manager.may_reconcile()
+    assert everywhere.requests == [Request("ns", "a")]
+    assert leader.requests == []
 
 
 async def test_controllers_share_informers(fake_api: FakeApiServer, client: Client) -> None:
