@@ -228,6 +228,7 @@ async def test_waiting_on_readiness_and_on_a_missing_field(kro: KroEnv, viewer: 
     }
     assert "GraphRevisions" in result.out  # not readable with view: said, and worked around
     assert flagged_by_explain(nodes) == flagged_by_controller(live, list(nodes))
+    assert "would write" not in result.out  # what exists is what kro applied
 
 
 async def test_a_child_refused_with_422(kro: KroEnv, viewer: Path) -> None:

@@ -143,6 +143,7 @@ async def explain_instance(client: Client, target: Target, mask: SecretMask) -> 
     uids = {str(_meta(instance).get("uid") or ""): str(ident)}
     deletion = None
     nodes: list[NodeReport] = []
+    would_write: tuple[str, ...] = ()
     loaded = LoadedGraph()
     if _meta(instance).get("deletionTimestamp"):
         deletion = summarize_deletion(instance, await read_members(client, instance, info.gvr))
@@ -152,7 +153,8 @@ async def explain_instance(client: Client, target: Target, mask: SecretMask) -> 
         if loaded.graph is not None:
             reader = ReadingClient(client, instance, mask)
             recorded = recorded_apply_errors(instance, loaded.graph.topological_order)
-            nodes = await dry_run(loaded.graph, instance, info.gvr, reader, recorded)
+            dry = await dry_run(loaded.graph, instance, info.gvr, reader, recorded)
+            nodes, would_write = list(dry.nodes), dry.would_write
             uids.update(reader.uids)
     else:
         notes.append("no ResourceGraphDefinition found for this kind: is it an instance of one?")
@@ -176,4 +178,5 @@ async def explain_instance(client: Client, target: Target, mask: SecretMask) -> 
         events=events,
         notes=tuple(notes),
         shards=shards,
+        would_write=would_write,
     )

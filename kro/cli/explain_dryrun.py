@@ -17,6 +17,7 @@ the message the same module writes): a dry run cannot send the apply to find out
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, cast
 
 from kro.api.objects import metadata as _meta
@@ -34,6 +35,14 @@ from kro.runtime.errors import Forbidden
 from kro.runtime.gvk import GVR
 
 NOT_RUNNING = "kro recorded no error (is the kro controller running?)"
+
+
+@dataclass(frozen=True, slots=True)
+class DryRun:
+    """The engine's dry run in a user's words: every node, and what a pass would write."""
+
+    nodes: tuple[NodeReport, ...]
+    would_write: tuple[str, ...]
 
 
 class ReadingClient:
@@ -83,8 +92,8 @@ async def dry_run(
     gvr: GVR,
     reader: ReadingClient,
     recorded: Mapping[str, str],
-) -> list[NodeReport]:
-    """One report per node, in topological order."""
+) -> DryRun:
+    """One report per node, in topological order, and what the pass would write."""
     owner = dict(instance)
     meta = _meta(owner)
     ref = ObjectRef(gvr, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
@@ -102,11 +111,12 @@ async def dry_run(
         recorded=recorded,
     )
     result = await work.run()
-    return [
+    nodes = [
         report(graph.node(node_id), result.nodes[node_id])
         for node_id in graph.topological_order
         if node_id in result.nodes
     ]
+    return DryRun(tuple(nodes), tuple(result.writes))
 
 
 def report(node: Node, found: NodeResult) -> NodeReport:

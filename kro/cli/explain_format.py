@@ -77,6 +77,9 @@ def render_instance(report: InstanceReport) -> str:
         lines += ["", *_deletion(report.deletion)]
     if report.nodes:
         lines += ["", *_nodes(report.nodes)]
+    if report.would_write:
+        lines += ["", "kro's next pass would write:"]
+        lines += [f"{_INDENT}{w}" for w in report.would_write]
     lines += _conditions(report.conditions)
     if report.events:
         lines += ["", "Warning events:"]

@@ -1,10 +1,10 @@
 """kro.cli.explain_report: what `kro explain` found, as plain frozen values.
 
 The cluster readers (`explain_cluster`, `explain_deletion`, `explain_rgd`) fill these in, the
-classifier (`explain_walk`) decides each node's state, and the formatter (`explain_format`)
-prints them as text, JSON or YAML. Keeping the findings as data, apart from both the I/O and
-the printing, is what lets the state classification be tested with fakes and lets `-o json`
-carry exactly what the text shows.
+engine's dry run (`explain_dryrun`) decides each node's state, and the formatter
+(`explain_format`) prints them as text, JSON or YAML. Keeping the findings as data, apart
+from both the I/O and the printing, is what lets the state classification be tested with
+fakes and lets `-o json` carry exactly what the text shows.
 
 States a node can be in (`NodeStatus`), from the user's point of view:
 
@@ -183,6 +183,8 @@ class InstanceReport:
     events: tuple[EventReport, ...] = ()
     notes: tuple[str, ...] = ()
     shards: tuple[ShardReport, ...] = ()
+    would_write: tuple[str, ...] = ()
+    """What kro's next pass would write (`create ConfigMap ns/x`, `apply ...`), from the dry run."""
 
 
 @dataclass(frozen=True, slots=True)

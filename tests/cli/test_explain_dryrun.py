@@ -94,8 +94,8 @@ async def explain(
     instance = {**INSTANCE, "spec": dict(spec or {})}
     reader = ReadingClient(cast(Client, cluster), instance, SecretMask())
     gvr = GVR("kro.run", "v1alpha1", "demos")
-    nodes = await dry_run(g, instance, gvr, reader, recorded or {})
-    return {n.id: n for n in nodes}
+    done = await dry_run(g, instance, gvr, reader, recorded or {})
+    return {n.id: n for n in done.nodes}
 
 
 async def test_a_node_without_ready_when_is_applied_once_it_exists() -> None:
@@ -291,3 +291,12 @@ async def test_an_unreadable_child_with_a_recorded_error_is_an_error() -> None:
                           {"a": "422 Invalid: data: bad"})
     assert nodes["a"].status is NodeStatus.ERROR
     assert nodes["a"].message == "422 Invalid: data: bad"
+
+
+async def test_what_the_next_pass_would_write_is_listed() -> None:
+    g = graph([cm("a", {"k": "v"}), cm("b", {"k": "v"})])
+    live_a = live_cm("d-a", {"k": "old"})  # kro never applied it: its fields are nobody's
+    instance = dict(INSTANCE)
+    reader = ReadingClient(cast(Client, Cluster(live_a)), instance, SecretMask())
+    done = await dry_run(g, instance, GVR("kro.run", "v1alpha1", "demos"), reader, {})
+    assert done.would_write == (f"apply ConfigMap {NS}/d-a", f"create ConfigMap {NS}/d-b")
