@@ -32,6 +32,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from kro.cli.controller import run_controller
 from kro.cli.flags import parse_controller_args
 from kro.runtime import logging as kro_logging
+from kro.runtime.client import Client
 from kro.testing.wait import wait_for
 
 _HTTP_TIMEOUT_S = 5.0
@@ -224,3 +225,25 @@ class InProcessController:
         status, body = self._get(f"http://127.0.0.1:{self.metrics_port}/metrics")
         assert status == 200, f"/metrics answered {status}: {body[:300]}"
         return Scrape.parse(body)
+
+
+async def server_requests(client: Client) -> dict[tuple[str, str], float]:
+    """kube-apiserver's count of requests by (verb, resource/subresource). It tells a GET of
+    one object from a LIST or a WATCH, which the controller's own client metrics do not."""
+    text = await client.request("GET", "/metrics", accept="text/plain")
+    found: dict[tuple[str, str], float] = {}
+    for sample in Scrape.parse(str(text)).select("apiserver_request_total"):
+        key = (
+            sample.labels.get("verb", ""),
+            sample.labels.get("resource", "") + "/" + sample.labels.get("subresource", ""),
+        )
+        found[key] = found.get(key, 0) + sample.value
+    return found
+
+
+def requests_since(
+    before: dict[tuple[str, str], float], after: dict[tuple[str, str], float]
+) -> dict[tuple[str, str], float]:
+    """The requests counted between two `server_requests` answers, by (verb, resource)."""
+    changed = {k: v - before.get(k, 0) for k, v in after.items()}
+    return {k: v for k, v in changed.items() if v}

@@ -13,7 +13,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from inprocess_controller import InProcessController, Sample, Scrape
+from inprocess_controller import (
+    InProcessController,
+    Sample,
+    Scrape,
+    requests_since,
+    server_requests,
+)
 from kro_harness import CONFIGMAPS, SERVICES, KroEnv, is_ready, kro_fixtures, meta, wait_for
 
 from kro.runtime.gvk import GVR
@@ -26,27 +32,6 @@ deletions are left out: the server counts requests from every client, and kube-c
 creates and deletes ConfigMaps, Services and instances while it tears down the namespaces of
 earlier tests (no resourceVersion of this test's objects may change either, checked below)."""
 RESTART_ARGS = ("--dynamic-controller-concurrent-reconciles=4", "--instance-requeue-interval=1s")
-
-
-async def _server_requests(kro: KroEnv) -> dict[tuple[str, str], float]:
-    """kube-apiserver's count of requests by (verb, resource/subresource). It tells a GET of
-    one object from a LIST or a WATCH, which the controller's own client metrics do not."""
-    text = await kro.client.request("GET", "/metrics", accept="text/plain")
-    found: dict[tuple[str, str], float] = {}
-    for sample in Scrape.parse(str(text)).select("apiserver_request_total"):
-        key = (
-            sample.labels.get("verb", ""),
-            sample.labels.get("resource", "") + "/" + sample.labels.get("subresource", ""),
-        )
-        found[key] = found.get(key, 0) + sample.value
-    return found
-
-
-def _since(
-    before: dict[tuple[str, str], float], after: dict[tuple[str, str], float]
-) -> dict[tuple[str, str], float]:
-    changed = {k: v - before.get(k, 0) for k, v in after.items()}
-    return {k: v for k, v in changed.items() if v}
 
 
 def _requests(scrape: Scrape) -> list[Sample]:
@@ -160,11 +145,11 @@ async def test_a_restarted_controller_confirms_converged_instances_without_writi
     assert module_controller is not None
     module_controller.stop()
     before = await _versions(kro, gvr, names)
-    server_before = await _server_requests(kro)
+    server_before = await server_requests(kro.client)
     restarted = InProcessController(module_controller.kubeconfig, RESTART_ARGS).start()
     try:
         scrape = await _restart_until_settled(kro, gvr, len(names), restarted)
-        server = _since(server_before, await _server_requests(kro))
+        server = requests_since(server_before, await server_requests(kro.client))
     finally:
         await asyncio.to_thread(restarted.stop)
         module_controller.start()  # the module's controller again, for the clean-up
