@@ -36,7 +36,7 @@ from typing import Final
 
 import structlog
 
-from kro.api.names import LEADER_ELECTION_LEASE
+from kro.api.names import FEATURE_CONSERVATIVE_CRD_COMPARISON, LEADER_ELECTION_LEASE
 from kro.cli.flags import ControllerConfig
 from kro.controllers.app import AppOptions, KroApp
 from kro.controllers.instance import InstanceOptions
@@ -81,6 +81,9 @@ def app_options(config: ControllerConfig) -> AppOptions:
             allow_crd_deletion=config.allow_crd_deletion,
             max_graph_revisions=config.max_graph_revisions,
             progress_requeue_delay_s=config.rgd_progress_requeue_delay_s,
+            conservative_crd_comparison=bool(
+                config.feature_gates.get(FEATURE_CONSERVATIVE_CRD_COMPARISON)
+            ),
             build=build,
             instance=InstanceOptions(
                 requeue_interval_s=config.instance_requeue_interval_s,

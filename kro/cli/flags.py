@@ -49,6 +49,7 @@ FEATURE_GATES: Mapping[str, bool] = {
     "CELOmitFunction": False,
     "InstanceConditionEvents": False,
     "InstanceConditionMetrics": False,
+    "ConservativeCRDComparison": False,
 }
 
 
