@@ -75,6 +75,7 @@ def app_options(config: ControllerConfig) -> AppOptions:
         max_collection_size=config.max_collection_size,
         max_collection_dimension_size=config.max_collection_dimension_size,
         omit_function=bool(config.feature_gates.get("CELOmitFunction")),
+        cel_cost_limit=config.cel_cost_limit,
     )
     return AppOptions(
         rgd=RGDOptions(

@@ -124,7 +124,9 @@ def build(
             program = _unwrapping(lowered, levels, toolkit.fragments)
         elif output_type.kind == "optional":
             program, as_list = _replaced(lowered, optionals.as_list, toolkit.fragments), True
-        program = _instrumented(program, tree if program is serialized else None)
+        # The rerun that unwraps nested optionals (NestedOptionals) is not charged again.
+        costs = instrument.iteration_costs(tree)
+        program = _instrumented(program, tree if program is serialized else None, costs)
         main = toolkit.eval_env.deserialize(program)
     except (optionals.TooDeep, RecursionError, RuntimeError):
         raise CelCompileError(expression=expression, message=TOO_DEEP) from None
@@ -204,9 +206,12 @@ def _unwrapping(serialized: bytes, depth: int, fragments: optionals.Fragments) -
     return _replaced(serialized, wrap, fragments)
 
 
-def _instrumented(program: bytes, tree: Tree | None = None) -> bytes:
-    """`program` with the budget hooks, if it loops (`tree`: its decoded form, if known)."""
+def _instrumented(
+    program: bytes, tree: Tree | None = None, costs: Mapping[int, int] | None = None
+) -> bytes:
+    """`program` with the budget hooks, if it loops (`tree`: its decoded form, if known;
+    `costs`: what an iteration of each of the author's comprehensions costs, by id)."""
     program_tree = decode(program) if tree is None else tree
     if not instrument.needs_instrumenting(program_tree):
         return program
-    return instrument.instrument(program, program_tree)
+    return instrument.instrument(program, program_tree, costs)
