@@ -215,20 +215,7 @@ def _conservative(
 ) -> None:
     """The classes the `ConservativeCRDComparison` gate adds (V-11)."""
     where = path or "root"
-    before, after = old.get("format"), new.get("format")
-    if before != after:
-        if after is None:
-            _add(report, path, "FORMAT_REMOVED", f"Format {before} of {where} was removed", False)
-        elif before is None:
-            _add(report, path, "FORMAT_ADDED", f"Format {after} was added to {where}", True)
-        else:
-            _add(
-                report,
-                path,
-                "FORMAT_CHANGED",
-                f"Format of {where} changed from {before} to {after}",
-                True,
-            )
+    _compare_narrowing(old, new, path, report, key="format", label="Format")
     for key, absent in _TOPOLOGY.items():
         before, after = old.get(key, absent), new.get(key, absent)
         if before != after:
@@ -328,21 +315,30 @@ def _compare_properties(
 def _compare_pattern(
     old: Mapping[str, Any], new: Mapping[str, Any], path: str, report: Report
 ) -> None:
-    before, after = old.get("pattern"), new.get("pattern")
+    _compare_narrowing(old, new, path, report, key="pattern", label="Validation pattern")
+
+
+def _compare_narrowing(
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    path: str,
+    report: Report,
+    *,
+    key: str,
+    label: str,
+) -> None:
+    """A keyword whose every value refuses something: added or changed is breaking, removed
+    is not (`pattern`, Q-03; `format` with the gate, V-11). Upstream's texts (Q-05)."""
+    before, after = old.get(key), new.get(key)
     if before == after:
         return
+    kind = key.upper()
     if after is None:
-        _add(report, path, "PATTERN_REMOVED", f"Validation pattern {before} was removed", False)
+        _add(report, path, f"{kind}_REMOVED", f"{label} {before} was removed", False)
     elif before is None:
-        _add(report, path, "PATTERN_ADDED", f"Validation pattern {after} was added", True)
+        _add(report, path, f"{kind}_ADDED", f"{label} {after} was added", True)
     else:
-        _add(
-            report,
-            path,
-            "PATTERN_CHANGED",
-            f"Validation pattern changed from {before} to {after}",
-            True,
-        )
+        _add(report, path, f"{kind}_CHANGED", f"{label} changed from {before} to {after}", True)
 
 
 _LOWER_BOUNDS = (("minimum", "Minimum"), ("minLength", "MinLength"), ("minItems", "MinItems"))

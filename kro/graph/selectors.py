@@ -19,14 +19,16 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from kro.api.v1alpha1 import DNS1123_SUBDOMAIN_PATTERN
-
 FIELDS: Final = ("matchLabels", "matchExpressions")
 OPERATORS_WITH_VALUES: Final = frozenset({"In", "NotIn"})
 OPERATORS_WITHOUT_VALUES: Final = frozenset({"Exists", "DoesNotExist"})
 _REQUIREMENT_FIELDS: Final = ("key", "operator", "values")
+# The API server's label syntax. kro.dynamic checks the same when it parses a selector, but
+# kro.graph may not import it (nor kro.api.v1alpha1, which kro.engine must not reach).
 _NAME: Final = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS_SUBDOMAIN: Final = re.compile(DNS1123_SUBDOMAIN_PATTERN)
+_DNS_SUBDOMAIN: Final = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+)
 _NAME_MAX: Final = 63
 _PREFIX_MAX: Final = 253
 
