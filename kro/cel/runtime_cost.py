@@ -17,11 +17,11 @@ What can be known before evaluating is: `fixed_cost` (everything outside loop bo
 evaluation starts, the second by the hook `instrument` plants in each comprehension, which
 runs once per iteration, so nested and data-sized loops are counted as they run.
 
-Two simplifications, both towards a higher count, are documented in docs/compatibility.md:
-both branches of `&&`, `||` and `?:` are counted (cel-go counts the branch it takes), and
-cel-go's size-dependent charges for string and list operations (`+` on strings, `contains`,
-`matches`, `in` on a list, comparisons of strings) are counted as 1 call each, because the
-engine evaluates them without calling back into Python.
+Two simplifications, documented in docs/compatibility.md: both branches of `&&`, `||` and
+`?:` are counted (cel-go counts the branch it takes: a higher count), and cel-go's
+size-dependent charges for string and list operations (`+` on strings, `contains`,
+`matches`, `in` on a list, comparisons of strings) are counted as 1 call each (a lower count
+for long strings and lists), because the engine evaluates those without calling back.
 """
 
 from __future__ import annotations

@@ -240,7 +240,7 @@ def _compare_rules(
     where = path or "root"
     before = {_rule_key(r): r for r in old.get("x-kubernetes-validations") or ()}
     after = {_rule_key(r): r for r in new.get("x-kubernetes-validations") or ()}
-    for key in after.keys() - before.keys():
+    for key in sorted(after.keys() - before.keys()):
         _add(
             report,
             path,
@@ -248,9 +248,9 @@ def _compare_rules(
             f"Validation rule {key} was added to {where}",
             True,
         )
-    for key in before.keys() - after.keys():
+    for key in sorted(before.keys() - after.keys()):
         _add(report, path, "VALIDATION_RULE_REMOVED", f"Validation rule {key} was removed", False)
-    for key in before.keys() & after.keys():
+    for key in sorted(before.keys() & after.keys()):
         old_rule, new_rule = before[key], after[key]
         if old_rule == new_rule:
             continue
