@@ -9,7 +9,8 @@ on them: resource ids and iterator names become CEL variables, so `my-db` (a sub
   (nor `graphengine`, V-07);
   G-03 forEach iterators follow the id rules, do not shadow ids, stay within the dimension cap.
 * A-14/A-17 exactly one of template/externalRef; externalRef names or selects, never both,
-  and never with forEach.
+  and never with forEach; V-12 a selector is a label selector or one `${...}` expression
+  (admission checks neither since v0.10).
 * G-05/G-06 a template has string apiVersion/kind and a map metadata; apiVersion parses as
   group/version; the lowercased kind is a DNS-1035 label.
 * G-08 namespace vs. scope; G-09 no kro-reserved labels/annotations on templates.
