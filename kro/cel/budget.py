@@ -205,7 +205,8 @@ def tick(where: str, *, memory_every: int = _MEMORY_EVERY, cost: int = 0) -> Non
         return
     if budget.exceeded is not None:
         raise LimitExceeded(budget.exceeded)
-    budget.spend(cost)
+    if cost:
+        budget.spend(cost)
     budget.ticks += 1
     if budget.deadline is not None and time.monotonic() > budget.deadline:
         raise budget.timeout(where)

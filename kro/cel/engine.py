@@ -635,6 +635,7 @@ def _compile(target: _CheckSet, expression: str, options: CelOptions) -> Compile
         messages=target.messages,
         list_types=target.has_list_types,
         toolkit=_Engine.get().toolkit,
+        count_cost=options.limits.cost_limit is not None,
     )
     return CompiledExpression(
         expression=expression,

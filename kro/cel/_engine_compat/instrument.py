@@ -5,11 +5,13 @@ The engine cannot be interrupted and offers no per-evaluation cost, time or memo
 functions, so the checked tree is rewritten to call three hidden functions where cost
 accumulates; each checks the evaluation's `budget` and fails it with `LimitExceeded`:
 
-- every comprehension's loop condition `c` becomes `kro.@loop(c, k)` (returns `c`): one check
+- every comprehension's loop condition `c` becomes `kro.@loop(c)` (returns `c`): one check
   per iteration of `map`, `filter`, `all`, `exists`, `transformList`, ... Without it a
   `map` over 10,000 items runs for seconds, because this engine copies the accumulated
-  list on every step (quadratic time and memory). `k` is what one iteration costs in CEL's
-  runtime cost units (`runtime_cost.iteration_cost`), for `--cel-cost-limit`;
+  list on every step (quadratic time and memory). Under a CEL cost limit it is
+  `kro.@loop(c, k)`, `k` being what one iteration costs in CEL's runtime cost units
+  (`runtime_cost.iteration_cost`, `--cel-cost-limit`); without one the hook takes no
+  second argument, which the engine would convert on every iteration for nothing;
 - `cel.bind`'s empty range `[]` becomes `kro.@bind()` (returns `[]`): one check per binding,
   so chains of bindings that double a string cannot grow unchecked;
 - the argument `n` of `lists.range(n)` becomes `kro.@rangeSize(n)` (returns `n`, or 0 for a
@@ -84,15 +86,16 @@ class _Ids(Ids):
 
     __slots__ = ("costs",)
 
-    def __init__(self, tree: Tree, costs: Mapping[int, int]) -> None:
+    def __init__(self, tree: Tree, costs: Mapping[int, int] | None) -> None:
         super().__init__(max_id(tree))
         self.costs = costs
 
 
 def instrument(serialized: bytes, tree: Tree, costs: Mapping[int, int] | None = None) -> bytes:
     """`serialized` (an Any of CheckedExpr, decoded as `tree`) with the budget hooks;
-    `costs`: iteration costs by comprehension id (none: every iteration costs nothing)."""
-    ids = _Ids(tree, costs or {})
+    `costs`: iteration costs by comprehension id (a loop not in it costs nothing), or None
+    when no cost is counted."""
+    ids = _Ids(tree, costs)
     return replace_root(serialized, lambda expr: _expr(expr, ids))
 
 
@@ -101,6 +104,8 @@ def _expr(buf: bytes, ids: _Ids) -> bytes:
         if number == _STRUCT:
             return map_fields(value, lambda n, v: map_fields(v, entry) if n == _ENTRY else v)
         if number == _COMPREHENSION:
+            if ids.costs is None:
+                return _comprehension(value, ids, None)
             own_id = next((v for n, _, v in read_fields(buf) if n == _ID), 0)
             return _comprehension(value, ids, ids.costs.get(int(own_id), 0))
         if number == _CALL:
@@ -132,7 +137,7 @@ def _call_expr(buf: bytes, ids: _Ids) -> bytes:
     return map_fields(buf, part)
 
 
-def _comprehension(buf: bytes, ids: _Ids, cost: int) -> bytes:
+def _comprehension(buf: bytes, ids: _Ids, cost: int | None) -> bytes:
     binding = any(n == _RANGE and _is_empty_list(v) for n, _, v in read_fields(buf))
 
     def part(number: int, value: bytes) -> bytes:
@@ -140,7 +145,11 @@ def _comprehension(buf: bytes, ids: _Ids, cost: int) -> bytes:
             return call(ids, BIND)
         if number == _CONDITION:  # a binding never evaluates its condition
             condition = _expr(value, ids)
-            return condition if binding else call(ids, LOOP, (condition, const_int(ids, cost)))
+            if binding:
+                return condition
+            if cost is None:
+                return call(ids, LOOP, (condition,))
+            return call(ids, LOOP, (condition, const_int(ids, cost)))
         if number in _CHILD_EXPRS[_COMPREHENSION]:
             return _expr(value, ids)
         return value
@@ -159,7 +168,12 @@ def _is_empty_list(value: int | bytes) -> bool:
 # ------------------------------------------------------------------- the hook functions
 
 
-def _loop(condition: bool, cost: int) -> bool:
+def _loop(condition: bool) -> bool:
+    budget.tick("in a comprehension")
+    return condition
+
+
+def _loop_cost(condition: bool, cost: int) -> bool:
     budget.tick("in a comprehension", cost=cost)
     return condition
 
@@ -184,7 +198,13 @@ def extension() -> Any:
         "kro-budget",
         [
             cel.FunctionDecl(
-                LOOP, [cel.Overload("kro_loop", t("bool"), [t("bool"), t("int")], impl=_loop)]
+                LOOP,
+                [
+                    cel.Overload("kro_loop", t("bool"), [t("bool")], impl=_loop),
+                    cel.Overload(
+                        "kro_loop_cost", t("bool"), [t("bool"), t("int")], impl=_loop_cost
+                    ),
+                ],
             ),
             cel.FunctionDecl(BIND, [cel.Overload("kro_bind", t("list<dyn>"), [], impl=_bind)]),
             cel.FunctionDecl(
