@@ -264,11 +264,15 @@ REVISION_STATE_FAILED: Final = "Failed"
 FEATURE_CEL_OMIT_FUNCTION: Final = "CELOmitFunction"
 FEATURE_INSTANCE_CONDITION_EVENTS: Final = "InstanceConditionEvents"
 FEATURE_INSTANCE_CONDITION_METRICS: Final = "InstanceConditionMetrics"
+FEATURE_CONSERVATIVE_CRD_COMPARISON: Final = "ConservativeCRDComparison"
+"""V-11: compare more of a generated CRD's schema, and count what cannot be classified as
+breaking (kro.graph.compat)."""
 FEATURE_GATE_DEFAULTS: Final[Mapping[str, bool]] = MappingProxyType(
     {
         FEATURE_CEL_OMIT_FUNCTION: False,
         FEATURE_INSTANCE_CONDITION_EVENTS: False,
         FEATURE_INSTANCE_CONDITION_METRICS: False,
+        FEATURE_CONSERVATIVE_CRD_COMPARISON: False,
     }
 )
 """Every gate upstream knows, with its default; all are Alpha."""

@@ -48,6 +48,7 @@ DNS1123_SUBDOMAIN_MAX_LENGTH: Final = 253
 
 MSG_TEMPLATE_XOR_EXTERNAL_REF: Final = "exactly one of template or externalRef must be provided"
 MSG_NAME_XOR_SELECTOR: Final = "exactly one of name or selector must be provided"
+"""Checked by the graph build since v0.10 (V-12), no longer by admission."""
 
 Scope = Literal["Namespaced", "Cluster"]
 ShortName = Annotated[
@@ -160,33 +161,17 @@ class Schema(KubeModel):
         return self.group or KRO_DOMAIN
 
 
-class LabelSelectorRequirement(KubeModel):
-    key: str
-    operator: str
-    values: list[str] | None = None
-
-
-class LabelSelector(KubeModel):
-    """A metav1.LabelSelector; values may hold `${...}` expressions (G-12)."""
-
-    match_labels: dict[str, str] | None = Field(default=None, alias="matchLabels")
-    match_expressions: list[LabelSelectorRequirement] | None = Field(
-        default=None, alias="matchExpressions"
-    )
-
-
 class ExternalRefMetadata(KubeModel):
-    """Which object(s) an externalRef reads: one by name, or a list by selector (X-02, X-03)."""
+    """Which object(s) an externalRef reads: one by name, or a list by selector (X-02, X-03).
+
+    `selector` is schemaless (V-12): a literal label selector or one `${...}` expression that
+    yields one, so admission checks neither its shape nor "exactly one of name or selector";
+    the graph build does both (kro.graph.validation, kro.graph.selectors), as upstream v0.10.
+    """
 
     name: Annotated[str, StringConstraints(min_length=1)] | None = None
     namespace: str | None = None
-    selector: LabelSelector | None = None
-
-    @model_validator(mode="after")
-    def _name_xor_selector(self) -> ExternalRefMetadata:
-        if (self.name is None) == (self.selector is None):
-            raise ValueError(MSG_NAME_XOR_SELECTOR)
-        return self
+    selector: Any = None
 
 
 class ExternalRef(KubeModel):

@@ -21,7 +21,13 @@ from typing import Any, Final
 
 from google.protobuf.message import Message
 
-from kro.cel.limits import DEFAULT_LIMITS, EvaluationLimits, describe_bytes, describe_seconds
+from kro.cel.limits import (
+    DEFAULT_LIMITS,
+    EvaluationLimits,
+    cost_limit_message,
+    describe_bytes,
+    describe_seconds,
+)
 from kro.cel.memory import resident_bytes
 
 BUDGET_EXCEEDED: Final = "evaluation budget exceeded"
@@ -70,6 +76,7 @@ class Budget:
         stretch between two checks may add again, so an evaluation stops when that would
         take it past the budget rather than one stretch after.
     ticks: comprehension iterations and bindings so far.
+    cost: CEL runtime cost units so far (`runtime_cost`), when there is a cost limit.
     exceeded: the first limit this evaluation went over. It sticks: an error inside a
         comprehension does not stop the comprehension around it (CEL carries the error in
         the accumulator and keeps iterating), so every later hook fails at once instead of
@@ -77,6 +84,7 @@ class Budget:
     """
 
     __slots__ = (
+        "cost",
         "deadline",
         "exceeded",
         "limits",
@@ -88,8 +96,9 @@ class Budget:
         "ticks",
     )
 
-    def __init__(self, limits: EvaluationLimits, memory: MemoryAccount) -> None:
+    def __init__(self, limits: EvaluationLimits, memory: MemoryAccount, cost: int = 0) -> None:
         self.limits = limits
+        self.cost = cost
         budget_s = limits.time_budget_s
         self.deadline = None if budget_s is None else time.monotonic() + budget_s
         self.produced = 0
@@ -137,6 +146,15 @@ class Budget:
                 f"more than the memory budget of {describe_bytes(limit)} ({where})"
             )
 
+    def spend(self, units: int) -> None:
+        """Add `units` of CEL runtime cost; fail once past the cost limit (V-10)."""
+        limit = self.limits.cost_limit
+        if limit is None:
+            return
+        self.cost += units
+        if self.cost > limit:
+            raise self.fail(f"{BUDGET_EXCEEDED}: {cost_limit_message(limit, self.cost)}")
+
     def charge(self, function: str, size: int) -> None:
         self.produced += size
         limit = self.limits.max_produced_bytes
@@ -150,10 +168,11 @@ class Budget:
 _local: Final = threading.local()
 
 
-def begin(limits: EvaluationLimits, memory: MemoryAccount) -> Budget | None:
-    """Open a budget for this thread's next evaluation; returns the one to restore."""
+def begin(limits: EvaluationLimits, memory: MemoryAccount, cost: int = 0) -> Budget | None:
+    """Open a budget for this thread's next evaluation, `cost` units already spent (the
+    expression's fixed cost); returns the one to restore."""
     previous: Budget | None = getattr(_local, "budget", None)
-    _local.budget = Budget(limits, memory)
+    _local.budget = Budget(limits, memory, cost)
     return previous
 
 
@@ -176,16 +195,18 @@ def current_limits() -> EvaluationLimits:
     return DEFAULT_LIMITS if budget is None else budget.limits
 
 
-def tick(where: str, *, memory_every: int = _MEMORY_EVERY) -> None:
+def tick(where: str, *, memory_every: int = _MEMORY_EVERY, cost: int = 0) -> None:
     """A comprehension iteration or a `cel.bind` step: check time, and memory every
     `memory_every` ticks (the system call costs more than the rest of the hook; a binding,
     which can double a value each time, checks every time), or every tick once the growth
-    is past half the budget."""
+    is past half the budget. `cost`: the iteration's CEL runtime cost, for the cost limit."""
     budget: Budget | None = getattr(_local, "budget", None)
     if budget is None:
         return
     if budget.exceeded is not None:
         raise LimitExceeded(budget.exceeded)
+    if cost:
+        budget.spend(cost)
     budget.ticks += 1
     if budget.deadline is not None and time.monotonic() > budget.deadline:
         raise budget.timeout(where)

@@ -59,6 +59,7 @@ from kro.cel import (
     lib_regex,
     lib_semver,
     lib_url,
+    runtime_cost,
 )
 from kro.cel._engine_compat import instrument, lib_comprehensions, lowering, optionals, syntax
 from kro.cel._engine_compat.ast_decode import decode
@@ -71,6 +72,7 @@ from kro.cel._engine_compat.program import (
     build,
     run,
 )
+from kro.cel.budget import BUDGET_EXCEEDED
 from kro.cel.checked_ast import Call, Ident, Tree, walk
 from kro.cel.convert import to_json_value
 from kro.cel.declarations import Declaration, declaration_of
@@ -78,10 +80,10 @@ from kro.cel.deps import Dependency, dependencies
 from kro.cel.errors import CelConversionError
 from kro.cel.lib_conditions import ConditionRead, NewCondition
 from kro.cel.library import Overload, check_extension, config_functions, runtime_extension
-from kro.cel.limits import DEFAULT_LIMITS, MIB, EvaluationLimits
+from kro.cel.limits import DEFAULT_LIMITS, MIB, EvaluationLimits, cost_limit_message
 from kro.cel.memory import return_free_memory
 from kro.cel.opaque import LIBRARY_POOL, new_pool
-from kro.cel.results import EvalResult, ExpressionError, Value
+from kro.cel.results import LIMIT_CODE, EvalResult, ExpressionError, Value
 from kro.cel.types import CelType, parse_engine_type
 
 # cel-go's BaseDeclarations() minus what kro adds itself (C-18). Not enabled upstream, so
@@ -285,6 +287,8 @@ class CompiledExpression:
     new_conditions / condition_reads: `runtime.newCondition` / `runtime.condition` calls.
     limits: the evaluation budget, or None for expressions that cannot run long (no
     comprehension, no kro function): they skip the bookkeeping.
+    fixed_cost: CEL runtime cost of one evaluation without comprehension iterations
+    (`runtime_cost`), charged against the cost limit before anything runs.
     """
 
     expression: str
@@ -299,6 +303,7 @@ class CompiledExpression:
     _checked: bytes = field(default=b"", repr=False)
     limits: EvaluationLimits | None = field(default=None, repr=False)
     _limits_for_unwrapping: EvaluationLimits = field(default=DEFAULT_LIMITS, repr=False)
+    fixed_cost: int = field(default=0, repr=False)
     roots: frozenset[str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -310,10 +315,16 @@ class CompiledExpression:
 
     def evaluate(self, activation: Activation) -> EvalResult:
         """Evaluate to a CEL-native Python value (timestamps are datetimes, bytes bytes)."""
+        cost_limit = self._limits_for_unwrapping.cost_limit
+        if cost_limit is not None and self.fixed_cost > cost_limit:
+            message = cost_limit_message(cost_limit, self.fixed_cost)
+            return ExpressionError(
+                expression=self.expression, message=f"{BUDGET_EXCEEDED}: {message}", code=LIMIT_CODE
+            )
         if self.limits is None:
             return self._evaluate(activation)
         activation.prepare(self.roots)
-        previous = budget.begin(self.limits, activation._memory)
+        previous = budget.begin(self.limits, activation._memory, self.fixed_cost)
         try:
             return self._evaluate(activation)
         finally:
@@ -624,6 +635,7 @@ def _compile(target: _CheckSet, expression: str, options: CelOptions) -> Compile
         messages=target.messages,
         list_types=target.has_list_types,
         toolkit=_Engine.get().toolkit,
+        count_cost=options.limits.cost_limit is not None,
     )
     return CompiledExpression(
         expression=expression,
@@ -638,6 +650,7 @@ def _compile(target: _CheckSet, expression: str, options: CelOptions) -> Compile
         _checked=serialized,
         limits=options.limits if program.loops_or_calls else None,
         _limits_for_unwrapping=options.limits,
+        fixed_cost=runtime_cost.fixed_cost(tree.root),
     )
 
 

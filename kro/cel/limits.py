@@ -13,7 +13,9 @@ Kubernetes has an equivalent:
   second for each expression validation call").
 
 The rest are kro-py's: a cap on everything kro's functions produce in one evaluation, and
-on how much evaluations may raise the process's resident memory. `budget` enforces them;
+on how much evaluations may raise the process's resident memory. Upstream v0.10 added one
+limit of its own, off by default: a cost budget in CEL's runtime cost units
+(`--cel-cost-limit`, V-10), counted as `runtime_cost` describes. `budget` enforces them;
 docs/compatibility.md ("Limits on expressions") lists them for users.
 """
 
@@ -46,15 +48,27 @@ class EvaluationLimits:
         arena, freed with the Activation) may raise the process's resident memory (default
         64 MiB; a map over a full 1000-item forEach collection needs about 20 MiB with this
         engine). Checked with the time budget; None disables it.
+    cost_limit: the most CEL runtime cost units one evaluation may use (`--cel-cost-limit`,
+        V-10; upstream's default 0 is None here: no limit). Its fixed part is checked before
+        the evaluation starts, every comprehension iteration as it runs.
     """
 
     time_budget_s: float | None = 0.1
     max_value_bytes: int = 3 * MIB
     max_produced_bytes: int = 16 * MIB
     memory_budget_bytes: int | None = 64 * MIB
+    cost_limit: int | None = None
 
 
 DEFAULT_LIMITS: Final = EvaluationLimits()
+
+
+def cost_limit_message(limit: int, cost: int) -> str:
+    """Why an evaluation stopped at `cost` units; cel-go's words, then kro's numbers."""
+    return (
+        "operation cancelled: actual cost limit exceeded (the CEL cost limit is "
+        f"{limit}; this evaluation reached {cost})"
+    )
 
 
 def describe_bytes(size: int) -> str:

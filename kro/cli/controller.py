@@ -35,7 +35,7 @@ from typing import Final
 
 import structlog
 
-from kro.api.names import LEADER_ELECTION_LEASE
+from kro.api.names import FEATURE_CONSERVATIVE_CRD_COMPARISON, LEADER_ELECTION_LEASE
 from kro.cli.flags import ControllerConfig
 from kro.controllers.app import AppOptions, KroApp
 from kro.controllers.instance import InstanceOptions
@@ -74,12 +74,16 @@ def app_options(config: ControllerConfig) -> AppOptions:
         max_collection_size=config.max_collection_size,
         max_collection_dimension_size=config.max_collection_dimension_size,
         omit_function=bool(config.feature_gates.get("CELOmitFunction")),
+        cel_cost_limit=config.cel_cost_limit,
     )
     return AppOptions(
         rgd=RGDOptions(
             allow_crd_deletion=config.allow_crd_deletion,
             max_graph_revisions=config.max_graph_revisions,
             progress_requeue_delay_s=config.rgd_progress_requeue_delay_s,
+            conservative_crd_comparison=bool(
+                config.feature_gates.get(FEATURE_CONSERVATIVE_CRD_COMPARISON)
+            ),
             build=build,
             instance=InstanceOptions(
                 requeue_interval_s=config.instance_requeue_interval_s,

@@ -49,6 +49,7 @@ FEATURE_GATES: Mapping[str, bool] = {
     "CELOmitFunction": False,
     "InstanceConditionEvents": False,
     "InstanceConditionMetrics": False,
+    "ConservativeCRDComparison": False,
 }
 
 
@@ -205,6 +206,7 @@ class ControllerConfig:
     instance_requeue_max_interval_s: float = 300.0
     apply_concurrency: int = 20
     skip_unchanged: bool = True
+    cel_cost_limit: int = 0
     resync_period_s: int = 36000
     queue_max_retries: int = 20
     client_qps: float = 100.0
@@ -343,6 +345,13 @@ _FLAGS: tuple[tuple[str, str, object, str], ...] = (
         parse_bool,
         "skip reads and writes the memory of unchanged objects proves useless (false: redo "
         "every read and apply, for debugging; kro-py only)",
+    ),
+    (
+        "--cel-cost-limit",
+        "cel_cost_limit",
+        _NATURAL,
+        "most CEL runtime cost units one evaluation of an expression may use; over it the "
+        "expression fails (0: no limit; kro-py's time and memory budgets apply regardless)",
     ),
     (
         "--dynamic-controller-default-resync-period",

@@ -55,9 +55,17 @@ def _names(crd: Mapping[str, Any]) -> dict[str, Any]:
 
 
 async def ensure_crd(
-    client: Client, desired: Mapping[str, Any], *, rgd_name: str, allow_breaking: bool
+    client: Client,
+    desired: Mapping[str, Any],
+    *,
+    rgd_name: str,
+    allow_breaking: bool,
+    conservative: bool = False,
 ) -> None:
-    """Make the cluster's CRD match `desired`; raises CRDError with a user-facing message."""
+    """Make the cluster's CRD match `desired`; raises CRDError with a user-facing message.
+
+    conservative: the `ConservativeCRDComparison` gate (V-11, kro.graph.compat).
+    """
     name = str(desired["metadata"]["name"])
     try:
         live = await client.get(CRDS, name)
@@ -73,7 +81,7 @@ async def ensure_crd(
         raise CRDError(
             f"failed to update CRD {name}: CRD is owned by another ResourceGraphDefinition {owner}"
         )
-    report = compare_crds(live, desired)
+    report = compare_crds(live, desired, conservative=conservative)
     if not report.has_changes() and not _labels_or_names_differ(live, desired):
         return
     if report.breaking and not allow_breaking:
@@ -124,12 +132,13 @@ async def crd_is_current(
     *,
     rgd_name: str,
     ignore_labels: frozenset[str] = frozenset(),
+    conservative: bool = False,
 ) -> bool:
     """Read-only: is the cluster's CRD the one `ensure_crd(desired)` would leave as it is, and
     Established? False while it is missing, owned by someone else, or not updated yet.
 
     `ignore_labels`: labels that may differ (the kro version, while replicas of two versions
-    run side by side during a rolling upgrade).
+    run side by side during a rolling upgrade). `conservative`: as the leader compares.
     """
     try:
         live = await client.get(CRDS, str(desired["metadata"]["name"]))
@@ -137,7 +146,7 @@ async def crd_is_current(
         return False
     if not is_kro_owned(live) or _owner(live) not in ("", rgd_name):
         return False
-    if compare_crds(live, desired).has_changes():
+    if compare_crds(live, desired, conservative=conservative).has_changes():
         return False
     return _is_established(live) and not _labels_or_names_differ(
         live, desired, ignore=ignore_labels

@@ -161,6 +161,8 @@ class RGDOptions:
     allow_crd_deletion: bool = False
     max_graph_revisions: int = 5
     progress_requeue_delay_s: float = 3.0
+    conservative_crd_comparison: bool = False
+    """The `ConservativeCRDComparison` gate: more CRD schema changes count as breaking (V-11)."""
     build: BuildOptions = field(default_factory=BuildOptions)
     instance: InstanceOptions = field(default_factory=InstanceOptions)
 
@@ -300,7 +302,11 @@ class RGDReconciler:
             return Result()  # as the leader: nothing new to serve
         crd = self._desired_crd(rgd, entry.graph)
         if not await crd_is_current(
-            self.client, crd, rgd_name=name, ignore_labels=frozenset({LABEL_KRO_VERSION})
+            self.client,
+            crd,
+            rgd_name=name,
+            ignore_labels=frozenset({LABEL_KRO_VERSION}),
+            conservative=self.options.conservative_crd_comparison,
         ):
             return self._follow_wait()  # the leader applies it (CRD events bring us back too)
         await self._register(rgd, entry.graph, number)
@@ -499,7 +505,13 @@ class RGDReconciler:
         ) == ALLOW_BREAKING_CHANGES_VALUE
         try:
             self.writes.check("crd apply")
-            await ensure_crd(self.client, crd, rgd_name=name, allow_breaking=allow)
+            await ensure_crd(
+                self.client,
+                crd,
+                rgd_name=name,
+                allow_breaking=allow,
+                conservative=self.options.conservative_crd_comparison,
+            )
         except (CRDError, KubeError) as error:
             cond(CONDITION_KIND_READY, STATUS_FALSE, REASON_FAILED, str(error))
             fields: dict[str, Any] = {"crd": str(crd["metadata"].get("name") or "")}

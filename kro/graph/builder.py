@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from kro.api.names import KRO_DOMAIN, RGD_KIND, SCOPE_CLUSTER, SCOPE_NAMESPACED
-from kro.cel import CelDeclarationError, CelEnvironment, CelOptions
+from kro.cel import CelDeclarationError, CelEnvironment, CelOptions, EvaluationLimits
 from kro.graph.build_errors import (
     ConditionsError,
     GraphCycleError,
@@ -104,7 +104,8 @@ def _environment(
     rgd: str,
 ) -> CelEnvironment:
     """G-18: `schema` plus each resource id typed from its kind (lists for collections)."""
-    env = CelEnvironment(CelOptions(omit_function=options.omit_function))
+    limits = EvaluationLimits(cost_limit=options.cel_cost_limit or None)  # 0: off (V-10)
+    env = CelEnvironment(CelOptions(omit_function=options.omit_function, limits=limits))
     try:
         env.declare(SCHEMA_VARIABLE, instance_schema)
     except CelDeclarationError as err:

@@ -9,22 +9,51 @@ Upstream compares only a subset of OpenAPI keywords (Q-02); we compare the same 
 changes to `x-kubernetes-validations`, list types, preserve-unknown and additionalProperties as
 non-breaking changes, so that they are applied (upstream silently drops them, N-17); this is
 recorded in docs/compatibility.md.
+
+Since v0.10 (V-11) the default comparison also treats as breaking: an enum added where there
+was none (or narrowed, as before), `nullable` removed, `x-kubernetes-preserve-unknown-fields`
+removed; each of these stores values the new schema refuses or prunes. The
+`ConservativeCRDComparison` feature gate (`conservative=True`) goes further: map value schemas
+(`additionalProperties`) are compared like properties, a `format` added or changed, any change
+of list/map topology (`x-kubernetes-list-type`, `-list-map-keys`, `-map-type`) and a validation
+rule added or changed are breaking, and so is any other keyword change it cannot classify
+(only documentation keywords are known to be harmless).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
-_TRACKED_EXTRA = (
+_TRACKED_EXTRA: Final = (
     "x-kubernetes-validations",
     "x-kubernetes-list-type",
     "x-kubernetes-list-map-keys",
-    "x-kubernetes-preserve-unknown-fields",
+    "x-kubernetes-map-type",
     "x-kubernetes-int-or-string",
     "format",
 )
+"""Compared by default only to apply a change (never breaking); the gate classifies the
+first four and `format` itself (`_conservative`)."""
+_TOPOLOGY: Final = {
+    "x-kubernetes-list-type": "atomic",
+    "x-kubernetes-list-map-keys": None,
+    "x-kubernetes-map-type": "granular",
+}
+"""List/map topology keywords and what their absence means to the API server."""
+_CLASSIFIED: Final = frozenset({
+    "type", "description", "default", "pattern", "minimum", "maximum", "minLength",
+    "maxLength", "minItems", "maxItems", "enum", "properties", "required", "items",
+    "additionalProperties", "nullable", "x-kubernetes-preserve-unknown-fields", "format",
+    *_TOPOLOGY, "x-kubernetes-validations",
+})  # fmt: skip
+"""Keywords with a rule of their own; with the gate on, a change to any other keyword that
+is not documentation is breaking."""
+_PRESERVE: Final = "x-kubernetes-preserve-unknown-fields"
+_DOCUMENTATION: Final = frozenset({"title", "example", "externalDocs"})
+_RULE_TEXT: Final = frozenset({"message", "messageExpression", "reason", "fieldPath"})
+"""Parts of a validation rule that change what a refusal says, not what is refused."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +88,15 @@ class Report:
         return text
 
 
-def compare(old: Mapping[str, Any], new: Mapping[str, Any]) -> Report:
-    """Differences from `old` (live) to `new` (desired) openAPIV3Schema."""
+def compare(
+    old: Mapping[str, Any], new: Mapping[str, Any], *, conservative: bool = False
+) -> Report:
+    """Differences from `old` (live) to `new` (desired) openAPIV3Schema.
+
+    conservative: the `ConservativeCRDComparison` feature gate (V-11).
+    """
     report = Report()
-    _compare(old, new, "", report, required_in_parent=False)
+    _compare(old, new, "", report, required_in_parent=False, conservative=conservative)
     return report
 
 
@@ -77,6 +111,7 @@ def _compare(
     report: Report,
     *,
     required_in_parent: bool,
+    conservative: bool,
 ) -> None:
     if old.get("type") != new.get("type"):
         _add(
@@ -103,33 +138,139 @@ def _compare(
     _compare_pattern(old, new, path, report)
     _compare_bounds(old, new, path, report)
     _compare_enum(old, new, path, report)
-    for key in _TRACKED_EXTRA:
-        if old.get(key) != new.get(key):
-            _add(report, path, "EXTENSION_CHANGED", f"{key} of {path or 'root'} changed", False)
-    _compare_properties(old, new, path, report)
-    if old.get("additionalProperties") != new.get("additionalProperties"):
-        old_ap, new_ap = old.get("additionalProperties"), new.get("additionalProperties")
-        if isinstance(old_ap, Mapping) and isinstance(new_ap, Mapping):
-            _compare(old_ap, new_ap, f"{path}.*", report, required_in_parent=False)
-        else:
-            _add(
-                report,
-                path,
-                "EXTENSION_CHANGED",
-                f"additionalProperties of {path or 'root'} changed",
-                False,
-            )
+    _compare_relaxations(old, new, path, report)
+    if conservative:
+        _conservative(old, new, path, report)
+    else:
+        for key in _TRACKED_EXTRA:
+            if old.get(key) != new.get(key):
+                _add(report, path, "EXTENSION_CHANGED", f"{key} of {path or 'root'} changed", False)
+    _compare_properties(old, new, path, report, conservative=conservative)
+    _compare_map_values(old, new, path, report, conservative=conservative)
     old_items, new_items = old.get("items"), new.get("items")
     if isinstance(old_items, Mapping) and not isinstance(new_items, Mapping):
         _add(report, path, "ITEMS_REMOVED", f"Array items schema of {path} was removed", True)
     elif isinstance(new_items, Mapping) and not isinstance(old_items, Mapping):
         _add(report, path, "ITEMS_ADDED", f"Array items schema of {path} was added", False)
     elif isinstance(old_items, Mapping) and isinstance(new_items, Mapping):
-        _compare(old_items, new_items, f"{path}[]", report, required_in_parent=False)
+        _compare(
+            old_items,
+            new_items,
+            f"{path}[]",
+            report,
+            required_in_parent=False,
+            conservative=conservative,
+        )
+
+
+def _compare_relaxations(
+    old: Mapping[str, Any], new: Mapping[str, Any], path: str, report: Report
+) -> None:
+    """`nullable` and preserve-unknown: taking either away refuses (null) or prunes (unknown
+    fields) what instances may already store, so removing them is breaking (V-11)."""
+    where = path or "root"
+    for key, name in (("nullable", "NULLABLE"), (_PRESERVE, "PRESERVE_UNKNOWN_FIELDS")):
+        before, after = old.get(key) is True, new.get(key) is True
+        if before and not after:
+            _add(report, path, f"{name}_REMOVED", f"{key} was removed from {where}", True)
+        elif after and not before:
+            _add(report, path, f"{name}_ADDED", f"{key} was added to {where}", False)
+
+
+def _compare_map_values(
+    old: Mapping[str, Any], new: Mapping[str, Any], path: str, report: Report, *, conservative: bool
+) -> None:
+    """`additionalProperties`: by default a change is applied but never breaking (upstream does
+    not look at map values, V-11); with the gate, value schemas compare like properties and
+    any other change of what a map holds is breaking."""
+    old_values, new_values = old.get("additionalProperties"), new.get("additionalProperties")
+    if old_values == new_values:
+        return
+    if isinstance(old_values, Mapping) and isinstance(new_values, Mapping):
+        inner = Report()
+        _compare(
+            old_values,
+            new_values,
+            f"{path}.*",
+            inner,
+            required_in_parent=False,
+            conservative=conservative,
+        )
+        report.changes.extend(
+            c if conservative else Change(c.path, c.kind, c.description, False)
+            for c in inner.changes
+        )
+        return
+    _add(
+        report,
+        path,
+        "MAP_VALUES_CHANGED" if conservative else "EXTENSION_CHANGED",
+        f"additionalProperties of {path or 'root'} changed",
+        conservative,
+    )
+
+
+def _conservative(
+    old: Mapping[str, Any], new: Mapping[str, Any], path: str, report: Report
+) -> None:
+    """The classes the `ConservativeCRDComparison` gate adds (V-11)."""
+    where = path or "root"
+    _compare_narrowing(old, new, path, report, key="format", label="Format")
+    for key, absent in _TOPOLOGY.items():
+        before, after = old.get(key, absent), new.get(key, absent)
+        if before != after:
+            _add(
+                report,
+                path,
+                "TOPOLOGY_CHANGED",
+                f"{key} of {where} changed from {before} to {after}",
+                True,
+            )
+    _compare_rules(old, new, path, report)
+    for key in sorted((set(old) | set(new)) - _CLASSIFIED - _DOCUMENTATION):
+        if old.get(key) != new.get(key):
+            _add(report, path, "UNCLASSIFIED_CHANGE", f"{key} of {where} changed", True)
+
+
+def _compare_rules(
+    old: Mapping[str, Any], new: Mapping[str, Any], path: str, report: Report
+) -> None:
+    """`x-kubernetes-validations`, rule by rule: a new rule (or a changed one) may refuse
+    stored objects on their next update; a removed rule or a new message refuses nothing."""
+    where = path or "root"
+    before = {_rule_key(r): r for r in old.get("x-kubernetes-validations") or ()}
+    after = {_rule_key(r): r for r in new.get("x-kubernetes-validations") or ()}
+    for key in sorted(after.keys() - before.keys()):
+        _add(
+            report,
+            path,
+            "VALIDATION_RULE_ADDED",
+            f"Validation rule {key} was added to {where}",
+            True,
+        )
+    for key in sorted(before.keys() - after.keys()):
+        _add(report, path, "VALIDATION_RULE_REMOVED", f"Validation rule {key} was removed", False)
+    for key in sorted(before.keys() & after.keys()):
+        old_rule, new_rule = before[key], after[key]
+        if old_rule == new_rule:
+            continue
+        changed = {k for k in set(old_rule) | set(new_rule) if old_rule.get(k) != new_rule.get(k)}
+        breaking = not changed <= _RULE_TEXT
+        _add(
+            report,
+            path,
+            "VALIDATION_RULE_CHANGED",
+            f"Validation rule {key} of {where} changed ({', '.join(sorted(changed))})",
+            breaking,
+        )
+
+
+def _rule_key(rule: Any) -> str:
+    return str(rule.get("rule")) if isinstance(rule, Mapping) else str(rule)
 
 
 def _compare_properties(
-    old: Mapping[str, Any], new: Mapping[str, Any], path: str, report: Report
+    old: Mapping[str, Any], new: Mapping[str, Any], path: str, report: Report, *, conservative: bool
 ) -> None:
     old_props: Mapping[str, Any] = old.get("properties") or {}
     new_props: Mapping[str, Any] = new.get("properties") or {}
@@ -167,27 +308,37 @@ def _compare_properties(
             _join(path, name),
             report,
             required_in_parent=name in new_required,
+            conservative=conservative,
         )
 
 
 def _compare_pattern(
     old: Mapping[str, Any], new: Mapping[str, Any], path: str, report: Report
 ) -> None:
-    before, after = old.get("pattern"), new.get("pattern")
+    _compare_narrowing(old, new, path, report, key="pattern", label="Validation pattern")
+
+
+def _compare_narrowing(
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    path: str,
+    report: Report,
+    *,
+    key: str,
+    label: str,
+) -> None:
+    """A keyword whose every value refuses something: added or changed is breaking, removed
+    is not (`pattern`, Q-03; `format` with the gate, V-11). Upstream's texts (Q-05)."""
+    before, after = old.get(key), new.get(key)
     if before == after:
         return
+    kind = key.upper()
     if after is None:
-        _add(report, path, "PATTERN_REMOVED", f"Validation pattern {before} was removed", False)
+        _add(report, path, f"{kind}_REMOVED", f"{label} {before} was removed", False)
     elif before is None:
-        _add(report, path, "PATTERN_ADDED", f"Validation pattern {after} was added", True)
+        _add(report, path, f"{kind}_ADDED", f"{label} {after} was added", True)
     else:
-        _add(
-            report,
-            path,
-            "PATTERN_CHANGED",
-            f"Validation pattern changed from {before} to {after}",
-            True,
-        )
+        _add(report, path, f"{kind}_CHANGED", f"{label} changed from {before} to {after}", True)
 
 
 _LOWER_BOUNDS = (("minimum", "Minimum"), ("minLength", "MinLength"), ("minItems", "MinItems"))
@@ -233,8 +384,17 @@ def _compare_enum(
     old: Mapping[str, Any], new: Mapping[str, Any], path: str, report: Report
 ) -> None:
     before, after = old.get("enum"), new.get("enum")
-    if before == after or before is None or after is None:
-        return  # adding or removing a whole enum is not detected upstream (Q-04)
+    if before == after:
+        return
+    # v0.9 did not see a whole enum come or go (Q-04); v0.10 refuses a new one (V-11).
+    if before is None:
+        _add(report, path, "ENUM_ADDED", f"Enum constraint was added to {path or 'root'}", True)
+        return
+    if after is None:
+        _add(
+            report, path, "ENUM_REMOVED", f"Enum constraint of {path or 'root'} was removed", False
+        )
+        return
     for value in before:
         if value not in after:
             _add(report, path, "ENUM_RESTRICTED", f'Enum value "{value}" was removed', True)
@@ -246,8 +406,13 @@ def _join(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
 
-def compare_crds(live: Mapping[str, Any], desired: Mapping[str, Any]) -> Report:
-    """Compare two CRDs' single versions, names, served flags and status subresources."""
+def compare_crds(
+    live: Mapping[str, Any], desired: Mapping[str, Any], *, conservative: bool = False
+) -> Report:
+    """Compare two CRDs' single versions, names, served flags and status subresources.
+
+    conservative: the `ConservativeCRDComparison` feature gate (V-11).
+    """
     report = Report()
     live_versions = live.get("spec", {}).get("versions") or [{}]
     desired_versions = desired.get("spec", {}).get("versions") or [{}]
@@ -268,7 +433,7 @@ def compare_crds(live: Mapping[str, Any], desired: Mapping[str, Any]) -> Report:
         _add(report, "", "SUBRESOURCE_REMOVED", "Status subresource was removed", True)
     old_schema = (old_version.get("schema") or {}).get("openAPIV3Schema") or {}
     new_schema = (new_version.get("schema") or {}).get("openAPIV3Schema") or {}
-    report.changes.extend(compare(old_schema, new_schema).changes)
+    report.changes.extend(compare(old_schema, new_schema, conservative=conservative).changes)
     if live.get("spec", {}).get("names") != desired.get("spec", {}).get("names"):
         _add(report, "", "NAMES_CHANGED", "CRD names changed", False)
     if old_version.get("additionalPrinterColumns") != new_version.get("additionalPrinterColumns"):

@@ -34,6 +34,7 @@ from kro.cel import (
 )
 from kro.graph.errors import GraphError
 from kro.graph.model import Graph, Node, NodeType, TemplateField
+from kro.graph.selectors import selector_problem
 from kro.graph.template import FieldPath, parse_template, substitute
 
 DEFAULT_MAX_COLLECTION_SIZE: Final = 1000
@@ -214,6 +215,8 @@ class InstanceEvaluation:
             if isinstance(rendered, Pending):
                 return rendered
             objects.append(rendered)
+        if node.type is NodeType.EXTERNAL_COLLECTION:
+            _check_selector(node, objects[0])
         _check_identities(node, objects)
         self._desired[node_id] = objects
         return objects
@@ -428,6 +431,37 @@ def _resource_roots(expressions: Sequence[CompiledExpression], graph: Graph) -> 
             if root in graph.nodes and root not in seen:
                 seen.add(root)
                 yield root
+
+
+_SELECTOR_PATH: Final = ("metadata", "selector")
+
+
+def _check_selector(node: Node, rendered: Mapping[str, Any]) -> None:
+    """V-12: the rendered selector of an external collection must be a label selector.
+
+    Any other shape (`matchLabel`, a bare label map, a string, null) is an evaluation error
+    naming the expression(s) that produced it, never "no requirements" (which would select
+    every object of the kind). `{}` is a selector and still selects everything (X-03).
+    """
+    selector = (rendered.get("metadata") or {}).get("selector")
+    problem = selector_problem(selector)
+    if problem is None:
+        return
+    expressions = [
+        expression.expression
+        for template_field in node.fields
+        if template_field.path.segments[:2] == _SELECTOR_PATH
+        for expression in template_field.expressions
+    ]
+    quoted = ", ".join(f'"{e}"' for e in expressions)
+    source = f"expression {quoted}" if len(expressions) == 1 else f"expressions {quoted}"
+    raise EvaluationError(
+        f'node "{node.id}": selector {source if expressions else "(literal)"} did not yield '
+        f"a label selector: {problem}",
+        resource_id=node.id,
+        field_path="metadata.selector",
+        expression=expressions[0] if len(expressions) == 1 else None,
+    )
 
 
 def _check_identities(node: Node, objects: Sequence[Mapping[str, Any]]) -> None:

@@ -19,8 +19,13 @@ class BuildOptions:
     max_collection_dimension_size: most forEach dimensions per resource (G-03, flag
         `--rgd-max-collection-dimension-size`, default 10); enforced here.
     omit_function: the `CELOmitFunction` feature gate (C-31, default off).
+    cel_cost_limit: the CEL runtime cost one evaluation of any of the graph's expressions may
+        use (V-10, flag `--cel-cost-limit`; 0, the default, means no limit). Exceeding it is
+        an evaluation error naming the expression; kro-py's time and memory budgets apply
+        regardless (kro.cel.limits).
     """
 
     max_collection_size: int = 1000
     max_collection_dimension_size: int = 10
     omit_function: bool = False
+    cel_cost_limit: int = 0

@@ -9,7 +9,8 @@ on them: resource ids and iterator names become CEL variables, so `my-db` (a sub
   (nor `graphengine`, V-07);
   G-03 forEach iterators follow the id rules, do not shadow ids, stay within the dimension cap.
 * A-14/A-17 exactly one of template/externalRef; externalRef names or selects, never both,
-  and never with forEach.
+  and never with forEach; V-12 a selector is a label selector or one `${...}` expression
+  (admission checks neither since v0.10).
 * G-05/G-06 a template has string apiVersion/kind and a map metadata; apiVersion parses as
   group/version; the lowercased kind is a DNS-1035 label.
 * G-08 namespace vs. scope; G-09 no kro-reserved labels/annotations on templates.
@@ -27,6 +28,9 @@ from typing import Any, Final
 
 from kro.api.names import RESERVED_LABEL_PREFIXES
 from kro.graph.build_errors import ResourceBuildError, RGDValidationError
+from kro.graph.errors import TemplateError
+from kro.graph.selectors import json_kind, selector_problem
+from kro.graph.template import is_standalone, parse_template
 
 KIND_NAME: Final = re.compile(r"^[A-Z][a-zA-Z0-9]*$")
 RESOURCE_ID: Final = re.compile(r"^[a-z][a-zA-Z0-9]*$")
@@ -171,8 +175,43 @@ def _external_ref(raw: Any, resource_id: str, rgd: str) -> Mapping[str, Any]:
             rgd,
             resource_id,
         )
+    _check_selector(metadata.get("selector"), resource_id, rgd)
     assert isinstance(raw, Mapping)
     return raw
+
+
+def _check_selector(selector: Any, resource_id: str, rgd: str) -> None:
+    """V-12: a selector is a literal label selector or one `${...}` expression.
+
+    What a literal says is judged here (strings still holding `${...}` excepted); what an
+    expression yields is judged when it is evaluated (kro.graph.evaluate). A string with
+    an unclosed `${` is left to the template parser, which names it (V-06).
+    """
+    if selector is None:
+        return
+    where = f'resource "{resource_id}": externalRef.metadata.selector'
+    if isinstance(selector, str):
+        if is_standalone(selector) or _malformed(selector):
+            return
+        raise _fail(
+            f"{where} must be a label selector or one ${{...}} expression that yields one, "
+            f"got {json_kind(selector)} {selector!r}",
+            "V-12",
+            rgd,
+            resource_id,
+        )
+    problem = selector_problem(selector, templated=True)
+    if problem is not None:
+        raise _fail(f"{where}: {problem}", "V-12", rgd, resource_id)
+
+
+def _malformed(text: str) -> bool:
+    """True if the template parser refuses `text` (and says why, naming it: V-06)."""
+    try:
+        parse_template(text)
+    except TemplateError:
+        return True
+    return False
 
 
 def _resource(

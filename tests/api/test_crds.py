@@ -132,10 +132,18 @@ def test_exactly_one_rules_carry_the_model_messages() -> None:
         }
     ]
     metadata = item["properties"]["externalRef"]["properties"]["metadata"]
-    assert metadata["x-kubernetes-validations"] == [
-        {"message": v1alpha1.MSG_NAME_XOR_SELECTOR, "rule": "has(self.name) != has(self.selector)"}
-    ]
+    # V-12: "exactly one of name or selector" moved from admission into the graph build.
+    assert "x-kubernetes-validations" not in metadata
     assert metadata["properties"]["name"]["minLength"] == 1
+
+
+def test_external_ref_selector_is_schemaless() -> None:
+    """V-12: a literal selector or one `${...}` expression; the build checks the shape."""
+    metadata = resource_item()["properties"]["externalRef"]["properties"]["metadata"]
+    selector = metadata["properties"]["selector"]
+    assert selector["x-kubernetes-preserve-unknown-fields"] is True
+    assert "type" not in selector
+    assert "properties" not in selector
 
 
 def test_for_each_items_hold_exactly_one_iterator() -> None:

@@ -226,20 +226,6 @@ INVALID = [
         "exactly one of template or externalRef must be provided",
     ),
     (
-        "external-ref-name-and-selector",
-        "spec.resources.1.externalRef.metadata.selector",
-        {},
-        "spec.resources[1].externalRef.metadata",
-        "exactly one of name or selector must be provided",
-    ),
-    (
-        "external-ref-neither",
-        "spec.resources.1.externalRef.metadata.name",
-        _DELETE,
-        "spec.resources[1].externalRef.metadata",
-        "exactly one of name or selector must be provided",
-    ),
-    (
         "external-ref-empty-name",
         "spec.resources.1.externalRef.metadata.name",
         "",
@@ -312,6 +298,27 @@ def test_pattern_errors_quote_the_value_and_the_pattern() -> None:
     assert caught.value.causes == [
         ("spec.schema.kind", "Invalid value: \"webApp\": should match '^[A-Z][a-zA-Z0-9]{0,62}$'")
     ]
+
+
+@pytest.mark.parametrize(
+    "selector",
+    [
+        "${schema.spec.selector}",
+        {"matchLabels": {"tier": "${schema.spec.tier}"}},
+        {"matchLabel": {"tier": "db"}},
+    ],
+    ids=["expression", "literal", "misspelled"],
+)
+def test_external_ref_selector_is_schemaless_at_admission(selector: Any) -> None:
+    """V-12: admission takes any selector (and name with selector); the graph build judges."""
+    rgd = base_rgd()
+    rgd["spec"]["resources"][1]["externalRef"]["metadata"] = {"selector": selector}
+    parsed = parse_resource_graph_definition(rgd)
+    ref = parsed.spec.resources[1].external_ref
+    assert ref is not None
+    assert ref.metadata.selector == selector
+    rgd["spec"]["resources"][1]["externalRef"]["metadata"]["name"] = "cfg"
+    parse_resource_graph_definition(rgd)
 
 
 def test_models_are_frozen() -> None:

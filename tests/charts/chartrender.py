@@ -47,6 +47,7 @@ FLAGS: dict[str, tuple[str, str]] = {
     "instance.requeueMaxInterval": ("--instance-requeue-max-interval", "5m"),
     "applyConcurrency": ("--apply-concurrency", "20"),
     "skipUnchanged": ("--skip-unchanged", "true"),
+    "celCostLimit": ("--cel-cost-limit", "0"),
     "dynamicControllerDefaultResyncPeriod": ("--dynamic-controller-default-resync-period", "36000"),
     "dynamicControllerDefaultQueueMaxRetries": (
         "--dynamic-controller-default-queue-max-retries", "20"),

@@ -33,6 +33,7 @@ def test_defaults_match_upstream() -> None:
         "CELOmitFunction": False,
         "InstanceConditionEvents": False,
         "InstanceConditionMetrics": False,
+        "ConservativeCRDComparison": False,  # V-81: alpha, default off
     }
 
 

@@ -119,6 +119,7 @@ would otherwise print large ones as 1e+06.
 {{- $args = append $args (printf "--instance-requeue-max-interval=%s" $c.instance.requeueMaxInterval) -}}
 {{- $args = append $args (printf "--apply-concurrency=%d" ($c.applyConcurrency | int64)) -}}
 {{- $args = append $args (printf "--skip-unchanged=%t" $c.skipUnchanged) -}}
+{{- $args = append $args (printf "--cel-cost-limit=%d" ($c.celCostLimit | int64)) -}}
 {{- $args = append $args (printf "--dynamic-controller-default-resync-period=%d" ($c.dynamicControllerDefaultResyncPeriod | int64)) -}}
 {{- $args = append $args (printf "--dynamic-controller-default-queue-max-retries=%d" ($c.dynamicControllerDefaultQueueMaxRetries | int64)) -}}
 {{- $qps := $c.clientQps -}}

@@ -8,7 +8,10 @@ accumulates; each checks the evaluation's `budget` and fails it with `LimitExcee
 - every comprehension's loop condition `c` becomes `kro.@loop(c)` (returns `c`): one check
   per iteration of `map`, `filter`, `all`, `exists`, `transformList`, ... Without it a
   `map` over 10,000 items runs for seconds, because this engine copies the accumulated
-  list on every step (quadratic time and memory);
+  list on every step (quadratic time and memory). Under a CEL cost limit it is
+  `kro.@loop(c, k)`, `k` being what one iteration costs in CEL's runtime cost units
+  (`runtime_cost.iteration_cost`, `--cel-cost-limit`); without one the hook takes no
+  second argument, which the engine would convert on every iteration for nothing;
 - `cel.bind`'s empty range `[]` becomes `kro.@bind()` (returns `[]`): one check per binding,
   so chains of bindings that double a string cannot grow unchecked;
 - the argument `n` of `lists.range(n)` becomes `kro.@rangeSize(n)` (returns `n`, or 0 for a
@@ -23,14 +26,16 @@ to instrument are left alone and pay nothing.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final
 
 from cel_expr_python import cel
 
 from kro.cel import budget
-from kro.cel._engine_compat.rewrite import Ids, call, map_fields, replace_root
+from kro.cel._engine_compat.rewrite import Ids, call, const_int, map_fields, replace_root
 from kro.cel._engine_compat.wire import LENGTH_DELIMITED, read_fields
 from kro.cel.checked_ast import Call, Comprehension, StructLit, Tree, walk
+from kro.cel.runtime_cost import iteration_cost
 
 LOOP: Final = "kro.@loop"
 BIND: Final = "kro.@bind"
@@ -67,18 +72,42 @@ def max_id(tree: Tree) -> int:
     return largest
 
 
-def instrument(serialized: bytes, tree: Tree) -> bytes:
-    """`serialized` (an Any of CheckedExpr, decoded as `tree`) with the budget hooks."""
-    ids = Ids(max_id(tree))
+def iteration_costs(tree: Tree) -> dict[int, int]:
+    """What one iteration of each comprehension of an expression as written costs, by node
+    id. kro's rewrites keep the ids of the nodes they keep, so these find the author's loops
+    in the program; loops kro adds itself are not in it and cost nothing."""
+    return {
+        n.id: iteration_cost(n.kind) for n in walk(tree.root) if isinstance(n.kind, Comprehension)
+    }
+
+
+class _Ids(Ids):
+    """Fresh ids, and the iteration cost of each comprehension (`iteration_costs`)."""
+
+    __slots__ = ("costs",)
+
+    def __init__(self, tree: Tree, costs: Mapping[int, int] | None) -> None:
+        super().__init__(max_id(tree))
+        self.costs = costs
+
+
+def instrument(serialized: bytes, tree: Tree, costs: Mapping[int, int] | None = None) -> bytes:
+    """`serialized` (an Any of CheckedExpr, decoded as `tree`) with the budget hooks;
+    `costs`: iteration costs by comprehension id (a loop not in it costs nothing), or None
+    when no cost is counted."""
+    ids = _Ids(tree, costs)
     return replace_root(serialized, lambda expr: _expr(expr, ids))
 
 
-def _expr(buf: bytes, ids: Ids) -> bytes:
+def _expr(buf: bytes, ids: _Ids) -> bytes:
     def kind(number: int, value: bytes) -> bytes:
         if number == _STRUCT:
             return map_fields(value, lambda n, v: map_fields(v, entry) if n == _ENTRY else v)
         if number == _COMPREHENSION:
-            return _comprehension(value, ids)
+            if ids.costs is None:
+                return _comprehension(value, ids, None)
+            own_id = next((v for n, _, v in read_fields(buf) if n == _ID), 0)
+            return _comprehension(value, ids, ids.costs.get(int(own_id), 0))
         if number == _CALL:
             return _call_expr(value, ids)
         if number in _CHILD_EXPRS:
@@ -92,7 +121,7 @@ def _expr(buf: bytes, ids: Ids) -> bytes:
     return map_fields(buf, kind)
 
 
-def _call_expr(buf: bytes, ids: Ids) -> bytes:
+def _call_expr(buf: bytes, ids: _Ids) -> bytes:
     fields = read_fields(buf)
     guard = (_CALL_FUNCTION, LENGTH_DELIMITED, LISTS_RANGE.encode()) in fields
     guard = guard and sum(1 for n, _, _ in fields if n == _CALL_ARGS) == 1
@@ -108,7 +137,7 @@ def _call_expr(buf: bytes, ids: Ids) -> bytes:
     return map_fields(buf, part)
 
 
-def _comprehension(buf: bytes, ids: Ids) -> bytes:
+def _comprehension(buf: bytes, ids: _Ids, cost: int | None) -> bytes:
     binding = any(n == _RANGE and _is_empty_list(v) for n, _, v in read_fields(buf))
 
     def part(number: int, value: bytes) -> bytes:
@@ -116,7 +145,11 @@ def _comprehension(buf: bytes, ids: Ids) -> bytes:
             return call(ids, BIND)
         if number == _CONDITION:  # a binding never evaluates its condition
             condition = _expr(value, ids)
-            return condition if binding else call(ids, LOOP, (condition,))
+            if binding:
+                return condition
+            if cost is None:
+                return call(ids, LOOP, (condition,))
+            return call(ids, LOOP, (condition, const_int(ids, cost)))
         if number in _CHILD_EXPRS[_COMPREHENSION]:
             return _expr(value, ids)
         return value
@@ -140,6 +173,11 @@ def _loop(condition: bool) -> bool:
     return condition
 
 
+def _loop_cost(condition: bool, cost: int) -> bool:
+    budget.tick("in a comprehension", cost=cost)
+    return condition
+
+
 def _bind() -> list[Any]:
     budget.tick("in cel.bind", memory_every=1)
     return []
@@ -159,7 +197,15 @@ def extension() -> Any:
     return cel.CelExtension(
         "kro-budget",
         [
-            cel.FunctionDecl(LOOP, [cel.Overload("kro_loop", t("bool"), [t("bool")], impl=_loop)]),
+            cel.FunctionDecl(
+                LOOP,
+                [
+                    cel.Overload("kro_loop", t("bool"), [t("bool")], impl=_loop),
+                    cel.Overload(
+                        "kro_loop_cost", t("bool"), [t("bool"), t("int")], impl=_loop_cost
+                    ),
+                ],
+            ),
             cel.FunctionDecl(BIND, [cel.Overload("kro_bind", t("list<dyn>"), [], impl=_bind)]),
             cel.FunctionDecl(
                 RANGE_SIZE,

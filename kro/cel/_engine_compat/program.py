@@ -101,9 +101,11 @@ def build(
     messages: Mapping[str, Mapping[str, Any]],
     list_types: bool,
     toolkit: Toolkit,
+    count_cost: bool = False,
 ) -> Program:
     """The program for a checked expression; raises CelCompileError if a rewrite would nest
-    it deeper than the engine reads."""
+    it deeper than the engine reads. `count_cost`: charge the author's loops their CEL cost
+    (there is a cost limit)."""
     creates_optionals = optionals.creates_optionals(functions)
     depths = optionals.container_depths(tree) if creates_optionals else {}
     levels = depths.get(tree.root.id, 0)
@@ -124,7 +126,11 @@ def build(
             program = _unwrapping(lowered, levels, toolkit.fragments)
         elif output_type.kind == "optional":
             program, as_list = _replaced(lowered, optionals.as_list, toolkit.fragments), True
-        program = _instrumented(program, tree if program is serialized else None)
+        # The author's loops are charged here; the rerun that unwraps nested optionals
+        # (NestedOptionals) is not charged again.
+        program = _instrumented(
+            program, tree if program is serialized else None, source=tree if count_cost else None
+        )
         main = toolkit.eval_env.deserialize(program)
     except (optionals.TooDeep, RecursionError, RuntimeError):
         raise CelCompileError(expression=expression, message=TOO_DEEP) from None
@@ -204,9 +210,12 @@ def _unwrapping(serialized: bytes, depth: int, fragments: optionals.Fragments) -
     return _replaced(serialized, wrap, fragments)
 
 
-def _instrumented(program: bytes, tree: Tree | None = None) -> bytes:
-    """`program` with the budget hooks, if it loops (`tree`: its decoded form, if known)."""
+def _instrumented(program: bytes, tree: Tree | None = None, *, source: Tree | None = None) -> bytes:
+    """`program` with the budget hooks, if it loops (`tree`: its decoded form, if known;
+    `source`: the expression as written, whose loops are charged their CEL cost; None: no
+    cost is counted)."""
     program_tree = decode(program) if tree is None else tree
     if not instrument.needs_instrumenting(program_tree):
         return program
-    return instrument.instrument(program, program_tree)
+    costs = None if source is None else instrument.iteration_costs(source)
+    return instrument.instrument(program, program_tree, costs)
