@@ -111,6 +111,8 @@ def test_a_submodule_is_an_attribute_after_importing_the_package() -> None:
         ("import kro.controllers.app, kro.runtime.kubeconfig", ("yaml",)),
         # A manager (and its client) loads pydantic only once a typed model is used: 8 MiB.
         ("from kro.runtime.manager import Manager", ("pydantic",)),
+        ("from kro.runtime.builder import ControllerBuilder", ("pydantic",)),
+        ("import kro.controllers.app", ("pydantic",)),
         ("import kro.cli.controller", ("pydantic",)),
         ("from kro.graph.options import BuildOptions", ("kro.graph.builder", "kro.cel")),
         ("import kro.controllers.instance.labels", ("kro.controllers.instance.reconciler",)),

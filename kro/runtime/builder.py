@@ -55,16 +55,16 @@ from .predicates import Predicate, and_
 from .ratelimit import ItemExponentialBackoff, MaxOf, RateLimiter, TokenBucket
 from .reader import Kind, gvr_of, resolve_gvr
 from .reconcile import Reconciler, Request
-from .typed import KubeModel
 from .workqueue import WorkQueue
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # typed models are pydantic (8 MiB): loaded by the code that defines one
     from .manager import Manager
+    from .typed import KubeModel
 
 __all__ = ["SAME_NAMESPACE", "ControllerBuilder"]
 
 ObjT = TypeVar("ObjT")
-M = TypeVar("M", bound=KubeModel)
+M = TypeVar("M", bound="KubeModel")
 Predicates = Predicate | Sequence[Predicate]
 
 

@@ -37,14 +37,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
-from pydantic import BaseModel
-
 from .client import Client
 from .errors import NotFound
 from .reader import Kind, resolve_gvr
-from .typed import as_dict
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # typed models are pydantic (8 MiB): loaded by the code that defines one
+    from pydantic import BaseModel
+
     from .managerclient import ManagerClient
 
 __all__ = [
@@ -58,7 +57,7 @@ __all__ = [
     "remove_finalizer",
 ]
 
-ObjT = TypeVar("ObjT", bound=Mapping[str, Any] | BaseModel)
+ObjT = TypeVar("ObjT", bound="Mapping[str, Any] | BaseModel")
 AnyT = TypeVar("AnyT")
 Obj = dict[str, Any]
 Cleanup = Callable[[AnyT], Awaitable[None]]
@@ -180,3 +179,13 @@ class Finalizer(Generic[ObjT]):
         released = await remove_finalizer(self.client, kind, obj, self.name)
         self._cleaned.discard(uid)
         return FinalizerOutcome(True, released)
+
+
+def as_dict(obj: Any) -> Mapping[str, Any]:
+    """A dict view of a dict or a typed model. A dict is taken as it is, so that code that never
+    uses typed models never loads pydantic (8 MiB) through this module."""
+    if isinstance(obj, Mapping):
+        return obj
+    from .typed import as_dict as typed_as_dict  # pydantic only once a typed model is here
+
+    return typed_as_dict(obj)
