@@ -82,7 +82,7 @@ async def test_one_cluster_wide_review_per_permission_with_the_subresource_split
     assert attributes == [
         {"group": "apps", "resource": "deployments", "subresource": "", "verb": "get"},
         {"group": "apps", "resource": "deployments", "subresource": "", "verb": "patch"},
-        {"group": "example.com", "resource": "widgets", "subresource": "status", "verb": "update"},
+        {"group": "example.com", "resource": "widgets", "subresource": "status", "verb": "patch"},
     ]
     assert all("namespace" not in a for a in attributes)  # every namespace at once
     assert {r["kind"] for r in authorizer.reviews} == {"SelfSubjectAccessReview"}
