@@ -283,7 +283,7 @@ def test_a_removed_rule_is_named_exactly_on_the_rgd(
 
     rbac.apply_role([r for r in rules if r is not status])
     message = describe_missing(_rule(status).permissions())
-    assert message == f"missing permissions: {GROUP}/{PLURAL}/status: update"
+    assert message == f"missing permissions: {GROUP}/{PLURAL}/status: patch"
     wait_explained(lambda: permissions_condition(app, "False", message), app.get_rgd,
                    what=f"PermissionsGranted=False: {message}", timeout_s=RECHECK_TIMEOUT_S)
 

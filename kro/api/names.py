@@ -113,6 +113,9 @@ FIELD_MANAGER_APPLYSET_PARENT: Final = "kro.run/applyset-parent"
 """Server-side apply of the instance's ApplySet labels and annotations (R-11)."""
 FIELD_MANAGER_LABELLER: Final = "kro.run/labeller"
 """Server-side apply of instance labels, finalizer and initial inventory (R-05)."""
+FIELD_MANAGER_INSTANCE_STATUS: Final = "kro.run/instance-status"
+"""Server-side apply of an instance's whole status through `/status` (V-04; upstream does not
+pin the name, only that it differs from the children's manager)."""
 
 # --- Condition statuses ------------------------------------------------------------------------
 

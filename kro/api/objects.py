@@ -12,9 +12,10 @@ def metadata(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
 
 
 def status_update(obj: Mapping[str, Any], status: Mapping[str, Any]) -> dict[str, Any]:
-    """The body of an UpdateStatus that gives `obj` this `status`. kube-apiserver takes nothing
-    but `status` from it (and the uid and resourceVersion as preconditions), so the rest of the
-    object, its managedFields above all, is neither copied nor encoded nor decoded again."""
+    """The body of a status write (an UpdateStatus, or a server-side apply of `/status`) that
+    gives `obj` this `status`. kube-apiserver takes nothing but `status` from it (and the uid
+    and resourceVersion as preconditions), so the rest of the object, its managedFields above
+    all, is neither copied nor encoded nor decoded again."""
     meta = metadata(obj)
     return {
         "apiVersion": obj.get("apiVersion"),

@@ -59,7 +59,7 @@ _GRANTING_KINDS: Final = frozenset({"Role", "ClusterRole", "RoleBinding", "Clust
 
 DESCRIPTION: Final = """\
 Print the ClusterRole that lets kro serve the given ResourceGraphDefinitions and nothing more:
-their instance kind (read, watch, patch; update of /status), each kind their resources create
+their instance kind (read, watch, patch; patch of /status), each kind their resources create
 (read, watch, create, patch, delete) and read-only access to the kinds their externalRefs read.
 The RGD controller checks the same rules at run time and names any it lacks in the RGD's
 PermissionsGranted condition.

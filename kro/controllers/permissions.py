@@ -14,7 +14,7 @@ kro.applyset, kro.dynamic); keep this list in step with them:
 
 * the instance kind: get, list, watch (informer, GET per reconcile) and patch (labels,
   finalizer and ApplySet inventory by server-side apply; finalizer removal by merge patch);
-* `<instances>/status`: update (status is written with PUT .../status);
+* `<instances>/status`: patch (status is written by server-side apply through /status, V-04);
 * a template resource: get, list, watch (observed by name: GET plus an informer), create and
   patch (server-side apply is a PATCH, and the API server also checks `create` when the PATCH
   creates the object), delete (pruning, instance deletion);
@@ -61,7 +61,7 @@ VERB_ORDER: Final = ("get", "list", "watch", "create", "update", "patch", "delet
 """How verbs are listed (kubectl's habit), so output never depends on set iteration."""
 
 INSTANCE_VERBS: Final = ("get", "list", "watch", "patch")
-INSTANCE_STATUS_VERBS: Final = ("update",)
+INSTANCE_STATUS_VERBS: Final = ("patch",)
 OWNER_FINALIZER_VERBS: Final = ("update",)
 NODE_VERBS: Final[Mapping[NodeType, tuple[str, ...]]] = {
     NodeType.RESOURCE: ("get", "list", "watch", "create", "patch", "delete"),

@@ -78,7 +78,7 @@ def test_nginxapp_in_aggregation_mode(capsys: pytest.CaptureFixture[str]) -> Non
             {"apiGroups": ["platform.example.com"], "resources": ["nginxapps"],
              "verbs": ["get", "list", "watch", "patch"]},
             {"apiGroups": ["platform.example.com"], "resources": ["nginxapps/status"],
-             "verbs": ["update"]},
+             "verbs": ["patch"]},
         ],
     }
 

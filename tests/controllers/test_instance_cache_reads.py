@@ -248,7 +248,7 @@ async def test_data_that_flows_within_one_pass_converges_in_one(
     assert requests.count(("PATCH", CHILD_PATH)) == 1
     assert requests.count(("PATCH", copy_path)) == 1
     assert ("GET", CHILD_PATH) not in requests
-    assert requests.count(("PUT", f"{INSTANCE_PATH}/status")) == 1
+    assert requests.count(("PATCH", f"{INSTANCE_PATH}/status")) == 1
     assert stored(api, CONFIGMAPS, "hi-copy")["data"] == {"text": "hello world"}
     assert stored(api, GREETERS, "hi")["status"]["state"] == "ACTIVE"
 
@@ -292,7 +292,7 @@ async def test_a_chain_of_three_converges_in_one_pass_each_applied_once(
         requests = await _passes(api, kro)
     for path in (CHILD_PATH, CHILD_PATH + "-copy", CHILD_PATH + "-echo"):
         assert requests.count(("PATCH", path)) == 1, path
-    assert requests.count(("PUT", f"{INSTANCE_PATH}/status")) == 1
+    assert requests.count(("PATCH", f"{INSTANCE_PATH}/status")) == 1
     assert stored(api, CONFIGMAPS, "hi-echo")["data"] == {"text": "hello world"}
     assert stored(api, GREETERS, "hi")["status"]["state"] == "ACTIVE"
 
@@ -300,12 +300,12 @@ async def test_a_chain_of_three_converges_in_one_pass_each_applied_once(
 async def test_the_status_write_sends_the_status_and_the_instance_identity_only(
     api: FakeApiServer, client: Client
 ) -> None:
-    """The API server takes nothing but `status` from an UpdateStatus (and the uid and
+    """The API server takes nothing but `status` from a status write (and the uid and
     resourceVersion as preconditions): the rest of the instance is not sent."""
     api.seed(GREETERS, greeter())
     async with running(client, registry_of()) as kro:
         await _passes(api, kro)
-    put = next(r for r in api.requests if r.method == "PUT" and r.path.endswith("/status"))
+    put = next(r for r in api.requests if r.method == "PATCH" and r.path.endswith("/status"))
     body = json.loads(put.body)
     assert set(body) == {"apiVersion", "kind", "metadata", "status"}
     assert set(body["metadata"]) == {"name", "namespace", "uid", "resourceVersion"}

@@ -29,7 +29,7 @@ from kro.runtime.gvk import GVR
 
 SSAR = GVR("authorization.k8s.io", "v1", "selfsubjectaccessreviews")
 DEPLOYMENTS = PolicyRule(("apps",), ("deployments",), ("get", "patch"))
-STATUS = PolicyRule(("example.com",), ("widgets/status",), ("update",))
+STATUS = PolicyRule(("example.com",), ("widgets/status",), ("patch",))
 
 
 class Authorizer:
@@ -74,7 +74,7 @@ async def test_one_cluster_wide_review_per_permission_with_the_subresource_split
     missing = await missing_rules(authorizer, [DEPLOYMENTS, STATUS])  # type: ignore[arg-type]
     assert missing == [
         PolicyRule(("apps",), ("deployments",), ("patch",)),
-        PolicyRule(("example.com",), ("widgets/status",), ("update",)),
+        PolicyRule(("example.com",), ("widgets/status",), ("patch",)),
     ]
     attributes = sorted(
         (r["spec"]["resourceAttributes"] for r in authorizer.reviews), key=lambda a: a["verb"]
@@ -82,7 +82,7 @@ async def test_one_cluster_wide_review_per_permission_with_the_subresource_split
     assert attributes == [
         {"group": "apps", "resource": "deployments", "subresource": "", "verb": "get"},
         {"group": "apps", "resource": "deployments", "subresource": "", "verb": "patch"},
-        {"group": "example.com", "resource": "widgets", "subresource": "status", "verb": "update"},
+        {"group": "example.com", "resource": "widgets", "subresource": "status", "verb": "patch"},
     ]
     assert all("namespace" not in a for a in attributes)  # every namespace at once
     assert {r["kind"] for r in authorizer.reviews} == {"SelfSubjectAccessReview"}
@@ -106,7 +106,7 @@ async def test_missing_answers_expire_so_a_role_granted_later_shows() -> None:
     authorizer, clock = Authorizer(), Clock()
     checks = checker(authorizer, clock)
     assert (await checks.check([STATUS])).missing
-    authorizer.allowed.add(("example.com", "widgets/status", "update"))
+    authorizer.allowed.add(("example.com", "widgets/status", "patch"))
     clock.now += CheckerOptions().recheck_missing_s - 1
     assert (await checks.check([STATUS])).missing  # still cached
     clock.now += 1
@@ -114,7 +114,7 @@ async def test_missing_answers_expire_so_a_role_granted_later_shows() -> None:
 
 
 async def test_complete_answers_are_kept_longer() -> None:
-    authorizer, clock = Authorizer({("example.com", "widgets/status", "update")}), Clock()
+    authorizer, clock = Authorizer({("example.com", "widgets/status", "patch")}), Clock()
     checks = checker(authorizer, clock)
     assert (await checks.check([STATUS])).complete
     authorizer.allowed.clear()
@@ -176,7 +176,7 @@ async def test_condition_false_names_each_missing_resource_and_verb() -> None:
     granted = _all_of_greeter() - {
         ("", "configmaps", "create"),
         ("", "configmaps", "delete"),
-        ("unit.kro.run", "greeters/status", "update"),
+        ("unit.kro.run", "greeters/status", "patch"),
     }
     seen, after = await _report(Authorizer(granted))
     assert seen == [
@@ -184,7 +184,7 @@ async def test_condition_false_names_each_missing_resource_and_verb() -> None:
             "PermissionsGranted",
             "False",
             "MissingPermissions",
-            "missing permissions: configmaps: create, delete; unit.kro.run/greeters/status: update",
+            "missing permissions: configmaps: create, delete; unit.kro.run/greeters/status: patch",
         )
     ]
     assert after == CheckerOptions().recheck_missing_s

@@ -75,10 +75,11 @@ def rule(group: str, resources: list[str], verbs: list[str]) -> dict[str, list[s
 # --- the instance kind --------------------------------------------------------------------------
 
 
-def test_instance_kind_is_watched_patched_and_its_status_updated() -> None:
+def test_instance_kind_is_watched_patched_and_its_status_applied() -> None:
+    """V-04: the status is written by server-side apply, a PATCH of `/status`."""
     assert rules(rgd()) == [
         rule("example.com", ["widgets"], INSTANCE),
-        rule("example.com", ["widgets/status"], ["update"]),
+        rule("example.com", ["widgets/status"], ["patch"]),
     ]
 
 
@@ -87,7 +88,7 @@ def test_instance_kind_needs_no_create_update_delete_or_finalizers_subresource()
     widgets = {p for p in needed if p.group == "example.com"}
     assert {(p.resource, p.verb) for p in widgets} == {
         *(("widgets", v) for v in INSTANCE),
-        ("widgets/status", "update"),
+        ("widgets/status", "patch"),
     }
 
 
@@ -121,7 +122,7 @@ def test_cluster_scoped_kinds_from_a_namespaced_instance() -> None:
     assert rules(spec) == [
         rule("", ["namespaces"], WRITE),
         rule("example.com", ["widgets"], INSTANCE),
-        rule("example.com", ["widgets/status"], ["update"]),
+        rule("example.com", ["widgets/status"], ["patch"]),
         rule("rbac.authorization.k8s.io", ["clusterroles"], WRITE),
     ]
 

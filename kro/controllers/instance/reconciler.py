@@ -29,6 +29,7 @@ from kro.api.names import (
     EVENT_DELETION_BLOCKED,
     EVENT_RECONCILE_FAILED,
     EVENT_RESOURCE_APPLY_FAILED,
+    FIELD_MANAGER_INSTANCE_STATUS,
     FIELD_MANAGER_LABELLER,
     FINALIZER,
     INSTANCE_STATE_ACTIVE,
@@ -669,7 +670,10 @@ class InstanceReconciler:
     async def _write_status(
         self, instance: Mapping[str, Any], desired: dict[str, Any]
     ) -> Mapping[str, Any] | None:
-        """UpdateStatus with the whole status, only when it differs; one retry on conflict.
+        """The whole status by server-side apply through `/status` (V-04: a field kro no
+        longer produces goes with the apply), only when it differs; one retry on conflict. The
+        body carries the instance's uid and resourceVersion, preconditions of the apply as of
+        an update: a status computed from a stale read is never written over a newer spec.
 
         Returns the server's answer to a write of the pass's own instance (None if nothing was
         written, or only after a conflict: the pass read a stale instance).
@@ -686,7 +690,14 @@ class InstanceReconciler:
             body = status_update(current, desired)
             namespace = (current.get("metadata") or {}).get("namespace") or None
             try:
-                written = await self.client.update_status(self.gvr, body, namespace=namespace)
+                written = await self.client.apply(
+                    self.gvr,
+                    body,
+                    field_manager=FIELD_MANAGER_INSTANCE_STATUS,
+                    force=True,
+                    namespace=namespace,
+                    subresource="status",
+                )
                 self._report(instance, desired)
                 # After a conflict the pass's input was stale: nothing to vouch for.
                 return written if fresh else None
