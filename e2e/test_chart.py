@@ -183,7 +183,8 @@ PERMISSIONS = [
     ("patch", "events.events.k8s.io", True, True),
     ("create", "selfsubjectaccessreviews.authorization.k8s.io", False, True),
     ("patch", "nginxapps.platform.example.com", True, True),
-    ("update", "nginxapps.platform.example.com/status", True, True),
+    ("patch", "nginxapps.platform.example.com/status", True, True),  # status by SSA (V-04)
+    ("update", "nginxapps.platform.example.com/status", True, False),
     ("create", "deployments.apps", True, True),
     ("delete", "services", True, True),
     ("watch", "ingresses.networking.k8s.io", True, True),
