@@ -537,7 +537,6 @@ class GraphPass:
             errors = [a.error for a in applied if a is not None and a.error is not None]
             if any(a is not None and a.changed for a in applied):
                 self.result.mutated = True
-                self.result.changed.add(node_id)
                 changed.add(node_id)
             rendered = [d.obj for d in self._rendered(node_id)]
             if errors:

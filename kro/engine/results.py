@@ -22,12 +22,8 @@ from enum import StrEnum
 from typing import Any
 
 from kro.api.names import (
-    NODE_STATE_DELETING,
     NODE_STATE_ERROR,
     NODE_STATE_IN_PROGRESS,
-    NODE_STATE_SKIPPED,
-    NODE_STATE_SYNCED,
-    NODE_STATE_WAITING_FOR_READINESS,
 )
 from kro.api.objects import metadata as _meta
 
@@ -120,11 +116,6 @@ class NodeResult:
     """Every object of the node exists (read, or answered by the apply)."""
 
     @property
-    def done(self) -> bool:
-        """Nothing left to do for this node in this pass (upstream's terminal node states)."""
-        return self.state in (NODE_STATE_SYNCED, NODE_STATE_SKIPPED)
-
-    @property
     def failed(self) -> bool:
         return self.state == NODE_STATE_ERROR
 
@@ -153,7 +144,6 @@ class PassResult:
     retry: bool = False  # a prune conflict or failure: only a later pass can finish it
     retry_after_s: float | None = None  # a contested field waits out a backoff
     contests: list[Any] = field(default_factory=list)  # kro.applyset.Contest, fresh or not
-    changed: set[str] = field(default_factory=set)  # nodes whose objects the apply changed
     stale: set[str] = field(default_factory=set)  # rendered from a dependency it then changed
     deleting: NodeResult | None = None  # a child is terminating: the pass stopped there
     failure: NodeResult | None = None  # an evaluation failed: the pass stopped there
@@ -162,9 +152,6 @@ class PassResult:
 
     def set(self, result: NodeResult) -> None:
         self.nodes[result.id] = result
-
-    def states(self) -> dict[str, str]:
-        return {n: r.state for n, r in self.nodes.items()}
 
     def __iter__(self) -> Iterator[NodeResult]:
         return iter(self.nodes.values())
@@ -194,5 +181,3 @@ class PassResult:
             or self.retry_after_s is not None
         )
 
-
-WAITING_STATES = (NODE_STATE_IN_PROGRESS, NODE_STATE_WAITING_FOR_READINESS, NODE_STATE_DELETING)

@@ -24,13 +24,12 @@ process's own writes make), and is recalled as it is. What invalidates a fact: a
 changed), and the bound (least recently used first; forgetting only costs the work it saved).
 
 `enabled=False` turns the memory off for debugging: nothing is remembered, every recall misses,
-so every read and write is made again as if for the first time. Hits and misses per fact are
-counted, for the bench and for whoever wants to see what the memory saves.
+so every read and write is made again as if for the first time.
 """
 
 from __future__ import annotations
 
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar, cast
@@ -61,8 +60,6 @@ class ObjectMemory:
     def __init__(self, *, enabled: bool = True) -> None:
         self.enabled = enabled
         self._facts: dict[str, OrderedDict[Hashable, tuple[str, Any]]] = {}
-        self.hits: Counter[str] = Counter()
-        self.misses: Counter[str] = Counter()
 
     def _entry(self, fact: Fact[Any], key: Hashable) -> tuple[str, Any] | None:
         store = self._facts.get(fact.name)
@@ -97,14 +94,11 @@ class ObjectMemory:
         proves it still holds; None otherwise. An UNVERSIONED fact needs no version."""
         entry = self._entry(fact, key) if self.enabled else None
         if entry is None:
-            self.misses[fact.name] += 1
             return None
         known, value = entry
         if known != UNVERSIONED and not self._holds(fact, known, version):
-            self.misses[fact.name] += 1
             return None
         self._store(fact).move_to_end(key)
-        self.hits[fact.name] += 1
         return cast(V, value)
 
     @staticmethod

@@ -52,7 +52,7 @@ def test_a_named_read_keeps_its_version_alone() -> None:
     passes.record(KEY, greeter_graph(), "10", _reads())
     entry = passes.memory.recall(SETTLED, (GREETERS, *KEY), "10")
     assert entry is not None
-    assert entry.instance == "10"
+    assert passes.memory.version(SETTLED, (GREETERS, *KEY)) == "10"
     assert dict(entry.reads) == {CHILD: "11", MISSING: None, PICKED: _reads()[PICKED]}
 
 

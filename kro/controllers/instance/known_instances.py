@@ -45,11 +45,6 @@ class KnownInstances:
         self._gvr = gvr
         self._memory = memory if memory is not None else ObjectMemory()
 
-    def __len__(self) -> int:
-        return sum(
-            1 for k in self._memory.keys(KNOWN) if isinstance(k, tuple) and k[0] == self._gvr
-        )
-
     def keep(self, key: Key, instance: Mapping[str, Any]) -> None:
         """Remember `instance`, an answer of the API server, for the next pass of `key`."""
         version = _version(instance)

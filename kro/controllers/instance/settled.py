@@ -82,7 +82,6 @@ def _same(request: WatchRequest, cached: Versions | None, seen: Seen) -> bool:
 @dataclass(frozen=True, slots=True)
 class _Entry:
     graph: Graph
-    instance: str
     reads: tuple[tuple[WatchRequest, Seen], ...]
 
 
@@ -102,11 +101,6 @@ class SettledPasses:
         self._gvr = gvr
         self.memory = memory if memory is not None else ObjectMemory()
 
-    def __len__(self) -> int:
-        return sum(
-            1 for k in self.memory.keys(SETTLED) if isinstance(k, tuple) and k[0] == self._gvr
-        )
-
     def _parent(self, key: Key) -> ScalarWatch:
         return ScalarWatch("", self._gvr, key[0], key[1])
 
@@ -123,7 +117,6 @@ class SettledPasses:
             return
         entry = _Entry(
             graph,
-            instance_version,
             tuple((request, _compact(request, found)) for request, found in reads.items()),
         )
         self.memory.remember(SETTLED, (self._gvr, *key), instance_version, entry)
