@@ -25,8 +25,13 @@ from kro._redact import CONDITION_MESSAGE_LIMIT as _LIMIT
 from kro._redact import scrub
 from kro.api.names import (
     CONDITION_READY,
+    CONDITION_WATCHES_HEALTHY,
+    MESSAGE_ALL_WATCHES_SYNCED,
+    REASON_ALL_WATCHES_SYNCED,
     REASON_AWAITING_RECONCILIATION,
     REASON_READY,
+    REASON_WATCH_BLOCKED,
+    REASON_WATCHES_PENDING,
     STATUS_FALSE,
     STATUS_TRUE,
     STATUS_UNKNOWN,
@@ -104,6 +109,37 @@ def awaiting_reconciliation(condition_type: str) -> Condition:
         "status": STATUS_UNKNOWN,
         "reason": REASON_AWAITING_RECONCILIATION,
         "message": f'condition "{condition_type}" is awaiting reconciliation',
+    }
+
+
+def watches_healthy(
+    blocked: Sequence[tuple[str, str]] = (), pending: Sequence[str] = ()
+) -> Condition:
+    """`WatchesHealthy` (V-14) from the kinds an object watches, named by resource plural:
+    `blocked` pairs a kind whose list/watch the API server refuses with its answer, `pending`
+    names kinds not listed yet. A refusal outranks a wait: it needs someone to act.
+
+    Why a function of names and messages: instances and Graphs report the same condition
+    from the same facts (kro.dynamic's WatchHealth), and kro.api must not know kro.dynamic.
+    """
+    if blocked:
+        message = "; ".join(
+            f"changes to {resource} are not detected: kro cannot list and watch them: {error}"
+            for resource, error in blocked
+        )
+        return _watches(STATUS_FALSE, REASON_WATCH_BLOCKED, message)
+    if pending:
+        message = f"waiting for the initial list of {', '.join(pending)}"
+        return _watches(STATUS_UNKNOWN, REASON_WATCHES_PENDING, message)
+    return _watches(STATUS_TRUE, REASON_ALL_WATCHES_SYNCED, MESSAGE_ALL_WATCHES_SYNCED)
+
+
+def _watches(status: str, reason: str, message: str) -> Condition:
+    return {
+        "type": CONDITION_WATCHES_HEALTHY,
+        "status": status,
+        "reason": reason,
+        "message": message,
     }
 
 
@@ -198,9 +234,9 @@ def ordered_conditions(
 
     Transition times have a resolution of one second, so conditions set in the same pass tie;
     ties keep the order of `dependents` (the order in which upstream initialises them:
-    InstanceManaged, GraphResolved, ResourcesReady on instances), and any other type keeps its
-    position among its equals (the sort is stable). This is the one ordering function: every
-    controller that writes `status.conditions` passes its list through it.
+    InstanceManaged, GraphResolved, ResourcesReady, WatchesHealthy on instances), and any other
+    type keeps its position among its equals (the sort is stable). This is the one ordering
+    function: every controller that writes `status.conditions` passes its list through it.
 
     `awaiting_first`: among ties, placeholders still `AwaitingReconciliation` come before the
     conditions a pass has set. Upstream's manager moves a condition it sets to the end of its

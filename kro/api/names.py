@@ -148,6 +148,9 @@ CONDITION_GRAPH_VERIFIED: Final = "GraphVerified"
 CONDITION_INSTANCE_MANAGED: Final = "InstanceManaged"
 CONDITION_GRAPH_RESOLVED: Final = "GraphResolved"
 CONDITION_RESOURCES_READY: Final = "ResourcesReady"
+CONDITION_WATCHES_HEALTHY: Final = "WatchesHealthy"
+"""Whether kro detects changes to every kind the instance watches (its resources' kinds and
+its external references' kinds); not a dependent of Ready (V-14)."""
 CONDITION_FIELD_CONFLICT: Final = "FieldConflict"
 """kro-py's own, present only while kro has yielded a field another field manager keeps
 rewriting (kro.applyset.contest); not aggregated into Ready, so upstream's lists are unchanged
@@ -173,8 +176,11 @@ INSTANCE_DEPENDENT_CONDITIONS: Final = (
     CONDITION_RESOURCES_READY,
 )
 """The built-in instance conditions root `Ready` aggregates (T-07)."""
-INSTANCE_BUILTIN_CONDITIONS: Final = (CONDITION_READY, *INSTANCE_DEPENDENT_CONDITIONS)
-"""Types `runtime.condition(schema, X)` may read (C-33)."""
+INSTANCE_STATUS_CONDITIONS: Final = (*INSTANCE_DEPENDENT_CONDITIONS, CONDITION_WATCHES_HEALTHY)
+"""Every built-in instance condition but root `Ready`: each is listed from the first status
+write on, and conditions that transitioned in the same second keep this order (T-09, V-14)."""
+INSTANCE_BUILTIN_CONDITIONS: Final = (CONDITION_READY, *INSTANCE_STATUS_CONDITIONS)
+"""Types `runtime.condition(schema, X)` may read (C-33; WatchesHealthy too, V-14)."""
 
 # --- Condition reasons -------------------------------------------------------------------------
 
@@ -223,6 +229,14 @@ REASON_RESOURCE_GRAPH_DEFINITION_DELETED: Final = "ResourceGraphDefinitionDelete
 """InstanceManaged=False on an instance whose RGD was deleted: kro only serves its deletion."""
 REASON_FIELD_YIELDED: Final = "FieldYielded"
 """FieldConflict=True, and the Warning Event: kro stopped applying a contested field."""
+
+# WatchesHealthy (V-14)
+REASON_ALL_WATCHES_SYNCED: Final = "AllWatchesSynced"
+REASON_WATCHES_PENDING: Final = "WatchesPending"
+"""Unknown: a watched kind's informer has not finished its first list."""
+REASON_WATCH_BLOCKED: Final = "WatchBlocked"
+"""False: the API server refuses kro's list or watch of a watched kind (403)."""
+MESSAGE_ALL_WATCHES_SYNCED: Final = "changes to all watched kinds are detected"
 
 # Warning Events of failures a user must act on (kro.controllers.failures); the counters
 # instance_errors_total / rgd_errors_total carry the same reasons in snake_case.

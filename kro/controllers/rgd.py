@@ -9,6 +9,8 @@ condition is listed from the first status write on, `Unknown` (`AwaitingReconcil
 pass sets it, as upstream (an RGD whose graph never builds shows all five). Serving also
 runs kro's own pre-flight (kro.controllers.permissions): `PermissionsGranted=False` says which
 permissions the graph needs that kro lacks and makes `Ready` False; `state` stays as P-08.
+A generated kind kro may not list or watch is `ControllerReady=False` `FailedToStart` with the
+API server's refusal as soon as it answers (V-15), retried every `progress_requeue_delay_s`.
 
 An invalid RGD update never issues a revision, so the previous one keeps serving instances while
 the RGD reports `GraphAccepted=False` and `Inactive` (N-07, N-30).
@@ -136,7 +138,7 @@ from kro.controllers.metrics import (
 from kro.controllers.permissions import PermissionChecker, ready_dependents, report_permissions
 from kro.controllers.registry import RevisionRegistry, RevisionState
 from kro.controllers.revisions import collect_revisions, list_revisions, revision_manifest
-from kro.dynamic import DynamicController
+from kro.dynamic import DynamicController, WatchForbidden
 from kro.graph.errors import GraphError
 from kro.graph.hashing import spec_hash
 from kro.graph.model import Graph
@@ -527,6 +529,13 @@ class RGDReconciler:
         )
         try:
             await self._register(rgd, graph, number)
+        except WatchForbidden as error:
+            # Reported at the API server's first refusal (V-15), and retried at a steady pace
+            # rather than with the failure backoff: granting the permission is what ends it,
+            # and the RGD should go Active within one delay of that, however long it took.
+            cond(CONDITION_CONTROLLER_READY, STATUS_FALSE, REASON_FAILED_TO_START, str(error))
+            self._report(rgd, Failure(REASON_FAILED_TO_START, str(error)))
+            return Result(requeue_after_s=self.options.progress_requeue_delay_s)
         except Exception as error:
             cond(CONDITION_CONTROLLER_READY, STATUS_FALSE, REASON_FAILED_TO_START, str(error))
             self._report(rgd, Failure(REASON_FAILED_TO_START, str(error)))

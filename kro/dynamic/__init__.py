@@ -11,7 +11,9 @@ Lives here (reference §1.P, W-01..W-10):
   of `ObjectRef(gvr, namespace, name)` items; N workers; upstream's result handling and metrics.
 * `WatchCoordinator` (watches.py, reached as `controller.watches`): the per-parent child and
   external watches a handler declares each reconcile (`ScalarWatch`, `SelectorWatch`), committed
-  or rolled back with `done`, and the routing of every event of a watched kind to its parents.
+  or rolled back with `done`, and the routing of every event of a watched kind to its parents;
+  `health(parent)` (a `WatchHealth`) says which watched kinds kro may not list or watch
+  (`WatchForbidden` is what registering such a parent kind raises) or has not listed yet.
 * `LabelSelector` (selector.py): Kubernetes label selectors, parsed once, matched per event.
 
 Informers (metadata-only, one per GVR, shared by parents and children) are acquired from and
@@ -41,11 +43,14 @@ from kro.dynamic.controller import generation_changed as generation_changed
 from kro.dynamic.errors import DynamicError as DynamicError
 from kro.dynamic.errors import InformerSyncTimeout as InformerSyncTimeout
 from kro.dynamic.errors import SelectorError as SelectorError
+from kro.dynamic.errors import WatchForbidden as WatchForbidden
+from kro.dynamic.errors import resource_name as resource_name
 from kro.dynamic.selector import LabelSelector as LabelSelector
 from kro.dynamic.selector import Requirement as Requirement
 from kro.dynamic.watches import ScalarWatch as ScalarWatch
 from kro.dynamic.watches import SelectorWatch as SelectorWatch
 from kro.dynamic.watches import WatchCoordinator as WatchCoordinator
+from kro.dynamic.watches import WatchHealth as WatchHealth
 from kro.dynamic.watches import WatchRequest as WatchRequest
 from kro.runtime.objectref import ObjectRef as ObjectRef
 
@@ -63,6 +68,9 @@ __all__ = [
     "SelectorWatch",
     "UpdatePredicate",
     "WatchCoordinator",
+    "WatchForbidden",
+    "WatchHealth",
     "WatchRequest",
     "generation_changed",
+    "resource_name",
 ]

@@ -8,6 +8,11 @@ pool adds what the dynamic controller needs on top: waiting for the first LIST w
 (a kind whose CRD is gone must not park a worker forever), the sync-duration histogram, and the
 `dynamic_controller_watch_count` gauge over the GVRs it holds.
 
+A LIST the API server refuses (403) ends the wait at once: a parent kind cannot be served
+(WatchForbidden, which its RGD reports), while a watched kind is held anyway, unlisted, so that
+its informer keeps retrying and its first list reaches the parents that wait for it (the
+informer's state listeners, kro.dynamic.watches).
+
 A sharded replica may hold two informers of one GVR: the sharded one (its own namespaces) and
 the whole kind (what the shard would not deliver); `covering` says which cache can answer.
 """
@@ -17,7 +22,7 @@ from __future__ import annotations
 import structlog
 
 from kro.dynamic._metrics import DynamicMetrics, gvr_string
-from kro.dynamic.errors import InformerSyncTimeout
+from kro.dynamic.errors import InformerSyncTimeout, WatchForbidden
 from kro.runtime.cache import InformerCache
 from kro.runtime.clock import Clock
 from kro.runtime.gvk import GVR
@@ -61,18 +66,32 @@ class InformerPool:
         """The GVRs with at least one reference held through this pool."""
         return frozenset(self._refs)
 
-    async def acquire(self, gvr: GVR, *, sharded: bool = False) -> Informer:
+    async def acquire(
+        self, gvr: GVR, *, sharded: bool = False, keep_refused: bool = False
+    ) -> Informer:
         """The shared informer of `gvr`, listed. InformerSyncTimeout after the deadline.
-        `sharded`: only this replica's shard ranges (parents; see kro.runtime.sharding)."""
+        `sharded`: only this replica's shard ranges (parents; see kro.runtime.sharding).
+
+        A refused list (403) ends the wait: WatchForbidden, or with `keep_refused` the
+        informer as it is, not listed, still held and retrying (`Informer.refused` says why).
+        """
         started = self._clock.now()
         informer = await self._cache.acquire(gvr, metadata_only=True, sharded=sharded)
         self._count(gvr, +1)
         fresh = not informer.has_synced()
         try:
-            synced = await informer.wait_for_sync(self._sync_timeout_s)
+            synced = await informer.wait_for_sync(self._sync_timeout_s, until_refused=True)
         except BaseException:
             await self.release(informer)
             raise
+        refused = informer.refused
+        if not synced and refused is not None:
+            log.warning("informer.list_refused", gvr=str(gvr), error=str(refused))
+            if not keep_refused:
+                await self.release(informer)
+                raise WatchForbidden(gvr, refused)
+            self._held.setdefault(gvr, []).append((informer, sharded))
+            return informer
         if not synced:
             await self.release(informer)
             log.warning("informer.sync_timeout", gvr=str(gvr), timeout_s=self._sync_timeout_s)

@@ -35,6 +35,14 @@ current ranges, so a handover moves no request between informers; the sharded in
 Invariant: every (parent, request) in the routing index holds one reference on the informer of
 its slot (`slot`: the GVR, sharded or not), released when the last such reference goes.
 
+Health (`health`): whether the informers behind a parent's requests deliver its changes. A kind
+the API server will not let kro list or watch (403) does not fail the request: `watch` returns
+at the refusal, the request is kept and its informer retries; `health` names the kind and the
+refusal until a list succeeds. Every change of an informer's state (its first list after a
+refusal, a refusal starting or ending) enqueues the parents it serves, so that whatever they
+report about it follows without an edit. Kinds that are merely slow to list are still waited
+for (InformerSyncTimeout after the deadline).
+
 Nothing is kept for a GVR nobody uses: parent kinds come and go with their RGDs, and so do the
 kinds they watch. The per-GVR lock goes when nobody holds or awaits it; the routing series of
 a GVR go with the last reference on it, its informer's sync series once the pool holds it no
@@ -45,7 +53,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +61,7 @@ import structlog
 
 from kro.dynamic._informers import InformerPool
 from kro.dynamic._metrics import DynamicMetrics, gvr_string
+from kro.dynamic.errors import resource_name
 from kro.dynamic.selector import LabelSelector
 from kro.runtime.gvk import GVR
 from kro.runtime.informer import Informer
@@ -116,6 +125,24 @@ class _ParentState:
         return self.committed | (self.cycle or set())
 
 
+@dataclass(frozen=True, slots=True)
+class WatchHealth:
+    """How the informers behind some watch requests stand, by resource name (`configmaps`,
+    `deployments.apps`), each kind once, sorted.
+
+    blocked: kinds whose list or watch the API server refuses, with its answer (403).
+    pending: kinds whose informer has not finished its first list.
+    Neither: every change of every watched object is delivered (`synced`).
+    """
+
+    blocked: tuple[tuple[str, str], ...] = ()
+    pending: tuple[str, ...] = ()
+
+    @property
+    def synced(self) -> bool:
+        return not self.blocked and not self.pending
+
+
 Slot = tuple[GVR, bool]
 """An informer the coordinator holds: the GVR, and whether it is the sharded one."""
 
@@ -126,6 +153,7 @@ class _Held:
 
     informer: Informer
     router: _Router
+    listener: Callable[[Informer], None]
     refs: int = 0
 
 
@@ -170,8 +198,9 @@ class WatchCoordinator:
     async def watch(self, parent: ObjectRef, request: WatchRequest) -> None:
         """Route events matching `request` to `parent` from now on (until the cycle ends).
 
-        Raises InformerSyncTimeout when the kind cannot be listed; the request is then not
-        recorded, and a `done(parent, commit=False)` keeps the previous set.
+        Raises InformerSyncTimeout when the kind cannot be listed in time; the request is then
+        not recorded, and a `done(parent, commit=False)` keeps the previous set. A list the
+        API server refuses is no error: the request is recorded at once and `health` reports it.
         """
         state = self._state(parent)
         if state.cycle is None:
@@ -242,6 +271,30 @@ class WatchCoordinator:
     def watched_gvrs(self) -> frozenset[GVR]:
         """GVRs whose informer this coordinator holds."""
         return frozenset(gvr for gvr, _sharded in self._held)
+
+    def health(
+        self, parent: ObjectRef, requests: Iterable[WatchRequest] | None = None
+    ) -> WatchHealth:
+        """Whether changes to what `requests` of `parent` name are delivered (default: every
+        request routed to `parent`). A request no informer is held for counts as pending.
+
+        Why here: the coordinator holds the informers, and whoever reports on a parent (an
+        instance's condition, a Graph's) asks the same question about its own requests.
+        """
+        wanted = self.requests(parent) if requests is None else requests
+        blocked: dict[str, str] = {}
+        pending: set[str] = set()
+        for request in wanted:
+            name = resource_name(request.gvr)
+            held = self._held.get(self.slot(parent, request))
+            refused = held.informer.refused if held is not None else None
+            if refused is not None:
+                blocked.setdefault(name, str(refused))
+            elif held is None or not held.informer.has_synced():
+                pending.add(name)
+        return WatchHealth(
+            blocked=tuple(sorted(blocked.items())), pending=tuple(sorted(pending - set(blocked)))
+        )
 
     def declared(self, parent: ObjectRef, request: WatchRequest) -> bool:
         """Whether `parent`'s last committed cycle declared `request` (its last successful
@@ -315,6 +368,13 @@ class WatchCoordinator:
         self._metrics.route_match_total.inc(gvr=label)
         for parent in matched:
             self._enqueue(parent)
+
+    def _state_changed(self, slot: Slot) -> None:
+        """An informer we hold listed for the first time, or a refusal of it started or
+        ended: every parent it serves may have something new to say about its health."""
+        for parent, state in list(self._parents.items()):
+            if any(self.slot(parent, request) == slot for request in state.all()):
+                self._enqueue(parent)
 
     def match(
         self, gvr: GVR, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None
@@ -402,13 +462,18 @@ class WatchCoordinator:
             async with lock:
                 held = self._held.get(slot)
                 if held is None:
-                    informer = await self._pool.acquire(gvr, sharded=sharded)
+                    informer = await self._pool.acquire(gvr, sharded=sharded, keep_refused=True)
                     router = _Router(self, gvr)
                     # Replays the cache as adds; the requests it serves are not indexed yet,
                     # so they only count as routed events (or wake a parent whose other
                     # request of the GVR matches: a harmless extra reconcile).
                     informer.add_handler(router)
-                    held = self._held[slot] = _Held(informer, router)
+
+                    def listener(_: Informer, slot: Slot = slot) -> None:
+                        self._state_changed(slot)
+
+                    informer.add_state_listener(listener)
+                    held = self._held[slot] = _Held(informer, router, listener)
                 held.refs += 1
         finally:
             # Drop the lock once nobody holds or awaits it, or the map would keep one per GVR
@@ -428,6 +493,7 @@ class WatchCoordinator:
             if held.refs == 0:
                 del self._held[slot]
                 held.informer.remove_handler(held.router)
+                held.informer.remove_state_listener(held.listener)
                 gvr, sharded = slot
                 if (gvr, not sharded) not in self._held:
                     self._metrics.forget_routes(gvr)  # no router of ours counts for it any more

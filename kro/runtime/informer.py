@@ -9,6 +9,13 @@ An `Informer` is client-go's reflector + indexer + handler fan-out in one class:
 3. 410 Gone means the server no longer has our resume point: LIST again, and synthesize
    on_delete for every cached object the new list lacks, so handlers never miss a deletion
    that happened while we were disconnected.
+4. A list or watch the API server refuses (403 Forbidden) is retried like any failure, and
+   kept as `refused` until the same call succeeds again (a list; a watch that delivers an
+   event or ends cleanly). Why: a controller whose informer cannot list must be able to say
+   so (and to whom) rather than wait in silence; listeners (`add_state_listener`) hear of
+   every such change, and of the first list, so that whoever reports the refusal also hears of
+   the recovery without polling. A refused watch is not cleared by a list that succeeds: where
+   RBAC grants list but not watch, the informer stays refused instead of flapping.
 
 Handlers are plain synchronous callables invoked on the loop in event order. They must be quick
 (typically: put a key on a work queue) and must not change the objects they receive: the same
@@ -31,7 +38,14 @@ import structlog
 
 from kro.runtime.client import Client, WatchEvent
 from kro.runtime.clock import Clock, RealClock, wait_with_timeout
-from kro.runtime.errors import ApiError, Gone, KubeError, RequestTimeout, TransportError
+from kro.runtime.errors import (
+    ApiError,
+    Forbidden,
+    Gone,
+    KubeError,
+    RequestTimeout,
+    TransportError,
+)
 from kro.runtime.gvk import GVR
 from kro.runtime.metrics import NOOP, MetricsProvider
 from kro.runtime.sharding import ShardView
@@ -40,6 +54,8 @@ from kro.runtime.store import Obj, Store, object_key
 log = structlog.get_logger(__name__)
 
 Transform = Callable[[Obj], Obj]
+StateListener = Callable[["Informer"], None]
+"""Called with the informer when its first list is in, or a refusal starts or ends."""
 
 SHORT_WATCH_S = 1.0
 """A watch that ends sooner than this without a single event counts as a failure (backoff),
@@ -185,6 +201,10 @@ class Informer:
         self._rng = rng or random.Random()
         self._handlers: tuple[EventHandler, ...] = ()  # replaced, never mutated: safe to iterate
         self._synced = asyncio.Event()
+        self._refused: Forbidden | None = None
+        self._refused_call = ""  # "list" or "watch": what `_refused` refused
+        self._refused_event = asyncio.Event()  # set while `_refused` is
+        self._listeners: tuple[StateListener, ...] = ()
         self._resource_version = ""
         self._running = False
         self._log = log.bind(gvr=str(gvr), namespace=namespace or "", sharded=shard is not None)
@@ -198,15 +218,34 @@ class Informer:
         """True once the first LIST is in the store (stays true across relists)."""
         return self._synced.is_set()
 
+    @property
+    def refused(self) -> Forbidden | None:
+        """The API server's refusal (403) of this informer's last list or watch; None once a
+        list or watch succeeds. A refused informer keeps retrying with backoff; if it listed
+        before, its cache holds what it last saw and no longer follows the server."""
+        return self._refused
+
+    def add_state_listener(self, listener: StateListener) -> None:
+        """Call `listener(informer)` when the first list is in, and whenever a refusal of a
+        list or watch starts or ends. Like handlers, listeners must be quick."""
+        self._listeners = (*self._listeners, listener)
+
+    def remove_state_listener(self, listener: StateListener) -> None:
+        listeners = list(self._listeners)
+        with contextlib.suppress(ValueError):
+            listeners.remove(listener)
+            self._listeners = tuple(listeners)
+
     def covers(self, namespace: str | None) -> bool:
         """Whether the cache holds every object of `namespace` ("": cluster-scoped, None:
         every namespace) as of the last event, so that an object missing from it does not exist.
 
         Why: a reader that confirms "unchanged" from the cache must not mistake an object the
-        cache never received for a deleted one. False before the first list; for a sharded
-        informer also outside its ranges and while a change of ranges awaits the relist.
+        cache never received for a deleted one. False before the first list and while the
+        server refuses the list or watch (`refused`: the cache no longer follows it); for a
+        sharded informer also outside its ranges and while a change of ranges awaits the relist.
         """
-        if not self._synced.is_set():
+        if not self._synced.is_set() or self._refused is not None:
             return False
         if self.namespace is not None and namespace != self.namespace:
             return False
@@ -219,16 +258,34 @@ class Informer:
             and shard.owns(namespace)
         )
 
-    async def wait_for_sync(self, timeout_s: float | None = None) -> bool:
-        """Wait for the first LIST; False if `timeout_s` (clock time) passes first."""
+    async def wait_for_sync(
+        self, timeout_s: float | None = None, *, until_refused: bool = False
+    ) -> bool:
+        """Wait for the first LIST; False if `timeout_s` (clock time) passes first.
+
+        `until_refused`: also stop waiting (False) as soon as a list is refused (`refused`):
+        a caller that can report the refusal need not wait for a deadline to find out.
+        """
+        waited = self._synced_or_refused() if until_refused else self._synced.wait()
         if timeout_s is None:
-            await self._synced.wait()
-            return True
+            await waited
+            return self._synced.is_set()
         try:
-            await wait_with_timeout(self._clock, self._synced.wait(), timeout_s)
+            await wait_with_timeout(self._clock, waited, timeout_s)
         except TimeoutError:
             return self._synced.is_set()
-        return True
+        return self._synced.is_set()
+
+    async def _synced_or_refused(self) -> None:
+        waits = {
+            asyncio.ensure_future(self._synced.wait()),
+            asyncio.ensure_future(self._refused_event.wait()),
+        }
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
 
     def add_handler(self, handler: EventHandler) -> None:
         """Register a handler; objects already cached are replayed to it as on_add."""
@@ -277,6 +334,8 @@ class Informer:
                     await self._list()
                 except KubeError as e:
                     self._log.warning("informer.list_failed", error=str(e), attempt=failures + 1)
+                    if isinstance(e, Forbidden):
+                        self._set_refused(e, "list")
                     await self._backoff(failures)
                     failures += 1
                     continue
@@ -295,9 +354,12 @@ class Informer:
                 self._log.debug("informer.watch_idle", resource_version=self._resource_version)
             except (TransportError, ApiError) as e:
                 self._log.warning("informer.watch_failed", error=str(e), attempt=failures + 1)
+                if isinstance(e, Forbidden):
+                    self._set_refused(e, "watch")
                 await self._backoff(failures)
                 failures += 1
             else:
+                self._set_refused(None, "watch")
                 if received or self._clock.now() - started >= SHORT_WATCH_S:
                     failures = 0
                 else:  # closed at once with nothing to say (client-go: "very short watch")
@@ -363,6 +425,9 @@ class Informer:
                 deleted += 1
                 self._dispatch("on_delete", old)
         self._synced.set()
+        if not relist and self._refused is None:
+            self._notify()
+        self._set_refused(None, "list")
         self._log.info(
             "informer.relisted" if relist else "informer.listed",
             objects=len(objs),
@@ -408,6 +473,8 @@ class Informer:
         async with contextlib.aclosing(events):
             async for event in events:
                 received = True
+                if self._refused is not None:  # the server accepted this watch after all
+                    self._set_refused(None, "watch")
                 self._apply(event)
         return received
 
@@ -455,6 +522,33 @@ class Informer:
                 continue
             for obj in self.store.list():
                 self._dispatch("on_update", obj, obj)
+
+    # -- refusals -------------------------------------------------------------------------------
+
+    def _set_refused(self, error: Forbidden | None, call: str) -> None:
+        """Record the start (an error) or end (None) of a refusal of `call` ("list" or
+        "watch"; a success ends only a refusal of the same call); listeners hear of changes."""
+        was = self._refused
+        if error is None and self._refused_call != call:
+            return
+        self._refused, self._refused_call = error, call if error is not None else ""
+        if error is None:
+            self._refused_event.clear()
+        else:
+            self._refused_event.set()
+        if (was is None) != (error is None):
+            if error is not None:
+                self._log.warning("informer.refused", error=str(error))
+            else:
+                self._log.info("informer.refusal_ended")
+            self._notify()
+
+    def _notify(self) -> None:
+        for listener in self._listeners:
+            try:
+                listener(self)
+            except Exception:
+                self._log.exception("informer.listener_failed")
 
     # -- fan-out --------------------------------------------------------------------------------
 

@@ -61,11 +61,29 @@ def test_condition_groups_reference_known_types() -> None:
         names.RGD_ACTIVE_CONDITIONS,
         names.GRAPH_REVISION_DEPENDENT_CONDITIONS,
         names.INSTANCE_DEPENDENT_CONDITIONS,
+        names.INSTANCE_STATUS_CONDITIONS,
         names.INSTANCE_BUILTIN_CONDITIONS,
     ):
         assert set(group) <= types
     assert names.CONDITION_GRAPH_REVISIONS_RESOLVED not in names.RGD_ACTIVE_CONDITIONS
     assert names.CONDITION_READY not in names.INSTANCE_DEPENDENT_CONDITIONS
+
+
+def test_watches_healthy_is_built_in_but_not_a_dependent_of_ready() -> None:
+    """V-14: five built-ins in upstream's order; Ready does not wait for watches."""
+    assert names.INSTANCE_BUILTIN_CONDITIONS == (
+        "Ready",
+        "InstanceManaged",
+        "GraphResolved",
+        "ResourcesReady",
+        "WatchesHealthy",
+    )
+    assert names.CONDITION_WATCHES_HEALTHY not in names.INSTANCE_DEPENDENT_CONDITIONS
+    assert (names.REASON_ALL_WATCHES_SYNCED, names.REASON_WATCHES_PENDING) == (
+        "AllWatchesSynced",
+        "WatchesPending",
+    )
+    assert names.REASON_WATCH_BLOCKED == "WatchBlocked"
 
 
 def test_states_match_upstream() -> None:

@@ -11,6 +11,7 @@ from typing import Any
 from kro.controllers.instance.reconciler import InstanceReconciler
 from kro.controllers.registry import RevisionRegistry
 from kro.controllers.rgd import RGDReconciler
+from kro.dynamic import WatchHealth
 from kro.graph.builder import build_graph
 from kro.graph.model import Graph
 from kro.graph.resolver import OfflineSchemaResolver
@@ -77,9 +78,13 @@ class RecordingWatches:
         self.requests: list[Any] = []
         self.done_calls: list[bool] = []
         self.forgotten: list[Any] = []
+        self.watch_health = WatchHealth()  # what `health` answers: every kind delivers
 
     async def watch(self, parent: Any, request: Any) -> None:
         self.requests.append(request)
+
+    def health(self, parent: Any, requests: Any = None) -> WatchHealth:
+        return self.watch_health
 
     async def done(self, parent: Any, *, commit: bool) -> None:
         self.done_calls.append(commit)

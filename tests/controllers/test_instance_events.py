@@ -115,9 +115,10 @@ async def test_condition_changes_become_events_on_the_instance(
     seen = {(e["type"], e["reason"], e["message"]) for e in events}
     assert seen - first == {
         ("Normal", "GraphResolved", "False -> True: Resolved"),
-        # Both were initialised Unknown by the first pass (T-07).
+        # These were initialised Unknown by the first pass (T-07, V-14).
         ("Normal", "InstanceManaged", "Unknown -> True: Managed"),
         ("Normal", "ResourcesReady", "Unknown -> True: AllResourcesReady"),
+        ("Normal", "WatchesHealthy", "Unknown -> True: AllWatchesSynced"),
         ("Normal", "Ready", "False -> True: Ready"),
     }
     assert {e["source"]["component"] for e in events} == {"kro/greeters.unit.kro.run-controller"}

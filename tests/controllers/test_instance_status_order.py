@@ -1,4 +1,5 @@
-"""The instance's built-in conditions on the wire, as upstream lists them (T-07, T-09)."""
+"""The instance's built-in conditions on the wire, as upstream lists them (T-07, T-09, V-14):
+five after a first clean reconcile, WatchesHealthy between ResourcesReady and Ready."""
 
 from __future__ import annotations
 
@@ -27,8 +28,15 @@ def test_a_new_instance_lists_instance_managed_first_whatever_is_set_first() -> 
     status.set(names.CONDITION_GRAPH_RESOLVED, "True", names.REASON_RESOLVED)
     status.set(names.CONDITION_RESOURCES_READY, "True", names.REASON_ALL_RESOURCES_READY)
     status.set(names.CONDITION_INSTANCE_MANAGED, "True", names.REASON_MANAGED)
+    status.set(names.CONDITION_WATCHES_HEALTHY, "True", names.REASON_ALL_WATCHES_SYNCED)
     wire = status.build("ACTIVE", {})
-    assert _types(wire) == ["InstanceManaged", "GraphResolved", "ResourcesReady", "Ready"]
+    assert _types(wire) == [
+        "InstanceManaged",
+        "GraphResolved",
+        "ResourcesReady",
+        "WatchesHealthy",
+        "Ready",
+    ]
     assert {c["observedGeneration"] for c in wire["conditions"]} == {1}
 
 
@@ -36,7 +44,13 @@ def test_conditions_not_reached_yet_are_initialised_unknown_at_creation_time() -
     status = InstanceStatus(_instance(), now=NOW)
     status.set(names.CONDITION_GRAPH_RESOLVED, "False", "ResolutionFailed", "no revision")
     wire = status.build("ERROR", {})
-    assert _types(wire) == ["InstanceManaged", "ResourcesReady", "GraphResolved", "Ready"]
+    assert _types(wire) == [
+        "InstanceManaged",
+        "ResourcesReady",
+        "WatchesHealthy",
+        "GraphResolved",
+        "Ready",
+    ]
     managed = wire["conditions"][0]
     assert managed == {
         "type": "InstanceManaged",
@@ -54,6 +68,7 @@ def test_a_later_transition_moves_a_condition_behind_the_others() -> None:
         (names.CONDITION_INSTANCE_MANAGED, names.REASON_MANAGED),
         (names.CONDITION_GRAPH_RESOLVED, names.REASON_RESOLVED),
         (names.CONDITION_RESOURCES_READY, names.REASON_ALL_RESOURCES_READY),
+        (names.CONDITION_WATCHES_HEALTHY, names.REASON_ALL_WATCHES_SYNCED),
     ):
         first.set(kind, "True", reason)
     wire = first.build("ACTIVE", {})
@@ -61,7 +76,14 @@ def test_a_later_transition_moves_a_condition_behind_the_others() -> None:
     second.set(names.CONDITION_INSTANCE_MANAGED, "True", names.REASON_MANAGED)
     second.set(names.CONDITION_GRAPH_RESOLVED, "True", names.REASON_RESOLVED)
     second.set(names.CONDITION_RESOURCES_READY, "False", "NotReady", "waiting")
+    second.set(names.CONDITION_WATCHES_HEALTHY, "True", names.REASON_ALL_WATCHES_SYNCED)
     after = second.build("IN_PROGRESS", {})
-    assert _types(after) == ["InstanceManaged", "GraphResolved", "ResourcesReady", "Ready"]
-    assert [c["lastTransitionTime"] for c in after["conditions"]] == [NOW, NOW, LATER, LATER]
+    assert _types(after) == [
+        "InstanceManaged",
+        "GraphResolved",
+        "WatchesHealthy",
+        "ResourcesReady",
+        "Ready",
+    ]
+    assert [c["lastTransitionTime"] for c in after["conditions"]] == [NOW, NOW, NOW, LATER, LATER]
     assert {c["observedGeneration"] for c in after["conditions"]} == {2}

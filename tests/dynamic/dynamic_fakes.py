@@ -21,7 +21,7 @@ from typing import Any
 
 from kro.dynamic import DynamicController, ObjectRef
 from kro.runtime.client import WatchEvent
-from kro.runtime.errors import NotFound
+from kro.runtime.errors import Forbidden, NotFound
 from kro.runtime.gvk import GVR
 from kro.runtime.metrics import Counter as CounterMetric
 from kro.runtime.metrics import Gauge, Histogram
@@ -55,10 +55,12 @@ def obj(
 
 
 class FakeKube:
-    """Objects per GVR, one resourceVersion counter, an event log; `missing` GVRs 404."""
+    """Objects per GVR, one resourceVersion counter, an event log; GVRs not `served` 404,
+    `forbidden` ones 403 (as RBAC refuses a list or watch)."""
 
     def __init__(self, served: Sequence[GVR] = (CONFIGMAPS, SECRETS, WIDGETS)) -> None:
         self.served = set(served)
+        self.forbidden: set[GVR] = set()
         self.objects: dict[GVR, dict[tuple[str, str], Obj]] = {g: {} for g in served}
         self.log: list[tuple[int, GVR, str, Obj]] = []
         self.watching: Counter[GVR] = Counter()
@@ -108,6 +110,7 @@ class FakeKube:
 
     async def list_all(self, gvr: GVR, **_: Any) -> tuple[list[Obj], str]:
         self.lists[gvr] += 1
+        self._refuse(gvr, "list")
         if gvr not in self.served:
             raise NotFound(status=404, reason="NotFound", message=f"{gvr} is not served")
         items = [copy.deepcopy(o) for o in self.objects[gvr].values()]
@@ -116,6 +119,7 @@ class FakeKube:
     async def watch(
         self, gvr: GVR, *, resource_version: str | None = None, **_: Any
     ) -> AsyncGenerator[WatchEvent, None]:
+        self._refuse(gvr, "watch")
         watch_id = next(self._watch_ids)
         position = int(resource_version or 0)
         self.watching[gvr] += 1
@@ -139,6 +143,16 @@ class FakeKube:
             del self._watch_gvr[watch_id]
             del self._delivered[watch_id]
             self._notify()
+
+    def _refuse(self, gvr: GVR, verb: str) -> None:
+        if gvr in self.forbidden:
+            plural = gvr.resource if not gvr.group else f"{gvr.resource}.{gvr.group}"
+            raise Forbidden(
+                status=403,
+                reason="Forbidden",
+                message=f'{plural} is forbidden: User "kro" cannot {verb} resource '
+                f'"{gvr.resource}" in API group "{gvr.group}" at the cluster scope',
+            )
 
     # -- waiting --------------------------------------------------------------------------------
 

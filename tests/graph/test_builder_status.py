@@ -350,7 +350,8 @@ def test_conditions_compile_with_runtime_and_resources() -> None:
          "status.conditions[1]: custom conditions cannot reference each other", "C-33"),
         ([f"${{{new_condition('B', 'runtime.condition(schema, ' + repr('Nope') + ').status')}}}"],
          "status.conditions[0]: unknown condition type; only kro's built-in types (Ready, "
-         "InstanceManaged, GraphResolved, ResourcesReady) can be read from schema", "C-33"),
+         "InstanceManaged, GraphResolved, ResourcesReady, WatchesHealthy) can be read from "
+         "schema", "C-33"),
         ([f"${{{new_condition('B', 'foo.x')}}}"],
          "status.conditions[0]: references unknown identifiers: [foo]", "K-02"),
         ([f"${{{new_condition('B', 'each.x')}}}"],

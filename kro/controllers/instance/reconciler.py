@@ -21,6 +21,7 @@ from typing import Any
 
 import structlog
 
+from kro.api.conditions import watches_healthy
 from kro.api.names import (
     ANNOTATION_RECONCILE,
     CONDITION_GRAPH_RESOLVED,
@@ -359,6 +360,7 @@ class InstanceReconciler:
             outcome = await work.run()
         except (EvaluationError, ApplySetError, KubeError) as error:
             await self.watches.done(parent, commit=False)
+            self._report_watches(parent, status)
             message = f"{PASS_FAILED_PREFIX}{error}"
             status.set(CONDITION_RESOURCES_READY, STATUS_FALSE, REASON_NOT_READY, message)
             await self._write_status(work.owner_obj, status.build(INSTANCE_STATE_ERROR, None))
@@ -374,6 +376,7 @@ class InstanceReconciler:
         finally:
             self._count(work.result.counts)
         await self.watches.done(parent, commit=True)
+        watches_synced = self._report_watches(parent, status)
         if outcome.deleting is not None:  # a child is terminating: nothing was applied (R-08)
             status.set(
                 CONDITION_RESOURCES_READY,
@@ -386,8 +389,23 @@ class InstanceReconciler:
             )
             return self._wait(parent_key(parent), "child_deleting")
         return await self._finish(
-            work.owner_obj, graph, status, evaluation, outcome, reads=work.reads
+            work.owner_obj,
+            graph,
+            status,
+            evaluation,
+            outcome,
+            reads=work.reads,
+            watches_synced=watches_synced,
         )
+
+    def _report_watches(self, parent: ObjectRef, status: InstanceStatus) -> bool:
+        """WatchesHealthy (V-14) from the watches the pass left in place; whether every
+        watched kind delivers its changes. Not a dependent of Ready: the pass applied and read
+        what it needed either way. When a refused kind is granted, its informer's first list
+        enqueues the instance (kro.dynamic.watches), which reports the recovery."""
+        health = self.watches.health(parent)
+        status.put(watches_healthy(health.blocked, health.pending))
+        return health.synced
 
     def _count(self, counts: PassCounts) -> None:
         """The runtime_* metrics of one pass (rows 3-12), from what the engine counted."""
@@ -524,6 +542,7 @@ class InstanceReconciler:
         outcome: PassResult,
         *,
         reads: Mapping[WatchRequest, Versions],
+        watches_synced: bool = True,
     ) -> Result:
         states = [
             outcome.nodes[n].state if n in outcome.nodes else INSTANCE_STATE_IN_PROGRESS
@@ -558,7 +577,9 @@ class InstanceReconciler:
             evaluation.author_conditions(status.builtin_conditions()) if graph.conditions else None
         )
         desired = status.build(node_state, evaluation.status_fields(), author)
-        settles = outcome.settles()
+        # A pass that cannot see every change it depends on is never taken as settled: the
+        # caches could not tell that nothing changed, and the recovery must be written.
+        settles = outcome.settles() and watches_synced
         written = await self._write_status(instance, desired)
         final = written if written is not None else instance
         log.debug(

@@ -2,7 +2,8 @@
 conditions, `state` — computed from scratch every pass and written only when it changed.
 
 Rules (reference §1.J, §1.K): built-in dependents InstanceManaged, GraphResolved, ResourcesReady
-under a root Ready (T-07, T-08); `lastTransitionTime` moves only when a status flips (T-09);
+under a root Ready (T-07, T-08), and WatchesHealthy beside them, listed between ResourcesReady
+and Ready but not aggregated (V-14); `lastTransitionTime` moves only when a status flips (T-09);
 `state` is ACTIVE whenever Ready is True at the current generation, else the node-derived state
 (T-10); with an author `conditions:` block only author conditions reach the wire (K-04), stamped
 per K-06..K-09. The write is an UpdateStatus of the whole status, skipped when equal (R-18).
@@ -32,6 +33,7 @@ from kro.api.names import (
     INSTANCE_STATE_ACTIVE,
     INSTANCE_STATE_ERROR,
     INSTANCE_STATE_IN_PROGRESS,
+    INSTANCE_STATUS_CONDITIONS,
     NODE_STATE_ERROR,
     REASON_FIELD_YIELDED,
     STATUS_TRUE,
@@ -64,7 +66,7 @@ class InstanceStatus:
             "conditions": [
                 copy.deepcopy(c)
                 for c in self.previous.get("conditions") or []
-                if isinstance(c, Mapping) and c.get("type") in INSTANCE_DEPENDENT_CONDITIONS
+                if isinstance(c, Mapping) and c.get("type") in INSTANCE_STATUS_CONDITIONS
             ]
         }
         self._initialise_missing()
@@ -94,16 +96,16 @@ class InstanceStatus:
         )
 
     def _initialise_missing(self) -> None:
-        """Every dependent exists from the first pass on, `Unknown` until set (T-07).
+        """Every built-in exists from the first pass on, `Unknown` until set (T-07, V-14).
 
-        They are added in `INSTANCE_DEPENDENT_CONDITIONS` order, stamped with the object's
+        They are added in `INSTANCE_STATUS_CONDITIONS` order, stamped with the object's
         creationTimestamp (T-09): on a new instance all conditions then tie on their transition
         time and the stable wire sort keeps InstanceManaged, GraphResolved, ResourcesReady,
-        Ready, whichever of them a pass happens to set first.
+        WatchesHealthy, Ready, whichever of them a pass happens to set first.
         """
         conditions = self._builtin["conditions"]
         present = {c.get("type") for c in conditions}
-        for condition_type in INSTANCE_DEPENDENT_CONDITIONS:
+        for condition_type in INSTANCE_STATUS_CONDITIONS:
             if condition_type in present:
                 continue
             condition: dict[str, Any] = dict(awaiting_reconciliation(condition_type))
@@ -123,8 +125,17 @@ class InstanceStatus:
             observed_generation=self.generation,
         )
 
+    def put(self, condition: Condition) -> None:
+        """`set` from a condition computed elsewhere (type, status, reason, message)."""
+        self.set(
+            str(condition["type"]),
+            str(condition["status"]),
+            str(condition.get("reason", "")),
+            str(condition.get("message", "")),
+        )
+
     def builtin_conditions(self) -> list[Condition]:
-        """The four built-ins in wire order, root Ready computed from the dependents."""
+        """The five built-ins in wire order, root Ready computed from its dependents."""
         conditions = cast(list[Condition], self._builtin["conditions"])
         root = aggregate_ready(
             conditions, INSTANCE_DEPENDENT_CONDITIONS, generation=self.generation
@@ -147,7 +158,7 @@ class InstanceStatus:
         )
         return ordered_conditions(
             [*conditions, *self._extra["conditions"], *holder["conditions"]],
-            dependents=INSTANCE_DEPENDENT_CONDITIONS,
+            dependents=INSTANCE_STATUS_CONDITIONS,
         )
 
     def is_ready(self) -> bool:
