@@ -1,8 +1,9 @@
 """Condition lists on instances and RGDs, read as whole lists, in upstream's order.
 
 Upstream kro sorts `status.conditions` by lastTransitionTime with the root `Ready` last; the
-dependents are initialised in a fixed order (instances: InstanceManaged, GraphResolved,
-ResourcesReady; RGDs: GraphRevisionsResolved, GraphAccepted, KindReady, ControllerReady) and
+other conditions are initialised in a fixed order (instances since v0.10: InstanceManaged,
+GraphResolved, ResourcesReady, WatchesHealthy; RGDs: GraphRevisionsResolved, GraphAccepted,
+KindReady, ControllerReady) and
 times have a resolution of one second, so conditions that transition in the same second read
 in that order. Suites written against upstream compare these lists position by position; this
 module checks the rule on every state an instance and an RGD go through: creation, an update,
@@ -26,7 +27,7 @@ from kro_harness import (
     wait_for,
 )
 
-INSTANCE_ORDER = ("InstanceManaged", "GraphResolved", "ResourcesReady")
+INSTANCE_ORDER = ("InstanceManaged", "GraphResolved", "ResourcesReady", "WatchesHealthy")
 RGD_ORDER = ("GraphRevisionsResolved", "GraphAccepted", "KindReady", "ControllerReady")
 HOLD = "e2e.kro.run/hold"
 

@@ -58,7 +58,7 @@ async def test_nginxapp_serves_a_deployment_and_a_service(kro: KroEnv) -> None:
     assert live["status"]["availableReplicas"] == 2
     assert live["status"]["serviceIP"] == service["spec"]["clusterIP"]
     assert await kro.children(INGRESSES, name) == []  # includeWhen is false
-    for kind_ in ("InstanceManaged", "GraphResolved", "ResourcesReady"):
+    for kind_ in ("InstanceManaged", "GraphResolved", "ResourcesReady", "WatchesHealthy"):
         assert condition(live, kind_)["status"] == "True"
 
 
