@@ -1,7 +1,8 @@
 """Fixtures for the kro.controllers unit tests: the in-process fake API server
 (tests/runtime/fakeapi.py) serving ConfigMaps, Events and the Greeter kind, a real Client on it,
-an Applier, a Prometheus provider to read metrics from, and a task-leak check; and the fake
-API server with kro's own kinds (`kro_api`) with a client on it (`kro_client`)."""
+an Applier, a dynamic controller, a Prometheus provider to read metrics from, and a task-leak
+check; and the fake API server with kro's own kinds (`kro_api`) with a client on it
+(`kro_client`)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from fakeapi import DEFAULT_RESOURCES, FakeApiServer, FakeResource, unthrottled_
 from rgd_app_fakes import KroFakeApi
 
 from kro.applyset import Applier, ApplierOptions, tooling_for
+from kro.dynamic import DynamicController, DynamicControllerOptions
+from kro.runtime.cache import InformerCache
 from kro.runtime.client import Client
 from kro.runtime.prometheus import PrometheusProvider
 
@@ -52,6 +55,18 @@ async def kro_api() -> AsyncIterator[KroFakeApi]:
 async def kro_client(kro_api: KroFakeApi) -> AsyncIterator[Client]:
     async with unthrottled_client(kro_api) as c:
         yield c
+
+
+@pytest.fixture
+async def dynamic(client: Client) -> AsyncIterator[DynamicController]:
+    """A dynamic controller on its own informer cache over `client`; no workers run: the
+    tests drive the reconciles themselves."""
+    cache = InformerCache(client)
+    controller = DynamicController(cache, options=DynamicControllerOptions(workers=1))
+    yield controller
+    controller.shutdown()
+    await controller._close()
+    await cache.close()
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from controllers_fakes import (
     greeter_graph,
     greeter_reconciler,
 )
-from fakeapi import FakeApiServer, Fault
+from fakeapi import FakeApiServer, Fault, forbidden
 
 from kro.applyset import Applier
 from kro.controllers.instance import InstanceReconciler, should_enqueue_update
@@ -24,14 +24,7 @@ from kro.runtime.errors import NotFound
 from kro.runtime.reconcile import Request
 
 HI = Request(NS, "hi")
-FORBIDDEN = {
-    "kind": "Status",
-    "apiVersion": "v1",
-    "status": "Failure",
-    "reason": "Forbidden",
-    "code": 403,
-    "message": 'configmaps is forbidden: User "kro" cannot list resource "configmaps"',
-}
+FORBIDDEN = forbidden("configmaps")
 
 
 async def _active(api: FakeApiServer, client: Client, applier: Applier) -> InstanceReconciler:

@@ -5,30 +5,18 @@ change of the instance or a child brings the full pass back."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
-import pytest
 from controllers_fakes import CONFIGMAPS, GREETERS, NS, greeter, greeter_graph, greeter_reconciler
 from fakeapi import FakeApiServer
 
 from kro.applyset import Applier
 from kro.controllers.instance.reconciler import probably_settled, should_enqueue_update
 from kro.controllers.registry import RevisionRegistry
-from kro.dynamic import DynamicController, DynamicControllerOptions
-from kro.runtime.cache import InformerCache
+from kro.dynamic import DynamicController
 from kro.runtime.client import Client
 from kro.runtime.informer import Informer
 from kro.runtime.reconcile import Request, Result
-
-
-@pytest.fixture
-async def dynamic(client: Client) -> AsyncIterator[DynamicController]:
-    cache = InformerCache(client)
-    controller = DynamicController(cache, options=DynamicControllerOptions(workers=1))
-    yield controller
-    controller.shutdown()
-    await controller._close()
-    await cache.close()
 
 
 async def _until(check: Callable[[], bool]) -> None:

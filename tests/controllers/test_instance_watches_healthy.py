@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
-import pytest
 from controllers_fakes import (
     GREETERS,
     NS,
@@ -26,14 +25,14 @@ from controllers_fakes import (
     greeter_reconciler,
     greeter_rgd,
 )
-from fakeapi import FakeApiServer, Fault
+from fakeapi import FakeApiServer, Fault, forbidden
 
 from kro.applyset import Applier
 from kro.controllers.instance.reconciler import probably_settled, should_enqueue_update
 from kro.controllers.registry import RevisionRegistry
-from kro.dynamic import DynamicController, DynamicControllerOptions, ObjectRef, WatchHealth
+from kro.dynamic import DynamicController, ObjectRef, WatchHealth
 from kro.graph.builder import build_graph
-from kro.runtime.cache import InformerCache
+from kro.graph.model import Graph
 from kro.runtime.client import Client
 from kro.runtime.reconcile import Request
 from kro.runtime.workqueue import QueueEmpty
@@ -44,15 +43,7 @@ REFUSAL = (
     '403 Forbidden: configmaps is forbidden: User "system:serviceaccount:kro:kro" cannot list '
     'resource "configmaps" in API group "" at the cluster scope'
 )
-FORBIDDEN = {
-    "kind": "Status",
-    "apiVersion": "v1",
-    "status": "Failure",
-    "reason": "Forbidden",
-    "code": 403,
-    "message": 'configmaps is forbidden: User "system:serviceaccount:kro:kro" cannot list '
-    'resource "configmaps" in API group "" at the cluster scope',
-}
+FORBIDDEN = forbidden("configmaps")
 
 
 def conditions(instance: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -61,16 +52,6 @@ def conditions(instance: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def types(instance: dict[str, Any]) -> list[str]:
     return [c["type"] for c in instance["status"]["conditions"]]
-
-
-@pytest.fixture
-async def dynamic(client: Client) -> AsyncIterator[DynamicController]:
-    cache = InformerCache(client)
-    controller = DynamicController(cache, options=DynamicControllerOptions(workers=1))
-    yield controller
-    controller.shutdown()
-    await controller._close()
-    await cache.close()
 
 
 def queued(dynamic: DynamicController) -> set[ObjectRef]:
@@ -150,18 +131,35 @@ async def test_a_child_kind_kro_may_not_list_is_reported_and_recovers_without_an
     assert recovered["status"]["state"] == "ACTIVE"
 
 
+class Greeters:
+    """The Greeter kind's reconciler on watches whose health the test sets, and its one
+    instance `hi`."""
+
+    def __init__(
+        self, api: FakeApiServer, client: Client, applier: Applier, graph: Graph | None = None
+    ) -> None:
+        registry = RevisionRegistry()
+        registry.activate("greeter", 1, "h1", graph or greeter_graph())
+        self.api = api
+        self.watches = RecordingWatches()
+        self.reconciler = greeter_reconciler(
+            client=client, registry=registry, applier=applier, watches=self.watches
+        )
+        api.seed(GREETERS, greeter())
+
+    async def reconciled(self, health: WatchHealth) -> dict[str, Any]:
+        """The instance after a pass whose watches stand as `health` says."""
+        self.watches.watch_health = health
+        await self.reconciler.reconcile(Request(NS, "hi"))
+        live = self.api.object(GREETERS, "hi", NS)
+        assert live is not None
+        return live
+
+
 async def test_five_conditions_after_a_clean_pass(
     api: FakeApiServer, client: Client, applier: Applier
 ) -> None:
-    registry = RevisionRegistry()
-    registry.activate("greeter", 1, "h1", greeter_graph())
-    reconciler = greeter_reconciler(
-        client=client, registry=registry, applier=applier, watches=RecordingWatches()
-    )
-    api.seed(GREETERS, greeter())
-    await reconciler.reconcile(Request(NS, "hi"))
-    live = api.object(GREETERS, "hi", NS)
-    assert live is not None
+    live = await Greeters(api, client, applier).reconciled(WatchHealth())
     assert sorted(types(live)) == sorted(FIVE)
     if len({c["lastTransitionTime"] for c in live["status"]["conditions"]}) == 1:
         assert types(live) == FIVE  # one second: upstream's order exactly
@@ -176,17 +174,8 @@ async def test_five_conditions_after_a_clean_pass(
 async def test_a_blocked_watch_leaves_ready_and_state_alone(
     api: FakeApiServer, client: Client, applier: Applier
 ) -> None:
-    registry = RevisionRegistry()
-    registry.activate("greeter", 1, "h1", greeter_graph())
-    watches = RecordingWatches()
-    watches.watch_health = WatchHealth(blocked=(("configmaps", REFUSAL),))
-    reconciler = greeter_reconciler(
-        client=client, registry=registry, applier=applier, watches=watches
-    )
-    api.seed(GREETERS, greeter())
-    await reconciler.reconcile(Request(NS, "hi"))
-    live = api.object(GREETERS, "hi", NS)
-    assert live is not None
+    greeters = Greeters(api, client, applier)
+    live = await greeters.reconciled(WatchHealth(blocked=(("configmaps", REFUSAL),)))
     found = conditions(live)
     assert found["WatchesHealthy"]["status"] == "False"
     assert found["WatchesHealthy"]["reason"] == "WatchBlocked"
@@ -195,11 +184,7 @@ async def test_a_blocked_watch_leaves_ready_and_state_alone(
     assert found["Ready"]["reason"] == "Ready"
     assert live["status"]["state"] == "ACTIVE"
 
-    watches.watch_health = WatchHealth(pending=("configmaps",))
-    await reconciler.reconcile(Request(NS, "hi"))
-    live = api.object(GREETERS, "hi", NS)
-    assert live is not None
-    found = conditions(live)
+    found = conditions(await greeters.reconciled(WatchHealth(pending=("configmaps",))))
     assert (found["WatchesHealthy"]["status"], found["WatchesHealthy"]["reason"]) == (
         "Unknown",
         "WatchesPending",
@@ -219,17 +204,8 @@ async def test_author_conditions_read_watches_healthy_which_stays_off_the_wire(
             "reason: runtime.condition(schema, 'WatchesHealthy').reason})}"
         ]
     }
-    registry = RevisionRegistry()
-    registry.activate("greeter", 1, "h1", build_graph(rgd, RESOLVER))
-    watches = RecordingWatches()
-    watches.watch_health = WatchHealth(blocked=(("configmaps", REFUSAL),))
-    reconciler = greeter_reconciler(
-        client=client, registry=registry, applier=applier, watches=watches
-    )
-    api.seed(GREETERS, greeter())
-    await reconciler.reconcile(Request(NS, "hi"))
-    live = api.object(GREETERS, "hi", NS)
-    assert live is not None
+    greeters = Greeters(api, client, applier, build_graph(rgd, RESOLVER))
+    live = await greeters.reconciled(WatchHealth(blocked=(("configmaps", REFUSAL),)))
     assert types(live) == ["Watching"]
     watching = conditions(live)["Watching"]
     assert (watching["status"], watching["reason"]) == ("False", "WatchBlocked")

@@ -11,22 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from controllers_fakes import GROUP
-from fakeapi import Fault
+from fakeapi import Fault, forbidden
 from rgd_app_fakes import KroFakeApi, eventually, kind_rgd, running_app
 
 from kro.controllers.rgd import RGDS
 from kro.runtime.client import Client
 from kro.runtime.prometheus import PrometheusProvider
 
-FORBIDDEN = {
-    "kind": "Status",
-    "apiVersion": "v1",
-    "status": "Failure",
-    "reason": "Forbidden",
-    "code": 403,
-    "message": f'blockeds.{GROUP} is forbidden: User "system:serviceaccount:kro:kro" cannot '
-    f'list resource "blockeds" in API group "{GROUP}" at the cluster scope',
-}
+FORBIDDEN = forbidden("blockeds", GROUP)
 
 
 def condition(rgd: dict[str, Any], kind: str) -> dict[str, Any]:

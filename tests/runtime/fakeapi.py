@@ -720,6 +720,21 @@ if __name__ == "__main__":
         asyncio.run(_serve_forever(args.port))
 
 
+def forbidden(resource: str, group: str = "", *, verb: str = "list") -> Obj:
+    """The Status the API server answers a `verb` RBAC refuses on `resource` (plural) of
+    `group` across namespaces with: a body for `Fault(..., status=403, body=...)`."""
+    named = f"{resource}.{group}" if group else resource
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": "Failure",
+        "reason": "Forbidden",
+        "code": 403,
+        "message": f'{named} is forbidden: User "system:serviceaccount:kro:kro" cannot {verb} '
+        f'resource "{resource}" in API group "{group}" at the cluster scope',
+    }
+
+
 def unthrottled_client(server: FakeApiServer) -> Client:
     """A real kro.runtime Client on `server` with no rate limit and no retries, so that tests
     count exactly the requests the code under test makes (use with `async with`)."""

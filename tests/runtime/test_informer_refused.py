@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import AsyncIterator, Callable
 
 import pytest
-from fakeapi import FakeApiServer, Fault
+from fakeapi import FakeApiServer, Fault, forbidden
 from fakeapi_options import FAST
 
 from kro.runtime.client import Client
@@ -24,15 +24,7 @@ from kro.testing.waiting import eventually
 pytestmark = pytest.mark.usefixtures("no_task_leaks")
 
 CM = GVR("", "v1", "configmaps")
-FORBIDDEN = {
-    "kind": "Status",
-    "apiVersion": "v1",
-    "status": "Failure",
-    "reason": "Forbidden",
-    "code": 403,
-    "message": 'configmaps is forbidden: User "kro" cannot list resource "configmaps" in API '
-    'group "" at the cluster scope',
-}
+FORBIDDEN = forbidden("configmaps")
 
 
 @pytest.fixture
