@@ -52,7 +52,7 @@ def _cpu_s(pid: int) -> float:
 
 
 def _status(tag: str) -> dict[str, Any]:
-    kinds = ("InstanceManaged", "GraphResolved", "ResourcesReady", "Ready")
+    kinds = ("InstanceManaged", "GraphResolved", "ResourcesReady", "WatchesHealthy", "Ready")
     return {
         "state": "ACTIVE",
         "conditions": [
