@@ -249,8 +249,12 @@ class Kro:
 
     def clean_up(self) -> None:
         """Instances first, while kro serves them (it needs list to delete their children),
-        then the RGDs and their CRDs."""
+        then the RGDs and their CRDs; everything granted first, whatever step a test ended at
+        (kro lists a deleted RGD's kind to know whether instances are left)."""
         self.identity.grant_configmap_watches()
+        self.identity.grant("all-kinds", [
+            {"apiGroups": [self.identity.group], "resources": ["*"], "verbs": ["*"]},
+        ])
         for path in self.instances:
             self.admin.delete(path)
         for path in self.instances:
