@@ -120,7 +120,8 @@ class DynamicControllerOptions:
     unfinished_work_period_s: how often the queue's stuck-worker gauges are refreshed (None:
         never; the controller binary uses 0.5 s, as controller-runtime's default period).
     informer_sync_timeout_s: how long registering a kind or watching a new one waits for the
-        informer's first LIST (upstream's fixed 30s); a timeout raises InformerSyncTimeout.
+        informer's first LIST (upstream's fixed 30s); a timeout raises InformerSyncTimeout. A
+        LIST the API server refuses (403) ends the wait at once (kro.dynamic._informers).
 
     The resync period (`--dynamic-controller-default-resync-period`) is a property of the
     informers, so it is given to the InformerCache (kro.runtime.cache) passed to the controller.
@@ -304,7 +305,8 @@ class DynamicController:
         `probably_settled(obj)`: objects of the first listing it says yes to are queued in the
         background lane (after every other item), so a restart serves new work first.
 
-        Raises InformerSyncTimeout if `gvr` cannot be listed in time (nothing is registered).
+        Raises InformerSyncTimeout if `gvr` cannot be listed in time, WatchForbidden as soon
+        as the API server refuses to list it (nothing is registered either way).
         """
         async with self._locks[gvr]:
             existing = self._registrations.get(gvr)

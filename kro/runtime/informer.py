@@ -220,9 +220,10 @@ class Informer:
 
     @property
     def refused(self) -> Forbidden | None:
-        """The API server's refusal (403) of this informer's last list or watch; None once a
-        list or watch succeeds. A refused informer keeps retrying with backoff; if it listed
-        before, its cache holds what it last saw and no longer follows the server."""
+        """The API server's refusal (403) of this informer's list or watch; None once the
+        refused call succeeds (module docstring, 4). A refused informer keeps retrying with
+        backoff; if it listed before, its cache holds what it last saw and no longer follows
+        the server."""
         return self._refused
 
     def add_state_listener(self, listener: StateListener) -> None:
