@@ -499,7 +499,14 @@ class GraphPass:
                 self._batch.append(
                     Desired(
                         resource_id,
-                        decorate(obj, labels, node.apply_order, index=index, size=len(desired)),
+                        decorate(
+                            obj,
+                            labels,
+                            node.apply_order,
+                            index=index,
+                            size=len(desired),
+                            deletion_policy=node.deletion_policy,
+                        ),
                         gvr,
                         node.namespaced,
                         observed=live.get(_identity(obj)),
@@ -510,7 +517,9 @@ class GraphPass:
             self._batch.append(
                 Desired(
                     node.id,
-                    decorate(desired[0], labels, node.apply_order),
+                    decorate(
+                        desired[0], labels, node.apply_order, deletion_policy=node.deletion_policy
+                    ),
                     gvr,
                     node.namespaced,
                     observed=observed,
