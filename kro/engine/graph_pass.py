@@ -47,6 +47,7 @@ from kro.applyset import (
     Desired,
     Member,
     Parent,
+    ReleaseFailed,
     check_duplicates,
     combined,
     list_members,
@@ -151,7 +152,8 @@ class GraphPass:
 
         Raises (controller pass) EvaluationError, ApplySetError or KubeError when a node cannot
         be evaluated or read, or the owner's inventory cannot be written: nothing after it is
-        applied. A terminating child ends the pass before any apply (`PassResult.deleting`).
+        applied; ReleaseFailed after the apply when prune could not release an orphan.
+        A terminating child ends the pass before any apply (`PassResult.deleting`).
         """
         if not self.dry_run:
             await self._list_members()
@@ -603,6 +605,9 @@ class GraphPass:
                 self.owner_obj = written
         if pruned.conflicts or pruned.failures:
             self.result.retry = True  # come back: upstream requeues on prune conflicts
+        unreleased = [f.message for f in pruned.failures if f.action]
+        if unreleased:  # V-36: the pass's error; the inventory was kept, so it is retried
+            raise ReleaseFailed(unreleased)
 
     def _rendered(self, node_id: str) -> list[Desired]:
         """This wave's desired objects of `node_id`."""
