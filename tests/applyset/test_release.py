@@ -306,3 +306,15 @@ async def test_a_failed_release_on_prune_is_a_failure_and_keeps_the_inventory(
     kept = live(api, CONFIGMAPS, "keep", NS)
     assert kept is not None
     assert kept["metadata"]["labels"]["kro.run/node-id"] == "keep"
+
+
+async def test_explain_shows_the_wave_deletion_works_on(
+    api: FakeApiServer, client: Client, applier: Applier
+) -> None:
+    """`kro explain` lists members as deletion does: a retained member is no part of a wave."""
+    from kro.cli.explain_deletion import read_members, summarize_deletion
+
+    parent = await _three(api, applier)
+    live_members = await read_members(client, parent, WEBAPPS)
+    assert [m.obj.name for m in live_members.members] == ["scratch"]
+    assert summarize_deletion(parent, live_members).wave == 2
