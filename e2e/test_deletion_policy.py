@@ -21,7 +21,7 @@ from kro_harness import (
     ControllerThread,
     KroEnv,
     condition,
-    kro_env,
+    kro_env_with,
     kro_fixtures,
     meta,
     state,
@@ -226,15 +226,8 @@ async def test_the_api_server_refuses_a_policy_on_an_external_ref(kro: KroEnv) -
 @pytest.fixture
 async def kro_gate_off(controller: ControllerThread, kube_namespace: str) -> AsyncIterator[KroEnv]:
     """This test's world with the gate off (the module's controller is paused)."""
-    controller.stop()
-    gate_off = ControllerThread(controller.kubeconfig, CONTROLLER_ARGS)
-    gate_off.start()
-    try:
-        async with kro_env(gate_off, kube_namespace) as env:
-            yield env
-    finally:
-        gate_off.stop()
-        controller.start()
+    async with kro_env_with(controller, kube_namespace, CONTROLLER_ARGS) as env:
+        yield env
 
 
 async def test_without_the_gate_the_rgd_is_inactive_even_for_delete(kro_gate_off: KroEnv) -> None:

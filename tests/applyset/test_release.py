@@ -218,13 +218,18 @@ async def test_deletion_releases_orphans_before_the_wave_arithmetic(
         _assert_released(api, name, obj)
 
 
-async def test_releasing_the_last_members_is_done_in_the_same_step(
-    api: FakeApiServer, client: Client, applier: Applier
-) -> None:
+async def _finalized_parent(api: FakeApiServer, applier: Applier) -> dict[str, Any]:
+    """A parent holding a finalizer, with one Orphaned child `keep`."""
     result = await applier.apply(seed_parent(api), WEBAPPS, [desired(api, _kept("keep"))])
     parent = result.parent_obj
     parent["metadata"]["finalizers"] = ["test.kro.run/finalizer"]
-    parent = api.modify(WEBAPPS, parent)
+    return api.modify(WEBAPPS, parent)
+
+
+async def test_releasing_the_last_members_is_done_in_the_same_step(
+    api: FakeApiServer, client: Client, applier: Applier
+) -> None:
+    parent = await _finalized_parent(api, applier)
     step = await teardown_step(client, parent, WEBAPPS, "test.kro.run/finalizer")
     assert step.done
     assert (live(api, WEBAPPS, "app", NS) or {})["metadata"].get("finalizers") in (None, [])
@@ -234,10 +239,7 @@ async def test_releasing_the_last_members_is_done_in_the_same_step(
 async def test_a_failed_release_keeps_the_finalizer(
     api: FakeApiServer, client: Client, applier: Applier
 ) -> None:
-    result = await applier.apply(seed_parent(api), WEBAPPS, [desired(api, _kept("keep"))])
-    parent = result.parent_obj
-    parent["metadata"]["finalizers"] = ["test.kro.run/finalizer"]
-    parent = api.modify(WEBAPPS, parent)
+    parent = await _finalized_parent(api, applier)
     api.inject(status_fault("PATCH", "/configmaps/keep", 403, "Forbidden", "no patch for you"))
     step = await teardown_step(client, parent, WEBAPPS, "test.kro.run/finalizer")
     assert not step.done

@@ -9,11 +9,10 @@ from typing import Any
 
 import pytest
 from fakeapi import FakeApiServer, Fault
-from test_graph_pass import CONFIGMAPS, NS, OWNERS, RESOLVER, owner, run
+from test_graph_pass import CONFIGMAPS, NS, OWNERS, graph, owner, run
 
 from kro.applyset import Applier, ApplierOptions, ReleaseFailed
 from kro.engine.decorate import decorate
-from kro.graph.builder import BuildOptions, build_graph
 from kro.graph.model import Graph
 from kro.runtime.client import Client
 
@@ -51,21 +50,7 @@ def test_without_the_gate_nothing_is_enforced() -> None:
 
 
 def _graph(resources: list[dict[str, Any]], spec: Mapping[str, str]) -> Graph:
-    rgd = {
-        "apiVersion": "kro.run/v1alpha1",
-        "kind": "ResourceGraphDefinition",
-        "metadata": {"name": "policy-test"},
-        "spec": {
-            "schema": {
-                "apiVersion": "v1alpha1",
-                "kind": "Owner",
-                "group": "engine.kro.run",
-                "spec": dict(spec),
-            },
-            "resources": resources,
-        },
-    }
-    return build_graph(rgd, RESOLVER, options=BuildOptions(deletion_policy=True))
+    return graph(resources, spec, deletion_policy=True)
 
 
 def _cm(node_id: str, policy: str | None, **extra: Any) -> dict[str, Any]:
