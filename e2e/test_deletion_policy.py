@@ -5,8 +5,9 @@ includeWhen turns false, its collection shrinks — an `Orphaned` object stays, 
 kro's labels and annotations are gone (every `kro.run/` and `internal.kro.run/` key,
 `applyset.kubernetes.io/part-of`, `app.kubernetes.io/managed-by: kro`), while the author's
 labels and annotations, its data and its ownerReferences are untouched; a `Delete` sibling is
-deleted. A later instance adopts the released object (same UID). The API server refuses the
-field on an externalRef, and without the gate the RGD is Inactive.
+deleted. A later instance adopts the released object (same UID). The live object decides:
+flipping the policy back to `Delete` drops the annotation, and the object is deleted again. The
+API server refuses the field on an externalRef, and without the gate the RGD is Inactive.
 """
 
 from __future__ import annotations
@@ -207,6 +208,25 @@ async def test_a_shrinking_collection_releases_the_dropped_orphaned_items(kro: K
     await kro.wait_gone(CONFIGMAPS, "four-temp-b")
     await _wait_released(kro, "four-kept-b", held)
     _claimed(await kro.get(CONFIGMAPS, "four-kept-a"), "kept", orphaned=True)
+
+
+async def test_the_object_decides_flipping_back_to_delete_deletes_it_again(kro: KroEnv) -> None:
+    rgd = kro.rgd("flip", "Flip", {}, [_cm("ledger", "Orphaned")])
+    await kro.apply_rgd(rgd)
+    await kro.wait_rgd_active(meta(rgd)["name"])
+    gvr = await _ready(kro, "Flip", "five", {})
+    _claimed(await kro.get(CONFIGMAPS, "five-ledger"), "ledger", orphaned=True)
+
+    await kro.apply_rgd(kro.rgd("flip", "Flip", {}, [_cm("ledger", "Delete")]))
+
+    async def unmarked() -> dict[str, Any] | None:
+        live = await kro.get(CONFIGMAPS, "five-ledger")
+        return None if POLICY in (meta(live).get("annotations") or {}) else live
+
+    _claimed(await wait_for(unmarked, what="annotation dropped"), "ledger", orphaned=False)
+    await kro.client.delete(gvr, "five", namespace=kro.namespace)
+    await kro.wait_gone(gvr, "five", timeout_s=30)
+    await kro.wait_gone(CONFIGMAPS, "five-ledger", timeout_s=10)
 
 
 async def test_the_api_server_refuses_a_policy_on_an_external_ref(kro: KroEnv) -> None:
