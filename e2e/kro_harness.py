@@ -623,6 +623,23 @@ async def kro_env(controller: ControllerThread, namespace: str) -> AsyncIterator
             await client.close()
 
 
+@contextlib.asynccontextmanager
+async def kro_env_with(
+    controller: ControllerThread, namespace: str, args: Sequence[str]
+) -> AsyncIterator[KroEnv]:
+    """A test's world served by a controller started with other `args` (a gate off, another
+    flag): the module's `controller` is paused meanwhile and started again afterwards."""
+    controller.stop()
+    other = ControllerThread(controller.kubeconfig, args)
+    other.start()
+    try:
+        async with kro_env(other, namespace) as env:
+            yield env
+    finally:
+        other.stop()
+        controller.start()
+
+
 __all__ = [
     "CONFIGMAPS",
     "CRDS",
@@ -635,6 +652,7 @@ __all__ = [
     "condition",
     "is_ready",
     "kro_env",
+    "kro_env_with",
     "load_yaml",
     "meta",
     "running_controller",

@@ -23,7 +23,7 @@ from kro_harness import (
     KroEnv,
     condition,
     is_ready,
-    kro_env,
+    kro_env_with,
     kro_fixtures,
     meta,
     state,
@@ -192,15 +192,8 @@ async def kro_crd_deletion(
     controller: ControllerThread, kube_namespace: str
 ) -> AsyncIterator[KroEnv]:
     """This test's world with a controller allowed to delete CRDs (the module's is paused)."""
-    controller.stop()
-    allowed = ControllerThread(controller.kubeconfig, CONTROLLER_ARGS)
-    allowed.start()
-    try:
-        async with kro_env(allowed, kube_namespace) as env:
-            yield env
-    finally:
-        allowed.stop()
-        controller.start()
+    async with kro_env_with(controller, kube_namespace, CONTROLLER_ARGS) as env:
+        yield env
 
 
 async def test_with_crd_deletion_allowed_instances_are_deleted_and_the_crd_goes(

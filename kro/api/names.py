@@ -86,6 +86,16 @@ ANNOTATION_RECONCILE: Final = "kro.run/reconcile"
 ANNOTATION_ALLOW_BREAKING_CHANGES: Final = "kro.run/allow-breaking-changes"
 ANNOTATION_CLI_VERSION: Final = "kro.run/cli-version"
 ANNOTATION_VERSION: Final = "kro.run/version"
+ANNOTATION_DELETION_POLICY: Final = "internal.kro.run/deletion-policy"
+"""On a child whose resource declares `deletionPolicy: Orphaned` (V-32); absent otherwise. The
+live object's value, not the RGD, decides at deletion and prune time (V-33)."""
+DELETION_POLICY_DELETE: Final = "Delete"
+DELETION_POLICY_ORPHANED: Final = "Orphaned"
+DELETION_POLICIES: Final = (DELETION_POLICY_DELETE, DELETION_POLICY_ORPHANED)
+"""The values `spec.resources[].deletionPolicy` accepts (V-30); `Delete` is the default."""
+MSG_DELETION_POLICY_TEMPLATE_ONLY: Final = "deletionPolicy is only supported on template resources"
+"""The RGD CRD's admission message for a deletionPolicy on an externalRef (V-31), which the
+graph build repeats for input that never met admission (`kro validate`)."""
 
 APPLYSET_ID_PREFIX: Final = "applyset-"
 APPLYSET_ID_SUFFIX: Final = "-v1"
@@ -284,12 +294,15 @@ FEATURE_INSTANCE_CONDITION_METRICS: Final = "InstanceConditionMetrics"
 FEATURE_CONSERVATIVE_CRD_COMPARISON: Final = "ConservativeCRDComparison"
 """V-11: compare more of a generated CRD's schema, and count what cannot be classified as
 breaking (kro.graph.compat)."""
+FEATURE_DELETION_POLICY: Final = "DeletionPolicy"
+"""V-30: `spec.resources[].deletionPolicy` (`Orphaned` releases a child instead of deleting it)."""
 FEATURE_GATE_DEFAULTS: Final[Mapping[str, bool]] = MappingProxyType(
     {
         FEATURE_CEL_OMIT_FUNCTION: False,
         FEATURE_INSTANCE_CONDITION_EVENTS: False,
         FEATURE_INSTANCE_CONDITION_METRICS: False,
         FEATURE_CONSERVATIVE_CRD_COMPARISON: False,
+        FEATURE_DELETION_POLICY: False,
     }
 )
 """Every gate upstream knows, with its default; all are Alpha."""

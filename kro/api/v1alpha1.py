@@ -30,7 +30,13 @@ from pydantic import (
     model_validator,
 )
 
-from kro.api.names import KRO_DOMAIN, RGD_API_VERSION, RGD_KIND, SCOPE_NAMESPACED
+from kro.api.names import (
+    KRO_DOMAIN,
+    MSG_DELETION_POLICY_TEMPLATE_ONLY,
+    RGD_API_VERSION,
+    RGD_KIND,
+    SCOPE_NAMESPACED,
+)
 
 KIND_PATTERN: Final = r"^[A-Z][a-zA-Z0-9]{0,62}$"
 """Admission pattern of `spec.schema.kind` (A-03); the builder re-checks UpperCamelCase."""
@@ -195,11 +201,18 @@ class Resource(KubeModel):
     ready_when: list[str] | None = Field(default=None, alias="readyWhen")
     include_when: list[str] | None = Field(default=None, alias="includeWhen")
     for_each: list[ForEachDimension] | None = Field(default=None, alias="forEach")
+    deletion_policy: Literal["Delete", "Orphaned"] | None = Field(
+        default=None, alias="deletionPolicy"
+    )
+    """V-30 (alpha, feature gate DeletionPolicy): `Orphaned` leaves the object in place when
+    kro lets go of it; the builder refuses the field while the gate is off."""
 
     @model_validator(mode="after")
     def _template_xor_external_ref(self) -> Resource:
         if (self.template is None) == (self.external_ref is None):
             raise ValueError(MSG_TEMPLATE_XOR_EXTERNAL_REF)
+        if self.deletion_policy is not None and self.template is None:
+            raise ValueError(MSG_DELETION_POLICY_TEMPLATE_ONLY)
         return self
 
 
@@ -268,6 +281,7 @@ class ResourceView(TypedDict, total=False):
     readyWhen: list[str]
     includeWhen: list[str]
     forEach: list[dict[str, str]]
+    deletionPolicy: str
 
 
 class SchemaView(TypedDict, total=False):

@@ -37,7 +37,8 @@ Example (one reconcile pass of a namespaced instance with one ConfigMap child):
 Modules: `identity` (ID and hash formulas, Parent, GroupKind), `inventory` (parent metadata),
 `cache` (skip-unchanged proof), `contest` (fields another controller keeps rewriting: counted,
 backed off, then yielded), `applier`, `members` (listing and deleting members), `prune`,
-`deletion`, `errors`.
+`deletion`, `release` (deletionPolicy `Orphaned`: let go of a member instead of deleting it),
+`errors`.
 """
 
 from kro.applyset.applier import AppliedResource as AppliedResource
@@ -58,6 +59,7 @@ from kro.applyset.errors import ApplySetError as ApplySetError
 from kro.applyset.errors import DuplicateResources as DuplicateResources
 from kro.applyset.errors import InvalidInventory as InvalidInventory
 from kro.applyset.errors import OwnershipConflict as OwnershipConflict
+from kro.applyset.errors import ReleaseFailed as ReleaseFailed
 from kro.applyset.identity import GroupKind as GroupKind
 from kro.applyset.identity import ObjectRef as ObjectRef
 from kro.applyset.identity import Parent as Parent
@@ -103,6 +105,7 @@ __all__ = [
     "OwnershipConflict",
     "Parent",
     "PruneResult",
+    "ReleaseFailed",
     "apply_order",
     "applyset_id",
     "check_duplicates",

@@ -6,6 +6,11 @@ the members' own `internal.kro.run/apply-order` annotations. An inventory it can
 blocks deletion (`InvalidInventory`, "validate deletion inventory: ..."): removing the
 finalizer on a guess would leak children for good.
 
+Members whose live object says `deletionPolicy: Orphaned` (kro.applyset.release) are released
+first, in every call, and leave the candidate set before the wave arithmetic (V-36): a retained
+object never holds back a lower wave, and when releasing leaves nothing to delete the caller may
+remove its finalizer in the same step. A release that failed (or conflicted) keeps it.
+
 One call deletes one wave: the highest apply-order still present (dependents before their
 dependencies; a missing, invalid or non-positive annotation means wave 0, the last). Members of
 that wave already terminating are not deleted again, and lower waves are not touched until the
@@ -30,6 +35,7 @@ from kro.applyset.errors import InvalidInventory
 from kro.applyset.identity import ObjectRef, Parent
 from kro.applyset.inventory import read_inventory
 from kro.applyset.members import DeleteOutcome, Failure, Member, delete_member, list_members
+from kro.applyset.release import ON_DELETION, release_orphans
 from kro.runtime.client import Client
 from kro.runtime.errors import Conflict, NotFound
 from kro.runtime.gvk import GVR
@@ -52,17 +58,21 @@ def apply_order(member: Member) -> int:
 
 @dataclass(frozen=True, slots=True)
 class DeletionProgress:
-    """done: no member is left; the caller may remove its finalizer.
-    wave: the apply-order wave being deleted (None when done).
+    """done: no member is left (all deleted or released); the caller may remove its finalizer.
+    wave: the apply-order wave being deleted (None when done, or when only releases remain).
     deleted: DELETEs issued in this call. waiting: members of the wave already terminating.
-    conflicts: UID preconditions that failed (name re-used); they are looked at again next time.
-    failures: other API errors on delete.
-    remaining: members still present across all waves, including this one.
+    released: orphaned members released in this call (V-36).
+    conflicts: UID preconditions of deletes, or resourceVersion preconditions of releases, that
+        failed; they are looked at again next time.
+    failures: other API errors on delete or release (a failed release names itself
+        `release orphaned resource`).
+    remaining: members still claimed across all waves, including this one.
     """
 
     done: bool
     wave: int | None = None
     deleted: tuple[ObjectRef, ...] = ()
+    released: tuple[ObjectRef, ...] = ()
     waiting: tuple[ObjectRef, ...] = ()
     conflicts: tuple[ObjectRef, ...] = ()
     failures: tuple[Failure, ...] = ()
@@ -71,7 +81,11 @@ class DeletionProgress:
     @property
     def message(self) -> str:
         """The requeue reason upstream reports (D-04)."""
-        return "all resources deleted" if self.done else f"deleting apply-order wave {self.wave}"
+        if self.done:
+            return "all resources deleted"
+        if self.wave is None:
+            return "releasing orphaned resources"
+        return f"deleting apply-order wave {self.wave}"
 
 
 def _highest_wave(members: Sequence[Member]) -> tuple[int, list[Member]]:
@@ -98,9 +112,17 @@ async def delete_next_wave(
             reason=f"missing label {LABEL_APPLYSET_ID}",
             context=VALIDATE_CONTEXT,
         )
-    members = await list_members(client, parent, inventory)
+    listed = await list_members(client, parent, inventory)
+    releases, members = await release_orphans(client, listed, action=ON_DELETION)
+    unreleased = len(releases.conflicts) + len(releases.failures)
     if not members:
-        return DeletionProgress(done=True)
+        return DeletionProgress(
+            done=releases.settled,
+            released=releases.released,
+            conflicts=releases.conflicts,
+            failures=releases.failures,
+            remaining=unreleased,
+        )
     wave, current = _highest_wave(members)
     waiting = [m.ref for m in current if m.terminating]
     targets = [m for m in current if not m.terminating]
@@ -115,18 +137,21 @@ async def delete_next_wave(
         wave=wave,
         deleted=len(deleted),
         waiting=len(waiting),
-        remaining=len(members),
+        released=len(releases.released),
+        remaining=len(members) + unreleased,
     )
     return DeletionProgress(
         done=False,
         wave=wave,
         deleted=tuple(deleted),
         waiting=tuple(waiting),
-        conflicts=tuple(
+        released=releases.released,
+        conflicts=releases.conflicts
+        + tuple(
             m.ref for m, o in zip(targets, outcomes, strict=True) if o is DeleteOutcome.CONFLICT
         ),
-        failures=tuple(o for o in outcomes if isinstance(o, Failure)),
-        remaining=len(members),
+        failures=releases.failures + tuple(o for o in outcomes if isinstance(o, Failure)),
+        remaining=len(members) + unreleased,
     )
 
 

@@ -3,7 +3,8 @@
     ApplySetError           base; never raised itself
     ├── InvalidInventory    the parent's ApplySet metadata is partial, unparsable or tampered
     ├── DuplicateResources  two desired objects name the same object (fatal for the batch)
-    └── OwnershipConflict   a live object belongs to another ApplySet (per resource, no write)
+    ├── OwnershipConflict   a live object belongs to another ApplySet (per resource, no write)
+    └── ReleaseFailed       a pruned `deletionPolicy: Orphaned` member could not be released
 
 API failures stay `kro.runtime.errors.KubeError`s; they are reported per resource in results
 (apply, prune, deletion) or raised when they make the whole pass meaningless (listing members,
@@ -17,7 +18,13 @@ from collections.abc import Sequence
 
 from kro.runtime.gvk import GVK
 
-__all__ = ["ApplySetError", "DuplicateResources", "InvalidInventory", "OwnershipConflict"]
+__all__ = [
+    "ApplySetError",
+    "DuplicateResources",
+    "InvalidInventory",
+    "OwnershipConflict",
+    "ReleaseFailed",
+]
 
 
 class ApplySetError(Exception):
@@ -72,3 +79,13 @@ class OwnershipConflict(ApplySetError):
             f"resource belongs to a different ApplySet: {namespace}/{name} ({gvk}) belongs to "
             f'ApplySet "{owner}", cannot reassign to "{applyset_id}"'
         )
+
+
+class ReleaseFailed(ApplySetError):
+    """Prune could not release orphans whose policy is `Orphaned` (V-36): unlike a delete that
+    failed, the pass reports it as its error. The messages name each object and start with
+    `release orphan`; the inventory was not shrunk, so the next pass finds them again."""
+
+    def __init__(self, messages: Sequence[str]) -> None:
+        self.messages = tuple(messages)
+        super().__init__("; ".join(self.messages))

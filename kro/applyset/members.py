@@ -38,8 +38,9 @@ log = structlog.get_logger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class Member:
-    """One live member, reduced to what ordering and deleting need; `obj` is the whole object
-    when the list asked for bodies (`list_members(..., bodies=True)`), else None."""
+    """One live member, reduced to what ordering, deleting and releasing need; `obj` is the
+    whole object when the list asked for bodies (`list_members(..., bodies=True)`), else None.
+    `resource_version` is the listed one: a release is preconditioned on it (V-35)."""
 
     ref: ObjectRef
     gvk: GVK
@@ -47,6 +48,7 @@ class Member:
     annotations: Mapping[str, str]
     terminating: bool
     obj: Mapping[str, Any] | None = None
+    resource_version: str = ""
 
     @classmethod
     def from_metadata(
@@ -66,15 +68,24 @@ class Member:
             dict(meta.get("annotations") or {}),
             bool(meta.get("deletionTimestamp")),
             obj if body else None,
+            str(meta.get("resourceVersion") or ""),
         )
 
 
 @dataclass(frozen=True, slots=True)
 class Failure:
-    """A member whose delete failed for a reason other than a UID conflict or absence."""
+    """A member whose delete (or release: `action` says which) failed for a reason other than
+    a conflict or absence."""
 
     ref: ObjectRef
     error: KubeError
+    action: str = ""
+    """"" for a delete; what was attempted otherwise (`release orphan`), to name it."""
+
+    @property
+    def message(self) -> str:
+        """The error, prefixed with the action and the object when it was not a delete."""
+        return f"{self.action} {self.ref}: {self.error}" if self.action else str(self.error)
 
 
 class DeleteOutcome(enum.Enum):

@@ -12,6 +12,11 @@ others: dependents go before their dependencies. Unlike deletion (D-04) a wave d
 for the previous one to disappear; the DELETE calls are merely issued in that order. Orphans
 already terminating are not deleted again.
 
+An orphan whose live object says `deletionPolicy: Orphaned` is released instead of deleted
+(kro.applyset.release, V-34): it stays, without kro's labels, so no later list finds it. A
+release that conflicted is retried by the next pass; one that failed is a failure named
+`release orphan`.
+
 After a clean prune (nothing conflicted or failed) the result carries the batch's inventory
 for the caller to write with `Applier.ensure_inventory`: only then may the parent forget kinds
 and namespaces (N-11). A UID conflict or failure keeps the superset so the next pass retries.
@@ -32,6 +37,7 @@ from kro.applyset.identity import ObjectRef
 from kro.applyset.inventory import Inventory
 from kro.applyset.ledger import MemberLedger
 from kro.applyset.members import DeleteOutcome, Failure, Member, delete_member, list_members
+from kro.applyset.release import ON_PRUNE, release_orphans
 from kro.runtime.client import Client
 
 __all__ = ["PruneResult", "orphan_waves", "prune"]
@@ -43,13 +49,17 @@ log = structlog.get_logger(__name__)
 class PruneResult:
     """skipped: R-13's preconditions did not hold; nothing was listed or deleted.
     deleted: DELETEs issued (the objects may still be terminating).
-    conflicts: orphans whose UID precondition failed (re-created under the same name).
-    failures: other API errors; waves after a failing one were not attempted.
+    released: orphans left in place without kro's keys (`deletionPolicy: Orphaned`).
+    conflicts: orphans whose UID precondition failed (re-created under the same name), or
+        whose release found them changed since they were listed.
+    failures: other API errors (`Failure.action` names a failed release); waves after a
+        failing one were not attempted.
     inventory: the shrunk inventory to record, present only after a clean prune.
     """
 
     skipped: bool = False
     deleted: tuple[ObjectRef, ...] = ()
+    released: tuple[ObjectRef, ...] = ()
     conflicts: tuple[ObjectRef, ...] = ()
     failures: tuple[Failure, ...] = ()
     inventory: Inventory | None = None
@@ -60,8 +70,8 @@ class PruneResult:
 
     @property
     def changed(self) -> bool:
-        """Something was deleted (the caller's "cluster mutated")."""
-        return bool(self.deleted)
+        """Something was deleted or released (the caller's "cluster mutated")."""
+        return bool(self.deleted or self.released)
 
 
 def _wave_key(member: Member, positions: Mapping[str, int]) -> float:
@@ -107,9 +117,10 @@ async def prune(
         return PruneResult(inventory=result.batch_inventory)
     if members is None:
         members = await list_members(client, result.parent, result.inventory)
-    orphans = [m for m in members if m.ref.uid not in keep and not m.terminating]
+    candidates = [m for m in members if m.ref.uid not in keep and not m.terminating]
+    releases, orphans = await release_orphans(client, candidates, action=ON_PRUNE)
     deleted: list[ObjectRef] = []
-    conflicts: list[ObjectRef] = []
+    conflicts: list[ObjectRef] = list(releases.conflicts)
     failures: list[Failure] = []
     for wave in orphan_waves(orphans, positions):
         outcomes = await run_all(
@@ -131,6 +142,7 @@ async def prune(
                 )
         if failures:
             break
+    failures[:0] = releases.failures  # a release does not hold back deletes: no ordering
     clean = not conflicts and not failures
     if ledger is not None:
         if clean:
@@ -139,6 +151,7 @@ async def prune(
             ledger.forget(applyset_id)
     return PruneResult(
         deleted=tuple(deleted),
+        released=releases.released,
         conflicts=tuple(conflicts),
         failures=tuple(failures),
         inventory=result.batch_inventory if clean else None,

@@ -35,7 +35,11 @@ from typing import Final
 
 import structlog
 
-from kro.api.names import FEATURE_CONSERVATIVE_CRD_COMPARISON, LEADER_ELECTION_LEASE
+from kro.api.names import (
+    FEATURE_CONSERVATIVE_CRD_COMPARISON,
+    FEATURE_DELETION_POLICY,
+    LEADER_ELECTION_LEASE,
+)
 from kro.cli.flags import ControllerConfig
 from kro.controllers.app import AppOptions, KroApp
 from kro.controllers.instance import InstanceOptions
@@ -75,6 +79,7 @@ def app_options(config: ControllerConfig) -> AppOptions:
         max_collection_dimension_size=config.max_collection_dimension_size,
         omit_function=bool(config.feature_gates.get("CELOmitFunction")),
         cel_cost_limit=config.cel_cost_limit,
+        deletion_policy=bool(config.feature_gates.get(FEATURE_DELETION_POLICY)),
     )
     return AppOptions(
         rgd=RGDOptions(

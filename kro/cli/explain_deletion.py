@@ -12,6 +12,10 @@ metadata only: a Secret member's data is never fetched) and names the blockers:
 * a member kro could not delete (the error kro recorded, `deletion blocked: ...`, D-06);
 * an inventory kro refuses to trust (it will not delete on a guess);
 * finalizers of others on the instance itself, once kro's own is gone.
+
+Members whose object says `deletionPolicy: Orphaned` are left out, as kro's deletion leaves
+them out of its waves: they are released, never deleted, and hold nothing up (a release that
+failed shows as the error kro recorded).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from kro.api.names import (
 )
 from kro.applyset import InvalidInventory, Member, Parent, apply_order, read_inventory
 from kro.applyset.members import resolve_group_kind
+from kro.applyset.release import is_orphaned
 from kro.cli.explain_report import DeletionReport, MemberReport, ObjectId
 from kro.runtime.client import Client
 from kro.runtime.errors import KubeError
@@ -86,7 +91,12 @@ async def read_members(client: Client, instance: Mapping[str, Any], gvr: GVR) ->
             except KubeError as error:
                 errors.append(f"cannot list {info.gvr.resource}: {error}")
                 continue
-            found += [member_report(i, Member.from_metadata(i, info)) for i in items]
+            members = [Member.from_metadata(i, info) for i in items]
+            found += [
+                member_report(i, m)
+                for i, m in zip(items, members, strict=True)
+                if not is_orphaned(m)
+            ]
     found.sort(key=lambda m: (-m.wave, m.obj.kind, m.obj.namespace, m.obj.name))
     return LiveMembers(tuple(found), tuple(errors))
 

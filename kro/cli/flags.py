@@ -50,6 +50,7 @@ FEATURE_GATES: Mapping[str, bool] = {
     "InstanceConditionEvents": False,
     "InstanceConditionMetrics": False,
     "ConservativeCRDComparison": False,
+    "DeletionPolicy": False,
 }
 
 

@@ -124,7 +124,7 @@ def add_input_flags(parser: argparse.ArgumentParser, what: str = "ResourceGraphD
 
 
 def build_options(args: argparse.Namespace) -> BuildOptions:
-    from kro.api.names import FEATURE_CEL_OMIT_FUNCTION
+    from kro.api.names import FEATURE_CEL_OMIT_FUNCTION, FEATURE_DELETION_POLICY
     from kro.graph.builder import BuildOptions
 
     gates = args.feature_gates or {}
@@ -132,6 +132,7 @@ def build_options(args: argparse.Namespace) -> BuildOptions:
         max_collection_size=args.max_collection_size,
         max_collection_dimension_size=args.max_collection_dimension_size,
         omit_function=bool(gates.get(FEATURE_CEL_OMIT_FUNCTION, False)),
+        deletion_policy=bool(gates.get(FEATURE_DELETION_POLICY, False)),
     )
 
 

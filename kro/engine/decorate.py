@@ -3,6 +3,12 @@
 The owner's labels (from its adapter) are merged *over* the template's, so kro's win; the
 node's deletion wave goes in an annotation, which teardown reads to delete in reverse order;
 a collection's items also carry their index and the collection's size.
+
+With the DeletionPolicy gate on, the node's declared policy is enforced on the rendered object
+last, whatever the template or an `metadata.annotations: ${...}` result said (V-32):
+`Orphaned` is recorded as `internal.kro.run/deletion-policy: Orphaned` on every apply (deletion
+and prune read it back from the live object, V-33); `Delete` is the key's absence, so an
+existing object stays byte-identical and flipping back to `Delete` lets the apply drop it.
 """
 
 from __future__ import annotations
@@ -11,7 +17,13 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from kro.api.names import ANNOTATION_APPLY_ORDER, LABEL_COLLECTION_INDEX, LABEL_COLLECTION_SIZE
+from kro.api.names import (
+    ANNOTATION_APPLY_ORDER,
+    ANNOTATION_DELETION_POLICY,
+    DELETION_POLICY_ORPHANED,
+    LABEL_COLLECTION_INDEX,
+    LABEL_COLLECTION_SIZE,
+)
 
 __all__ = ["decorate"]
 
@@ -23,8 +35,10 @@ def decorate(
     *,
     index: int | None = None,
     size: int | None = None,
+    deletion_policy: str | None = None,
 ) -> dict[str, Any]:
-    """A copy of `obj` with kro's labels (winning over the template's) and annotations."""
+    """A copy of `obj` with kro's labels (winning over the template's) and annotations;
+    `deletion_policy` (None: not enforced) decides the deletion-policy annotation."""
     out = copy.deepcopy(dict(obj))
     metadata = out.setdefault("metadata", {})
     merged = dict(metadata.get("labels") or {})
@@ -35,5 +49,9 @@ def decorate(
     metadata["labels"] = merged
     annotations = dict(metadata.get("annotations") or {})
     annotations[ANNOTATION_APPLY_ORDER] = str(apply_order)
+    if deletion_policy == DELETION_POLICY_ORPHANED:
+        annotations[ANNOTATION_DELETION_POLICY] = DELETION_POLICY_ORPHANED
+    elif deletion_policy is not None:
+        annotations.pop(ANNOTATION_DELETION_POLICY, None)
     metadata["annotations"] = annotations
     return out

@@ -47,6 +47,7 @@ from kro.applyset import (
     Desired,
     Member,
     Parent,
+    ReleaseFailed,
     check_duplicates,
     combined,
     list_members,
@@ -151,7 +152,8 @@ class GraphPass:
 
         Raises (controller pass) EvaluationError, ApplySetError or KubeError when a node cannot
         be evaluated or read, or the owner's inventory cannot be written: nothing after it is
-        applied. A terminating child ends the pass before any apply (`PassResult.deleting`).
+        applied; ReleaseFailed after the apply when prune could not release an orphan.
+        A terminating child ends the pass before any apply (`PassResult.deleting`).
         """
         if not self.dry_run:
             await self._list_members()
@@ -499,7 +501,14 @@ class GraphPass:
                 self._batch.append(
                     Desired(
                         resource_id,
-                        decorate(obj, labels, node.apply_order, index=index, size=len(desired)),
+                        decorate(
+                            obj,
+                            labels,
+                            node.apply_order,
+                            index=index,
+                            size=len(desired),
+                            deletion_policy=node.deletion_policy,
+                        ),
                         gvr,
                         node.namespaced,
                         observed=live.get(_identity(obj)),
@@ -510,7 +519,9 @@ class GraphPass:
             self._batch.append(
                 Desired(
                     node.id,
-                    decorate(desired[0], labels, node.apply_order),
+                    decorate(
+                        desired[0], labels, node.apply_order, deletion_policy=node.deletion_policy
+                    ),
                     gvr,
                     node.namespaced,
                     observed=observed,
@@ -594,6 +605,9 @@ class GraphPass:
                 self.owner_obj = written
         if pruned.conflicts or pruned.failures:
             self.result.retry = True  # come back: upstream requeues on prune conflicts
+        unreleased = [f.message for f in pruned.failures if f.action]
+        if unreleased:  # V-36: the pass's error; the inventory was kept, so it is retried
+            raise ReleaseFailed(unreleased)
 
     def _rendered(self, node_id: str) -> list[Desired]:
         """This wave's desired objects of `node_id`."""

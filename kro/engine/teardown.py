@@ -1,6 +1,7 @@
 """kro.engine.teardown: delete what an owner applied, in reverse order, then let the owner go.
 
-An owner being deleted keeps kro's finalizer until every member of its ApplySet is gone. Each
+An owner being deleted keeps kro's finalizer until every member of its ApplySet is gone or, for
+members whose object says `deletionPolicy: Orphaned`, released (kro.applyset.release). Each
 step deletes the highest remaining apply-order wave (the reverse of the order the pass applied
 them in: kro.applyset.deletion reads the wave from each member's annotation, so it needs no
 graph, and works the same for a deleted RGD's instances); once no member is left, the
@@ -47,7 +48,7 @@ async def teardown_step(
     except KubeError as error:  # the members cannot be listed (e.g. Forbidden)
         return TeardownStep(False, blocked=str(error), transient=True)
     if progress.failures:
-        reason = "; ".join(str(f.error) for f in progress.failures)
+        reason = "; ".join(f.message for f in progress.failures)
         return TeardownStep(False, wave=progress.wave, blocked=reason, transient=True)
     if progress.done:
         await remove_finalizer(client, gvr, owner, finalizer)

@@ -170,7 +170,12 @@ def build_graph(
     name, spec = split_rgd(rgd)
     block = _schema_block(spec, name)
     kind = validate_kind(block.get("kind"), name)
-    inputs = validate_resources(spec.get("resources"), name, options.max_collection_dimension_size)
+    inputs = validate_resources(
+        spec.get("resources"),
+        name,
+        options.max_collection_dimension_size,
+        deletion_policy_gate=options.deletion_policy,
+    )
     namespaced = (block.get("scope") or SCOPE_NAMESPACED) != SCOPE_CLUSTER
     spec_schema = _spec_schema(block, name)
     section = _status_section(block, name)

@@ -82,6 +82,9 @@ class Node:
     apply_order: the deletion wave (G-17), persisted on children as
     `internal.kro.run/apply-order`.
     schema: the kind's OpenAPI schema, used for schema-aware values (C-34).
+    deletion_policy: with the DeletionPolicy gate on, `Delete` or `Orphaned` for a template
+    resource, which every apply records on the object (V-32); None otherwise (nothing is
+    enforced).
     """
 
     id: str
@@ -98,6 +101,7 @@ class Node:
     dependencies: tuple[str, ...] = ()
     apply_order: int = 1
     schema: Mapping[str, Any] = field(default_factory=dict)
+    deletion_policy: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

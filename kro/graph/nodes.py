@@ -358,6 +358,7 @@ def compile_node(parsed: ParsedResource, ctx: NodeContext) -> Node:
         for_each=for_each.dimensions,
         dependencies=_dependencies(_read_ids(fields, for_each.dimensions, include_when, ctx), ctx),
         schema=parsed.resolved.schema,
+        deletion_policy=parsed.input.deletion_policy,
     )
 
 

@@ -23,9 +23,13 @@ class BuildOptions:
         use (V-10, flag `--cel-cost-limit`; 0, the default, means no limit). Exceeding it is
         an evaluation error naming the expression; kro-py's time and memory budgets apply
         regardless (kro.cel.limits).
+    deletion_policy: the `DeletionPolicy` feature gate (V-30, default off). Off, a resource
+        that sets `deletionPolicy` at all is a build error; on, every template resource gets
+        a policy (`Delete` unless it says `Orphaned`) that its applies enforce (V-32).
     """
 
     max_collection_size: int = 1000
     max_collection_dimension_size: int = 10
     omit_function: bool = False
     cel_cost_limit: int = 0
+    deletion_policy: bool = False

@@ -14,6 +14,9 @@ on them: resource ids and iterator names become CEL variables, so `my-db` (a sub
 * G-05/G-06 a template has string apiVersion/kind and a map metadata; apiVersion parses as
   group/version; the lowercased kind is a DNS-1035 label.
 * G-08 namespace vs. scope; G-09 no kro-reserved labels/annotations on templates.
+* V-30..V-32 `deletionPolicy`: only with the `DeletionPolicy` gate, only on templates, and
+  `Orphaned` only where its annotation can go (`metadata.annotations` a map, absent, or one
+  `${...}` expression whose result gets it at render).
 
 Neighbours: `builder` calls `validate_spec` first and the object checks per resource;
 `build_errors` holds the error classes.
@@ -26,7 +29,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kro.api.names import RESERVED_LABEL_PREFIXES
+from kro.api.names import (
+    DELETION_POLICIES,
+    DELETION_POLICY_DELETE,
+    DELETION_POLICY_ORPHANED,
+    FEATURE_DELETION_POLICY,
+    MSG_DELETION_POLICY_TEMPLATE_ONLY,
+    RESERVED_LABEL_PREFIXES,
+)
 from kro.graph.build_errors import ResourceBuildError, RGDValidationError
 from kro.graph.errors import TemplateError
 from kro.graph.selectors import json_kind, selector_problem
@@ -69,6 +79,9 @@ class ResourceInput:
     ready_when: tuple[Any, ...]
     include_when: tuple[Any, ...]
     for_each: tuple[tuple[str, Any], ...]
+    deletion_policy: str | None = None
+    """`Delete` or `Orphaned` with the DeletionPolicy gate on (for every template resource:
+    omitted means `Delete`), None with the gate off and for externalRefs (V-30)."""
 
 
 def _fail(detail: str, rule: str, rgd: str, resource_id: str | None = None) -> RGDValidationError:
@@ -214,8 +227,70 @@ def _malformed(text: str) -> bool:
     return False
 
 
+def _deletion_policy(
+    raw: Mapping[str, Any], resource_id: str, *, template: bool, gate: bool, rgd: str
+) -> str | None:
+    """V-30/V-31: the resource's policy, or None when the gate is off (nothing is enforced,
+    so an RGD that does not use the field renders exactly as before)."""
+    declared = raw.get("deletionPolicy")
+    if declared is not None and not template:
+        detail = f'resource "{resource_id}": {MSG_DELETION_POLICY_TEMPLATE_ONLY}'
+        raise _fail(detail, "V-31", rgd, resource_id)
+    if declared is not None and not gate:
+        raise _fail(
+            f'resource "{resource_id}": deletionPolicy requires the {FEATURE_DELETION_POLICY} '
+            f"feature gate (--feature-gates={FEATURE_DELETION_POLICY}=true)",
+            "V-30",
+            rgd,
+            resource_id,
+        )
+    if declared is not None and declared not in DELETION_POLICIES:
+        raise _fail(
+            f'resource "{resource_id}": unsupported deletionPolicy "{declared}": must be one of '
+            + ", ".join(DELETION_POLICIES),
+            "V-30",
+            rgd,
+            resource_id,
+        )
+    if not gate or not template:
+        return None
+    return str(declared or DELETION_POLICY_DELETE)
+
+
+def _check_annotation_room(template: Mapping[str, Any], resource_id: str, rgd: str) -> None:
+    """V-32: `Orphaned` is recorded as an annotation on every apply, so the template must leave
+    room for one: annotations a map (or absent), or a single `${...}` expression whose result
+    the annotation is merged into. Anything else would silently lose the policy."""
+    where = f'resource "{resource_id}": deletionPolicy {DELETION_POLICY_ORPHANED}'
+    metadata = template.get("metadata")
+    if metadata is None:  # created at render (and G-05 asks for metadata anyway)
+        return
+    if not isinstance(metadata, Mapping):
+        raise _fail(f"{where}: metadata is not a map", "V-32", rgd, resource_id)
+    annotations = metadata.get("annotations")
+    if annotations is None or isinstance(annotations, Mapping):
+        return
+    if isinstance(annotations, str):
+        if is_standalone(annotations):
+            return
+        raise _fail(
+            f"{where}: metadata.annotations is a string but not a single ${{...}} expression",
+            "V-32",
+            rgd,
+            resource_id,
+        )
+    raise _fail(f"{where}: metadata.annotations is not a map", "V-32", rgd, resource_id)
+
+
 def _resource(
-    raw: Any, index: int, *, seen: set[str], ids: frozenset[str], max_dims: int, rgd: str
+    raw: Any,
+    index: int,
+    *,
+    seen: set[str],
+    ids: frozenset[str],
+    max_dims: int,
+    rgd: str,
+    deletion_policy_gate: bool = False,
 ) -> ResourceInput:
     if not isinstance(raw, Mapping):
         raise _fail(f"resources[{index}] must be a map", "A-14", rgd)
@@ -252,6 +327,12 @@ def _resource(
             rgd=rgd,
             resource_id=resource_id,
         )
+    policy = _deletion_policy(
+        raw, resource_id, template=external is None, gate=deletion_policy_gate, rgd=rgd
+    )
+    if policy == DELETION_POLICY_ORPHANED:
+        assert isinstance(template, Mapping)
+        _check_annotation_room(template, resource_id, rgd)
     return ResourceInput(
         id=resource_id,
         index=index,
@@ -260,11 +341,14 @@ def _resource(
         ready_when=_as_list(raw.get("readyWhen"), "readyWhen", rgd, resource_id, "A-18"),
         include_when=_as_list(raw.get("includeWhen"), "includeWhen", rgd, resource_id, "A-19"),
         for_each=for_each,
+        deletion_policy=policy,
     )
 
 
-def validate_resources(resources: Any, rgd: str, max_dimensions: int) -> list[ResourceInput]:
-    """G-02/G-03/A-14/A-17 over `spec.resources`, in declaration order."""
+def validate_resources(
+    resources: Any, rgd: str, max_dimensions: int, *, deletion_policy_gate: bool = False
+) -> list[ResourceInput]:
+    """G-02/G-03/A-14/A-17/V-30..V-32 over `spec.resources`, in declaration order."""
     if resources is None:
         return []
     if not isinstance(resources, Sequence) or isinstance(resources, str):
@@ -274,7 +358,15 @@ def validate_resources(resources: Any, rgd: str, max_dimensions: int) -> list[Re
     )
     seen: set[str] = set()
     return [
-        _resource(raw, i, seen=seen, ids=ids, max_dims=max_dimensions, rgd=rgd)
+        _resource(
+            raw,
+            i,
+            seen=seen,
+            ids=ids,
+            max_dims=max_dimensions,
+            rgd=rgd,
+            deletion_policy_gate=deletion_policy_gate,
+        )
         for i, raw in enumerate(resources)
     ]
 

@@ -129,12 +129,28 @@ def test_exactly_one_rules_carry_the_model_messages() -> None:
         {
             "message": v1alpha1.MSG_TEMPLATE_XOR_EXTERNAL_REF,
             "rule": "has(self.template) != has(self.externalRef)",
-        }
+        },
+        {
+            "message": names.MSG_DELETION_POLICY_TEMPLATE_ONLY,
+            "rule": "!has(self.deletionPolicy) || has(self.template)",
+        },
     ]
     metadata = item["properties"]["externalRef"]["properties"]["metadata"]
     # V-12: "exactly one of name or selector" moved from admission into the graph build.
     assert "x-kubernetes-validations" not in metadata
     assert metadata["properties"]["name"]["minLength"] == 1
+
+
+def test_deletion_policy_is_delete_or_orphaned_only() -> None:
+    """V-30/OQ-1: exactly the two values of v0.10; earlier drafts' `Detach`/`Orphan` are not
+    accepted, and the message admission gives for an externalRef is V-31's."""
+    policy = resource_item()["properties"]["deletionPolicy"]
+    assert policy["type"] == "string"
+    assert policy["enum"] == ["Delete", "Orphaned"]
+    assert "default" not in policy  # omitted means Delete; no default is written into RGDs
+    assert names.MSG_DELETION_POLICY_TEMPLATE_ONLY == (
+        "deletionPolicy is only supported on template resources"
+    )
 
 
 def test_external_ref_selector_is_schemaless() -> None:

@@ -34,6 +34,7 @@ def test_defaults_match_upstream() -> None:
         "InstanceConditionEvents": False,
         "InstanceConditionMetrics": False,
         "ConservativeCRDComparison": False,  # V-81: alpha, default off
+        "DeletionPolicy": False,  # V-30: alpha, default off
     }
 
 

@@ -255,6 +255,24 @@ def test_validate_feature_gates(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert run(["validate", "-f", path, "--feature-gates", "CELOmitFunction=true"]) == 0
 
 
+def test_validate_deletion_policy_gate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """V-30: offline validation builds as the controller does: the field needs the gate, and
+    `Orphaned` with nowhere for its annotation is the same build error."""
+    orphaned = json.loads(json.dumps(APP_RGD))
+    orphaned["spec"]["resources"][2]["deletionPolicy"] = "Orphaned"
+    path = write(tmp_path, "rgd.yaml", orphaned)
+    assert run(["validate", "-f", path]) == 1
+    assert "DeletionPolicy feature gate" in capsys.readouterr().err
+    assert run(["validate", "-f", path, "--feature-gates", "DeletionPolicy=true"]) == 0
+    capsys.readouterr()
+    orphaned["spec"]["resources"][2]["template"]["metadata"]["annotations"] = (
+        "a ${schema.spec.name}"
+    )
+    path = write(tmp_path, "rgd.yaml", orphaned)
+    assert run(["validate", "-f", path, "--feature-gates", "DeletionPolicy=true"]) == 1
+    assert "single ${...} expression" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [

@@ -26,7 +26,7 @@ from kro.dynamic import ObjectRef
 from kro.engine import GraphPass, NodeReason, NoWatches, PassResult
 from kro.engine.owner import OwnerBinding
 from kro.engine.teardown import teardown_step
-from kro.graph.builder import build_graph
+from kro.graph.builder import BuildOptions, build_graph
 from kro.graph.evaluate import InstanceEvaluation
 from kro.graph.model import Graph
 from kro.graph.resolver import OfflineSchemaResolver
@@ -56,7 +56,10 @@ class Binding:
         return f"test.kro.run/owner={owner['metadata']['uid']},test.kro.run/node={node_id}"
 
 
-def graph(resources: list[dict[str, Any]], spec: Mapping[str, str] | None = None) -> Graph:
+def graph(
+    resources: list[dict[str, Any]], spec: Mapping[str, str] | None = None, **options: Any
+) -> Graph:
+    """The graph of an `Owner` RGD; `options` are BuildOptions fields (feature gates)."""
     rgd = {
         "apiVersion": "kro.run/v1alpha1", "kind": "ResourceGraphDefinition",
         "metadata": {"name": "engine-test"},
@@ -64,7 +67,7 @@ def graph(resources: list[dict[str, Any]], spec: Mapping[str, str] | None = None
                             "spec": dict(spec or {})},
                  "resources": resources},
     }
-    return build_graph(rgd, RESOLVER)
+    return build_graph(rgd, RESOLVER, options=BuildOptions(**options))
 
 
 def cm(node_id: str, data: Mapping[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
