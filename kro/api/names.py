@@ -82,6 +82,9 @@ ANNOTATION_APPLYSET_CONTAINS_GROUP_KINDS: Final = "applyset.kubernetes.io/contai
 ANNOTATION_APPLYSET_ADDITIONAL_NAMESPACES: Final = "applyset.kubernetes.io/additional-namespaces"
 ANNOTATION_APPLYSET_INVENTORY_HASH: Final = "internal.kro.run/applyset-inventory-hash"
 ANNOTATION_APPLY_ORDER: Final = "internal.kro.run/apply-order"
+ANNOTATION_NODE_PATH: Final = "internal.kro.run/node-path"
+"""V-16: the full node path of the node a child was applied for (never truncated, unlike the
+`kro.run/node-id` label, which must fit in 63 characters)."""
 ANNOTATION_RECONCILE: Final = "kro.run/reconcile"
 ANNOTATION_ALLOW_BREAKING_CHANGES: Final = "kro.run/allow-breaking-changes"
 ANNOTATION_CLI_VERSION: Final = "kro.run/cli-version"

@@ -2,7 +2,8 @@
 
 The owner's labels (from its adapter) are merged *over* the template's, so kro's win; the
 node's deletion wave goes in an annotation, which teardown reads to delete in reverse order;
-a collection's items also carry their index and the collection's size.
+a collection's items also carry their index and the collection's size. Every object names its
+node's full path in an annotation (V-16), which a label cannot always hold.
 """
 
 from __future__ import annotations
@@ -11,7 +12,12 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from kro.api.names import ANNOTATION_APPLY_ORDER, LABEL_COLLECTION_INDEX, LABEL_COLLECTION_SIZE
+from kro.api.names import (
+    ANNOTATION_APPLY_ORDER,
+    ANNOTATION_NODE_PATH,
+    LABEL_COLLECTION_INDEX,
+    LABEL_COLLECTION_SIZE,
+)
 
 __all__ = ["decorate"]
 
@@ -21,6 +27,7 @@ def decorate(
     labels: Mapping[str, str],
     apply_order: int,
     *,
+    node_path: str,
     index: int | None = None,
     size: int | None = None,
 ) -> dict[str, Any]:
@@ -35,5 +42,6 @@ def decorate(
     metadata["labels"] = merged
     annotations = dict(metadata.get("annotations") or {})
     annotations[ANNOTATION_APPLY_ORDER] = str(apply_order)
+    annotations[ANNOTATION_NODE_PATH] = node_path
     metadata["annotations"] = annotations
     return out

@@ -42,6 +42,7 @@ from kro.api.names import (
 )
 from kro.api.objects import metadata as _meta
 from kro.applyset import (
+    AppliedResource,
     Applier,
     ApplyResult,
     Desired,
@@ -59,6 +60,7 @@ from kro.dynamic import LabelSelector, ScalarWatch, SelectorWatch
 from kro.dynamic.watches import WatchRequest
 from kro.engine.decorate import decorate
 from kro.engine.diagnose import Diagnosis, Diagnostician
+from kro.engine.inventory import OwnedInventory
 from kro.engine.owner import OwnerBinding
 from kro.engine.results import NodeReason, NodeResult, PassResult, object_id
 from kro.engine.watches import Watches
@@ -106,6 +108,8 @@ class GraphPass:
     diagnose: say on what waiting and not-ready nodes wait (kro.engine.diagnose).
     recorded: dry run only: per node, the API server's refusal of the last apply, as the
         controller recorded it (a dry run cannot send the apply to find out).
+    inventory: an owner that records what it applied itself (a `Graph`) applies and prunes
+        through it instead of an ApplySet (kro.engine.inventory).
     """
 
     def __init__(
@@ -121,6 +125,7 @@ class GraphPass:
         dry_run: bool = False,
         diagnose: bool = False,
         recorded: Mapping[str, str] | None = None,
+        inventory: OwnedInventory | None = None,
     ) -> None:
         self.graph = graph
         self.owner_obj = owner_obj
@@ -131,6 +136,7 @@ class GraphPass:
         self.evaluation = evaluation
         self.dry_run = dry_run
         self.recorded = recorded or {}
+        self.inventory = inventory
         self.result = PassResult()
         self._diagnostician = (
             Diagnostician(graph, evaluation, object_id(owner_obj)) if diagnose else None
@@ -153,7 +159,7 @@ class GraphPass:
         be evaluated or read, or the owner's inventory cannot be written: nothing after it is
         applied. A terminating child ends the pass before any apply (`PassResult.deleting`).
         """
-        if not self.dry_run:
+        if not self.dry_run and self.inventory is None:
             await self._list_members()
         waiting = list(self.graph.topological_order)
         results: list[ApplyResult] = []
@@ -175,10 +181,8 @@ class GraphPass:
                 if self.dry_run:  # nothing changes between waves when nothing is written
                     self._dry_apply()
                     break
-                result = await self.applier.apply(self.owner_obj, self.binding.gvr, self._batch)
-                self.owner_obj = result.parent_obj
-                results.append(result)
-                changed = self._record(result)
+                resources = await self._apply(results)
+                changed = self._record(resources)
                 self.result.stale.update(
                     d
                     for n in changed
@@ -186,13 +190,40 @@ class GraphPass:
                     if resolved.get(d, wave + 1) <= wave
                 )
                 waiting = [n for n in waiting if n not in resolved]
-                if not self._batch or not self.result.pending or result.has_errors or not waiting:
+                failed = any(r.error is not None for r in resources)
+                if not self._batch or not self.result.pending or failed or not waiting:
                     break
         except _Stop:
             return self.result
         if not self.dry_run:
-            await self._prune(combined(results))
+            await self._prune_pass(results)
         return self.result
+
+    async def _apply(self, results: list[ApplyResult]) -> Sequence[AppliedResource]:
+        """Apply this wave's batch: through the owner's inventory, or as an ApplySet."""
+        if self.inventory is not None:
+            self.owner_obj, resources = await self.inventory.apply(self.owner_obj, self._batch)
+            return resources
+        result = await self.applier.apply(self.owner_obj, self.binding.gvr, self._batch)
+        self.owner_obj = result.parent_obj
+        results.append(result)
+        return result.resources
+
+    async def _prune_pass(self, results: list[ApplyResult]) -> None:
+        """An ApplySet prunes once every node resolved (`_prune`). An owner with its own
+        inventory prunes on every pass but one that failed, keeping what the nodes it could
+        not resolve may still render (V-63)."""
+        if self.inventory is None:
+            await self._prune(combined(results))
+            return
+        nodes = self.result.nodes.values()
+        if self.result.failure is not None or any(r.state == NODE_STATE_ERROR for r in nodes):
+            return
+        keep = frozenset(r.id for r in nodes if r.state == NODE_STATE_IN_PROGRESS)
+        self.owner_obj, pruned = await self.inventory.prune(self.owner_obj, keep)
+        if pruned:
+            self.result.mutated = True
+            self.result.pruned = True
 
     # -- resolve + observe -----------------------------------------------------------------
 
@@ -302,7 +333,7 @@ class GraphPass:
             self.result.counts.not_ready += 1
         return readiness
 
-    async def _resolve(self, node: Node) -> None:  # noqa: PLR0911 - one return per verdict
+    async def _resolve(self, node: Node) -> None:
         try:
             ignored = self._check_ignored(node)
         except EvaluationError as error:
@@ -319,6 +350,13 @@ class GraphPass:
             return self._failed(node, error)
         if isinstance(desired, Pending):
             return self._pending(node, desired, include_when=False)
+        return await self._rendered_node(node, desired)
+
+    async def _rendered_node(self, node: Node, desired: list[dict[str, Any]]) -> None:
+        """Read what a rendered node stands for; queue what kro applies for the batch."""
+        if node.type.is_value:  # V-45: computed here, nothing to read or write
+            self._observed_applied(node, [], desired)
+            return None
         try:
             observed = await self._observe(node, desired)
         except KubeError as error:
@@ -397,7 +435,9 @@ class GraphPass:
             text = self.binding.collection_selector(self.owner_obj, node.id)
             request: WatchRequest = SelectorWatch(node.id, gvr, None, LabelSelector.parse(text))
             await self.watches.watch(parent, request)
-            items, _ = await self.client.list_all(gvr, label_selector=text)
+            items, _ = await self.client.list_all(
+                gvr, namespace=self._one_namespace(desired), label_selector=text
+            )
             self.reads[request] = _versions(items)
             self._requests[node.id] = request
             by_identity = {_identity(i): i for i in items}
@@ -438,6 +478,15 @@ class GraphPass:
             return _DELETING
         return live
 
+    def _one_namespace(self, desired: Sequence[Mapping[str, Any]]) -> str | None:
+        """The one namespace every item of a collection lives in, when an owner applies as a
+        namespace's ServiceAccount (a `Graph`, V-61) that may not list across namespaces;
+        an ApplySet owner lists cluster-wide, as kro's own identity."""
+        if self.inventory is None:
+            return None
+        namespaces = {_identity(d)[0] for d in desired}
+        return namespaces.pop() if len(namespaces) == 1 and "" not in namespaces else None
+
     def _from_cache(
         self, node: Node, request: ScalarWatch
     ) -> tuple[bool, Mapping[str, Any] | None]:
@@ -454,8 +503,8 @@ class GraphPass:
         Anything else is a GET: a pass on a new owner of five ConfigMaps makes ~1 read
         instead of ~9.
         """
-        if not self.applier.memory.enabled:  # --skip-unchanged=false: every read is a request
-            return False, None
+        if not self.applier.memory.enabled or self.inventory is not None:
+            return False, None  # --skip-unchanged=false, or no applier to vouch for the object
         known, cached = self.watches.cached_object(request)
         if not known:
             return False, None
@@ -499,7 +548,14 @@ class GraphPass:
                 self._batch.append(
                     Desired(
                         resource_id,
-                        decorate(obj, labels, node.apply_order, index=index, size=len(desired)),
+                        decorate(
+                            obj,
+                            labels,
+                            node.apply_order,
+                            node_path=node.id,
+                            index=index,
+                            size=len(desired),
+                        ),
                         gvr,
                         node.namespaced,
                         observed=live.get(_identity(obj)),
@@ -510,7 +566,7 @@ class GraphPass:
             self._batch.append(
                 Desired(
                     node.id,
-                    decorate(desired[0], labels, node.apply_order),
+                    decorate(desired[0], labels, node.apply_order, node_path=node.id),
                     gvr,
                     node.namespaced,
                     observed=observed,
@@ -521,19 +577,22 @@ class GraphPass:
 
     # -- results + prune -------------------------------------------------------------------
 
-    def _record(self, result: ApplyResult) -> set[str]:
+    def _record(self, resources: Sequence[AppliedResource]) -> set[str]:
         """R-14: per node, an apply error is ERROR; otherwise observe the applied objects.
         Returns the nodes whose objects this apply changed."""
-        self.result.contests.extend(result.contests)
-        waits = [w for w in (self.result.retry_after_s, result.retry_after_s) if w is not None]
+        self.result.contests.extend(c for r in resources for c in r.contests)
+        waits = [r.retry_after_s for r in resources if r.retry_after_s is not None]
+        if self.result.retry_after_s is not None:
+            waits.append(self.result.retry_after_s)
         self.result.retry_after_s = min(waits) if waits else None
         changed: set[str] = set()
-        batch = {r.resource_id for r in result.resources}
+        by_id = {r.resource_id: r for r in resources}
+        batch = set(by_id)
         for node_id, resource_ids in self._items.items():
             if not batch.issuperset(resource_ids):
                 continue  # applied by an earlier wave (or nothing to apply)
             node = self.graph.node(node_id)
-            applied = [result.get(r) for r in resource_ids]
+            applied = [by_id.get(r) for r in resource_ids]
             errors = [a.error for a in applied if a is not None and a.error is not None]
             if any(a is not None and a.changed for a in applied):
                 self.result.mutated = True

@@ -30,15 +30,26 @@ class NodeType(StrEnum):
     COLLECTION = "Collection"  # forEach: many objects kro applies
     EXTERNAL = "External"  # externalRef by name: read only
     EXTERNAL_COLLECTION = "ExternalCollection"  # externalRef by selector: read only, a list
+    VALUE = "Value"  # a Graph's `def`: a value computed in the graph, no API object (V-45)
+    VALUE_COLLECTION = "ValueCollection"  # a `def` with forEach: a list of values
 
     @property
     def is_external(self) -> bool:
         return self in (NodeType.EXTERNAL, NodeType.EXTERNAL_COLLECTION)
 
     @property
+    def is_value(self) -> bool:
+        """Computed in the pass, never read from nor written to the API server."""
+        return self in (NodeType.VALUE, NodeType.VALUE_COLLECTION)
+
+    @property
     def is_list(self) -> bool:
         """Bound in CEL as a list of objects rather than one object (F-09, X-03)."""
-        return self in (NodeType.COLLECTION, NodeType.EXTERNAL_COLLECTION)
+        return self in (
+            NodeType.COLLECTION,
+            NodeType.EXTERNAL_COLLECTION,
+            NodeType.VALUE_COLLECTION,
+        )
 
 
 VariableKind = Literal["static", "dynamic", "iteration"]
@@ -143,6 +154,9 @@ class Graph:
     environment: CelEnvironment
     spec_hash: str = ""
     max_collection_size: int = 1000  # F-03: most items one forEach may expand to
+    readiness_gates: bool = True
+    """An RGD applies a node only once every node it reads is ready (V-03); a `Graph` applies
+    it as soon as the data it reads exists, and readyWhen only reports (V-52)."""
     metadata_only: frozenset[str] = field(init=False, repr=False, compare=False)
     """Resource ids whose every read, by any expression of the graph, stays inside `metadata`
     (and not `metadata.managedFields`), including ids nothing reads at all. A pass may take
