@@ -1,0 +1,287 @@
+"""kro.controllers.graph.inventory: a Graph's record of what it applied, in its own status.
+
+A Graph's objects carry no ApplySet labels and no ownerReferences (V-61): the only record of
+what it created is `status.managedResources` (V-57), so the record must never hold less than
+the cluster does. Before any write to the cluster the record becomes the union of what it held
+and what this pass is about to apply (without UIDs: an entry without a UID is never deleted,
+since kro cannot prove the object it would delete is the one it created); after the apply each
+entry gains the UID the server returned. A crash between the two leaves a superset, which
+the next pass or the teardown settles.
+
+Template objects are applied under the Graph's one field manager, unforced (V-62): a conflict
+with another Graph's template manager is reported (`FieldManagerConflict`) and never stolen;
+a conflict with anyone else (kubectl, another controller) is drift and is taken back, forced.
+Pruning deletes, preconditioned on the recorded UID, what the record holds and this pass did not
+apply, except objects of nodes the pass could not resolve (V-63). Both run as the Graph's
+ServiceAccount: `client` is impersonated; the status writes use kro's own client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+import structlog
+
+from kro.api.graph import (
+    FIELD_MANAGER_TEMPLATE_PREFIX,
+    GRAPH_GROUP,
+    GRAPH_PLURAL,
+    GRAPH_VERSION,
+    MANAGED_RESOURCES_CAP,
+)
+from kro.api.names import ANNOTATION_NODE_PATH
+from kro.api.objects import metadata as _meta
+from kro.applyset import AppliedResource, ApplySetError, Desired
+from kro.runtime.client import Client
+from kro.runtime.errors import Conflict, KubeError, NotFound
+from kro.runtime.gvk import GVK, GVR
+
+__all__ = ["GRAPHS", "Entry", "FieldManagerConflict", "StatusInventory", "entries_of"]
+
+log = structlog.get_logger(__name__)
+
+GRAPHS: Final = GVR(GRAPH_GROUP, GRAPH_VERSION, GRAPH_PLURAL)
+_MANAGER: Final = re.compile(r'conflict with "([^"]+)"')
+
+
+class FieldManagerConflict(ApplySetError):
+    """A field of the object is held by another Graph's template manager (V-62)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One `status.managedResources` item."""
+
+    node_id: str
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str = ""
+
+    @property
+    def identity(self) -> tuple[str, str, str, str]:
+        """(group, kind, namespace, name): an apiVersion bump of one object is no prune."""
+        group = self.api_version.rpartition("/")[0]
+        return (group, self.kind, self.namespace, self.name)
+
+    def as_status(self) -> dict[str, str]:
+        out = {
+            "nodeID": self.node_id,
+            "apiVersion": self.api_version,
+            "kind": self.kind,
+            "name": self.name,
+        }
+        if self.namespace:
+            out["namespace"] = self.namespace
+        if self.uid:
+            out["uid"] = self.uid
+        return out
+
+    @classmethod
+    def of(cls, node_id: str, obj: Mapping[str, Any], uid: str = "") -> Entry:
+        meta = _meta(obj)
+        return cls(
+            node_id=node_id,
+            api_version=str(obj.get("apiVersion") or ""),
+            kind=str(obj.get("kind") or ""),
+            namespace=str(meta.get("namespace") or ""),
+            name=str(meta.get("name") or ""),
+            uid=uid,
+        )
+
+
+def entries_of(graph: Mapping[str, Any]) -> list[Entry]:
+    status = graph.get("status") or {}
+    found: list[Entry] = []
+    for raw in status.get("managedResources") or ():
+        if isinstance(raw, Mapping):
+            found.append(
+                Entry(
+                    node_id=str(raw.get("nodeID") or ""),
+                    api_version=str(raw.get("apiVersion") or ""),
+                    kind=str(raw.get("kind") or ""),
+                    namespace=str(raw.get("namespace") or ""),
+                    name=str(raw.get("name") or ""),
+                    uid=str(raw.get("uid") or ""),
+                )
+            )
+    return found
+
+
+def _union(recorded: Sequence[Entry], more: Sequence[Entry]) -> list[Entry]:
+    """`recorded` then what `more` adds; per identity a set UID beats an empty one and a newer
+    (later) one an older one."""
+    out: dict[tuple[str, str, str, str], Entry] = {e.identity: e for e in recorded}
+    for entry in more:
+        known = out.get(entry.identity)
+        if known is None or entry.uid:
+            out[entry.identity] = entry if entry.uid or known is None else known
+        elif known.node_id != entry.node_id:
+            out[entry.identity] = replace(known, node_id=entry.node_id)
+    return list(out.values())[:MANAGED_RESOURCES_CAP]
+
+
+def _conflicting_managers(error: Conflict) -> set[str]:
+    text = " ".join([str(error), *(c.message for c in error.causes)])
+    return set(_MANAGER.findall(text))
+
+
+class StatusInventory:
+    """`OwnedInventory` of one Graph for one pass (kro.engine.inventory)."""
+
+    def __init__(
+        self,
+        *,
+        kro_client: Client,
+        client: Client,
+        graph: Mapping[str, Any],
+        field_manager: str,
+        concurrency: int,
+    ) -> None:
+        self._kro = kro_client
+        self._client = client
+        self._manager = field_manager
+        self._limit = asyncio.Semaphore(max(concurrency, 1))
+        self.entries: list[Entry] = entries_of(graph)
+        """What the Graph's status records now (written ahead, then settled)."""
+        self._applied: dict[tuple[str, str, str, str], Entry] = {}
+        self.reached_cluster = False
+        """Some apply of this pass was answered by the server (V-56)."""
+        self.prune_errors: list[str] = []
+
+    # -- apply -----------------------------------------------------------------------------
+
+    async def apply(
+        self, owner_obj: dict[str, Any], batch: Sequence[Desired]
+    ) -> tuple[dict[str, Any], Sequence[AppliedResource]]:
+        intended = [Entry.of(_node_of(d), d.obj) for d in batch]
+        ahead = _union(self.entries, intended)
+        if ahead != self.entries:
+            owner_obj = await self._record(owner_obj, ahead)
+        results = await asyncio.gather(*(self._apply_one(d) for d in batch))
+        done = []
+        for desired, result in zip(batch, results, strict=True):
+            if result.error is None and result.obj is not None:
+                entry = Entry.of(_node_of(desired), result.obj, result.uid)
+                self._applied[entry.identity] = entry
+                done.append(entry)
+        self.entries = _union(self.entries, done)
+        return owner_obj, results
+
+    async def _apply_one(self, desired: Desired) -> AppliedResource:
+        async with self._limit:
+            try:
+                obj = await self._send(desired, force=False)
+            except Conflict as error:
+                theirs = sorted(
+                    m
+                    for m in _conflicting_managers(error)
+                    if m.startswith(FIELD_MANAGER_TEMPLATE_PREFIX) and m != self._manager
+                    and not m.startswith(self._manager + ".")  # OQ-6: our own older manager
+                )
+                if theirs:
+                    message = (
+                        f"{desired.gvk.kind} {_where(desired)}: fields are managed by another "
+                        f"Graph ({', '.join(theirs)})"
+                    )
+                    return AppliedResource(
+                        desired.resource_id, None, error=FieldManagerConflict(message)
+                    )
+                try:  # drift by someone else: take the fields back
+                    obj = await self._send(desired, force=True)
+                except KubeError as forced:
+                    return AppliedResource(desired.resource_id, None, error=forced)
+            except KubeError as error:
+                return AppliedResource(desired.resource_id, None, error=error)
+        self.reached_cluster = True
+        before = _meta(desired.observed).get("resourceVersion") if desired.observed else None
+        changed = before != _meta(obj).get("resourceVersion")
+        return AppliedResource(desired.resource_id, obj, changed=changed)
+
+    async def _send(self, desired: Desired, *, force: bool) -> dict[str, Any]:
+        return await self._client.apply(
+            desired.gvr,
+            desired.obj,
+            field_manager=self._manager,
+            force=force,
+            namespace=desired.namespace or None,
+        )
+
+    # -- prune -----------------------------------------------------------------------------
+
+    async def prune(
+        self, owner_obj: dict[str, Any], keep_nodes: frozenset[str]
+    ) -> tuple[dict[str, Any], bool]:
+        stale = [
+            e
+            for e in self.entries
+            if e.identity not in self._applied and e.node_id not in keep_nodes
+        ]
+        kept: list[Entry] = []
+        deleted = False
+        for entry in reversed(stale):
+            if not entry.uid:  # never proven ours: forget it, never delete it
+                continue
+            try:
+                await self.delete(entry)
+                deleted = True
+            except KubeError as error:
+                self.prune_errors.append(f"{entry.kind} {entry.namespace}/{entry.name}: {error}")
+                kept.append(entry)
+        gone = {e.identity for e in stale} - {e.identity for e in kept}
+        settled = [e for e in self.entries if e.identity not in gone]
+        if settled != self.entries:
+            owner_obj = await self._record(owner_obj, settled)
+            self.entries = settled
+        return owner_obj, deleted
+
+    async def delete(self, entry: Entry) -> None:
+        """DELETE preconditioned on the recorded UID; gone or replaced counts as done."""
+        gvr = await _gvr_of(self._client, entry)
+        try:
+            await self._client.delete(
+                gvr,
+                entry.name,
+                namespace=entry.namespace or None,
+                preconditions={"uid": entry.uid},
+                propagation_policy="Background",
+            )
+        except (NotFound, Conflict):
+            return
+        log.info(
+            "graph.object_deleted", kind=entry.kind, namespace=entry.namespace, name=entry.name
+        )
+
+    # -- status ----------------------------------------------------------------------------
+
+    async def _record(self, owner_obj: dict[str, Any], entries: Sequence[Entry]) -> dict[str, Any]:
+        meta = _meta(owner_obj)
+        patch = {"status": {"managedResources": [e.as_status() for e in entries]}}
+        return await self._kro.patch(
+            GRAPHS,
+            str(meta.get("name")),
+            patch,
+            namespace=str(meta.get("namespace")),
+            subresource="status",
+        )
+
+
+def _node_of(desired: Desired) -> str:
+    """The node a desired object was rendered for (its path, V-16)."""
+    annotations = _meta(desired.obj).get("annotations") or {}
+    return str(annotations.get(ANNOTATION_NODE_PATH) or desired.resource_id)
+
+
+def _where(desired: Desired) -> str:
+    return f"{desired.namespace}/{desired.name}" if desired.namespace else desired.name
+
+
+async def _gvr_of(client: Client, entry: Entry) -> GVR:
+    group, _, version = entry.api_version.rpartition("/")
+    info = await client.mapper.resource_for(GVK(group, version, entry.kind))
+    return info.gvr
