@@ -83,8 +83,8 @@ ANNOTATION_APPLYSET_ADDITIONAL_NAMESPACES: Final = "applyset.kubernetes.io/addit
 ANNOTATION_APPLYSET_INVENTORY_HASH: Final = "internal.kro.run/applyset-inventory-hash"
 ANNOTATION_APPLY_ORDER: Final = "internal.kro.run/apply-order"
 ANNOTATION_NODE_PATH: Final = "internal.kro.run/node-path"
-"""V-16: the full node path of the node a child was applied for (never truncated, unlike the
-`kro.run/node-id` label, which must fit in 63 characters)."""
+"""The full node path of a child (the resource id, or the `/`-joined path of a nested Graph
+node), never truncated: the `kro.run/node-id` label may hold a hash of it (V-16)."""
 ANNOTATION_RECONCILE: Final = "kro.run/reconcile"
 ANNOTATION_ALLOW_BREAKING_CHANGES: Final = "kro.run/allow-breaking-changes"
 ANNOTATION_CLI_VERSION: Final = "kro.run/cli-version"
@@ -273,12 +273,15 @@ FEATURE_INSTANCE_CONDITION_METRICS: Final = "InstanceConditionMetrics"
 FEATURE_CONSERVATIVE_CRD_COMPARISON: Final = "ConservativeCRDComparison"
 """V-11: compare more of a generated CRD's schema, and count what cannot be classified as
 breaking (kro.graph.compat)."""
+FEATURE_GRAPH_KIND: Final = "GraphKind"
+"""V-40: run the Graph controller (kro.api.graph); needs the `graphs.kro.run` CRD installed."""
 FEATURE_GATE_DEFAULTS: Final[Mapping[str, bool]] = MappingProxyType(
     {
         FEATURE_CEL_OMIT_FUNCTION: False,
         FEATURE_INSTANCE_CONDITION_EVENTS: False,
         FEATURE_INSTANCE_CONDITION_METRICS: False,
         FEATURE_CONSERVATIVE_CRD_COMPARISON: False,
+        FEATURE_GRAPH_KIND: False,
     }
 )
 """Every gate upstream knows, with its default; all are Alpha."""

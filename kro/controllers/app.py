@@ -23,6 +23,11 @@ Without sharding nothing of this applies: the controllers are leader-only and al
 The cache re-delivers every object each `ManagerOptions.resync_period_s`; the RGD and
 GraphRevision controllers ignore those resyncs, as they always have (only the instance
 controllers act on them, upstream's `--dynamic-controller-default-resync-period`).
+
+Graphs (`kro.run/v1alpha1` `Graph`, alpha) exist only with the `GraphKind` gate
+(`AppOptions.graph_kind`): everything about them is set up in `KroApp._add_graph_controller`,
+so with the gate off nothing lists or watches `graphs.kro.run` and RGDs run exactly as before.
+`kro controller` checks that the Graph CRD is served before it builds the app (kro.cli.controller).
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from kro.controllers.leadership import Promotion, WriteGate
 from kro.controllers.metrics import (
     CelMetrics,
     ConditionDurations,
+    GraphEngineMetrics,
     GraphRevisionMetrics,
     InstanceMetrics,
     RegistryMetrics,
@@ -93,6 +99,13 @@ class AppOptions:
     state_gauges: bool = True
     apply_concurrency: int = 20  # `--apply-concurrency` (kro.applyset.ApplierOptions.concurrency)
     skip_unchanged: bool = True  # `--skip-unchanged`: the one skip memory (kro.runtime.memory)
+    # GraphKind (V-40): run the Graph controller. `controller_namespace` and
+    # `controller_service_account` name kro's own ServiceAccount, which no Graph may impersonate
+    # (V-55); `--controller-namespace`/`--controller-service-account` are required with the gate.
+    graph_kind: bool = False
+    controller_namespace: str = ""
+    controller_service_account: str = ""
+    graph_concurrent_reconciles: int = 1  # `--graph-concurrent-reconciles`
 
 
 class _Handler:
@@ -241,6 +254,23 @@ class KroApp:
             self.writes.bind(manager.may_reconcile)
             manager.add_controller(Promotion(self.requeue_all))
             cache.shard.count_owned(self.owned_instances)
+        self.graph_metrics: GraphEngineMetrics | None = None
+        if options.graph_kind:
+            self._add_graph_controller(metrics)
+
+    def _add_graph_controller(self, metrics: MetricsProvider) -> None:
+        """GraphKind on: the one place Graphs are set up (with the gate off nothing here runs,
+        so kro neither lists nor watches `graphs.kro.run`).
+
+        The graphengine_* series are registered here, so they exist only with the gate.
+
+        HOOK (Graph controller): build the Graph reconciler and register its controller with
+        `self.manager` here, e.g. `self.manager.controller("Graph").for_(GRAPHS)...
+        .workers(self.options.graph_concurrent_reconciles)...build(reconciler)`, handing it
+        `self.options.controller_namespace`/`controller_service_account` (the identity it must
+        refuse, V-55) and `self.graph_metrics`.
+        """
+        self.graph_metrics = GraphEngineMetrics(metrics)
 
     @property
     def rgd_queue(self) -> WorkQueue[Request]:
