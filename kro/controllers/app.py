@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kro.api.graph import service_account_username
 from kro.api.names import (
     ALLOW_BREAKING_CHANGES_VALUE,
     ANNOTATION_ALLOW_BREAKING_CHANGES,
@@ -45,6 +46,7 @@ from kro.api.names import (
 from kro.applyset import Applier, ApplierOptions, tooling_for
 from kro.controllers.crd import CRDS, is_kro_owned
 from kro.controllers.events import RecorderPool
+from kro.controllers.graph import GRAPHS, GraphOptions, GraphReconciler
 from kro.controllers.graphrevision import GRAPH_REVISIONS, GraphRevisionReconciler
 from kro.controllers.instance.labels import KRO_VERSION
 from kro.controllers.leadership import Promotion, WriteGate
@@ -62,13 +64,18 @@ from kro.controllers.metrics import (
 from kro.controllers.registry import RevisionRegistry
 from kro.controllers.rgd import RGDS, RGDOptions, RGDReconciler
 from kro.controllers.schemas import LiveSchemaResolver
-from kro.dynamic import DynamicController, DynamicControllerOptions
+from kro.dynamic import DynamicController, DynamicControllerOptions, ObjectRef
 from kro.graph.resolver import SchemaResolver
 from kro.runtime.controller import Controller
 from kro.runtime.manager import Manager
 from kro.runtime.memory import ObjectMemory
 from kro.runtime.metrics import MetricsProvider
-from kro.runtime.predicates import Predicate, on_update, resource_version_changed
+from kro.runtime.predicates import (
+    Predicate,
+    generation_changed,
+    on_update,
+    resource_version_changed,
+)
 from kro.runtime.ratelimit import default_controller_rate_limiter
 from kro.runtime.reconcile import Request
 from kro.runtime.workqueue import WorkQueue
@@ -184,9 +191,7 @@ class KroApp:
         self.dynamic = DynamicController(cache, options=options.dynamic, metrics=metrics)
         self.applier = Applier(
             client,
-            ApplierOptions(
-                tooling=tooling_for(KRO_VERSION), concurrency=options.apply_concurrency
-            ),
+            ApplierOptions(tooling=tooling_for(KRO_VERSION), concurrency=options.apply_concurrency),
             memory=ObjectMemory(enabled=options.skip_unchanged),
         )
         self.rgd_reconciler = RGDReconciler(
@@ -264,13 +269,41 @@ class KroApp:
 
         The graphengine_* series are registered here, so they exist only with the gate.
 
-        HOOK (Graph controller): build the Graph reconciler and register its controller with
-        `self.manager` here, e.g. `self.manager.controller("Graph").for_(GRAPHS)...
-        .workers(self.options.graph_concurrent_reconciles)...build(reconciler)`, handing it
-        `self.options.controller_namespace`/`controller_service_account` (the identity it must
-        refuse, V-55) and `self.graph_metrics`.
+        Graphs are reconciled by their own controller (`--graph-concurrent-reconciles`
+        workers); the watches of what they read route to its queue and share the dynamic
+        controller's informers.
         """
         self.graph_metrics = GraphEngineMetrics(metrics)
+        options = self.options
+        username = service_account_username(
+            options.controller_namespace, options.controller_service_account
+        )
+
+        def enqueue(ref: ObjectRef) -> None:
+            self.graph_controller.queue.add(Request(ref.namespace, ref.name))
+
+        self.graph_reconciler = GraphReconciler(
+            client=self.client,
+            resolver=self.resolver,
+            watches=self.dynamic.coordinator(enqueue),
+            applier=self.applier,
+            options=GraphOptions(
+                controller_username=username,
+                apply_concurrency=options.apply_concurrency,
+                max_collection_size=options.rgd.build.max_collection_size,
+                cel_cost_limit=options.rgd.build.cel_cost_limit,
+            ),
+        )
+        self.graph_controller: Controller[Request] = (
+            self.manager.controller("Graph")
+            .for_(GRAPHS, predicates=generation_changed())
+            .in_namespace(None)
+            .workers(options.graph_concurrent_reconciles)
+            .rate_limit(default_controller_rate_limiter())
+            .leader_only(self.cache.shard is None)
+            .build(self.graph_reconciler)
+        )
+        self.manager.add_runnable(self.graph_reconciler.clients)
 
     @property
     def rgd_queue(self) -> WorkQueue[Request]:

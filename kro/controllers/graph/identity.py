@@ -62,6 +62,13 @@ class ImpersonatedClients:
         self._closing[task] = client
         task.add_done_callback(lambda t: self._closing.pop(t, None))
 
+    async def run(self) -> None:
+        """A manager runnable: hold the clients until the process stops, then close them."""
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await self.close()
+
     async def close(self) -> None:
         clients = [*self._clients.values(), *self._closing.values()]
         for task in list(self._closing):

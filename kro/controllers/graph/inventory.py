@@ -127,7 +127,8 @@ def _union(recorded: Sequence[Entry], more: Sequence[Entry]) -> list[Entry]:
 
 
 def _conflicting_managers(error: Conflict) -> set[str]:
-    text = " ".join([str(error), *(c.message for c in error.causes)])
+    causes = error.details.get("causes") or ()
+    text = " ".join([str(error), *(str(c.get("message") or "") for c in causes)])
     return set(_MANAGER.findall(text))
 
 
@@ -181,7 +182,8 @@ class StatusInventory:
                 theirs = sorted(
                     m
                     for m in _conflicting_managers(error)
-                    if m.startswith(FIELD_MANAGER_TEMPLATE_PREFIX) and m != self._manager
+                    if m.startswith(FIELD_MANAGER_TEMPLATE_PREFIX)
+                    and m != self._manager
                     and not m.startswith(self._manager + ".")  # OQ-6: our own older manager
                 )
                 if theirs:

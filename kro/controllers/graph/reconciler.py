@@ -39,7 +39,7 @@ from kro.api.graph import (
 )
 from kro.api.names import STATUS_FALSE, STATUS_TRUE
 from kro.api.objects import metadata as _meta
-from kro.applyset import ApplySetError, Applier
+from kro.applyset import Applier, ApplySetError
 from kro.controllers.graph.binding import GraphBinding
 from kro.controllers.graph.conditions import Verdict, converged
 from kro.controllers.graph.identity import ImpersonatedClients
@@ -215,9 +215,7 @@ class GraphReconciler:
             except KubeError as error:
                 errors.append(f"{entry.kind} {entry.namespace}/{entry.name}: {error}")
         if errors:
-            await self._report(
-                obj, verdict=Verdict(False, REASON_DELETE_FAILED, "; ".join(errors))
-            )
+            await self._report(obj, verdict=Verdict(False, REASON_DELETE_FAILED, "; ".join(errors)))
             return Result(requeue=True)
         await self.watches.forget(ref)
         uid = str(_meta(obj).get("uid") or "")
