@@ -528,3 +528,104 @@ async def test_a_typo_is_a_compile_error(graphs: Graphs) -> None:
     assert "replicsa" in _condition(graph, "Accepted")["message"]
     assert _condition(graph, "Ready")["reason"] == "InvalidGraph"
     assert await _named(graphs.client, CONFIGMAPS, "bundle-settings", graphs.namespace) is None
+
+
+# -- patch ---------------------------------------------------------------------------------------
+
+
+async def test_patch_contributes_and_releases_exactly_its_fields(graphs: Graphs) -> None:
+    """A ConfigMap another manager owns gets one label and one data key from a patch node;
+    removing the node releases exactly those, and the target is never deleted."""
+    client, namespace = graphs.client, graphs.namespace
+    await client.create(
+        CONFIGMAPS,
+        {"metadata": {"name": "shared", "labels": {"team": "red"}}, "data": {"owner": "them"}},
+        namespace=namespace,
+        field_manager="someone-else",
+    )
+    applier = await graphs.applier(
+        "patcher",
+        [{"apiGroups": [""], "resources": ["configmaps"],
+          "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]}],
+    )
+    contribution = {
+        "id": "mark",
+        "patch": {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "shared", "labels": {"decorated": "yes"}},
+            "data": {"extra": "${settings.data.mode}"},
+        },
+    }
+    settings = _bundle()[0]
+    await graphs.graph("patcher", [settings, contribution], serviceAccountName=applier)
+    graph = await graphs.wait("patcher", "Ready", "True")
+    shared = await client.get(CONFIGMAPS, "shared", namespace=namespace)
+    assert shared["data"] == {"owner": "them", "extra": "on"}
+    assert meta(shared)["labels"] == {"team": "red", "decorated": "yes"}
+    assert not [k for k in meta(shared).get("annotations") or {} if "kro.run" in k]
+    (recorded,) = graph["status"]["contributions"]
+    assert (recorded["kind"], recorded["name"], recorded["namespace"]) == (
+        "ConfigMap", "shared", namespace,
+    )
+    assert recorded["fieldManager"].startswith("kro-graphengine.patch.")
+    assert "subresource" not in recorded
+    managers = {m["manager"] for m in meta(shared)["managedFields"]}
+    assert recorded["fieldManager"] in managers
+    assert [e["name"] for e in graph["status"]["managedResources"]] == ["bundle-settings"]
+
+    # Remove the node: exactly its fields go; the other manager's stay; the target stays.
+    await client.patch(
+        GRAPHS, "patcher", {"spec": {"nodes": [settings]}}, namespace=namespace
+    )
+
+    async def released() -> dict[str, Any] | None:
+        found = await client.get(CONFIGMAPS, "shared", namespace=namespace)
+        return found if "extra" not in (found.get("data") or {}) else None
+
+    shared = await eventually(released, what="the contribution released", timeout_s=TIMEOUT_S)
+    assert shared["data"] == {"owner": "them"}
+    assert meta(shared)["labels"] == {"team": "red"}
+    graph = await graphs.wait("patcher", "Ready", "True")
+    assert not graph["status"].get("contributions")
+
+    # Put it back, then delete the Graph: the teardown releases it too, and deletes only
+    # what the Graph created.
+    await client.patch(
+        GRAPHS, "patcher", {"spec": {"nodes": [settings, contribution]}}, namespace=namespace
+    )
+
+    async def contributed() -> bool:
+        found = await client.get(CONFIGMAPS, "shared", namespace=namespace)
+        return (found.get("data") or {}).get("extra") == "on"
+
+    await eventually(contributed, what="the contribution back", timeout_s=TIMEOUT_S)
+    await graphs.delete_graph("patcher")
+    shared = await client.get(CONFIGMAPS, "shared", namespace=namespace)
+    assert shared["data"] == {"owner": "them"}
+    assert meta(shared)["labels"] == {"team": "red"}
+    assert await _named(client, CONFIGMAPS, "bundle-settings", namespace) is None
+
+
+async def test_patch_waits_for_its_target(graphs: Graphs) -> None:
+    """A missing target is a wait, not an error; its creation wakes the Graph."""
+    client, namespace = graphs.client, graphs.namespace
+    # No serviceAccountName: the namespace's `default` ServiceAccount applies.
+    await graphs.grant(
+        "default",
+        [{"apiGroups": [""], "resources": ["configmaps"],
+          "verbs": ["get", "list", "watch", "patch"]}],
+    )
+    await graphs.graph(
+        "later",
+        [{"id": "mark", "patch": {"apiVersion": "v1", "kind": "ConfigMap",
+                                  "metadata": {"name": "later"}, "data": {"x": "1"}}}],
+    )
+    graph = await graphs.wait("later", "ResourcesConverged", "False", "WaitingForReadiness")
+    assert "not found" in _condition(graph, "ResourcesConverged")["message"]
+    await client.create(CONFIGMAPS, {"metadata": {"name": "later"}}, namespace=namespace)
+    graph = await graphs.wait("later", "Ready", "True")
+    assert graph["status"]["appliedServiceAccount"] == (
+        f"system:serviceaccount:{namespace}:default"
+    )
+    assert (await client.get(CONFIGMAPS, "later", namespace=namespace))["data"] == {"x": "1"}

@@ -357,6 +357,9 @@ class GraphPass:
         if node.type.is_value:  # V-45: computed here, nothing to read or write
             self._observed_applied(node, [], desired)
             return None
+        if node.type is NodeType.PATCH:
+            await self._patch_targets(node, desired)
+            return None
         try:
             observed = await self._observe(node, desired)
         except KubeError as error:
@@ -427,6 +430,33 @@ class GraphPass:
             diagnosis=diagnosis,
             exists=bool(items),
         )
+
+    async def _patch_targets(self, node: Node, desired: Sequence[Mapping[str, Any]]) -> None:
+        """V-46: a patch contributes to objects that must exist (and not be terminating);
+        while one does not, the node waits, woken by a watch on it."""
+        gvr = node_gvr(node)
+        live: list[Mapping[str, Any]] = []
+        for target in desired:
+            namespace, name = _identity(target)
+            await self.watches.watch(self.binding.ref, ScalarWatch(node.id, gvr, namespace, name))
+            try:
+                found = await self.client.get(gvr, name, namespace=namespace or None)
+            except NotFound:
+                found = None
+            if found is None or _meta(found).get("deletionTimestamp"):
+                where = f"{namespace}/{name}" if namespace else name
+                state = "not found" if found is None else "being deleted"
+                message = f"patch target {target.get('kind')} {where} {state}"
+                self._set(
+                    node,
+                    NODE_STATE_WAITING_FOR_READINESS,
+                    NodeReason.NOT_FOUND,
+                    message,
+                    objects=desired,
+                )
+                return
+            live.append(found)
+        self._queue(node, desired, live)
 
     async def _observe(self, node: Node, desired: Sequence[Mapping[str, Any]]) -> Any:
         gvr = node_gvr(node)
@@ -538,9 +568,16 @@ class GraphPass:
         return True
 
     def _queue(self, node: Node, desired: Sequence[Mapping[str, Any]], observed: Any) -> None:
-        labels = self.binding.child_labels(self.owner_obj, node.id)
         gvr = node_gvr(node)
         ids: list[str] = []
+        if node.type is NodeType.PATCH:  # contributed fields only: no marks of kro's
+            for index, (obj, live) in enumerate(zip(desired, observed, strict=True)):
+                resource_id = f"{node.id}-{index}" if node.for_each else node.id
+                self._batch.append(Desired(resource_id, obj, gvr, node.namespaced, observed=live))
+                ids.append(resource_id)
+            self._items[node.id] = ids
+            return
+        labels = self.binding.child_labels(self.owner_obj, node.id)
         if node.type is NodeType.COLLECTION:
             live = {_identity(o): o for o in observed or []}
             for index, obj in enumerate(desired):
@@ -620,7 +657,8 @@ class GraphPass:
         self, node: Node, rendered: Sequence[Mapping[str, Any]], objects: list[Any]
     ) -> None:
         """Observe what the apply left (or, in a dry run, what exists) and decide readiness."""
-        self.evaluation.observe(node.id, objects if node.type.is_list else objects[0])
+        many = node.type.is_list or (node.type is NodeType.PATCH and bool(node.for_each))
+        self.evaluation.observe(node.id, objects if many else objects[0])
         try:
             readiness = self._readiness(node.id)
         except EvaluationError as error:

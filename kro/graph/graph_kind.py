@@ -9,14 +9,19 @@ into the same model as an RGD's resources, so one engine runs both:
 | `ref` by name       | EXTERNAL (a missing target only waits)      |
 | `ref` by selector   | EXTERNAL_COLLECTION (a list, maybe empty)   |
 | `def`               | VALUE, or VALUE_COLLECTION with `forEach`   |
+| `patch`             | PATCH (one target per forEach row)          |
 
 What differs from an RGD is decided here and carried by the model: there is no `schema`
 variable, ids follow the Graph's own rules and reserved words (V-42), each node kind accepts its
 own modifiers (V-50), a literal `def` is typed from its values (V-45) so a misspelt field is a
 compile error, and readyWhen reports without gating (`Graph.readiness_gates`, V-52).
 
-Not compiled yet: `patch` nodes, nested `graph` nodes and templates whose apiVersion or kind is
-an expression; a Graph using them is refused with a message that says so.
+A `patch` contributes fields to objects the Graph does not own, through one endpoint: the
+`status` subresource when its only top-level field is `status`, the object itself otherwise
+(`patch_endpoint`). It publishes nothing, so no expression may read it.
+
+Not compiled yet: nested `graph` nodes and templates whose apiVersion or kind is an expression;
+a Graph using them is refused with a message that says so.
 """
 
 from __future__ import annotations
@@ -91,9 +96,38 @@ def _node_kind(raw: Mapping[str, Any], node_id: str) -> str:
     for modifier, allowed in _MODIFIERS.items():
         if raw.get(modifier) and kind not in allowed:
             raise _fail(f"{modifier} is not supported on {kind} nodes", node_id)
-    if kind in ("graph", "patch"):
-        raise _fail(f"{kind} nodes are not supported by this version of kro-py yet", node_id)
+    if kind == "graph":
+        raise _fail("graph nodes are not supported by this version of kro-py yet", node_id)
     return kind
+
+
+_IDENTITY_KEYS: Final = frozenset({"apiVersion", "kind", "metadata"})
+_IDENTITY_METADATA: Final = frozenset({"name", "namespace"})
+_FORBIDDEN_METADATA: Final = ("ownerReferences", "finalizers", "deletionTimestamp", "uid")
+STATUS_ENDPOINT: Final = "status"
+
+
+def patch_endpoint(body: Mapping[str, Any]) -> str:
+    """`status` when a patch contributes only status, "" (the object itself) otherwise."""
+    return STATUS_ENDPOINT if set(body) - _IDENTITY_KEYS == {STATUS_ENDPOINT} else ""
+
+
+def _check_patch(body: Mapping[str, Any], node_id: str) -> None:
+    """V-46: a patch names its target and contributes fields through one endpoint."""
+    metadata = body.get("metadata")
+    if not isinstance(metadata, Mapping) or metadata.get("name") in (None, ""):
+        raise _fail("a patch node needs metadata.name to name its target", node_id)
+    for key in _FORBIDDEN_METADATA:
+        if key in metadata:
+            raise _fail(f"a patch node may not set metadata.{key}", node_id)
+    if "scale" in body:
+        raise _fail("a patch node may not contribute to the scale subresource", node_id)
+    main = (set(body) - _IDENTITY_KEYS - {STATUS_ENDPOINT}) or (set(metadata) - _IDENTITY_METADATA)
+    status = STATUS_ENDPOINT in body
+    if main and status:
+        raise _fail("a patch node targets a single endpoint: status or the object", node_id)
+    if not main and not status:
+        raise _fail("patch node contributes no fields", node_id)
 
 
 def _strings(raw: Any, where: str, node_id: str) -> tuple[Any, ...]:
@@ -192,6 +226,8 @@ def _inputs(nodes: Any) -> list[tuple[str, ResourceInput]]:
             )
         if kind == "ref":
             body = _ref(body, node_id)
+        if kind == "patch":
+            _check_patch(body, node_id)
         out.append(
             (
                 kind,
@@ -220,6 +256,28 @@ def _value(resource: ResourceInput, name: str) -> ParsedResource:
     return ParsedResource(resource, node_type, _VALUE_GVK, resolved, obj, tuple(fields))
 
 
+def _parse(
+    kind: str, resource: ResourceInput, resolver: SchemaResolver, name: str
+) -> ParsedResource:
+    if kind == "def":
+        return _value(resource, name)
+    parsed = parse_resource(resource, resolver, instance_namespaced=True, rgd=name)
+    if kind == "patch":
+        return dataclasses.replace(parsed, type=NodeType.PATCH)
+    return parsed
+
+
+def _check_unread(patches: Sequence[str], nodes: Sequence[Node]) -> None:
+    for node in nodes:
+        for patch in patches:
+            if patch in node.dependencies:
+                raise _fail(
+                    f'patch node "{patch}" does not publish a value into scope and cannot be '
+                    "referenced in CEL expressions",
+                    node.id,
+                )
+
+
 def _environment(options: BuildOptions, parsed: Sequence[ParsedResource]) -> CelEnvironment:
     """Every node id, typed from its kind (lists for collections); no `schema` (V-50)."""
     limits = EvaluationLimits(cost_limit=options.cel_cost_limit or None)
@@ -246,17 +304,13 @@ def compile_graph(
     spec = graph.get("spec") if isinstance(graph.get("spec"), Mapping) else {}
     assert isinstance(spec, Mapping)
     inputs = _inputs(spec.get("nodes"))
-    parsed = [
-        _value(resource, name)
-        if kind == "def"
-        else parse_resource(resource, resolver, instance_namespaced=True, rgd=name)
-        for kind, resource in inputs
-    ]
+    parsed = [_parse(kind, resource, resolver, name) for kind, resource in inputs]
     env = _environment(options, parsed)
     ctx = NodeContext(
         rgd=name, base=env, index_of={p.id: p.index for p in parsed}, instance_namespaced=True
     )
     nodes: list[Node] = [compile_node(p, ctx) for p in parsed]
+    _check_unread([n.id for n in nodes if n.type is NodeType.PATCH], nodes)
     order, apply_orders = _order(nodes, name)
     by_id = {n.id: dataclasses.replace(n, apply_order=apply_orders[n.id]) for n in nodes}
     return Graph(

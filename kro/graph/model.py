@@ -32,6 +32,7 @@ class NodeType(StrEnum):
     EXTERNAL_COLLECTION = "ExternalCollection"  # externalRef by selector: read only, a list
     VALUE = "Value"  # a Graph's `def`: a value computed in the graph, no API object (V-45)
     VALUE_COLLECTION = "ValueCollection"  # a `def` with forEach: a list of values
+    PATCH = "Patch"  # a Graph's `patch`: fields contributed to objects it does not own (V-46)
 
     @property
     def is_external(self) -> bool:

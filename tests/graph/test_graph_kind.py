@@ -9,7 +9,7 @@ import pytest
 
 from kro.graph.errors import GraphError
 from kro.graph.evaluate import InstanceEvaluation, Pending
-from kro.graph.graph_kind import compile_graph, value_schema
+from kro.graph.graph_kind import compile_graph, patch_endpoint, value_schema
 from kro.graph.model import NodeType
 from kro.graph.resolver import OfflineSchemaResolver, builtin_bundle
 
@@ -146,10 +146,46 @@ def test_there_is_no_schema_variable() -> None:
 
 
 def test_not_yet_supported_kinds_say_so() -> None:
-    patch = {"id": "p", "patch": {**CONFIGMAP, "data": {"a": "b"}}}
-    assert "patch nodes are not supported by this version of kro-py yet" in _error(patch)
+    nested = {"id": "inner", "graph": {"nodes": [{"id": "a", "template": CONFIGMAP}]}}
+    assert "graph nodes are not supported by this version of kro-py yet" in _error(nested)
     dynamic = {"id": "t", "template": {**CONFIGMAP, "kind": "${'ConfigMap'}"}}
     assert "computed by an expression is not supported" in _error(dynamic)
+
+
+def test_patch_endpoints() -> None:
+    status = {"id": "p", "patch": {**CONFIGMAP, "status": {"x": "y"}}}
+    main = {"id": "p", "patch": {**CONFIGMAP, "data": {"a": "b"}}}
+    labels = {"id": "p", "patch": {**CONFIGMAP, "metadata": {"name": "s", "labels": {"a": "b"}}}}
+    assert patch_endpoint(status["patch"]) == "status"
+    assert patch_endpoint(main["patch"]) == ""
+    assert patch_endpoint(labels["patch"]) == ""
+    assert compile_graph(_graph(main), RESOLVER).node("p").type is NodeType.PATCH
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({**CONFIGMAP, "data": {"a": "b"}, "status": {"x": "y"}},
+         "a patch node targets a single endpoint"),
+        ({**CONFIGMAP}, "patch node contributes no fields"),
+        ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}, "data": {"a": "b"}},
+         "metadata.name"),
+        ({**CONFIGMAP, "metadata": {"name": "s", "finalizers": ["x"]}}, "metadata.finalizers"),
+        ({**CONFIGMAP, "metadata": {"name": "s", "ownerReferences": []}, "data": {"a": "b"}},
+         "metadata.ownerReferences"),
+    ],
+)
+def test_patch_rules(body: dict[str, Any], message: str) -> None:
+    assert message in _error({"id": "p", "patch": body})
+
+
+def test_a_patch_cannot_be_read() -> None:
+    patch = {"id": "p", "patch": {**CONFIGMAP, "data": {"a": "b"}}}
+    reader = {"id": "cm", "template": {**CONFIGMAP, "metadata": {"name": "${p.metadata.name}"}}}
+    assert (
+        'patch node "p" does not publish a value into scope and cannot be referenced in CEL '
+        "expressions"
+    ) in _error(patch, reader)
 
 
 def test_ready_when_reports_without_gating() -> None:

@@ -1,13 +1,14 @@
 """kro.controllers.graph.conditions: what a Graph's conditions say after a pass (V-59, V-60).
 
-`Accepted` says whether the Graph compiled; `ResourcesConverged` what the pass found, from
-its node results in topological order: an error first (`FieldManagerConflict` when another
-Graph holds the fields, else `ApplyFailed`), then a failed prune, then the first waiting node
-(`DataPending` while an expression reads data that is not there yet, `WaitingForReadiness`
-while a readyWhen is false or a referenced object does not exist), else `Applied`. `Ready`
-is True when both are, and otherwise copies the least healthy one. Each verdict also says how
-soon to look again: waiting backs off per Graph from 1 s to 5 minutes, failures take the
-rate-limited retry.
+`Accepted` says whether the Graph compiled; `ResourcesConverged` what the pass found, from its
+node results in topological order:
+1. an error: `FieldManagerConflict` when another manager holds the fields, else `ApplyFailed`;
+2. a failed prune (`PruneFailed`) or release of a contribution (`ReleaseFailed`);
+3. the first waiting node: `DataPending` while an expression reads data not there yet,
+   `WaitingForReadiness` while a readyWhen is false or a referenced object does not exist;
+4. else `Applied`.
+`Ready` is True when both are, and otherwise copies the least healthy one. Waiting reasons back
+off per Graph from 1 s to 5 minutes; failures take the rate-limited retry.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from kro.api.graph import (
     REASON_DATA_PENDING,
     REASON_FIELD_MANAGER_CONFLICT,
     REASON_PRUNE_FAILED,
+    REASON_RELEASE_FAILED,
     REASON_WAITING_FOR_READINESS,
 )
 from kro.api.names import (
@@ -62,7 +64,11 @@ def _failure(result: NodeResult) -> Verdict:
 
 
 def converged(
-    results: Sequence[NodeResult], prune_errors: Sequence[str] = (), *, failure: str = ""
+    results: Sequence[NodeResult],
+    prune_errors: Sequence[str] = (),
+    release_errors: Sequence[str] = (),
+    *,
+    failure: str = "",
 ) -> Verdict:
     """`results` in topological order; `failure`: a pass that stopped with a hard error."""
     if failure:
@@ -70,8 +76,12 @@ def converged(
     for result in results:
         if result.state == NODE_STATE_ERROR:
             return _failure(result)
-    if prune_errors:
-        return Verdict(False, REASON_PRUNE_FAILED, "; ".join(prune_errors))
+    for reason, errors in (
+        (REASON_PRUNE_FAILED, prune_errors),
+        (REASON_RELEASE_FAILED, release_errors),
+    ):
+        if errors:
+            return Verdict(False, reason, "; ".join(errors))
     for result in results:
         if result.state == NODE_STATE_IN_PROGRESS:
             return Verdict(False, REASON_DATA_PENDING, f'node "{result.id}": {result.message}')

@@ -4,8 +4,8 @@ One reconcile of one Graph:
 
 1. Deleted: tear down from the status alone (the spec is not compiled, so an invalid spec still
    cleans up), as the identity that last applied (`status.appliedServiceAccount`): DELETE every
-   recorded object in reverse order, preconditioned on its UID, forget the Graph's watches and
-   remove the finalizer `kro.run/graph-finalizer` (V-64).
+   recorded object in reverse order, preconditioned on its UID, release every contribution,
+   forget the Graph's watches and remove the finalizer `kro.run/graph-finalizer` (V-64).
 2. Refuse a Graph that would apply as kro itself (V-55): `Accepted=False`, not retried.
 3. Compile (kro.graph.graph_kind), cached per spec; an error is `Accepted=False`/`InvalidGraph`.
 4. Add the finalizer, then run one engine pass (kro.engine.GraphPass) as the Graph's
@@ -43,14 +43,19 @@ from kro.applyset import Applier, ApplySetError
 from kro.controllers.graph.binding import GraphBinding
 from kro.controllers.graph.conditions import Verdict, converged
 from kro.controllers.graph.identity import ImpersonatedClients
-from kro.controllers.graph.inventory import GRAPHS, StatusInventory, entries_of
+from kro.controllers.graph.inventory import (
+    GRAPHS,
+    StatusInventory,
+    contributions_of,
+    entries_of,
+)
 from kro.dynamic import ObjectRef
 from kro.dynamic.watches import WatchCoordinator
 from kro.engine import GraphPass
 from kro.graph.errors import GraphError
 from kro.graph.evaluate import EvaluationError, InstanceEvaluation
-from kro.graph.graph_kind import compile_graph_async
-from kro.graph.model import Graph
+from kro.graph.graph_kind import compile_graph_async, patch_endpoint
+from kro.graph.model import Graph, NodeType
 from kro.graph.options import BuildOptions
 from kro.graph.resolver import SchemaResolver
 from kro.runtime.client import Client
@@ -146,6 +151,11 @@ class GraphReconciler:
             graph=obj,
             field_manager=template_field_manager(str(_meta(obj).get("uid") or "")),
             concurrency=self.options.apply_concurrency,
+            patches={
+                n.id: patch_endpoint(n.template)
+                for n in graph.nodes.values()
+                if n.type is NodeType.PATCH
+            },
         )
         work = GraphPass(
             graph=graph,
@@ -168,13 +178,16 @@ class GraphReconciler:
         else:
             await self.watches.done(ref, commit=True)
         nodes = [work.result.nodes[n] for n in graph.topological_order if n in work.result.nodes]
-        verdict = converged(nodes, inventory.prune_errors, failure=failure)
+        verdict = converged(
+            nodes, inventory.prune_errors, inventory.release_errors, failure=failure
+        )
         applied_as = username if inventory.reached_cluster and not failure else ""
         await self._report(
             work.owner_obj,
             accepted=(True, REASON_COMPILED, compiled_message(len(graph.nodes))),
             verdict=verdict,
             entries=[e.as_status() for e in inventory.entries],
+            contributions=[c.as_status() for c in inventory.contributions],
             applied_as=applied_as,
         )
         return self._next(str(_meta(obj).get("uid") or ""), verdict)
@@ -214,6 +227,14 @@ class GraphReconciler:
                 await inventory.delete(entry)
             except KubeError as error:
                 errors.append(f"{entry.kind} {entry.namespace}/{entry.name}: {error}")
+        for contribution in contributions_of(obj):
+            try:
+                await inventory.release(contribution)
+            except KubeError as error:
+                errors.append(
+                    f"release {contribution.kind} {contribution.namespace}/"
+                    f"{contribution.name}: {error}"
+                )
         if errors:
             await self._report(obj, verdict=Verdict(False, REASON_DELETE_FAILED, "; ".join(errors)))
             return Result(requeue=True)
@@ -237,6 +258,7 @@ class GraphReconciler:
         accepted: tuple[bool, str, str] | None = None,
         verdict: Verdict | None = None,
         entries: list[dict[str, str]] | None = None,
+        contributions: list[dict[str, str]] | None = None,
         applied_as: str = "",
     ) -> None:
         """Write what this reconcile found to the Graph's status (kro's own identity)."""
@@ -273,6 +295,8 @@ class GraphReconciler:
         )
         if entries is not None:
             status["managedResources"] = entries
+        if contributions is not None:
+            status["contributions"] = contributions
         if applied_as:
             status["appliedServiceAccount"] = applied_as
         meta = _meta(obj)
