@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from kro_harness import CONTROLLER_ARGS, NAMESPACES, SERVICES, KroEnv, kro_fixtures, meta
 
+from kro.controllers.crd import wait_established
 from kro.runtime.errors import NotFound
 from kro.runtime.gvk import GVR
 from kro.testing.waiting import eventually
@@ -117,8 +118,13 @@ class Graphs:
                 return obj
             return None
 
-        what = f"Graph {name} {kind}={status} {reason}"
-        result: dict[str, Any] = await eventually(probe, what=what, timeout_s=TIMEOUT_S)
+        try:
+            result: dict[str, Any] = await eventually(
+                probe, what=f"Graph {name} {kind}={status} {reason}", timeout_s=TIMEOUT_S
+            )
+        except AssertionError as error:
+            conditions = (await self.get(name)).get("status", {}).get("conditions")
+            raise AssertionError(f"{error}; conditions: {conditions}") from None
         return result
 
     async def delete_graph(self, name: str) -> None:
@@ -629,3 +635,170 @@ async def test_patch_waits_for_its_target(graphs: Graphs) -> None:
         f"system:serviceaccount:{namespace}:default"
     )
     assert (await client.get(CONFIGMAPS, "later", namespace=namespace))["data"] == {"x": "1"}
+
+
+# -- singleton: def + forEach, a dynamic kind, status patches ------------------------------------
+
+
+def _singleton_crd(group: str) -> dict[str, Any]:
+    string = {"type": "string"}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"singletons.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"kind": "Singleton", "listKind": "SingletonList", "plural": "singletons",
+                      "singular": "singleton"},
+            "versions": [{
+                "name": "v1alpha1", "served": True, "storage": True,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {
+                        "priority": {"type": "integer", "default": 0},
+                        "target": {"type": "object", "properties": {
+                            "apiVersion": string, "kind": string,
+                            "metadata": {"type": "object", "properties": {
+                                "name": string, "namespace": string}},
+                            "data": {"type": "object", "additionalProperties": string},
+                        }},
+                    }},
+                    "status": {"type": "object", "properties": {
+                        "active": {"type": "boolean"}, "claim": string}},
+                }}},
+            }],
+        },
+    }
+
+
+def _claimant(group: str, name: str, namespace: str, priority: int) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{group}/v1alpha1",
+        "kind": "Singleton",
+        "metadata": {"name": name},
+        "spec": {
+            "priority": priority,
+            "target": {"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "shared", "namespace": namespace},
+                       "data": {"owner": name}},
+        },
+    }
+
+
+WINS = (
+    "!claims.exists(o, o.identity == c.identity && o.key != c.key && (o.priority > c.priority"
+    " || (o.priority == c.priority && (o.created < c.created || (o.created == c.created"
+    " && o.key < c.key)))))"
+)
+
+
+def _singleton_nodes(group: str) -> list[dict[str, Any]]:
+    return [
+        {"id": "claimants", "ref": {"apiVersion": f"{group}/v1alpha1", "kind": "Singleton",
+                                    "metadata": {"selector": {}}}},
+        {"id": "claims", "forEach": [{"s": "${claimants}"}], "def": {
+            "key": '${s.metadata.namespace + "/" + s.metadata.name}',
+            "name": "${s.metadata.name}",
+            "namespace": "${s.metadata.namespace}",
+            "priority": "${s.spec.priority}",
+            "created": "${s.metadata.creationTimestamp}",
+            "target": "${s.spec.target}",
+            "identity": '${s.spec.target.apiVersion + "|" + s.spec.target.kind + "|" + '
+                        's.spec.target.metadata.namespace + "|" + s.spec.target.metadata.name}',
+        }},
+        {"id": "targets", "forEach": [{"w": "${claims.filter(c, " + WINS + ")}"}], "template": {
+            "apiVersion": "${w.target.apiVersion}",
+            "kind": "${w.target.kind}",
+            "metadata": {"name": "${w.target.metadata.name}",
+                         "namespace": "${w.target.metadata.namespace}"},
+            "data": "${w.target.?data.orValue({})}",
+        }},
+        {"id": "claimStatus", "forEach": [{"c": "${claims}"}], "patch": {
+            "apiVersion": f"{group}/v1alpha1",
+            "kind": "Singleton",
+            "metadata": {"name": "${c.name}", "namespace": "${c.namespace}"},
+            "status": {"active": "${" + WINS + "}", "claim": "${c.identity}"},
+        }},
+    ]
+
+
+async def test_singleton_claims_fail_over_in_place(graphs: Graphs, kro: KroEnv) -> None:
+    client, namespace, group = graphs.client, graphs.namespace, kro.group
+    crd = _singleton_crd(group)
+    await graphs.create(GVR("apiextensions.k8s.io", "v1", "customresourcedefinitions"), crd)
+    await wait_established(client, crd["metadata"]["name"])
+    singletons = GVR(group, "v1alpha1", "singletons")
+    applier = await graphs.applier(
+        "claims",
+        [
+            {"apiGroups": [group], "resources": ["singletons"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": [group], "resources": ["singletons/status"],
+             "verbs": ["get", "patch", "update"]},
+            {"apiGroups": [""], "resources": ["configmaps"],
+             "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
+        ],
+    )
+    for name, priority in (("low", 10), ("high", 20)):
+        await client.create(singletons, _claimant(group, name, namespace, priority),
+                            namespace=namespace)
+    await graphs.graph("claims", _singleton_nodes(group), serviceAccountName=applier)
+    graph = await graphs.wait("claims", "Ready", "True")
+    assert _condition(graph, "Accepted")["message"] == "compiled 4 nodes"
+    shared = await client.get(CONFIGMAPS, "shared", namespace=namespace)
+    assert shared["data"] == {"owner": "high"}
+    uid = meta(shared)["uid"]
+    assert [(e["nodeID"], e["kind"], e["name"], e["uid"])
+            for e in graph["status"]["managedResources"]] == [
+        ("targets", "ConfigMap", "shared", uid)
+    ]
+    contributions = graph["status"]["contributions"]
+    assert sorted(c["name"] for c in contributions) == ["high", "low"]
+    assert {c["subresource"] for c in contributions} == {"status"}
+    assert len({c["fieldManager"] for c in contributions}) == 1
+    claim = f"v1|ConfigMap|{namespace}|shared"
+
+    async def statuses() -> dict[str, Any] | None:
+        found = {n: (await client.get(singletons, n, namespace=namespace)).get("status")
+                 for n in ("high", "low")}
+        expected = {"high": {"active": True, "claim": claim},
+                    "low": {"active": False, "claim": claim}}
+        return found if found == expected else None
+
+    await eventually(statuses, what="the claimants' status", timeout_s=TIMEOUT_S)
+
+    # The winner goes: the next claimant takes over, the target is updated in place.
+    await client.delete(singletons, "high", namespace=namespace)
+
+    async def failed_over() -> bool:
+        found = await client.get(CONFIGMAPS, "shared", namespace=namespace)
+        low = await client.get(singletons, "low", namespace=namespace)
+        return found["data"] == {"owner": "low"} and bool((low.get("status") or {}).get("active"))
+
+    await eventually(failed_over, what="low takes over", timeout_s=TIMEOUT_S)
+    assert meta(await client.get(CONFIGMAPS, "shared", namespace=namespace))["uid"] == uid
+
+    # Deleting the Graph deletes the claimed object and releases the status it wrote.
+    await graphs.delete_graph("claims")
+    assert await _named(client, CONFIGMAPS, "shared", namespace) is None
+    low = await client.get(singletons, "low", namespace=namespace)
+    assert not low.get("status")
+
+
+async def test_an_expression_failing_at_run_time_is_reported(graphs: Graphs) -> None:
+    """A hard evaluation error names the node and the expression in ResourcesConverged."""
+    reader = {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}
+    await graphs.grant("default", [reader])
+    await graphs.graph(
+        "broken",
+        [
+            {"id": "nothing", "ref": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+                "selector": {"matchLabels": {"no-such-label": graphs.kro.suffix}}}}},
+            {"id": "first", "def": {"count": '${int("x" + string(size(nothing)))}'}},
+        ],
+    )
+    graph = await graphs.wait("broken", "ResourcesConverged", "False", "ApplyFailed")
+    message = _condition(graph, "ResourcesConverged")["message"]
+    assert 'int("x" + string(size(nothing)))' in message
+    assert 'node "first"' in message
+    assert _condition(graph, "Accepted")["status"] == "True"

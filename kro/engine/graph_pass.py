@@ -67,7 +67,8 @@ from kro.engine.watches import Watches
 from kro.graph.evaluate import EvaluationError, InstanceEvaluation, Pending, Readiness
 from kro.graph.model import Graph, Node, NodeType
 from kro.runtime.client import Client
-from kro.runtime.errors import KubeError, NotFound
+from kro.runtime.errors import KubeError, NoKindMatch, NotFound
+from kro.runtime.gvk import GVK as RuntimeGVK
 from kro.runtime.gvk import GVR
 
 __all__ = ["GraphPass", "node_gvr"]
@@ -150,6 +151,9 @@ class GraphPass:
         """The ApplySet's members with their bodies, when this pass listed them first
         (`_list_members`); they answer the children's reads and the prune."""
         self._listed: dict[tuple[str, str, str, str], Mapping[str, Any]] = {}
+        self._kinds: dict[str, list[tuple[GVR, bool]]] = {}
+        """Per node of a kind known only once rendered (V-48): each object's resource and
+        scope, looked up in discovery."""
 
     async def run(self) -> PassResult:
         """Resolve and observe every node, apply what rendered, record; then, in waves, the
@@ -352,10 +356,14 @@ class GraphPass:
             return self._pending(node, desired, include_when=False)
         return await self._rendered_node(node, desired)
 
-    async def _rendered_node(self, node: Node, desired: list[dict[str, Any]]) -> None:
+    async def _rendered_node(  # noqa: PLR0911 - one return per kind of node
+        self, node: Node, desired: list[dict[str, Any]]
+    ) -> None:
         """Read what a rendered node stands for; queue what kro applies for the batch."""
         if node.type.is_value:  # V-45: computed here, nothing to read or write
             self._observed_applied(node, [], desired)
+            return None
+        if node.dynamic_type and not await self._look_up_kinds(node, desired):
             return None
         if node.type is NodeType.PATCH:
             await self._patch_targets(node, desired)
@@ -431,12 +439,38 @@ class GraphPass:
             exists=bool(items),
         )
 
+    async def _look_up_kinds(self, node: Node, desired: list[dict[str, Any]]) -> bool:
+        """V-48: find each rendered object's resource; a kind not served yet makes the node
+        wait (its CRD may be on its way). A cluster-scoped object loses the namespace the
+        render gave it by default."""
+        kinds: list[tuple[GVR, bool]] = []
+        for obj in desired:
+            gvk = RuntimeGVK.from_object(obj)
+            try:
+                info = await self.client.mapper.resource_for(gvk)
+            except NoKindMatch:
+                message = f"kind {obj.get('kind')} of {obj.get('apiVersion')} is not served"
+                self._set(node, NODE_STATE_IN_PROGRESS, NodeReason.WAITING, message)
+                return False
+            metadata = obj.get("metadata")
+            if not info.namespaced and isinstance(metadata, dict):
+                metadata.pop("namespace", None)
+            kinds.append((info.gvr, info.namespaced))
+        self._kinds[node.id] = kinds
+        return True
+
+    def _gvr(self, node: Node, index: int = 0) -> GVR:
+        return self._kinds[node.id][index][0] if node.dynamic_type else node_gvr(node)
+
+    def _namespaced(self, node: Node, index: int = 0) -> bool:
+        return self._kinds[node.id][index][1] if node.dynamic_type else node.namespaced
+
     async def _patch_targets(self, node: Node, desired: Sequence[Mapping[str, Any]]) -> None:
         """V-46: a patch contributes to objects that must exist (and not be terminating);
         while one does not, the node waits, woken by a watch on it."""
-        gvr = node_gvr(node)
         live: list[Mapping[str, Any]] = []
-        for target in desired:
+        for index, target in enumerate(desired):
+            gvr = self._gvr(node, index)
             namespace, name = _identity(target)
             await self.watches.watch(self.binding.ref, ScalarWatch(node.id, gvr, namespace, name))
             try:
@@ -458,9 +492,13 @@ class GraphPass:
             live.append(found)
         self._queue(node, desired, live)
 
-    async def _observe(self, node: Node, desired: Sequence[Mapping[str, Any]]) -> Any:
-        gvr = node_gvr(node)
+    async def _observe(  # noqa: PLR0911 - one return per kind of node
+        self, node: Node, desired: Sequence[Mapping[str, Any]]
+    ) -> Any:
+        gvr = self._gvr(node)
         parent = self.binding.ref
+        if node.type is NodeType.COLLECTION and node.dynamic_type:
+            return await self._read_each(node, desired)
         if node.type is NodeType.COLLECTION:
             text = self.binding.collection_selector(self.owner_obj, node.id)
             request: WatchRequest = SelectorWatch(node.id, gvr, None, LabelSelector.parse(text))
@@ -517,6 +555,21 @@ class GraphPass:
         namespaces = {_identity(d)[0] for d in desired}
         return namespaces.pop() if len(namespaces) == 1 and "" not in namespaces else None
 
+    async def _read_each(self, node: Node, desired: Sequence[Mapping[str, Any]]) -> Any:
+        """The items of a collection whose rows may differ in kind, read one by one."""
+        items: list[Mapping[str, Any]] = []
+        for index, obj in enumerate(desired):
+            gvr = self._gvr(node, index)
+            namespace, name = _identity(obj)
+            await self.watches.watch(self.binding.ref, ScalarWatch(node.id, gvr, namespace, name))
+            try:
+                items.append(await self.client.get(gvr, name, namespace=namespace or None))
+            except NotFound:
+                continue
+        if self._deleting(node, desired, items):
+            return _DELETING
+        return items
+
     def _from_cache(
         self, node: Node, request: ScalarWatch
     ) -> tuple[bool, Mapping[str, Any] | None]:
@@ -568,12 +621,12 @@ class GraphPass:
         return True
 
     def _queue(self, node: Node, desired: Sequence[Mapping[str, Any]], observed: Any) -> None:
-        gvr = node_gvr(node)
         ids: list[str] = []
         if node.type is NodeType.PATCH:  # contributed fields only: no marks of kro's
             for index, (obj, live) in enumerate(zip(desired, observed, strict=True)):
                 resource_id = f"{node.id}-{index}" if node.for_each else node.id
-                self._batch.append(Desired(resource_id, obj, gvr, node.namespaced, observed=live))
+                gvr, namespaced = self._gvr(node, index), self._namespaced(node, index)
+                self._batch.append(Desired(resource_id, obj, gvr, namespaced, observed=live))
                 ids.append(resource_id)
             self._items[node.id] = ids
             return
@@ -593,8 +646,8 @@ class GraphPass:
                             index=index,
                             size=len(desired),
                         ),
-                        gvr,
-                        node.namespaced,
+                        self._gvr(node, index),
+                        self._namespaced(node, index),
                         observed=live.get(_identity(obj)),
                     )
                 )
@@ -604,8 +657,8 @@ class GraphPass:
                 Desired(
                     node.id,
                     decorate(desired[0], labels, node.apply_order, node_path=node.id),
-                    gvr,
-                    node.namespaced,
+                    self._gvr(node),
+                    self._namespaced(node),
                     observed=observed,
                 )
             )

@@ -209,7 +209,9 @@ class InstanceEvaluation:
         objects: list[dict[str, Any]] = []
         for combo in combos:
             activation = (
-                self.graph.environment.bind({**self._values(), **combo}) if combo else self._bind()
+                self.graph.iteration_environment(node).bind({**self._values(), **combo})
+                if combo
+                else self._bind()
             )
             rendered = self._render(node, activation)
             if isinstance(rendered, Pending):

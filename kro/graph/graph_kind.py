@@ -20,8 +20,12 @@ A `patch` contributes fields to objects the Graph does not own, through one endp
 `status` subresource when its only top-level field is `status`, the object itself otherwise
 (`patch_endpoint`). It publishes nothing, so no expression may read it.
 
-Not compiled yet: nested `graph` nodes and templates whose apiVersion or kind is an expression;
-a Graph using them is refused with a message that says so.
+A node whose apiVersion or kind is an expression has no schema to check against: its fields
+are untyped, what reads it sees a dynamic value, and the engine looks its kind up per object
+(`Node.dynamic_type`, V-48).
+
+Not compiled yet: nested `graph` nodes; a Graph using them is refused with a message that says
+so.
 """
 
 from __future__ import annotations
@@ -39,7 +43,12 @@ from kro.graph.model import Graph, Instance, Node, NodeType
 from kro.graph.nodes import NodeContext, compile_node
 from kro.graph.options import BuildOptions
 from kro.graph.resolver import GVK, ResolvedSchema, SchemaResolver, referenced_gvks
-from kro.graph.resources import ParsedResource, copy_tree, parse_resource
+from kro.graph.resources import (
+    ParsedResource,
+    copy_tree,
+    parse_resource,
+    serialize_external_ref,
+)
 from kro.graph.templatecheck import parse_template_fields
 from kro.graph.validation import ResourceInput, _check_selector
 
@@ -218,12 +227,6 @@ def _inputs(nodes: Any) -> list[tuple[str, ResourceInput]]:
         body = raw[kind]
         if not isinstance(body, Mapping):
             raise _fail(f"{kind} must be a map", node_id)
-        if kind != "def" and _dynamic_type(body):
-            raise _fail(
-                "an apiVersion or kind computed by an expression is not supported by this "
-                "version of kro-py yet",
-                node_id,
-            )
         if kind == "ref":
             body = _ref(body, node_id)
         if kind == "patch":
@@ -261,7 +264,11 @@ def _parse(
 ) -> ParsedResource:
     if kind == "def":
         return _value(resource, name)
-    parsed = parse_resource(resource, resolver, instance_namespaced=True, rgd=name)
+    body = resource.template if resource.template is not None else resource.external_ref
+    if body is not None and _dynamic_type(body):
+        parsed = _untyped(resource, name)
+    else:
+        parsed = parse_resource(resource, resolver, instance_namespaced=True, rgd=name)
     if kind == "patch":
         return dataclasses.replace(parsed, type=NodeType.PATCH)
     return parsed
@@ -276,6 +283,31 @@ def _check_unread(patches: Sequence[str], nodes: Sequence[Node]) -> None:
                     "referenced in CEL expressions",
                     node.id,
                 )
+
+
+_ANY_OBJECT: Final = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+
+
+def _untyped(resource: ResourceInput, name: str) -> ParsedResource:
+    """V-48: a node of a kind known only once rendered; namespaced until the kind says not."""
+    if resource.external_ref is not None:
+        obj: Mapping[str, Any] = serialize_external_ref(resource.external_ref)
+    else:
+        assert resource.template is not None
+        obj = copy_tree(dict(resource.template))
+    for key in ("apiVersion", "kind"):
+        if not isinstance(obj.get(key), str) or not obj[key]:
+            raise _fail(f"{key} must be a string", resource.id)
+    if not isinstance(obj.get("metadata"), Mapping):
+        raise _fail("metadata must be a map", resource.id)
+    if resource.external_ref is not None:
+        selector = obj["metadata"].get("selector") is not None
+        node_type = NodeType.EXTERNAL_COLLECTION if selector else NodeType.EXTERNAL
+    else:
+        node_type = NodeType.COLLECTION if resource.for_each else NodeType.RESOURCE
+    fields = parse_template_fields(obj, None, resource_id=resource.id, rgd=name)
+    resolved = ResolvedSchema(_VALUE_GVK, _ANY_OBJECT, namespaced=True, resource="-")
+    return ParsedResource(resource, node_type, _VALUE_GVK, resolved, obj, tuple(fields))
 
 
 def _environment(options: BuildOptions, parsed: Sequence[ParsedResource]) -> CelEnvironment:
@@ -309,7 +341,12 @@ def compile_graph(
     ctx = NodeContext(
         rgd=name, base=env, index_of={p.id: p.index for p in parsed}, instance_namespaced=True
     )
-    nodes: list[Node] = [compile_node(p, ctx) for p in parsed]
+    nodes: list[Node] = [
+        dataclasses.replace(compile_node(p, ctx), dynamic_type=True)
+        if p.gvk == _VALUE_GVK and not p.type.is_value
+        else compile_node(p, ctx)
+        for p in parsed
+    ]
     _check_unread([n.id for n in nodes if n.type is NodeType.PATCH], nodes)
     order, apply_orders = _order(nodes, name)
     by_id = {n.id: dataclasses.replace(n, apply_order=apply_orders[n.id]) for n in nodes}

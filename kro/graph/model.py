@@ -20,7 +20,7 @@ from kro.graph.resolver import GVK
 from kro.graph.template import FieldPath
 
 if TYPE_CHECKING:  # annotations only: code that reads a Graph need not load the CEL engine
-    from kro.cel import CelEnvironment, CompiledExpression
+    from kro.cel import CelEnvironment, CelType, CompiledExpression
 
 
 class NodeType(StrEnum):
@@ -80,6 +80,9 @@ class ForEachDimension:
 
     name: str
     expression: CompiledExpression
+    item_type: CelType | None = None
+    """The type of one item, so that a row's values are bound as typed values (a timestamp
+    read through the iterator is a timestamp, not the text it was rendered to)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +113,10 @@ class Node:
     dependencies: tuple[str, ...] = ()
     apply_order: int = 1
     schema: Mapping[str, Any] = field(default_factory=dict)
+    dynamic_type: bool = False
+    """A Graph node whose apiVersion or kind is an expression (V-48): `gvk`, `resource` and
+    `namespaced` are placeholders; each rendered object's kind is looked up when it is applied
+    or read, and a kind not served yet makes the node wait."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,12 +175,24 @@ class Graph:
     handed to expressions without their managedFields, which are most of an object read
     from the API server and cost the most to convert (a timestamp in every entry)."""
 
+    _iteration_environments: dict[str, CelEnvironment] = field(
+        init=False, repr=False, compare=False, default_factory=dict
+    )
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "metadata_only", _metadata_only(self))
         object.__setattr__(self, "managed_fields_readers", _managed_fields_readers(self))
 
     def node(self, node_id: str) -> Node:
         return self.nodes[node_id]
+
+    def iteration_environment(self, node: Node) -> CelEnvironment:
+        """`environment` plus the node's forEach iterators, typed (built once per node)."""
+        found = self._iteration_environments.get(node.id)
+        if found is None:
+            found = self.environment.extend({d.name: d.item_type for d in node.for_each})
+            self._iteration_environments[node.id] = found
+        return found
 
     def dependents_of(self, node_id: str) -> tuple[str, ...]:
         """Nodes that read `node_id`, in topological order."""

@@ -148,8 +148,19 @@ def test_there_is_no_schema_variable() -> None:
 def test_not_yet_supported_kinds_say_so() -> None:
     nested = {"id": "inner", "graph": {"nodes": [{"id": "a", "template": CONFIGMAP}]}}
     assert "graph nodes are not supported by this version of kro-py yet" in _error(nested)
-    dynamic = {"id": "t", "template": {**CONFIGMAP, "kind": "${'ConfigMap'}"}}
-    assert "computed by an expression is not supported" in _error(dynamic)
+
+
+def test_a_dynamic_kind_is_untyped() -> None:
+    """V-48: apiVersion/kind from an expression: no schema check, the kind found per object."""
+    kinds = {"id": "kinds", "def": {"kind": "ConfigMap"}}
+    dynamic = {"id": "t", "template": {**CONFIGMAP, "kind": "${kinds.kind}",
+                                       "data": {"anything": "${kinds.kind}"}}}
+    graph = compile_graph(_graph(kinds, dynamic), RESOLVER)
+    assert graph.node("t").dynamic_type
+    assert graph.node("t").type is NodeType.RESOURCE
+    assert not graph.node("kinds").dynamic_type
+    named = {"id": "n", "template": {**CONFIGMAP, "metadata": {"name": "${kinds.kind}"}}}
+    assert not compile_graph(_graph(kinds, named), RESOLVER).node("n").dynamic_type
 
 
 def test_patch_endpoints() -> None:
