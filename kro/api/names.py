@@ -82,6 +82,9 @@ ANNOTATION_APPLYSET_CONTAINS_GROUP_KINDS: Final = "applyset.kubernetes.io/contai
 ANNOTATION_APPLYSET_ADDITIONAL_NAMESPACES: Final = "applyset.kubernetes.io/additional-namespaces"
 ANNOTATION_APPLYSET_INVENTORY_HASH: Final = "internal.kro.run/applyset-inventory-hash"
 ANNOTATION_APPLY_ORDER: Final = "internal.kro.run/apply-order"
+ANNOTATION_NODE_PATH: Final = "internal.kro.run/node-path"
+"""The full node path of a child (the resource id, or the `/`-joined path of a nested Graph
+node), never truncated: the `kro.run/node-id` label may hold a hash of it (V-16)."""
 ANNOTATION_RECONCILE: Final = "kro.run/reconcile"
 ANNOTATION_ALLOW_BREAKING_CHANGES: Final = "kro.run/allow-breaking-changes"
 ANNOTATION_CLI_VERSION: Final = "kro.run/cli-version"
@@ -296,6 +299,8 @@ FEATURE_CONSERVATIVE_CRD_COMPARISON: Final = "ConservativeCRDComparison"
 breaking (kro.graph.compat)."""
 FEATURE_DELETION_POLICY: Final = "DeletionPolicy"
 """V-30: `spec.resources[].deletionPolicy` (`Orphaned` releases a child instead of deleting it)."""
+FEATURE_GRAPH_KIND: Final = "GraphKind"
+"""V-40: run the Graph controller (kro.api.graph); needs the `graphs.kro.run` CRD installed."""
 FEATURE_GATE_DEFAULTS: Final[Mapping[str, bool]] = MappingProxyType(
     {
         FEATURE_CEL_OMIT_FUNCTION: False,
@@ -303,6 +308,7 @@ FEATURE_GATE_DEFAULTS: Final[Mapping[str, bool]] = MappingProxyType(
         FEATURE_INSTANCE_CONDITION_METRICS: False,
         FEATURE_CONSERVATIVE_CRD_COMPARISON: False,
         FEATURE_DELETION_POLICY: False,
+        FEATURE_GRAPH_KIND: False,
     }
 )
 """Every gate upstream knows, with its default; all are Alpha."""

@@ -102,7 +102,10 @@ def _typed(cel_type: CelType) -> Declaration:
     # names mean the same translation and the same schema.
     found = _by_type.get(cel_type)
     if found is None:
-        found = Declaration(cel_type, engine_type(cel_type), b"", {}, InputConverter(None))
+        # An object type translated from a schema keeps it: values bound to it (a forEach
+        # row) are converted as that schema says (timestamps, durations, bytes; C-34).
+        converter = InputConverter(cel_type.schema)
+        found = Declaration(cel_type, engine_type(cel_type), b"", {}, converter)
         _by_type.put(cel_type, None, found)
     return found
 

@@ -35,9 +35,11 @@ from typing import Final
 
 import structlog
 
+from kro.api.graph import GRAPH_CRD_NAME, GRAPH_GROUP, GRAPH_PLURAL, GRAPH_VERSION
 from kro.api.names import (
     FEATURE_CONSERVATIVE_CRD_COMPARISON,
     FEATURE_DELETION_POLICY,
+    FEATURE_GRAPH_KIND,
     LEADER_ELECTION_LEASE,
 )
 from kro.cli.flags import ControllerConfig
@@ -48,7 +50,8 @@ from kro.dynamic import DynamicControllerOptions
 from kro.graph.options import BuildOptions
 from kro.runtime.client import Client, ClientOptions
 from kro.runtime.config import ConfigError, ConnectionConfig, load_default
-from kro.runtime.errors import TransportError, Unauthorized
+from kro.runtime.errors import ApiError, NoKindMatch, TransportError, Unauthorized
+from kro.runtime.gvk import GVR
 from kro.runtime.leaderelection import LeaderElectionConfig
 from kro.runtime.logging import configure
 from kro.runtime.manager import GcTuning, Manager, ManagerOptions, parse_bind_address
@@ -63,6 +66,14 @@ PROG: Final = "kro controller"
 EXIT_ENVIRONMENT: Final = 1
 API_CHECK_TIMEOUT_S: Final = 15.0
 """How long the start-up check waits for the API server's /version."""
+
+GRAPHS: Final = GVR(GRAPH_GROUP, GRAPH_VERSION, GRAPH_PLURAL)
+GRAPH_CRD_MISSING: Final = (
+    f"the {FEATURE_GRAPH_KIND} feature gate is on but the API server does not serve "
+    f"{GRAPH_CRD_NAME} (the Graph CRD is not installed): install it with `kubectl apply "
+    f"--server-side -f kro.run_graphs.yaml` from the chart's crds/ directory (Helm installs CRDs "
+    f"only on first install, never on upgrade), or turn {FEATURE_GRAPH_KIND} off"
+)
 
 _NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 HOME_KUBECONFIG: Final = Path("~/.kube/config")
@@ -110,6 +121,10 @@ def app_options(config: ControllerConfig) -> AppOptions:
         ),
         rgd_workers=config.rgd_concurrent_reconciles,
         graph_revision_workers=config.graph_revision_concurrent_reconciles,
+        graph_kind=bool(config.feature_gates.get(FEATURE_GRAPH_KIND)),
+        controller_namespace=config.controller_namespace,
+        controller_service_account=config.controller_service_account,
+        graph_concurrent_reconciles=config.graph_concurrent_reconciles,
         feature_gates=dict(config.feature_gates),
         state_gauges=os.environ.get("KRO_STATE_GAUGES", "1") != "0",
     )
@@ -246,6 +261,20 @@ async def check_api_server(connection: ConnectionConfig) -> None:
             ) from None
 
 
+async def graph_crd_served(client: Client) -> bool:
+    """Whether discovery lists `graphs.kro.run`. Checked at start-up with GraphKind on:
+    upstream notices a missing Graph CRD only when its Graph watch gives up, minutes later, and
+    then stops RGDs too; one error line now, and a non-zero exit, tell the operator what to
+    install. A discovery that cannot be read at all is a StartupError."""
+    try:
+        await client.mapper.kind_for(GRAPHS)
+    except NoKindMatch:
+        return False
+    except (ApiError, TransportError) as error:
+        raise StartupError(f"cannot read the API server's discovery: {error}") from None
+    return True
+
+
 def fail(message: str) -> int:
     """Tell the user, in one line, and return the exit status for a bad environment."""
     sys.stderr.write(f"{PROG}: {message}\n")
@@ -279,6 +308,15 @@ async def run_controller(config: ControllerConfig) -> int:
     )
     try:
         log.info("controller.connected", server=connection.server)
+        if config.feature_gates.get(FEATURE_GRAPH_KIND):
+            try:
+                served = await graph_crd_served(client)
+            except StartupError as error:
+                return fail(str(error))
+            if not served:
+                log.error("controller.graph_crd_missing", crd=GRAPH_CRD_NAME,
+                          error=GRAPH_CRD_MISSING, exit_code=EXIT_ENVIRONMENT)
+                return EXIT_ENVIRONMENT
         return await _run(config, client, metrics)
     finally:
         await client.close()

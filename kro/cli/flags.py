@@ -24,7 +24,9 @@ import argparse
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NoReturn
+from typing import Final, NoReturn
+
+from kro.api.names import FEATURE_GRAPH_KIND
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 _UNIT_S = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -51,7 +53,15 @@ FEATURE_GATES: Mapping[str, bool] = {
     "InstanceConditionMetrics": False,
     "ConservativeCRDComparison": False,
     "DeletionPolicy": False,
+    "GraphKind": False,
 }
+
+GRAPH_KIND_FLAGS: Final = {
+    "--controller-namespace": "controller_namespace",
+    "--controller-service-account": "controller_service_account",
+}
+"""Required with GraphKind: kro must know its own ServiceAccount to refuse Graphs that would
+impersonate it (a Graph applies as a ServiceAccount of its namespace, never as kro)."""
 
 
 def parse_duration(text: str) -> float:
@@ -198,6 +208,9 @@ class ControllerConfig:
     graceful_shutdown_timeout_s: float = 60.0
     rgd_concurrent_reconciles: int = 1
     graph_revision_concurrent_reconciles: int = 1
+    graph_concurrent_reconciles: int = 1
+    controller_namespace: str = ""
+    controller_service_account: str = ""
     dynamic_concurrent_reconciles: int = 1
     rate_limiter_min_delay_s: float = 0.2
     rate_limiter_max_delay_s: float = 1000.0
@@ -291,6 +304,25 @@ _FLAGS: tuple[tuple[str, str, object, str], ...] = (
         "graph_revision_concurrent_reconciles",
         _POSITIVE,
         "GraphRevision workers",
+    ),
+    (
+        "--graph-concurrent-reconciles",
+        "graph_concurrent_reconciles",
+        _POSITIVE,
+        "Graph workers (GraphKind)",
+    ),
+    (
+        "--controller-namespace",
+        "controller_namespace",
+        str,
+        "namespace of kro's own ServiceAccount; required with GraphKind",
+    ),
+    (
+        "--controller-service-account",
+        "controller_service_account",
+        str,
+        "name of kro's own ServiceAccount, which no Graph may impersonate; required with "
+        "GraphKind",
     ),
     (
         "--dynamic-controller-concurrent-reconciles",
@@ -416,6 +448,8 @@ _ALIASES = {
 _METAVARS: Mapping[str, str] = {
     "--kubeconfig": "FILE",
     "--leader-election-namespace": "NAMESPACE",
+    "--controller-namespace": "NAMESPACE",
+    "--controller-service-account": "NAME",
     "--log-level": "LEVEL",
     "--log-encoder": "FORMAT",
     "--shards": "MODE",
@@ -504,7 +538,33 @@ def controller_parser(prog: str = "kro controller") -> FlagParser:
     return parser
 
 
+def missing_graph_kind_flags(args: argparse.Namespace) -> str | None:
+    """What is missing for the GraphKind gate, as a usage error naming each missing flag; None
+    when the gate is off or both flags are set."""
+    if not args.feature_gates.get(FEATURE_GRAPH_KIND):
+        return None
+    missing = [flag for flag, dest in GRAPH_KIND_FLAGS.items() if not getattr(args, dest)]
+    if not missing:
+        return None
+    verb = "is" if len(missing) == 1 else "are"
+    return (
+        f"{' and '.join(missing)} {verb} required when the {FEATURE_GRAPH_KIND} feature gate "
+        "is on (kro refuses Graphs that would impersonate its own ServiceAccount)"
+    )
+
+
+def controller_args(argv: Sequence[str]) -> argparse.Namespace:
+    """Parse `kro controller` arguments, including the checks across flags; a bad or missing
+    flag exits with status 2 and one line on stderr."""
+    parser = controller_parser()
+    args = parser.parse_args(list(argv))
+    problem = missing_graph_kind_flags(args)
+    if problem is not None:
+        parser.error(problem)
+    return args
+
+
 def parse_controller_args(argv: Sequence[str]) -> ControllerConfig:
     """Parse `kro controller` arguments (used by tests and by the command); a bad flag exits
     with status 2 and one line on stderr."""
-    return config_from_args(controller_parser().parse_args(list(argv)))
+    return config_from_args(controller_args(argv))

@@ -77,9 +77,9 @@ def add_controller_command(commands: Any) -> None:
 
 
 def _run_controller(argv: Sequence[str]) -> int:
-    from kro.cli.flags import controller_parser
+    from kro.cli.flags import controller_args
 
-    return _controller(controller_parser().parse_args(list(argv)))
+    return _controller(controller_args(argv))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -23,6 +23,11 @@ Without sharding nothing of this applies: the controllers are leader-only and al
 The cache re-delivers every object each `ManagerOptions.resync_period_s`; the RGD and
 GraphRevision controllers ignore those resyncs, as they always have (only the instance
 controllers act on them, upstream's `--dynamic-controller-default-resync-period`).
+
+Graphs (`kro.run/v1alpha1` `Graph`, alpha) exist only with the `GraphKind` gate
+(`AppOptions.graph_kind`): everything about them is set up in `KroApp._add_graph_controller`,
+so with the gate off nothing lists or watches `graphs.kro.run` and RGDs run exactly as before.
+`kro controller` checks that the Graph CRD is served before it builds the app (kro.cli.controller).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kro.api.graph import service_account_username
 from kro.api.names import (
     ALLOW_BREAKING_CHANGES_VALUE,
     ANNOTATION_ALLOW_BREAKING_CHANGES,
@@ -40,12 +46,14 @@ from kro.api.names import (
 from kro.applyset import Applier, ApplierOptions, tooling_for
 from kro.controllers.crd import CRDS, is_kro_owned
 from kro.controllers.events import RecorderPool
+from kro.controllers.graph import GRAPHS, GraphOptions, GraphReconciler
 from kro.controllers.graphrevision import GRAPH_REVISIONS, GraphRevisionReconciler
 from kro.controllers.instance.labels import KRO_VERSION
 from kro.controllers.leadership import Promotion, WriteGate
 from kro.controllers.metrics import (
     CelMetrics,
     ConditionDurations,
+    GraphEngineMetrics,
     GraphRevisionMetrics,
     InstanceMetrics,
     RegistryMetrics,
@@ -56,13 +64,18 @@ from kro.controllers.metrics import (
 from kro.controllers.registry import RevisionRegistry
 from kro.controllers.rgd import RGDS, RGDOptions, RGDReconciler
 from kro.controllers.schemas import LiveSchemaResolver
-from kro.dynamic import DynamicController, DynamicControllerOptions
+from kro.dynamic import DynamicController, DynamicControllerOptions, ObjectRef
 from kro.graph.resolver import SchemaResolver
 from kro.runtime.controller import Controller
 from kro.runtime.manager import Manager
 from kro.runtime.memory import ObjectMemory
 from kro.runtime.metrics import MetricsProvider
-from kro.runtime.predicates import Predicate, on_update, resource_version_changed
+from kro.runtime.predicates import (
+    Predicate,
+    generation_changed,
+    on_update,
+    resource_version_changed,
+)
 from kro.runtime.ratelimit import default_controller_rate_limiter
 from kro.runtime.reconcile import Request
 from kro.runtime.workqueue import WorkQueue
@@ -93,6 +106,13 @@ class AppOptions:
     state_gauges: bool = True
     apply_concurrency: int = 20  # `--apply-concurrency` (kro.applyset.ApplierOptions.concurrency)
     skip_unchanged: bool = True  # `--skip-unchanged`: the one skip memory (kro.runtime.memory)
+    # GraphKind (V-40): run the Graph controller. `controller_namespace` and
+    # `controller_service_account` name kro's own ServiceAccount, which no Graph may impersonate
+    # (V-55); `--controller-namespace`/`--controller-service-account` are required with the gate.
+    graph_kind: bool = False
+    controller_namespace: str = ""
+    controller_service_account: str = ""
+    graph_concurrent_reconciles: int = 1  # `--graph-concurrent-reconciles`
 
 
 class _Handler:
@@ -171,9 +191,7 @@ class KroApp:
         self.dynamic = DynamicController(cache, options=options.dynamic, metrics=metrics)
         self.applier = Applier(
             client,
-            ApplierOptions(
-                tooling=tooling_for(KRO_VERSION), concurrency=options.apply_concurrency
-            ),
+            ApplierOptions(tooling=tooling_for(KRO_VERSION), concurrency=options.apply_concurrency),
             memory=ObjectMemory(enabled=options.skip_unchanged),
         )
         self.rgd_reconciler = RGDReconciler(
@@ -241,6 +259,51 @@ class KroApp:
             self.writes.bind(manager.may_reconcile)
             manager.add_controller(Promotion(self.requeue_all))
             cache.shard.count_owned(self.owned_instances)
+        self.graph_metrics: GraphEngineMetrics | None = None
+        if options.graph_kind:
+            self._add_graph_controller(metrics)
+
+    def _add_graph_controller(self, metrics: MetricsProvider) -> None:
+        """GraphKind on: the one place Graphs are set up (with the gate off nothing here runs,
+        so kro neither lists nor watches `graphs.kro.run`).
+
+        The graphengine_* series are registered here, so they exist only with the gate.
+
+        Graphs are reconciled by their own controller (`--graph-concurrent-reconciles`
+        workers); the watches of what they read route to its queue and share the dynamic
+        controller's informers.
+        """
+        self.graph_metrics = GraphEngineMetrics(metrics)
+        options = self.options
+        username = service_account_username(
+            options.controller_namespace, options.controller_service_account
+        )
+
+        def enqueue(ref: ObjectRef) -> None:
+            self.graph_controller.queue.add(Request(ref.namespace, ref.name))
+
+        self.graph_reconciler = GraphReconciler(
+            client=self.client,
+            resolver=self.resolver,
+            watches=self.dynamic.coordinator(enqueue),
+            applier=self.applier,
+            options=GraphOptions(
+                controller_username=username,
+                apply_concurrency=options.apply_concurrency,
+                max_collection_size=options.rgd.build.max_collection_size,
+                cel_cost_limit=options.rgd.build.cel_cost_limit,
+            ),
+        )
+        self.graph_controller: Controller[Request] = (
+            self.manager.controller("Graph")
+            .for_(GRAPHS, predicates=generation_changed())
+            .in_namespace(None)
+            .workers(options.graph_concurrent_reconciles)
+            .rate_limit(default_controller_rate_limiter())
+            .leader_only(self.cache.shard is None)
+            .build(self.graph_reconciler)
+        )
+        self.manager.add_runnable(self.graph_reconciler.clients)
 
     @property
     def rgd_queue(self) -> WorkQueue[Request]:

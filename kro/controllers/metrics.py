@@ -308,6 +308,42 @@ class GraphRevisionMetrics:
         )
 
 
+WATCH_KIND_SCALAR: Final = "scalar"
+WATCH_KIND_COLLECTION: Final = "collection"
+"""`kind` label values of `graphengine_watch_request_count`: a watch for one named object, or
+for a selector over many."""
+
+
+class GraphEngineMetrics:
+    """V-85: the Graph watch router, registered only with the GraphKind gate (KroApp), so an
+    install without Graphs exports none of these series.
+
+    watch_owners: Graphs the router tracks. watch_requests{gvr, kind}: watch requests the
+    Graphs registered, by GVR and `scalar`/`collection`. routed{gvr}: events the router saw;
+    matched{gvr}: those that matched at least one Graph (the difference is what watching
+    cluster-wide costs). Every `gvr` is `gvr_string`'s form, as on the other families.
+    """
+
+    def __init__(self, provider: MetricsProvider = NOOP) -> None:
+        gvr = ("gvr",)
+        self.watch_owners = provider.gauge(
+            "graphengine_watch_owner_count", "Number of Graphs tracked by the watch router"
+        )
+        self.watch_requests = provider.gauge(
+            "graphengine_watch_request_count",
+            "Number of watch requests registered by Graphs, by GVR and scalar or collection",
+            ("gvr", "kind"),
+        )
+        self.routed = provider.counter(
+            "graphengine_route_total", "Total number of watch events routed to Graphs", gvr
+        )
+        self.matched = provider.counter(
+            "graphengine_route_match_total",
+            "Total number of routed watch events that matched at least one Graph",
+            gvr,
+        )
+
+
 class RegistryMetrics:
     """Rows 55-57: the in-memory revision registry."""
 

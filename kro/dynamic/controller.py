@@ -58,7 +58,7 @@ import structlog
 
 from kro.dynamic._informers import InformerPool
 from kro.dynamic._metrics import PARENT, DynamicMetrics, gvr_key, gvr_string
-from kro.dynamic.watches import WatchCoordinator
+from kro.dynamic.watches import Enqueue, WatchCoordinator
 from kro.runtime.cache import InformerCache
 from kro.runtime.clock import Clock, RealClock
 from kro.runtime.controller import Controller
@@ -271,6 +271,7 @@ class DynamicController:
         )
         self.watches = WatchCoordinator(self._pool, self.enqueue, self._metrics)
         """Child and external watches; handlers call `watch`/`done`/`forget` on it."""
+        self._coordinators: list[WatchCoordinator] = []
         self._registrations: dict[GVR, _Registration] = {}
         # Sharded replicas (kro.runtime.sharding): parents come from sharded informers and a
         # worker reconciles only what the view owns, counted in flight for the handover drain.
@@ -405,10 +406,19 @@ class DynamicController:
         """Stop accepting items; `run()` returns once the queued and in-flight ones are done."""
         self.queue.shutdown()
 
+    def coordinator(self, enqueue: Enqueue) -> WatchCoordinator:
+        """Watches of parents reconciled by another controller (kro's `Graph`s), routed to
+        `enqueue`, over this controller's informers; closed with this controller."""
+        coordinator = WatchCoordinator(self._pool, enqueue, self._metrics)
+        self._coordinators.append(coordinator)
+        return coordinator
+
     async def _close(self) -> None:
         for gvr in list(self._registrations):
             await self.deregister(gvr)
         await self.watches.close()
+        for coordinator in self._coordinators:
+            await coordinator.close()
 
     def _count_registrations(self) -> None:
         self._metrics.gvr_count.set(len(self._registrations))

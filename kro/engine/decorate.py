@@ -2,7 +2,8 @@
 
 The owner's labels (from its adapter) are merged *over* the template's, so kro's win; the
 node's deletion wave goes in an annotation, which teardown reads to delete in reverse order;
-a collection's items also carry their index and the collection's size.
+a collection's items also carry their index and the collection's size. Every object names its
+node's full path in an annotation (V-16), which a label cannot always hold.
 
 With the DeletionPolicy gate on, the node's declared policy is enforced on the rendered object
 last, whatever the template or an `metadata.annotations: ${...}` result said (V-32):
@@ -20,6 +21,7 @@ from typing import Any
 from kro.api.names import (
     ANNOTATION_APPLY_ORDER,
     ANNOTATION_DELETION_POLICY,
+    ANNOTATION_NODE_PATH,
     DELETION_POLICY_ORPHANED,
     LABEL_COLLECTION_INDEX,
     LABEL_COLLECTION_SIZE,
@@ -33,6 +35,7 @@ def decorate(
     labels: Mapping[str, str],
     apply_order: int,
     *,
+    node_path: str,
     index: int | None = None,
     size: int | None = None,
     deletion_policy: str | None = None,
@@ -53,5 +56,6 @@ def decorate(
         annotations[ANNOTATION_DELETION_POLICY] = DELETION_POLICY_ORPHANED
     elif deletion_policy is not None:
         annotations.pop(ANNOTATION_DELETION_POLICY, None)
+    annotations[ANNOTATION_NODE_PATH] = node_path
     metadata["annotations"] = annotations
     return out

@@ -42,6 +42,7 @@ from kro.api.names import (
 )
 from kro.api.objects import metadata as _meta
 from kro.applyset import (
+    AppliedResource,
     Applier,
     ApplyResult,
     Desired,
@@ -60,13 +61,15 @@ from kro.dynamic import LabelSelector, ScalarWatch, SelectorWatch
 from kro.dynamic.watches import WatchRequest
 from kro.engine.decorate import decorate
 from kro.engine.diagnose import Diagnosis, Diagnostician
+from kro.engine.inventory import OwnedInventory
 from kro.engine.owner import OwnerBinding
 from kro.engine.results import NodeReason, NodeResult, PassResult, object_id
 from kro.engine.watches import Watches
 from kro.graph.evaluate import EvaluationError, InstanceEvaluation, Pending, Readiness
 from kro.graph.model import Graph, Node, NodeType
 from kro.runtime.client import Client
-from kro.runtime.errors import KubeError, NotFound
+from kro.runtime.errors import KubeError, NoKindMatch, NotFound
+from kro.runtime.gvk import GVK as RuntimeGVK
 from kro.runtime.gvk import GVR
 
 __all__ = ["GraphPass", "node_gvr"]
@@ -107,6 +110,8 @@ class GraphPass:
     diagnose: say on what waiting and not-ready nodes wait (kro.engine.diagnose).
     recorded: dry run only: per node, the API server's refusal of the last apply, as the
         controller recorded it (a dry run cannot send the apply to find out).
+    inventory: an owner that records what it applied itself (a `Graph`) applies and prunes
+        through it instead of an ApplySet (kro.engine.inventory).
     """
 
     def __init__(
@@ -122,6 +127,7 @@ class GraphPass:
         dry_run: bool = False,
         diagnose: bool = False,
         recorded: Mapping[str, str] | None = None,
+        inventory: OwnedInventory | None = None,
     ) -> None:
         self.graph = graph
         self.owner_obj = owner_obj
@@ -132,6 +138,7 @@ class GraphPass:
         self.evaluation = evaluation
         self.dry_run = dry_run
         self.recorded = recorded or {}
+        self.inventory = inventory
         self.result = PassResult()
         self._diagnostician = (
             Diagnostician(graph, evaluation, object_id(owner_obj)) if diagnose else None
@@ -145,6 +152,9 @@ class GraphPass:
         """The ApplySet's members with their bodies, when this pass listed them first
         (`_list_members`); they answer the children's reads and the prune."""
         self._listed: dict[tuple[str, str, str, str], Mapping[str, Any]] = {}
+        self._kinds: dict[str, list[tuple[GVR, bool]]] = {}
+        """Per node of a kind known only once rendered (V-48): each object's resource and
+        scope, looked up in discovery."""
 
     async def run(self) -> PassResult:
         """Resolve and observe every node, apply what rendered, record; then, in waves, the
@@ -155,7 +165,7 @@ class GraphPass:
         applied; ReleaseFailed after the apply when prune could not release an orphan.
         A terminating child ends the pass before any apply (`PassResult.deleting`).
         """
-        if not self.dry_run:
+        if not self.dry_run and self.inventory is None:
             await self._list_members()
         waiting = list(self.graph.topological_order)
         results: list[ApplyResult] = []
@@ -177,10 +187,8 @@ class GraphPass:
                 if self.dry_run:  # nothing changes between waves when nothing is written
                     self._dry_apply()
                     break
-                result = await self.applier.apply(self.owner_obj, self.binding.gvr, self._batch)
-                self.owner_obj = result.parent_obj
-                results.append(result)
-                changed = self._record(result)
+                resources = await self._apply(results)
+                changed = self._record(resources)
                 self.result.stale.update(
                     d
                     for n in changed
@@ -188,13 +196,40 @@ class GraphPass:
                     if resolved.get(d, wave + 1) <= wave
                 )
                 waiting = [n for n in waiting if n not in resolved]
-                if not self._batch or not self.result.pending or result.has_errors or not waiting:
+                failed = any(r.error is not None for r in resources)
+                if not self._batch or not self.result.pending or failed or not waiting:
                     break
         except _Stop:
             return self.result
         if not self.dry_run:
-            await self._prune(combined(results))
+            await self._prune_pass(results)
         return self.result
+
+    async def _apply(self, results: list[ApplyResult]) -> Sequence[AppliedResource]:
+        """Apply this wave's batch: through the owner's inventory, or as an ApplySet."""
+        if self.inventory is not None:
+            self.owner_obj, resources = await self.inventory.apply(self.owner_obj, self._batch)
+            return resources
+        result = await self.applier.apply(self.owner_obj, self.binding.gvr, self._batch)
+        self.owner_obj = result.parent_obj
+        results.append(result)
+        return result.resources
+
+    async def _prune_pass(self, results: list[ApplyResult]) -> None:
+        """An ApplySet prunes once every node resolved (`_prune`). An owner with its own
+        inventory prunes on every pass but one that failed, keeping what the nodes it could
+        not resolve may still render (V-63)."""
+        if self.inventory is None:
+            await self._prune(combined(results))
+            return
+        nodes = self.result.nodes.values()
+        if self.result.failure is not None or any(r.state == NODE_STATE_ERROR for r in nodes):
+            return
+        keep = frozenset(r.id for r in nodes if r.state == NODE_STATE_IN_PROGRESS)
+        self.owner_obj, pruned = await self.inventory.prune(self.owner_obj, keep)
+        if pruned:
+            self.result.mutated = True
+            self.result.pruned = True
 
     # -- resolve + observe -----------------------------------------------------------------
 
@@ -304,7 +339,7 @@ class GraphPass:
             self.result.counts.not_ready += 1
         return readiness
 
-    async def _resolve(self, node: Node) -> None:  # noqa: PLR0911 - one return per verdict
+    async def _resolve(self, node: Node) -> None:
         try:
             ignored = self._check_ignored(node)
         except EvaluationError as error:
@@ -321,6 +356,20 @@ class GraphPass:
             return self._failed(node, error)
         if isinstance(desired, Pending):
             return self._pending(node, desired, include_when=False)
+        return await self._rendered_node(node, desired)
+
+    async def _rendered_node(  # noqa: PLR0911 - one return per kind of node
+        self, node: Node, desired: list[dict[str, Any]]
+    ) -> None:
+        """Read what a rendered node stands for; queue what kro applies for the batch."""
+        if node.type.is_value:  # V-45: computed here, nothing to read or write
+            self._observed_applied(node, [], desired)
+            return None
+        if node.dynamic_type and not await self._look_up_kinds(node, desired):
+            return None
+        if node.type is NodeType.PATCH:
+            await self._patch_targets(node, desired)
+            return None
         try:
             observed = await self._observe(node, desired)
         except KubeError as error:
@@ -392,14 +441,73 @@ class GraphPass:
             exists=bool(items),
         )
 
-    async def _observe(self, node: Node, desired: Sequence[Mapping[str, Any]]) -> Any:
-        gvr = node_gvr(node)
+    async def _look_up_kinds(self, node: Node, desired: list[dict[str, Any]]) -> bool:
+        """V-48: find each rendered object's resource; a kind not served yet makes the node
+        wait (its CRD may be on its way). A cluster-scoped object loses the namespace the
+        render gave it by default."""
+        kinds: list[tuple[GVR, bool]] = []
+        for obj in desired:
+            gvk = RuntimeGVK.from_object(obj)
+            try:
+                info = await self.client.mapper.resource_for(gvk)
+            except NoKindMatch:
+                message = f"kind {obj.get('kind')} of {obj.get('apiVersion')} is not served"
+                self._set(node, NODE_STATE_IN_PROGRESS, NodeReason.WAITING, message)
+                return False
+            metadata = obj.get("metadata")
+            if not info.namespaced and isinstance(metadata, dict):
+                metadata.pop("namespace", None)
+            kinds.append((info.gvr, info.namespaced))
+        self._kinds[node.id] = kinds
+        return True
+
+    def _gvr(self, node: Node, index: int = 0) -> GVR:
+        return self._kinds[node.id][index][0] if node.dynamic_type else node_gvr(node)
+
+    def _namespaced(self, node: Node, index: int = 0) -> bool:
+        return self._kinds[node.id][index][1] if node.dynamic_type else node.namespaced
+
+    async def _patch_targets(self, node: Node, desired: Sequence[Mapping[str, Any]]) -> None:
+        """V-46: a patch contributes to objects that must exist (and not be terminating);
+        while one does not, the node waits, woken by a watch on it."""
+        live: list[Mapping[str, Any]] = []
+        for index, target in enumerate(desired):
+            gvr = self._gvr(node, index)
+            namespace, name = _identity(target)
+            await self.watches.watch(self.binding.ref, ScalarWatch(node.id, gvr, namespace, name))
+            try:
+                found = await self.client.get(gvr, name, namespace=namespace or None)
+            except NotFound:
+                found = None
+            if found is None or _meta(found).get("deletionTimestamp"):
+                where = f"{namespace}/{name}" if namespace else name
+                state = "not found" if found is None else "being deleted"
+                message = f"patch target {target.get('kind')} {where} {state}"
+                self._set(
+                    node,
+                    NODE_STATE_WAITING_FOR_READINESS,
+                    NodeReason.NOT_FOUND,
+                    message,
+                    objects=desired,
+                )
+                return
+            live.append(found)
+        self._queue(node, desired, live)
+
+    async def _observe(  # noqa: PLR0911 - one return per kind of node
+        self, node: Node, desired: Sequence[Mapping[str, Any]]
+    ) -> Any:
+        gvr = self._gvr(node)
         parent = self.binding.ref
+        if node.type is NodeType.COLLECTION and node.dynamic_type:
+            return await self._read_each(node, desired)
         if node.type is NodeType.COLLECTION:
             text = self.binding.collection_selector(self.owner_obj, node.id)
             request: WatchRequest = SelectorWatch(node.id, gvr, None, LabelSelector.parse(text))
             await self.watches.watch(parent, request)
-            items, _ = await self.client.list_all(gvr, label_selector=text)
+            items, _ = await self.client.list_all(
+                gvr, namespace=self._one_namespace(desired), label_selector=text
+            )
             self.reads[request] = _versions(items)
             self._requests[node.id] = request
             by_identity = {_identity(i): i for i in items}
@@ -440,6 +548,30 @@ class GraphPass:
             return _DELETING
         return live
 
+    def _one_namespace(self, desired: Sequence[Mapping[str, Any]]) -> str | None:
+        """The one namespace every item of a collection lives in, when an owner applies as a
+        namespace's ServiceAccount (a `Graph`, V-61) that may not list across namespaces;
+        an ApplySet owner lists cluster-wide, as kro's own identity."""
+        if self.inventory is None:
+            return None
+        namespaces = {_identity(d)[0] for d in desired}
+        return namespaces.pop() if len(namespaces) == 1 and "" not in namespaces else None
+
+    async def _read_each(self, node: Node, desired: Sequence[Mapping[str, Any]]) -> Any:
+        """The items of a collection whose rows may differ in kind, read one by one."""
+        items: list[Mapping[str, Any]] = []
+        for index, obj in enumerate(desired):
+            gvr = self._gvr(node, index)
+            namespace, name = _identity(obj)
+            await self.watches.watch(self.binding.ref, ScalarWatch(node.id, gvr, namespace, name))
+            try:
+                items.append(await self.client.get(gvr, name, namespace=namespace or None))
+            except NotFound:
+                continue
+        if self._deleting(node, desired, items):
+            return _DELETING
+        return items
+
     def _from_cache(
         self, node: Node, request: ScalarWatch
     ) -> tuple[bool, Mapping[str, Any] | None]:
@@ -456,8 +588,8 @@ class GraphPass:
         Anything else is a GET: a pass on a new owner of five ConfigMaps makes ~1 read
         instead of ~9.
         """
-        if not self.applier.memory.enabled:  # --skip-unchanged=false: every read is a request
-            return False, None
+        if not self.applier.memory.enabled or self.inventory is not None:
+            return False, None  # --skip-unchanged=false, or no applier to vouch for the object
         known, cached = self.watches.cached_object(request)
         if not known:
             return False, None
@@ -491,9 +623,16 @@ class GraphPass:
         return True
 
     def _queue(self, node: Node, desired: Sequence[Mapping[str, Any]], observed: Any) -> None:
-        labels = self.binding.child_labels(self.owner_obj, node.id)
-        gvr = node_gvr(node)
         ids: list[str] = []
+        if node.type is NodeType.PATCH:  # contributed fields only: no marks of kro's
+            for index, (obj, live) in enumerate(zip(desired, observed, strict=True)):
+                resource_id = f"{node.id}-{index}" if node.for_each else node.id
+                gvr, namespaced = self._gvr(node, index), self._namespaced(node, index)
+                self._batch.append(Desired(resource_id, obj, gvr, namespaced, observed=live))
+                ids.append(resource_id)
+            self._items[node.id] = ids
+            return
+        labels = self.binding.child_labels(self.owner_obj, node.id)
         if node.type is NodeType.COLLECTION:
             live = {_identity(o): o for o in observed or []}
             for index, obj in enumerate(desired):
@@ -505,12 +644,13 @@ class GraphPass:
                             obj,
                             labels,
                             node.apply_order,
+                            node_path=node.id,
                             index=index,
                             size=len(desired),
                             deletion_policy=node.deletion_policy,
                         ),
-                        gvr,
-                        node.namespaced,
+                        self._gvr(node, index),
+                        self._namespaced(node, index),
                         observed=live.get(_identity(obj)),
                     )
                 )
@@ -520,10 +660,14 @@ class GraphPass:
                 Desired(
                     node.id,
                     decorate(
-                        desired[0], labels, node.apply_order, deletion_policy=node.deletion_policy
+                        desired[0],
+                        labels,
+                        node.apply_order,
+                        node_path=node.id,
+                        deletion_policy=node.deletion_policy,
                     ),
-                    gvr,
-                    node.namespaced,
+                    self._gvr(node),
+                    self._namespaced(node),
                     observed=observed,
                 )
             )
@@ -532,19 +676,22 @@ class GraphPass:
 
     # -- results + prune -------------------------------------------------------------------
 
-    def _record(self, result: ApplyResult) -> set[str]:
+    def _record(self, resources: Sequence[AppliedResource]) -> set[str]:
         """R-14: per node, an apply error is ERROR; otherwise observe the applied objects.
         Returns the nodes whose objects this apply changed."""
-        self.result.contests.extend(result.contests)
-        waits = [w for w in (self.result.retry_after_s, result.retry_after_s) if w is not None]
+        self.result.contests.extend(c for r in resources for c in r.contests)
+        waits = [r.retry_after_s for r in resources if r.retry_after_s is not None]
+        if self.result.retry_after_s is not None:
+            waits.append(self.result.retry_after_s)
         self.result.retry_after_s = min(waits) if waits else None
         changed: set[str] = set()
-        batch = {r.resource_id for r in result.resources}
+        by_id = {r.resource_id: r for r in resources}
+        batch = set(by_id)
         for node_id, resource_ids in self._items.items():
             if not batch.issuperset(resource_ids):
                 continue  # applied by an earlier wave (or nothing to apply)
             node = self.graph.node(node_id)
-            applied = [result.get(r) for r in resource_ids]
+            applied = [by_id.get(r) for r in resource_ids]
             errors = [a.error for a in applied if a is not None and a.error is not None]
             if any(a is not None and a.changed for a in applied):
                 self.result.mutated = True
@@ -572,7 +719,8 @@ class GraphPass:
         self, node: Node, rendered: Sequence[Mapping[str, Any]], objects: list[Any]
     ) -> None:
         """Observe what the apply left (or, in a dry run, what exists) and decide readiness."""
-        self.evaluation.observe(node.id, objects if node.type.is_list else objects[0])
+        many = node.type.is_list or (node.type is NodeType.PATCH and bool(node.for_each))
+        self.evaluation.observe(node.id, objects if many else objects[0])
         try:
             readiness = self._readiness(node.id)
         except EvaluationError as error:

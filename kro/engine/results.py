@@ -180,4 +180,3 @@ class PassResult:
             or self.failure
             or self.retry_after_s is not None
         )
-

@@ -164,7 +164,7 @@ class InstanceEvaluation:
         if not node.include_when:
             return False
         for ref in _resource_roots(node.include_when, self.graph):
-            readiness = self.readiness(ref)
+            readiness = self._available(ref)
             if not readiness.ready:
                 return Pending(
                     node_id,
@@ -196,7 +196,7 @@ class InstanceEvaluation:
         for dep in node.dependencies:
             if dep in self._ignored:
                 continue
-            readiness = self.readiness(dep)
+            readiness = self._available(dep)
             if not readiness.ready:
                 return Pending(
                     node_id,
@@ -209,7 +209,9 @@ class InstanceEvaluation:
         objects: list[dict[str, Any]] = []
         for combo in combos:
             activation = (
-                self.graph.environment.bind({**self._values(), **combo}) if combo else self._bind()
+                self.graph.iteration_environment(node).bind({**self._values(), **combo})
+                if combo
+                else self._bind()
             )
             rendered = self._render(node, activation)
             if isinstance(rendered, Pending):
@@ -217,7 +219,8 @@ class InstanceEvaluation:
             objects.append(rendered)
         if node.type is NodeType.EXTERNAL_COLLECTION:
             _check_selector(node, objects[0])
-        _check_identities(node, objects)
+        if not node.type.is_value:
+            _check_identities(node, objects)
         self._desired[node_id] = objects
         return objects
 
@@ -263,6 +266,8 @@ class InstanceEvaluation:
                 return value
             values[template_field.path] = value
         obj: dict[str, Any] = substitute(node.template, values, omit=OMIT)
+        if node.type.is_value:  # a value, not an object: nothing to place in a namespace
+            return obj
         metadata = obj.setdefault("metadata", {})
         if (
             node.namespaced
@@ -302,6 +307,15 @@ class InstanceEvaluation:
         return parts
 
     # -- readiness -----------------------------------------------------------------------
+
+    def _available(self, node_id: str) -> Readiness:
+        """Whether a node may be read by the nodes that depend on it: ready in an RGD (V-03),
+        merely observed in a `Graph`, whose readyWhen reports and does not gate (V-52)."""
+        if self.graph.readiness_gates or node_id in self._ignored:
+            return self.readiness(node_id)
+        if node_id in self._observed:
+            return _READY
+        return self.readiness(node_id)  # not observed: says why
 
     def readiness(self, node_id: str) -> Readiness:
         """Observed and every readyWhen true (I-01, I-02, F-08); skipped nodes are ready."""

@@ -152,7 +152,7 @@ def compile_for_each(
                 expression=compiled.expression,
             )
         types[name] = element
-        compiled_dims.append(ForEachDimension(name, compiled))
+        compiled_dims.append(ForEachDimension(name, compiled, element))
     return CompiledForEach(tuple(compiled_dims), types)
 
 

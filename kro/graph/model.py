@@ -20,7 +20,7 @@ from kro.graph.resolver import GVK
 from kro.graph.template import FieldPath
 
 if TYPE_CHECKING:  # annotations only: code that reads a Graph need not load the CEL engine
-    from kro.cel import CelEnvironment, CompiledExpression
+    from kro.cel import CelEnvironment, CelType, CompiledExpression
 
 
 class NodeType(StrEnum):
@@ -30,15 +30,27 @@ class NodeType(StrEnum):
     COLLECTION = "Collection"  # forEach: many objects kro applies
     EXTERNAL = "External"  # externalRef by name: read only
     EXTERNAL_COLLECTION = "ExternalCollection"  # externalRef by selector: read only, a list
+    VALUE = "Value"  # a Graph's `def`: a value computed in the graph, no API object (V-45)
+    VALUE_COLLECTION = "ValueCollection"  # a `def` with forEach: a list of values
+    PATCH = "Patch"  # a Graph's `patch`: fields contributed to objects it does not own (V-46)
 
     @property
     def is_external(self) -> bool:
         return self in (NodeType.EXTERNAL, NodeType.EXTERNAL_COLLECTION)
 
     @property
+    def is_value(self) -> bool:
+        """Computed in the pass, never read from nor written to the API server."""
+        return self in (NodeType.VALUE, NodeType.VALUE_COLLECTION)
+
+    @property
     def is_list(self) -> bool:
         """Bound in CEL as a list of objects rather than one object (F-09, X-03)."""
-        return self in (NodeType.COLLECTION, NodeType.EXTERNAL_COLLECTION)
+        return self in (
+            NodeType.COLLECTION,
+            NodeType.EXTERNAL_COLLECTION,
+            NodeType.VALUE_COLLECTION,
+        )
 
 
 VariableKind = Literal["static", "dynamic", "iteration"]
@@ -68,6 +80,9 @@ class ForEachDimension:
 
     name: str
     expression: CompiledExpression
+    item_type: CelType | None = None
+    """The type of one item, so that a row's values are bound as typed values (a timestamp
+    read through the iterator is a timestamp, not the text it was rendered to)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +117,10 @@ class Node:
     apply_order: int = 1
     schema: Mapping[str, Any] = field(default_factory=dict)
     deletion_policy: str | None = None
+    dynamic_type: bool = False
+    """A Graph node whose apiVersion or kind is an expression (V-48): `gvk`, `resource` and
+    `namespaced` are placeholders; each rendered object's kind is looked up when it is applied
+    or read, and a kind not served yet makes the node wait."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +166,9 @@ class Graph:
     environment: CelEnvironment
     spec_hash: str = ""
     max_collection_size: int = 1000  # F-03: most items one forEach may expand to
+    readiness_gates: bool = True
+    """An RGD applies a node only once every node it reads is ready (V-03); a `Graph` applies
+    it as soon as the data it reads exists, and readyWhen only reports (V-52)."""
     metadata_only: frozenset[str] = field(init=False, repr=False, compare=False)
     """Resource ids whose every read, by any expression of the graph, stays inside `metadata`
     (and not `metadata.managedFields`), including ids nothing reads at all. A pass may take
@@ -157,12 +179,24 @@ class Graph:
     handed to expressions without their managedFields, which are most of an object read
     from the API server and cost the most to convert (a timestamp in every entry)."""
 
+    _iteration_environments: dict[str, CelEnvironment] = field(
+        init=False, repr=False, compare=False, default_factory=dict
+    )
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "metadata_only", _metadata_only(self))
         object.__setattr__(self, "managed_fields_readers", _managed_fields_readers(self))
 
     def node(self, node_id: str) -> Node:
         return self.nodes[node_id]
+
+    def iteration_environment(self, node: Node) -> CelEnvironment:
+        """`environment` plus the node's forEach iterators, typed (built once per node)."""
+        found = self._iteration_environments.get(node.id)
+        if found is None:
+            found = self.environment.extend({d.name: d.item_type for d in node.for_each})
+            self._iteration_environments[node.id] = found
+        return found
 
     def dependents_of(self, node_id: str) -> tuple[str, ...]:
         """Nodes that read `node_id`, in topological order."""

@@ -319,7 +319,7 @@ def compile_node(parsed: ParsedResource, ctx: NodeContext) -> Node:
     iterators = frozenset(for_each.iterator_types)
     allowed = readable | iterators
     fields = [compile_field(t, parsed, env, iterators, ctx, allowed=allowed) for t in parsed.fields]
-    if for_each.dimensions:
+    if for_each.dimensions and not parsed.type.is_value:  # a value has no identity
         check_identity(
             fields,
             [d.name for d in for_each.dimensions],

@@ -49,7 +49,8 @@ def walk(schema: Any, path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def test_names_match_the_names_module() -> None:
-    rgd, gr = kro_crds()
+    rgd, gr, graph = kro_crds()
+    assert graph["metadata"]["name"] == "graphs.kro.run"  # tests/api/test_graph_api.py
     assert rgd["metadata"]["name"] == names.RGD_CRD_NAME
     assert rgd["spec"]["names"] == {
         "kind": names.RGD_KIND,
@@ -227,6 +228,8 @@ def test_every_call_returns_an_independent_copy() -> None:
     first["spec"]["group"] = "changed"
     assert resource_graph_definition_crd()["spec"]["group"] == "kro.run"
     assert crd_by_name(names.GRAPH_REVISION_CRD_NAME) == graph_revision_crd()
+    with pytest.raises(KeyError):
+        crd_by_name("other.kro.run")
 
 
 def test_manifest_text_is_the_shipped_yaml() -> None:

@@ -35,6 +35,7 @@ FLAGS: dict[str, tuple[str, str]] = {
     "resourceGraphDefinitionConcurrentReconciles": (
         "--resource-graph-definition-concurrent-reconciles", "1"),
     "graphRevisionConcurrentReconciles": ("--graph-revision-concurrent-reconciles", "1"),
+    "graphConcurrentReconciles": ("--graph-concurrent-reconciles", "1"),  # V-80
     "dynamicControllerConcurrentReconciles": ("--dynamic-controller-concurrent-reconciles", "1"),
     "dynamicControllerRateLimiterMinDelay": (
         "--dynamic-controller-rate-limiter-min-delay", "200ms"),
@@ -60,10 +61,15 @@ FLAGS: dict[str, tuple[str, str]] = {
     "logLevel": ("--zap-log-level", "info"),
     "logEncoder": ("--zap-encoder", "console"),
     "development": ("--zap-devel", "false"),
+    # A map: every gate it names is passed (GraphKind is named in values.yaml, V-81).
+    "featureGates": ("--feature-gates", "GraphKind=false"),
 }
-# Flags rendered only when their value is set: --leader-election-namespace,
-# --feature-gates (config.featureGates) and --pprof-bind-address (debug.pprof.*).
-OPTIONAL_FLAGS = {"leaderElectionNamespace", "featureGates"}
+# Flags rendered only when their value is set: --leader-election-namespace and
+# --pprof-bind-address (debug.pprof.*).
+OPTIONAL_FLAGS = {"leaderElectionNamespace"}
+# Flags the chart derives from the release rather than from a value (V-80): kro's own
+# ServiceAccount, which no Graph may impersonate.
+RELEASE_FLAGS = {"--controller-namespace": NAMESPACE, "--controller-service-account": RELEASE}
 
 
 @dataclass(frozen=True, slots=True)

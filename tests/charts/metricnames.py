@@ -86,7 +86,11 @@ async def _scrape() -> dict[str, str]:
     from kro.runtime.prometheus import PrometheusProvider
 
     gates = ",".join(f"{gate}=true" for gate in FEATURE_GATE_DEFAULTS)
-    config = parse_controller_args([f"--feature-gates={gates}"])
+    # GraphKind needs kro's own identity named (kro.cli.flags).
+    config = parse_controller_args(
+        [f"--feature-gates={gates}", "--controller-namespace=kro-system",
+         "--controller-service-account=kro"]
+    )
     provider = PrometheusProvider()
     # Nothing is sent: the client only registers its rest_client_* metrics.
     client = Client.from_config(

@@ -12,7 +12,16 @@ from typing import Any
 
 import pytest
 import yaml
-from chartrender import CHART, FLAGS, NAMESPACE, OPTIONAL_FLAGS, REPO, render, run_helm
+from chartrender import (
+    CHART,
+    FLAGS,
+    NAMESPACE,
+    OPTIONAL_FLAGS,
+    RELEASE_FLAGS,
+    REPO,
+    render,
+    run_helm,
+)
 
 from kro.api.names import LABEL_AGGREGATE_TO_CONTROLLER
 
@@ -83,7 +92,8 @@ def test_every_config_value_has_its_flag() -> None:
 
 
 def test_default_flags_are_upstreams_defaults(helm: Path) -> None:
-    assert render(helm).args() == {flag: default for flag, default in FLAGS.values()}
+    assert render(helm).args() == {
+        **{flag: default for flag, default in FLAGS.values()}, **RELEASE_FLAGS}
 
 
 def test_container_runs_kro_controller(helm: Path) -> None:
@@ -140,8 +150,15 @@ def test_static_role_covers_exactly_kros_own_needs(helm: Path) -> None:
         *(("kro.run", f"resourcegraphdefinitions/{s}", "update") for s in ("status", "finalizers")),
         *(("internal.kro.run", f"graphrevisions/{s}", "update") for s in ("status", "finalizers")),
         ("authorization.k8s.io", "selfsubjectaccessreviews", "create"),  # the RGD pre-flight
+        # Graphs (V-86): whatever the gate says.
+        *(("kro.run", "graphs", v) for v in ("get", "list", "watch", "patch", "update")),
+        ("kro.run", "graphs/finalizers", "update"),
+        *(("kro.run", "graphs/status", v) for v in ("get", "patch", "update")),
     }
     assert needed <= granted
+    # kro never creates or deletes a Graph; without the gate it impersonates nobody.
+    assert not {e for e in granted if e[1] == "graphs" and e[2] in ("create", "delete")}
+    assert not {e for e in granted if e[2] == "impersonate"}
     assert not any("*" in entry for entry in granted)
     groups = {group for group, _, _ in granted}
     assert groups == {"kro.run", "internal.kro.run", "apiextensions.k8s.io",
@@ -161,9 +178,65 @@ def test_edit_and_view_roles_are_rendered_in_every_mode(helm: Path, mode: str) -
     assert {k for k, v in view["metadata"]["labels"].items()
             if k.startswith(aggregate) and v == "true"} == {
         aggregate + "admin", aggregate + "edit", aggregate + "view"}
-    assert _granted(edit["rules"]) == {("kro.run", "*", v) for v in
+    # V-86: the RGD resources by name, so graphs.kro.run never comes with the built-in roles.
+    rgd = ("resourcegraphdefinitions", "resourcegraphdefinitions/status")
+    assert _granted(edit["rules"]) == {("kro.run", r, v) for r in rgd for v in
                                        ("create", "delete", "deletecollection", "patch", "update")}
-    assert _granted(view["rules"]) == {("kro.run", "*", v) for v in ("get", "list", "watch")}
+    assert _granted(view["rules"]) == {("kro.run", r, v) for r in rgd
+                                       for v in ("get", "list", "watch")}
+
+
+GRAPH_KIND_ON = {"config": {"featureGates": {"GraphKind": True}}}
+
+
+def test_graph_kind_on_grants_impersonate_in_aggregation_mode(helm: Path) -> None:
+    """V-86: only with the gate does kro's static role let it impersonate ServiceAccounts."""
+    on = render(helm, {"rbac": {"mode": "aggregation"}, **GRAPH_KIND_ON})
+    static = on.get("ClusterRole", "kro:controller:static")
+    impersonation = {e for e in _granted(static["rules"]) if e[2] == "impersonate"}
+    assert impersonation == {("", "serviceaccounts", "impersonate")}
+    off = render(helm, {"rbac": {"mode": "aggregation"}})
+    assert not [e for e in _granted(off.get("ClusterRole", "kro:controller:static")["rules"])
+                if e[2] == "impersonate"]
+    # Everything else is the same either way.
+    assert _granted(static["rules"]) - impersonation == _granted(
+        off.get("ClusterRole", "kro:controller:static")["rules"])
+
+
+def test_graph_kind_on_in_unrestricted_mode_needs_no_extra_rule(helm: Path) -> None:
+    """The unrestricted role's verb "*" already covers impersonate (checked against a real
+    authorizer in e2e/test_chart.py)."""
+    on = render(helm, {"rbac": {"mode": "unrestricted"}, **GRAPH_KIND_ON})
+    assert on.get("ClusterRole", "kro-cluster-role")["rules"] == [
+        {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]
+
+
+@pytest.mark.parametrize("enabled", [True, False], ids=["gate-on", "gate-off"])
+def test_graph_flags_are_passed_with_the_gate_on_or_off(helm: Path, enabled: bool) -> None:
+    """V-80: the chart always names kro's namespace and ServiceAccount, so switching the gate
+    on needs no other value; the controller accepts what the chart renders either way."""
+    from kro.cli.flags import parse_controller_args
+
+    rendered = render(helm, {"config": {"featureGates": {"GraphKind": enabled},
+                                        "graphConcurrentReconciles": 3}},
+                      release="team-kro")
+    args = rendered.args()
+    assert args["--feature-gates"] == f"GraphKind={str(enabled).lower()}"
+    assert args["--controller-namespace"] == NAMESPACE
+    service_account = rendered.of_kind("ServiceAccount")[0]["metadata"]["name"]
+    assert args["--controller-service-account"] == service_account == "team-kro"
+    assert args["--graph-concurrent-reconciles"] == "3"
+    config = parse_controller_args(rendered.container()["args"])
+    assert config.feature_gates["GraphKind"] is enabled
+    assert (config.controller_namespace, config.controller_service_account) == (
+        NAMESPACE, "team-kro")
+    assert config.graph_concurrent_reconciles == 3
+
+
+def test_existing_service_account_is_named_to_the_controller(helm: Path) -> None:
+    rendered = render(helm, {"serviceAccount": {"create": False, "name": "platform"},
+                             **GRAPH_KIND_ON})
+    assert rendered.args()["--controller-service-account"] == "platform"
 
 
 def test_default_render_has_no_optional_objects(helm: Path) -> None:
@@ -213,7 +286,9 @@ def test_non_default_values_render_names_and_flags(helm: Path) -> None:
     assert args["--leader-elect"] == "false"
     assert "--enable-controller-warmup" not in args  # only meaningful with leader election
     assert args["--allow-crd-deletion"] == "true"
-    assert args["--feature-gates"] == "CELOmitFunction=false,InstanceConditionEvents=true"
+    assert args["--feature-gates"] == (
+        "CELOmitFunction=false,GraphKind=false,InstanceConditionEvents=true")
+    assert args["--controller-service-account"] == "platform-kro"  # the chart's SA, renamed
     assert args["--health-probe-bind-address"] == "127.0.0.1:9440"
     assert args["--dynamic-controller-concurrent-reconciles"] == "8"
     assert args["--dynamic-controller-default-resync-period"] == "100000000"  # not 1e+08

@@ -110,6 +110,10 @@ would otherwise print large ones as 1e+06.
 {{- $args = append $args (printf "--graceful-shutdown-timeout=%s" $c.gracefulShutdownTimeout) -}}
 {{- $args = append $args (printf "--resource-graph-definition-concurrent-reconciles=%d" ($c.resourceGraphDefinitionConcurrentReconciles | int64)) -}}
 {{- $args = append $args (printf "--graph-revision-concurrent-reconciles=%d" ($c.graphRevisionConcurrentReconciles | int64)) -}}
+{{- $args = append $args (printf "--graph-concurrent-reconciles=%d" ($c.graphConcurrentReconciles | int64)) -}}
+{{- /* kro's own identity, which no Graph may impersonate (required with GraphKind). */ -}}
+{{- $args = append $args (printf "--controller-namespace=%s" .Release.Namespace) -}}
+{{- $args = append $args (printf "--controller-service-account=%s" (include "kro.serviceAccountName" .)) -}}
 {{- $args = append $args (printf "--dynamic-controller-concurrent-reconciles=%d" ($c.dynamicControllerConcurrentReconciles | int64)) -}}
 {{- $args = append $args (printf "--dynamic-controller-rate-limiter-min-delay=%s" $c.dynamicControllerRateLimiterMinDelay) -}}
 {{- $args = append $args (printf "--dynamic-controller-rate-limiter-max-delay=%s" $c.dynamicControllerRateLimiterMaxDelay) -}}
@@ -163,6 +167,13 @@ need an integer, like terminationGracePeriodSeconds.
 {{/*
 Checks across values that values.schema.json cannot express; rendered by deployment.yaml.
 */}}
+{{/*
+Whether the GraphKind feature gate is on (config.featureGates.GraphKind): "true" or "".
+*/}}
+{{- define "kro.graphKind" -}}
+{{- if (.Values.config.featureGates | default dict).GraphKind -}}true{{- end -}}
+{{- end }}
+
 {{- define "kro.validateValues" -}}
 {{- $metricsAddress := toString .Values.config.metricsBindAddress -}}
 {{- if and (ne $metricsAddress "0") (ne (include "kro.bindPort" $metricsAddress) (toString (.Values.deployment.containerPort | int64))) -}}

@@ -384,9 +384,7 @@ class InstanceReconciler:
                 REASON_RESOURCE_DELETING,
                 outcome.deleting.message,
             )
-            await self._write_status(
-                work.owner_obj, status.build(INSTANCE_STATE_IN_PROGRESS, None)
-            )
+            await self._write_status(work.owner_obj, status.build(INSTANCE_STATE_IN_PROGRESS, None))
             return self._wait(parent_key(parent), "child_deleting")
         return await self._finish(
             work.owner_obj,

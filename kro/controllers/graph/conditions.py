@@ -1,0 +1,91 @@
+"""kro.controllers.graph.conditions: what a Graph's conditions say after a pass (V-59, V-60).
+
+`Accepted` says whether the Graph compiled; `ResourcesConverged` what the pass found, from its
+node results in topological order:
+1. an error: `FieldManagerConflict` when another manager holds the fields, else `ApplyFailed`;
+2. a failed prune (`PruneFailed`) or release of a contribution (`ReleaseFailed`);
+3. the first waiting node: `DataPending` while an expression reads data not there yet,
+   `WaitingForReadiness` while a readyWhen is false or a referenced object does not exist;
+4. else `Applied`.
+`Ready` is True when both are, and otherwise copies the least healthy one. Waiting reasons back
+off per Graph from 1 s to 5 minutes; failures take the rate-limited retry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from kro.api.graph import (
+    MESSAGE_APPLIED,
+    REASON_APPLIED,
+    REASON_APPLY_FAILED,
+    REASON_DATA_PENDING,
+    REASON_FIELD_MANAGER_CONFLICT,
+    REASON_PRUNE_FAILED,
+    REASON_RELEASE_FAILED,
+    REASON_WAITING_FOR_READINESS,
+)
+from kro.api.names import (
+    NODE_STATE_DELETING,
+    NODE_STATE_ERROR,
+    NODE_STATE_IN_PROGRESS,
+    NODE_STATE_WAITING_FOR_READINESS,
+)
+from kro.controllers.graph.inventory import FieldManagerConflict
+from kro.engine.results import NodeResult
+
+__all__ = ["WAITING_REASONS", "Verdict", "converged"]
+
+WAITING_REASONS: Final = frozenset(
+    {REASON_WAITING_FOR_READINESS, REASON_DATA_PENDING, REASON_FIELD_MANAGER_CONFLICT}
+)
+"""V-60: reasons retried with the Graph's own backoff rather than the error path."""
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """`ResourcesConverged` as a pass leaves it."""
+
+    ok: bool
+    reason: str
+    message: str
+
+    @property
+    def waiting(self) -> bool:
+        return self.reason in WAITING_REASONS
+
+
+def _failure(result: NodeResult) -> Verdict:
+    conflict = any(isinstance(e, FieldManagerConflict) for e in result.errors)
+    reason = REASON_FIELD_MANAGER_CONFLICT if conflict else REASON_APPLY_FAILED
+    return Verdict(False, reason, f'node "{result.id}": {result.message}')
+
+
+def converged(
+    results: Sequence[NodeResult],
+    prune_errors: Sequence[str] = (),
+    release_errors: Sequence[str] = (),
+    *,
+    failure: str = "",
+) -> Verdict:
+    """`results` in topological order; `failure`: a pass that stopped with a hard error."""
+    if failure:
+        return Verdict(False, REASON_APPLY_FAILED, failure)
+    for result in results:
+        if result.state == NODE_STATE_ERROR:
+            return _failure(result)
+    for reason, errors in (
+        (REASON_PRUNE_FAILED, prune_errors),
+        (REASON_RELEASE_FAILED, release_errors),
+    ):
+        if errors:
+            return Verdict(False, reason, "; ".join(errors))
+    for result in results:
+        if result.state == NODE_STATE_IN_PROGRESS:
+            return Verdict(False, REASON_DATA_PENDING, f'node "{result.id}": {result.message}')
+        if result.state in (NODE_STATE_WAITING_FOR_READINESS, NODE_STATE_DELETING):
+            message = f'node "{result.id}": {result.message}'
+            return Verdict(False, REASON_WAITING_FOR_READINESS, message)
+    return Verdict(True, REASON_APPLIED, MESSAGE_APPLIED)

@@ -1,0 +1,485 @@
+"""kro.controllers.graph.inventory: a Graph's record of what it applied, in its own status.
+
+A Graph's objects carry no ApplySet labels and no ownerReferences (V-61): the only record of
+what it created is `status.managedResources` (V-57), so the record must never hold less than
+the cluster does. Before any write to the cluster the record becomes the union of what it held
+and what this pass is about to apply (without UIDs: an entry without a UID is never deleted,
+since kro cannot prove the object it would delete is the one it created); after the apply each
+entry gains the UID the server returned. A crash between the two leaves a superset, which
+the next pass or the teardown settles.
+
+Template objects are applied under the Graph's one field manager, unforced (V-62): a conflict
+with another Graph's template manager is reported (`FieldManagerConflict`) and never stolen;
+a conflict with anyone else (kubectl, another controller) is drift and is taken back, forced.
+Pruning deletes, preconditioned on the recorded UID, what the record holds and this pass did not
+apply, except objects of nodes the pass could not resolve (V-63). Both run as the Graph's
+ServiceAccount: `client` is impersonated; the status writes use kro's own client.
+
+A `patch` node's fields are contributions to objects the Graph does not own (V-46, V-58): each
+target is recorded ahead in `status.contributions` with the node's own field manager and
+endpoint, then applied (status forced; the object itself unforced, a foreign owner of a field
+being a `FieldManagerConflict`, this Graph's own older patch identity taken back). A retired
+contribution is released by applying an object that holds only the target's identity under its
+manager: the server drops exactly the fields that manager held.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+import structlog
+
+from kro.api.graph import (
+    FIELD_MANAGER_PATCH_PREFIX,
+    FIELD_MANAGER_TEMPLATE_PREFIX,
+    GRAPH_GROUP,
+    GRAPH_PLURAL,
+    GRAPH_VERSION,
+    MANAGED_RESOURCES_CAP,
+    graph_hash,
+    patch_field_manager,
+)
+from kro.api.names import ANNOTATION_NODE_PATH
+from kro.api.objects import metadata as _meta
+from kro.applyset import AppliedResource, ApplySetError, Desired
+from kro.runtime.client import Client
+from kro.runtime.errors import Conflict, KubeError, NotFound
+from kro.runtime.gvk import GVK, GVR
+
+__all__ = [
+    "GRAPHS",
+    "Contribution",
+    "Entry",
+    "FieldManagerConflict",
+    "StatusInventory",
+    "contributions_of",
+    "entries_of",
+]
+
+log = structlog.get_logger(__name__)
+
+GRAPHS: Final = GVR(GRAPH_GROUP, GRAPH_VERSION, GRAPH_PLURAL)
+_MANAGER: Final = re.compile(r'conflict with "([^"]+)"')
+
+
+class FieldManagerConflict(ApplySetError):
+    """A field of the object is held by another Graph's template manager (V-62)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One `status.managedResources` item."""
+
+    node_id: str
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str = ""
+
+    @property
+    def identity(self) -> tuple[str, str, str, str]:
+        """(group, kind, namespace, name): an apiVersion bump of one object is no prune."""
+        group = self.api_version.rpartition("/")[0]
+        return (group, self.kind, self.namespace, self.name)
+
+    def as_status(self) -> dict[str, str]:
+        out = {
+            "nodeID": self.node_id,
+            "apiVersion": self.api_version,
+            "kind": self.kind,
+            "name": self.name,
+        }
+        if self.namespace:
+            out["namespace"] = self.namespace
+        if self.uid:
+            out["uid"] = self.uid
+        return out
+
+    @classmethod
+    def of(cls, node_id: str, obj: Mapping[str, Any], uid: str = "") -> Entry:
+        meta = _meta(obj)
+        return cls(
+            node_id=node_id,
+            api_version=str(obj.get("apiVersion") or ""),
+            kind=str(obj.get("kind") or ""),
+            namespace=str(meta.get("namespace") or ""),
+            name=str(meta.get("name") or ""),
+            uid=uid,
+        )
+
+
+def entries_of(graph: Mapping[str, Any]) -> list[Entry]:
+    status = graph.get("status") or {}
+    found: list[Entry] = []
+    for raw in status.get("managedResources") or ():
+        if isinstance(raw, Mapping):
+            found.append(
+                Entry(
+                    node_id=str(raw.get("nodeID") or ""),
+                    api_version=str(raw.get("apiVersion") or ""),
+                    kind=str(raw.get("kind") or ""),
+                    namespace=str(raw.get("namespace") or ""),
+                    name=str(raw.get("name") or ""),
+                    uid=str(raw.get("uid") or ""),
+                )
+            )
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class Contribution:
+    """One `status.contributions` item: fields a patch node holds on a target (V-58)."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    subresource: str
+    field_manager: str
+
+    def as_status(self) -> dict[str, str]:
+        out = {
+            "apiVersion": self.api_version,
+            "kind": self.kind,
+            "name": self.name,
+            "fieldManager": self.field_manager,
+        }
+        if self.namespace:
+            out["namespace"] = self.namespace
+        if self.subresource:
+            out["subresource"] = self.subresource
+        return out
+
+    def identity_body(self) -> dict[str, Any]:
+        """What releasing it applies: the target's identity, no field at all."""
+        metadata = {"name": self.name}
+        if self.namespace:
+            metadata["namespace"] = self.namespace
+        return {"apiVersion": self.api_version, "kind": self.kind, "metadata": metadata}
+
+
+def contributions_of(graph: Mapping[str, Any]) -> list[Contribution]:
+    found: list[Contribution] = []
+    for raw in (graph.get("status") or {}).get("contributions") or ():
+        if isinstance(raw, Mapping):
+            found.append(
+                Contribution(
+                    api_version=str(raw.get("apiVersion") or ""),
+                    kind=str(raw.get("kind") or ""),
+                    namespace=str(raw.get("namespace") or ""),
+                    name=str(raw.get("name") or ""),
+                    subresource=str(raw.get("subresource") or ""),
+                    field_manager=str(raw.get("fieldManager") or ""),
+                )
+            )
+    return found
+
+
+def _union(recorded: Sequence[Entry], more: Sequence[Entry]) -> list[Entry]:
+    """`recorded` then what `more` adds; per identity a set UID beats an empty one and a newer
+    (later) one an older one."""
+    out: dict[tuple[str, str, str, str], Entry] = {e.identity: e for e in recorded}
+    for entry in more:
+        known = out.get(entry.identity)
+        if known is None or entry.uid:
+            out[entry.identity] = entry if entry.uid or known is None else known
+        elif known.node_id != entry.node_id:
+            out[entry.identity] = replace(known, node_id=entry.node_id)
+    return list(out.values())[:MANAGED_RESOURCES_CAP]
+
+
+def _conflicting_managers(error: Conflict) -> set[str]:
+    causes = error.details.get("causes") or ()
+    text = " ".join([str(error), *(str(c.get("message") or "") for c in causes)])
+    return set(_MANAGER.findall(text))
+
+
+class StatusInventory:
+    """`OwnedInventory` of one Graph for one pass (kro.engine.inventory)."""
+
+    def __init__(
+        self,
+        *,
+        kro_client: Client,
+        client: Client,
+        graph: Mapping[str, Any],
+        field_manager: str,
+        concurrency: int,
+        patches: Mapping[str, str] | None = None,
+    ) -> None:
+        self._kro = kro_client
+        self._client = client
+        self._manager = field_manager
+        self._uid = str(_meta(graph).get("uid") or "")
+        self._patches = dict(patches or {})  # patch node id -> endpoint ("status" or "")
+        self.contributions: list[Contribution] = contributions_of(graph)
+        """What the Graph's status records as contributed (written ahead, then settled)."""
+        self._contributed: list[Contribution] = []
+        self.release_errors: list[str] = []
+        self._limit = asyncio.Semaphore(max(concurrency, 1))
+        self.entries: list[Entry] = entries_of(graph)
+        """What the Graph's status records now (written ahead, then settled)."""
+        self._applied: dict[tuple[str, str, str, str], Entry] = {}
+        self.reached_cluster = False
+        """Some apply of this pass was answered by the server (V-56)."""
+        self.prune_errors: list[str] = []
+
+    # -- apply -----------------------------------------------------------------------------
+
+    async def apply(
+        self, owner_obj: dict[str, Any], batch: Sequence[Desired]
+    ) -> tuple[dict[str, Any], Sequence[AppliedResource]]:
+        owned = [d for d in batch if _patch_node(d) not in self._patches]
+        contributed = [self._contribution(d) for d in batch if _patch_node(d) in self._patches]
+        ahead = _union(self.entries, [Entry.of(_node_of(d), d.obj) for d in owned])
+        ahead_contributions = _distinct([*self.contributions, *contributed])
+        if ahead != self.entries or ahead_contributions != self.contributions:
+            owner_obj = await self._record(owner_obj, ahead, ahead_contributions)
+            self.entries, self.contributions = ahead, ahead_contributions
+        results = await asyncio.gather(
+            *(
+                self._contribute(d) if _patch_node(d) in self._patches else self._apply_one(d)
+                for d in batch
+            )
+        )
+        done = []
+        for desired, result in zip(batch, results, strict=True):
+            if _patch_node(desired) in self._patches:
+                if result.error is None:
+                    self._contributed.append(self._contribution(desired))
+                continue
+            if result.error is None and result.obj is not None:
+                entry = Entry.of(_node_of(desired), result.obj, result.uid)
+                self._applied[entry.identity] = entry
+                done.append(entry)
+        self.entries = _union(self.entries, done)
+        return owner_obj, results
+
+    async def _apply_one(self, desired: Desired) -> AppliedResource:
+        async with self._limit:
+            try:
+                obj = await self._send(desired, force=False)
+            except Conflict as error:
+                theirs = sorted(
+                    m
+                    for m in _conflicting_managers(error)
+                    if m.startswith(FIELD_MANAGER_TEMPLATE_PREFIX)
+                    and m != self._manager
+                    and not m.startswith(self._manager + ".")  # OQ-6: our own older manager
+                )
+                if theirs:
+                    message = (
+                        f"{desired.gvk.kind} {_where(desired)}: fields are managed by another "
+                        f"Graph ({', '.join(theirs)})"
+                    )
+                    return AppliedResource(
+                        desired.resource_id, None, error=FieldManagerConflict(message)
+                    )
+                try:  # drift by someone else: take the fields back
+                    obj = await self._send(desired, force=True)
+                except KubeError as forced:
+                    return AppliedResource(desired.resource_id, None, error=forced)
+            except KubeError as error:
+                return AppliedResource(desired.resource_id, None, error=error)
+        self.reached_cluster = True
+        before = _meta(desired.observed).get("resourceVersion") if desired.observed else None
+        changed = before != _meta(obj).get("resourceVersion")
+        return AppliedResource(desired.resource_id, obj, changed=changed)
+
+    def _contribution(self, desired: Desired) -> Contribution:
+        node = _patch_node(desired)
+        return Contribution(
+            api_version=str(desired.obj.get("apiVersion") or ""),
+            kind=str(desired.obj.get("kind") or ""),
+            namespace=desired.namespace,
+            name=desired.name,
+            subresource=self._patches[node],
+            field_manager=patch_field_manager(self._uid, node),
+        )
+
+    async def _contribute(self, desired: Desired) -> AppliedResource:
+        """Apply a patch: status forced; the object itself unforced, taking back only from
+        this Graph's own older patch identity (V-62)."""
+        contribution = self._contribution(desired)
+        status = bool(contribution.subresource)
+        ours = f"{FIELD_MANAGER_PATCH_PREFIX}{graph_hash(self._uid)}"
+        async with self._limit:
+            try:
+                obj = await self._client.apply(
+                    desired.gvr,
+                    desired.obj,
+                    field_manager=contribution.field_manager,
+                    force=status,
+                    namespace=desired.namespace or None,
+                    subresource=contribution.subresource or None,
+                )
+            except Conflict as error:
+                foreign = sorted(m for m in _conflicting_managers(error) if not m.startswith(ours))
+                if foreign:
+                    message = (
+                        f"{desired.gvk.kind} {_where(desired)}: fields are managed by "
+                        f"{', '.join(foreign)}"
+                    )
+                    return AppliedResource(
+                        desired.resource_id, None, error=FieldManagerConflict(message)
+                    )
+                try:
+                    obj = await self._client.apply(
+                        desired.gvr,
+                        desired.obj,
+                        field_manager=contribution.field_manager,
+                        force=True,
+                        namespace=desired.namespace or None,
+                    )
+                except KubeError as forced:
+                    return AppliedResource(desired.resource_id, None, error=forced)
+            except KubeError as error:
+                return AppliedResource(desired.resource_id, None, error=error)
+        self.reached_cluster = True
+        before = _meta(desired.observed).get("resourceVersion") if desired.observed else None
+        return AppliedResource(
+            desired.resource_id, obj, changed=before != _meta(obj).get("resourceVersion")
+        )
+
+    async def release(self, contribution: Contribution) -> None:
+        """Drop exactly the fields `contribution`'s manager holds; a gone target is done."""
+        group, _, version = contribution.api_version.rpartition("/")
+        info = await self._client.mapper.resource_for(GVK(group, version, contribution.kind))
+        try:
+            await self._client.apply(
+                info.gvr,
+                contribution.identity_body(),
+                field_manager=contribution.field_manager,
+                force=True,
+                namespace=contribution.namespace or None,
+                subresource=contribution.subresource or None,
+            )
+        except NotFound:
+            return
+
+    async def _send(self, desired: Desired, *, force: bool) -> dict[str, Any]:
+        return await self._client.apply(
+            desired.gvr,
+            desired.obj,
+            field_manager=self._manager,
+            force=force,
+            namespace=desired.namespace or None,
+        )
+
+    # -- prune -----------------------------------------------------------------------------
+
+    async def prune(
+        self, owner_obj: dict[str, Any], keep_nodes: frozenset[str]
+    ) -> tuple[dict[str, Any], bool]:
+        stale = [
+            e
+            for e in self.entries
+            if e.identity not in self._applied and e.node_id not in keep_nodes
+        ]
+        kept: list[Entry] = []
+        deleted = False
+        for entry in reversed(stale):
+            if not entry.uid:  # never proven ours: forget it, never delete it
+                continue
+            try:
+                await self.delete(entry)
+                deleted = True
+            except KubeError as error:
+                self.prune_errors.append(f"{entry.kind} {entry.namespace}/{entry.name}: {error}")
+                kept.append(entry)
+        gone = {e.identity for e in stale} - {e.identity for e in kept}
+        settled = [e for e in self.entries if e.identity not in gone]
+        contributions = await self._release_retired(keep_nodes)
+        if settled != self.entries or contributions != self.contributions:
+            owner_obj = await self._record(owner_obj, settled, contributions)
+            self.entries, self.contributions = settled, contributions
+        return owner_obj, deleted
+
+    async def _release_retired(self, keep_nodes: frozenset[str]) -> list[Contribution]:
+        """Release what was recorded and not contributed now (V-63); what nodes this pass could
+        not resolve hold, and what failed to release, stay recorded."""
+        kept_managers = {patch_field_manager(self._uid, n) for n in keep_nodes}
+        current = set(self._contributed)
+        settled: list[Contribution] = []
+        for contribution in self.contributions:
+            if contribution in current or contribution.field_manager in kept_managers:
+                settled.append(contribution)
+                continue
+            try:
+                await self.release(contribution)
+            except KubeError as error:
+                self.release_errors.append(
+                    f"{contribution.kind} {contribution.namespace}/{contribution.name}: {error}"
+                )
+                settled.append(contribution)
+        return _distinct([*settled, *self._contributed])
+
+    async def delete(self, entry: Entry) -> None:
+        """DELETE preconditioned on the recorded UID; gone or replaced counts as done."""
+        gvr = await _gvr_of(self._client, entry)
+        try:
+            await self._client.delete(
+                gvr,
+                entry.name,
+                namespace=entry.namespace or None,
+                preconditions={"uid": entry.uid},
+                propagation_policy="Background",
+            )
+        except (NotFound, Conflict):
+            return
+        log.info(
+            "graph.object_deleted", kind=entry.kind, namespace=entry.namespace, name=entry.name
+        )
+
+    # -- status ----------------------------------------------------------------------------
+
+    async def _record(
+        self,
+        owner_obj: dict[str, Any],
+        entries: Sequence[Entry],
+        contributions: Sequence[Contribution],
+    ) -> dict[str, Any]:
+        meta = _meta(owner_obj)
+        patch = {
+            "status": {
+                "managedResources": [e.as_status() for e in entries],
+                "contributions": [c.as_status() for c in contributions],
+            }
+        }
+        return await self._kro.patch(
+            GRAPHS,
+            str(meta.get("name")),
+            patch,
+            namespace=str(meta.get("namespace")),
+            subresource="status",
+        )
+
+
+def _node_of(desired: Desired) -> str:
+    """The node a desired object was rendered for (its path, V-16)."""
+    annotations = _meta(desired.obj).get("annotations") or {}
+    return str(annotations.get(ANNOTATION_NODE_PATH) or desired.resource_id)
+
+
+def _patch_node(desired: Desired) -> str:
+    """The node of a batch item: node ids have no `-`, items are `<id>-<index>`."""
+    return desired.resource_id.partition("-")[0]
+
+
+def _distinct(contributions: Sequence[Contribution]) -> list[Contribution]:
+    return list(dict.fromkeys(contributions))
+
+
+def _where(desired: Desired) -> str:
+    return f"{desired.namespace}/{desired.name}" if desired.namespace else desired.name
+
+
+async def _gvr_of(client: Client, entry: Entry) -> GVR:
+    group, _, version = entry.api_version.rpartition("/")
+    info = await client.mapper.resource_for(GVK(group, version, entry.kind))
+    return info.gvr

@@ -1,0 +1,312 @@
+"""kro.controllers.graph.reconciler: the Graph controller (V-40..V-64, behind `GraphKind`).
+
+One reconcile of one Graph:
+
+1. Deleted: tear down from the status alone (the spec is not compiled, so an invalid spec still
+   cleans up), as the identity that last applied (`status.appliedServiceAccount`): DELETE every
+   recorded object in reverse order, preconditioned on its UID, release every contribution,
+   forget the Graph's watches and remove the finalizer `kro.run/graph-finalizer` (V-64).
+2. Refuse a Graph that would apply as kro itself (V-55): `Accepted=False`, not retried.
+3. Compile (kro.graph.graph_kind), cached per spec; an error is `Accepted=False`/`InvalidGraph`.
+4. Add the finalizer, then run one engine pass (kro.engine.GraphPass) as the Graph's
+   ServiceAccount, with the Graph's status as its inventory (kro.controllers.graph.inventory).
+5. Write the conditions and `appliedServiceAccount`; come back as the verdict says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import structlog
+
+from kro._conditions import now_rfc3339
+from kro.api.conditions import aggregate_ready, ordered_conditions, set_condition
+from kro.api.graph import (
+    CONDITION_ACCEPTED,
+    CONDITION_READY,
+    CONDITION_RESOURCES_CONVERGED,
+    GRAPH_DEPENDENT_CONDITIONS,
+    GRAPH_FINALIZER,
+    REASON_COMPILED,
+    REASON_DELETE_FAILED,
+    REASON_INVALID_GRAPH,
+    compiled_message,
+    own_identity_refusal,
+    service_account_username,
+    template_field_manager,
+)
+from kro.api.names import STATUS_FALSE, STATUS_TRUE
+from kro.api.objects import metadata as _meta
+from kro.applyset import Applier, ApplySetError
+from kro.controllers.graph.binding import GraphBinding
+from kro.controllers.graph.conditions import Verdict, converged
+from kro.controllers.graph.identity import ImpersonatedClients
+from kro.controllers.graph.inventory import (
+    GRAPHS,
+    StatusInventory,
+    contributions_of,
+    entries_of,
+)
+from kro.dynamic import ObjectRef
+from kro.dynamic.watches import WatchCoordinator
+from kro.engine import GraphPass
+from kro.graph.errors import GraphError
+from kro.graph.evaluate import EvaluationError, InstanceEvaluation
+from kro.graph.graph_kind import compile_graph_async, patch_endpoint
+from kro.graph.model import Graph, NodeType
+from kro.graph.options import BuildOptions
+from kro.graph.resolver import SchemaResolver
+from kro.runtime.client import Client
+from kro.runtime.errors import KubeError, NotFound
+from kro.runtime.finalizers import add_finalizer, remove_finalizer
+from kro.runtime.reconcile import Request, Result
+
+__all__ = ["GraphOptions", "GraphReconciler"]
+
+log = structlog.get_logger(__name__)
+
+BACKOFF_FIRST_S: Final = 1.0
+BACKOFF_MAX_S: Final = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class GraphOptions:
+    """controller_username: kro's own ServiceAccount user, which no Graph may apply as."""
+
+    controller_username: str
+    apply_concurrency: int = 20
+    max_collection_size: int = 1000
+    cel_cost_limit: int = 0
+
+
+class GraphReconciler:
+    def __init__(
+        self,
+        *,
+        client: Client,
+        resolver: SchemaResolver,
+        watches: WatchCoordinator,
+        applier: Applier,
+        options: GraphOptions,
+    ) -> None:
+        self.client = client
+        self.resolver = resolver
+        self.watches = watches
+        self.applier = applier  # unused by a Graph's pass (its inventory applies); the engine's
+        self.options = options
+        self.clients = ImpersonatedClients(client)
+        self._compiled: dict[str, tuple[str, Graph]] = {}  # uid -> (spec key, program)
+        self._streaks: dict[str, int] = {}
+
+    async def reconcile(self, request: Request) -> Result:
+        try:
+            obj = await self.client.get(GRAPHS, request.name, namespace=request.namespace)
+        except NotFound:
+            return Result()
+        ref = ObjectRef(GRAPHS, request.namespace, request.name)
+        if _meta(obj).get("deletionTimestamp"):
+            return await self._teardown(obj, ref)
+        username = service_account_username(
+            request.namespace, str((obj.get("spec") or {}).get("serviceAccountName") or "")
+        )
+        if username == self.options.controller_username:
+            await self._refuse(obj, own_identity_refusal(username))
+            return Result()
+        try:
+            graph = await self._compile(obj)
+        except GraphError as error:
+            await self._refuse(obj, str(error))
+            return Result(requeue=True)
+        if GRAPH_FINALIZER not in (_meta(obj).get("finalizers") or ()):
+            obj = dict(await add_finalizer(self.client, GRAPHS, obj, GRAPH_FINALIZER))
+        return await self._apply(obj, ref, graph, username)
+
+    # -- compile ---------------------------------------------------------------------------
+
+    async def _compile(self, obj: Mapping[str, Any]) -> Graph:
+        uid = str(_meta(obj).get("uid") or "")
+        key = str(_meta(obj).get("generation") or "")
+        cached = self._compiled.get(uid)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        options = BuildOptions(
+            max_collection_size=self.options.max_collection_size,
+            cel_cost_limit=self.options.cel_cost_limit,
+        )
+        graph = await compile_graph_async(obj, self.resolver, options=options)
+        self._compiled[uid] = (key, graph)
+        return graph
+
+    # -- apply -----------------------------------------------------------------------------
+
+    async def _apply(
+        self, obj: dict[str, Any], ref: ObjectRef, graph: Graph, username: str
+    ) -> Result:
+        client = self.clients.client_for(username)
+        inventory = StatusInventory(
+            kro_client=self.client,
+            client=client,
+            graph=obj,
+            field_manager=template_field_manager(str(_meta(obj).get("uid") or "")),
+            concurrency=self.options.apply_concurrency,
+            patches={
+                n.id: patch_endpoint(n.template)
+                for n in graph.nodes.values()
+                if n.type is NodeType.PATCH
+            },
+        )
+        work = GraphPass(
+            graph=graph,
+            owner_obj=obj,
+            binding=GraphBinding(GRAPHS, ref, graph),
+            client=client,
+            applier=self.applier,
+            watches=self.watches,
+            evaluation=InstanceEvaluation(
+                graph, obj, max_collection_size=self.options.max_collection_size
+            ),
+            inventory=inventory,
+        )
+        failure = ""
+        try:
+            await work.run()
+        except (EvaluationError, ApplySetError, KubeError) as error:
+            await self.watches.done(ref, commit=False)
+            failure = str(error)
+        else:
+            await self.watches.done(ref, commit=True)
+        nodes = [work.result.nodes[n] for n in graph.topological_order if n in work.result.nodes]
+        verdict = converged(
+            nodes, inventory.prune_errors, inventory.release_errors, failure=failure
+        )
+        applied_as = username if inventory.reached_cluster and not failure else ""
+        await self._report(
+            work.owner_obj,
+            accepted=(True, REASON_COMPILED, compiled_message(len(graph.nodes))),
+            verdict=verdict,
+            entries=[e.as_status() for e in inventory.entries],
+            contributions=[c.as_status() for c in inventory.contributions],
+            applied_as=applied_as,
+        )
+        return self._next(str(_meta(obj).get("uid") or ""), verdict)
+
+    def _next(self, uid: str, verdict: Verdict) -> Result:
+        """V-60: waiting backs off per Graph, 1 s doubling to 5 min; failures are retried by
+        the rate limiter; a converged Graph waits for events."""
+        if verdict.waiting:
+            streak = self._streaks.get(uid, 0)
+            self._streaks[uid] = streak + 1
+            return Result(requeue_after_s=min(BACKOFF_FIRST_S * 2**streak, BACKOFF_MAX_S))
+        self._streaks.pop(uid, None)
+        return Result(requeue=not verdict.ok)
+
+    # -- teardown --------------------------------------------------------------------------
+
+    async def _teardown(self, obj: dict[str, Any], ref: ObjectRef) -> Result:
+        if GRAPH_FINALIZER not in (_meta(obj).get("finalizers") or ()):
+            return Result()
+        status = obj.get("status") or {}
+        namespace = str(_meta(obj).get("namespace") or "")
+        username = str(status.get("appliedServiceAccount") or "") or service_account_username(
+            namespace, str((obj.get("spec") or {}).get("serviceAccountName") or "")
+        )
+        inventory = StatusInventory(
+            kro_client=self.client,
+            client=self.clients.client_for(username),
+            graph=obj,
+            field_manager="",
+            concurrency=1,
+        )
+        errors: list[str] = []
+        for entry in reversed(entries_of(obj)):
+            if not entry.uid:
+                continue
+            try:
+                await inventory.delete(entry)
+            except KubeError as error:
+                errors.append(f"{entry.kind} {entry.namespace}/{entry.name}: {error}")
+        for contribution in contributions_of(obj):
+            try:
+                await inventory.release(contribution)
+            except KubeError as error:
+                errors.append(
+                    f"release {contribution.kind} {contribution.namespace}/"
+                    f"{contribution.name}: {error}"
+                )
+        if errors:
+            await self._report(obj, verdict=Verdict(False, REASON_DELETE_FAILED, "; ".join(errors)))
+            return Result(requeue=True)
+        await self.watches.forget(ref)
+        uid = str(_meta(obj).get("uid") or "")
+        self._compiled.pop(uid, None)
+        self._streaks.pop(uid, None)
+        await remove_finalizer(self.client, GRAPHS, obj, GRAPH_FINALIZER)
+        log.info("graph.deleted", namespace=namespace, name=_meta(obj).get("name"))
+        return Result()
+
+    # -- status ----------------------------------------------------------------------------
+
+    async def _refuse(self, obj: Mapping[str, Any], message: str) -> None:
+        await self._report(obj, accepted=(False, REASON_INVALID_GRAPH, message))
+
+    async def _report(
+        self,
+        obj: Mapping[str, Any],
+        *,
+        accepted: tuple[bool, str, str] | None = None,
+        verdict: Verdict | None = None,
+        entries: list[dict[str, str]] | None = None,
+        contributions: list[dict[str, str]] | None = None,
+        applied_as: str = "",
+    ) -> None:
+        """Write what this reconcile found to the Graph's status (kro's own identity)."""
+        previous = (obj.get("status") or {}).get("conditions") or []
+        status: dict[str, Any] = {"conditions": list(previous)}
+        generation = _meta(obj).get("generation")
+        now = now_rfc3339()
+
+        def put(kind: str, ok: bool | str, reason: str, message: str) -> None:
+            value = ok if isinstance(ok, str) else STATUS_TRUE if ok else STATUS_FALSE
+            set_condition(
+                status,
+                kind,
+                value,
+                now=now,
+                reason=reason,
+                message=message,
+                observed_generation=generation if isinstance(generation, int) else None,
+            )
+
+        if accepted is not None:
+            put(CONDITION_ACCEPTED, *accepted)
+        if verdict is not None:
+            put(CONDITION_RESOURCES_CONVERGED, verdict.ok, verdict.reason, verdict.message)
+        ready = aggregate_ready(status["conditions"], GRAPH_DEPENDENT_CONDITIONS)
+        put(
+            CONDITION_READY,
+            str(ready.get("status") or STATUS_FALSE),
+            str(ready.get("reason") or ""),
+            str(ready.get("message") or ""),
+        )
+        status["conditions"] = ordered_conditions(
+            status["conditions"], dependents=GRAPH_DEPENDENT_CONDITIONS
+        )
+        if entries is not None:
+            status["managedResources"] = entries
+        if contributions is not None:
+            status["contributions"] = contributions
+        if applied_as:
+            status["appliedServiceAccount"] = applied_as
+        meta = _meta(obj)
+        try:
+            await self.client.patch(
+                GRAPHS,
+                str(meta.get("name")),
+                {"status": status},
+                namespace=str(meta.get("namespace")),
+                subresource="status",
+            )
+        except NotFound:
+            return

@@ -1,0 +1,392 @@
+"""kro.graph.graph_kind: compile a `Graph` object (kro.run/v1alpha1, V-40..V-52) into a `Graph`.
+
+A `Graph` has no schema, no CRD and no instances: its nodes are the whole program. They compile
+into the same model as an RGD's resources, so one engine runs both:
+
+| Graph node          | model node                                  |
+|---------------------|---------------------------------------------|
+| `template`          | RESOURCE, or COLLECTION with `forEach`      |
+| `ref` by name       | EXTERNAL (a missing target only waits)      |
+| `ref` by selector   | EXTERNAL_COLLECTION (a list, maybe empty)   |
+| `def`               | VALUE, or VALUE_COLLECTION with `forEach`   |
+| `patch`             | PATCH (one target per forEach row)          |
+
+What differs from an RGD is decided here and carried by the model: there is no `schema`
+variable, ids follow the Graph's own rules and reserved words (V-42), each node kind accepts its
+own modifiers (V-50), a literal `def` is typed from its values (V-45) so a misspelt field is a
+compile error, and readyWhen reports without gating (`Graph.readiness_gates`, V-52).
+
+A `patch` contributes fields to objects the Graph does not own, through one endpoint: the
+`status` subresource when its only top-level field is `status`, the object itself otherwise
+(`patch_endpoint`). It publishes nothing, so no expression may read it.
+
+A node whose apiVersion or kind is an expression has no schema to check against: its fields
+are untyped, what reads it sees a dynamic value, and the engine looks its kind up per object
+(`Node.dynamic_type`, V-48).
+
+Not compiled yet: nested `graph` nodes; a Graph using them is refused with a message that says
+so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from kro.cel import CelDeclarationError, CelEnvironment, CelOptions, EvaluationLimits
+from kro.graph.builder import _order
+from kro.graph.errors import GraphError
+from kro.graph.hashing import spec_hash
+from kro.graph.model import Graph, Instance, Node, NodeType
+from kro.graph.nodes import NodeContext, compile_node
+from kro.graph.options import BuildOptions
+from kro.graph.resolver import GVK, ResolvedSchema, SchemaResolver, referenced_gvks
+from kro.graph.resources import (
+    ParsedResource,
+    copy_tree,
+    parse_resource,
+    serialize_external_ref,
+)
+from kro.graph.templatecheck import parse_template_fields
+from kro.graph.validation import ResourceInput, _check_selector
+
+__all__ = ["GraphCompileError", "compile_graph", "compile_graph_async"]
+
+NODE_ID: Final = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
+RESERVED_NODE_IDS: Final = frozenset(
+    {
+        *("apiVersion", "kind", "metadata", "namespace", "spec", "status", "graph"),
+        *("graphengine", "kro", "each", "item", "items", "object", "self", "this", "context"),
+        *("true", "false", "null", "in", "as", "break", "const", "continue", "else", "for"),
+        *("function", "if", "import", "let", "loop", "package", "return", "var", "void"),
+        "while",
+    }
+)
+"""V-42: the words a node id may not be (Kubernetes object keys, kro's own, CEL's)."""
+
+NODE_KINDS: Final = ("template", "ref", "def", "graph", "patch")
+_MODIFIERS: Final = {  # V-50: which node kinds accept which modifier
+    "includeWhen": frozenset({"template", "ref", "def", "patch"}),
+    "readyWhen": frozenset({"template", "ref", "def"}),
+    "forEach": frozenset({"template", "def", "patch"}),
+}
+MAX_FOREACH_DIMENSIONS: Final = 10
+"""V-50: a standalone Graph's fixed limit (the RGD dimension flag does not apply)."""
+
+_VALUE_GVK: Final = GVK("", "", "")
+
+
+class GraphCompileError(GraphError):
+    """The Graph cannot be compiled: `Accepted=False`, reason `InvalidGraph`, this message."""
+
+
+def _fail(detail: str, node_id: str | None = None) -> GraphCompileError:
+    return GraphCompileError(f'node "{node_id}": {detail}' if node_id else detail)
+
+
+def _check_id(node_id: Any, seen: set[str]) -> str:
+    if not isinstance(node_id, str) or not NODE_ID.match(node_id):
+        raise _fail(f'id "{node_id}" must match {NODE_ID.pattern}')
+    if node_id in RESERVED_NODE_IDS:
+        raise _fail(f'id "{node_id}" is reserved')
+    if node_id in seen:
+        raise _fail(f'duplicate node id "{node_id}"')
+    seen.add(node_id)
+    return node_id
+
+
+def _node_kind(raw: Mapping[str, Any], node_id: str) -> str:
+    present = [k for k in NODE_KINDS if raw.get(k) is not None]
+    if len(present) != 1:
+        raise _fail("exactly one of template, ref, def, graph, patch must be set", node_id)
+    kind = present[0]
+    for modifier, allowed in _MODIFIERS.items():
+        if raw.get(modifier) and kind not in allowed:
+            raise _fail(f"{modifier} is not supported on {kind} nodes", node_id)
+    if kind == "graph":
+        raise _fail("graph nodes are not supported by this version of kro-py yet", node_id)
+    return kind
+
+
+_IDENTITY_KEYS: Final = frozenset({"apiVersion", "kind", "metadata"})
+_IDENTITY_METADATA: Final = frozenset({"name", "namespace"})
+_FORBIDDEN_METADATA: Final = ("ownerReferences", "finalizers", "deletionTimestamp", "uid")
+STATUS_ENDPOINT: Final = "status"
+
+
+def patch_endpoint(body: Mapping[str, Any]) -> str:
+    """`status` when a patch contributes only status, "" (the object itself) otherwise."""
+    return STATUS_ENDPOINT if set(body) - _IDENTITY_KEYS == {STATUS_ENDPOINT} else ""
+
+
+def _check_patch(body: Mapping[str, Any], node_id: str) -> None:
+    """V-46: a patch names its target and contributes fields through one endpoint."""
+    metadata = body.get("metadata")
+    if not isinstance(metadata, Mapping) or metadata.get("name") in (None, ""):
+        raise _fail("a patch node needs metadata.name to name its target", node_id)
+    for key in _FORBIDDEN_METADATA:
+        if key in metadata:
+            raise _fail(f"a patch node may not set metadata.{key}", node_id)
+    if "scale" in body:
+        raise _fail("a patch node may not contribute to the scale subresource", node_id)
+    main = (set(body) - _IDENTITY_KEYS - {STATUS_ENDPOINT}) or (set(metadata) - _IDENTITY_METADATA)
+    status = STATUS_ENDPOINT in body
+    if main and status:
+        raise _fail("a patch node targets a single endpoint: status or the object", node_id)
+    if not main and not status:
+        raise _fail("patch node contributes no fields", node_id)
+
+
+def _strings(raw: Any, where: str, node_id: str) -> tuple[Any, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise _fail(f"{where} must be a list", node_id)
+    return tuple(raw)
+
+
+def _for_each(raw: Any, node_id: str, ids: frozenset[str]) -> tuple[tuple[str, Any], ...]:
+    """V-42/V-50: iterator names follow the id rules (`each` excepted), at most 10 axes."""
+    entries = _strings(raw, "forEach", node_id)
+    if len(entries) > MAX_FOREACH_DIMENSIONS:
+        raise _fail(
+            f"forEach cannot have more than {MAX_FOREACH_DIMENSIONS} dimensions, "
+            f"got {len(entries)}",
+            node_id,
+        )
+    out: list[tuple[str, Any]] = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, Mapping) or len(entry) != 1:
+            raise _fail(f"forEach[{i}] must have exactly one iterator", node_id)
+        ((name, expression),) = entry.items()
+        if not isinstance(name, str) or not NODE_ID.match(name):
+            raise _fail(f'forEach iterator "{name}" must match {NODE_ID.pattern}', node_id)
+        if name in RESERVED_NODE_IDS and name != "each":
+            raise _fail(f'forEach iterator "{name}" is reserved', node_id)
+        if name == node_id or name in ids:
+            raise _fail(f'forEach iterator "{name}" conflicts with a node id', node_id)
+        if any(name == seen for seen, _ in out):
+            raise _fail(f'forEach iterator "{name}" is declared more than once', node_id)
+        out.append((name, expression))
+    return tuple(out)
+
+
+def _ref(raw: Any, node_id: str) -> Mapping[str, Any]:
+    """V-44: exactly one of `metadata.name` (one object) or `metadata.selector` (a list)."""
+    metadata = raw.get("metadata") if isinstance(raw, Mapping) else None
+    if not isinstance(metadata, Mapping):
+        raise _fail("ref.metadata must be a map", node_id)
+    has_name = metadata.get("name") not in (None, "")
+    if has_name == (metadata.get("selector") is not None):
+        raise _fail("ref.metadata needs exactly one of name or selector", node_id)
+    _check_selector(metadata.get("selector"), node_id, "")
+    assert isinstance(raw, Mapping)
+    return raw
+
+
+def _dynamic_type(obj: Mapping[str, Any]) -> bool:
+    return any("${" in str(obj.get(key) or "") for key in ("apiVersion", "kind"))
+
+
+_SCALAR_TYPES: Final = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"))
+
+
+def value_schema(value: Any) -> dict[str, Any]:
+    """V-45: a `def` literal is typed from its value; what an expression yields is dynamic."""
+    if isinstance(value, str) and "${" in value:
+        return {"x-kubernetes-preserve-unknown-fields": True}
+    for python_type, openapi_type in _SCALAR_TYPES:  # bool before int: a bool is an int
+        if isinstance(value, python_type):
+            return {"type": openapi_type}
+    if isinstance(value, Mapping):
+        return {
+            "type": "object",
+            "properties": {str(k): value_schema(v) for k, v in value.items()},
+        }
+    if isinstance(value, list):
+        items = value_schema(value[0]) if value else {"x-kubernetes-preserve-unknown-fields": True}
+        return {"type": "array", "items": items}
+    return {"x-kubernetes-preserve-unknown-fields": True}
+
+
+def _inputs(nodes: Any) -> list[tuple[str, ResourceInput]]:
+    if not isinstance(nodes, list) or not nodes:
+        raise _fail("a graph needs at least one node")
+    ids = frozenset(
+        n["id"] for n in nodes if isinstance(n, Mapping) and isinstance(n.get("id"), str)
+    )
+    seen: set[str] = set()
+    out: list[tuple[str, ResourceInput]] = []
+    for index, raw in enumerate(nodes):
+        if not isinstance(raw, Mapping):
+            raise _fail(f"nodes[{index}] must be a map")
+        node_id = _check_id(raw.get("id"), seen)
+        kind = _node_kind(raw, node_id)
+        body = raw[kind]
+        if not isinstance(body, Mapping):
+            raise _fail(f"{kind} must be a map", node_id)
+        if kind == "ref":
+            body = _ref(body, node_id)
+        if kind == "patch":
+            _check_patch(body, node_id)
+        out.append(
+            (
+                kind,
+                ResourceInput(
+                    id=node_id,
+                    index=index,
+                    template=body if kind != "ref" else None,
+                    external_ref=body if kind == "ref" else None,
+                    ready_when=_strings(raw.get("readyWhen"), "readyWhen", node_id),
+                    include_when=_strings(raw.get("includeWhen"), "includeWhen", node_id),
+                    for_each=_for_each(raw.get("forEach"), node_id, ids),
+                ),
+            )
+        )
+    return out
+
+
+def _value(resource: ResourceInput, name: str) -> ParsedResource:
+    """A `def` as a node: its template is the value, typed from its literals (V-45)."""
+    assert resource.template is not None
+    obj = copy_tree(dict(resource.template))
+    schema = value_schema(obj)
+    fields = parse_template_fields(obj, None, resource_id=resource.id, rgd=name)
+    node_type = NodeType.VALUE_COLLECTION if resource.for_each else NodeType.VALUE
+    resolved = ResolvedSchema(_VALUE_GVK, schema, namespaced=False, resource="-")
+    return ParsedResource(resource, node_type, _VALUE_GVK, resolved, obj, tuple(fields))
+
+
+def _parse(
+    kind: str, resource: ResourceInput, resolver: SchemaResolver, name: str
+) -> ParsedResource:
+    if kind == "def":
+        return _value(resource, name)
+    body = resource.template if resource.template is not None else resource.external_ref
+    if body is not None and _dynamic_type(body):
+        parsed = _untyped(resource, name)
+    else:
+        parsed = parse_resource(resource, resolver, instance_namespaced=True, rgd=name)
+    if kind == "patch":
+        return dataclasses.replace(parsed, type=NodeType.PATCH)
+    return parsed
+
+
+def _check_unread(patches: Sequence[str], nodes: Sequence[Node]) -> None:
+    for node in nodes:
+        for patch in patches:
+            if patch in node.dependencies:
+                raise _fail(
+                    f'patch node "{patch}" does not publish a value into scope and cannot be '
+                    "referenced in CEL expressions",
+                    node.id,
+                )
+
+
+_ANY_OBJECT: Final = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+
+
+def _untyped(resource: ResourceInput, name: str) -> ParsedResource:
+    """V-48: a node of a kind known only once rendered; namespaced until the kind says not."""
+    if resource.external_ref is not None:
+        obj: Mapping[str, Any] = serialize_external_ref(resource.external_ref)
+    else:
+        assert resource.template is not None
+        obj = copy_tree(dict(resource.template))
+    for key in ("apiVersion", "kind"):
+        if not isinstance(obj.get(key), str) or not obj[key]:
+            raise _fail(f"{key} must be a string", resource.id)
+    if not isinstance(obj.get("metadata"), Mapping):
+        raise _fail("metadata must be a map", resource.id)
+    if resource.external_ref is not None:
+        selector = obj["metadata"].get("selector") is not None
+        node_type = NodeType.EXTERNAL_COLLECTION if selector else NodeType.EXTERNAL
+    else:
+        node_type = NodeType.COLLECTION if resource.for_each else NodeType.RESOURCE
+    fields = parse_template_fields(obj, None, resource_id=resource.id, rgd=name)
+    resolved = ResolvedSchema(_VALUE_GVK, _ANY_OBJECT, namespaced=True, resource="-")
+    return ParsedResource(resource, node_type, _VALUE_GVK, resolved, obj, tuple(fields))
+
+
+def _environment(options: BuildOptions, parsed: Sequence[ParsedResource]) -> CelEnvironment:
+    """Every node id, typed from its kind (lists for collections); no `schema` (V-50)."""
+    limits = EvaluationLimits(cost_limit=options.cel_cost_limit or None)
+    env = CelEnvironment(CelOptions(omit_function=options.omit_function, limits=limits))
+    for resource in parsed:
+        schema = resource.resolved.schema
+        if resource.type.is_list:
+            schema = {"type": "array", "items": schema}
+        try:
+            env.declare(resource.id, schema)
+        except CelDeclarationError as err:
+            raise _fail(str(err), resource.id) from err
+    return env
+
+
+def compile_graph(
+    graph: Mapping[str, Any], resolver: SchemaResolver, *, options: BuildOptions | None = None
+) -> Graph:
+    """Validate and compile a Graph object; raises `GraphError` (its message is the
+    `Accepted=False` message). Schemas come from `resolver`, as for RGDs."""
+    options = options or BuildOptions()
+    metadata = graph.get("metadata") if isinstance(graph.get("metadata"), Mapping) else {}
+    name = str((metadata or {}).get("name") or "")
+    spec = graph.get("spec") if isinstance(graph.get("spec"), Mapping) else {}
+    assert isinstance(spec, Mapping)
+    inputs = _inputs(spec.get("nodes"))
+    parsed = [_parse(kind, resource, resolver, name) for kind, resource in inputs]
+    env = _environment(options, parsed)
+    ctx = NodeContext(
+        rgd=name, base=env, index_of={p.id: p.index for p in parsed}, instance_namespaced=True
+    )
+    nodes: list[Node] = [
+        dataclasses.replace(compile_node(p, ctx), dynamic_type=True)
+        if p.gvk == _VALUE_GVK and not p.type.is_value
+        else compile_node(p, ctx)
+        for p in parsed
+    ]
+    _check_unread([n.id for n in nodes if n.type is NodeType.PATCH], nodes)
+    order, apply_orders = _order(nodes, name)
+    by_id = {n.id: dataclasses.replace(n, apply_order=apply_orders[n.id]) for n in nodes}
+    return Graph(
+        rgd_name=name,
+        instance=Instance(
+            group="kro.run",
+            version="v1alpha1",
+            kind="Graph",
+            plural="graphs",
+            namespaced=True,
+            crd={},
+            spec_schema={},
+            status_schema={},
+        ),
+        nodes={node_id: by_id[node_id] for node_id in order},
+        topological_order=tuple(order),
+        status_fields=(),
+        conditions=(),
+        environment=env,
+        spec_hash=spec_hash(spec),
+        max_collection_size=options.max_collection_size,
+        readiness_gates=False,
+    )
+
+
+async def compile_graph_async(
+    graph: Mapping[str, Any], resolver: SchemaResolver, *, options: BuildOptions | None = None
+) -> Graph:
+    """`compile_graph` after the resolver fetched every literal kind the nodes name."""
+    spec = graph.get("spec") if isinstance(graph.get("spec"), Mapping) else {}
+    nodes = (spec or {}).get("nodes") if isinstance(spec, Mapping) else None
+    resources = [
+        {
+            "id": n.get("id"),
+            **({"template": n["template"]} if "template" in n else {}),
+            **({"externalRef": n["ref"]} if "ref" in n else {}),
+        }
+        for n in (nodes if isinstance(nodes, list) else [])
+        if isinstance(n, Mapping) and not _dynamic_type(n.get("template") or n.get("ref") or {})
+    ]
+    await resolver.prefetch(referenced_gvks({"resources": resources}))
+    return compile_graph(graph, resolver, options=options)
