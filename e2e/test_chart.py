@@ -116,6 +116,21 @@ def _cluster_scoped(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [o for o in objects if o["kind"] in ("ClusterRole", "ClusterRoleBinding")]
 
 
+def _rbac_objects(helm: Path, namespace: str, fullname: str,
+                  *sets: str) -> list[dict[str, Any]]:
+    """The chart's ServiceAccount and cluster RBAC, named `fullname`, as `sets` render them."""
+    return [o for o in _render(helm, namespace, *sets, f"fullnameOverride={fullname}")
+            if o["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding")]
+
+
+def _delete_cluster_scoped(admin: AdminApi, objects: list[dict[str, Any]]) -> None:
+    """Remove the ClusterRoles and ClusterRoleBindings a test applied (they outlive its
+    namespace)."""
+    for obj in _cluster_scoped(objects):
+        plural = "clusterroles" if obj["kind"] == "ClusterRole" else "clusterrolebindings"
+        admin.delete(f"{RBAC_API}/{plural}/{obj['metadata']['name']}")
+
+
 @pytest.fixture
 def installed_rbac(helm: Path, kubectl: Kubectl, kube_admin: AdminApi,
                    kube_namespace: str) -> Iterator[tuple[str, str]]:
@@ -125,9 +140,7 @@ def installed_rbac(helm: Path, kubectl: Kubectl, kube_admin: AdminApi,
     namespace so that runs never collide, and are deleted afterwards.
     """
     fullname = kube_namespace
-    objects = [o for o in _render(helm, kube_namespace, "rbac.mode=aggregation",
-                                  f"fullnameOverride={fullname}")
-               if o["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding")]
+    objects = _rbac_objects(helm, kube_namespace, fullname, "rbac.mode=aggregation")
     example = yaml.safe_load((REPO / "examples" / "nginxapp" / "rbac.yaml").read_text())
     example["metadata"]["name"] = f"{fullname}:controller:reviewed-nginxapps"
     objects.append(example)
@@ -136,9 +149,7 @@ def installed_rbac(helm: Path, kubectl: Kubectl, kube_admin: AdminApi,
                 input=_as_stream(objects))
         yield fullname, f"system:serviceaccount:{kube_namespace}:{fullname}"
     finally:
-        for obj in _cluster_scoped(objects):
-            plural = "clusterroles" if obj["kind"] == "ClusterRole" else "clusterrolebindings"
-            kube_admin.delete(f"{RBAC_API}/{plural}/{obj['metadata']['name']}")
+        _delete_cluster_scoped(kube_admin, objects)
 
 
 def _can(admin: AdminApi, user: str, verb: str, resource: str, namespace: str | None) -> bool:
@@ -255,9 +266,7 @@ def test_people_with_builtin_roles_get_kros_edit_and_view_rules(
 
 def test_unrestricted_mode_lets_the_service_account_do_anything(
         helm: Path, kubectl: Kubectl, kube_admin: AdminApi, kube_namespace: str) -> None:
-    objects = [o for o in _render(helm, kube_namespace, "rbac.mode=unrestricted",
-                                  f"fullnameOverride={kube_namespace}")
-               if o["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding")]
+    objects = _rbac_objects(helm, kube_namespace, kube_namespace, "rbac.mode=unrestricted")
     user = f"system:serviceaccount:{kube_namespace}:{kube_namespace}"
     try:
         kubectl("apply", "--server-side", "-n", kube_namespace, "-f", "-",
@@ -268,9 +277,7 @@ def test_unrestricted_mode_lets_the_service_account_do_anything(
         assert _can(kube_admin, user, "impersonate", "serviceaccounts", kube_namespace)
         assert _can(kube_admin, user, "create", "nginxapps.platform.example.com", kube_namespace)
     finally:
-        for obj in _cluster_scoped(objects):
-            plural = "clusterroles" if obj["kind"] == "ClusterRole" else "clusterrolebindings"
-            kube_admin.delete(f"{RBAC_API}/{plural}/{obj['metadata']['name']}")
+        _delete_cluster_scoped(kube_admin, objects)
 
 
 def test_graph_kind_lets_the_service_account_impersonate_in_aggregation_mode(
@@ -278,10 +285,8 @@ def test_graph_kind_lets_the_service_account_impersonate_in_aggregation_mode(
     """V-86: with GraphKind the static role adds `impersonate` on serviceaccounts (and only
     that: still no creating or deleting Graphs)."""
     fullname = f"{kube_namespace}-graphs"
-    objects = [o for o in _render(helm, kube_namespace, "rbac.mode=aggregation",
-                                  "config.featureGates.GraphKind=true",
-                                  f"fullnameOverride={fullname}")
-               if o["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding")]
+    objects = _rbac_objects(helm, kube_namespace, fullname, "rbac.mode=aggregation",
+                            "config.featureGates.GraphKind=true")
     user = f"system:serviceaccount:{kube_namespace}:{fullname}"
     try:
         kubectl("apply", "--server-side", "-n", kube_namespace, "-f", "-",
@@ -293,9 +298,7 @@ def test_graph_kind_lets_the_service_account_impersonate_in_aggregation_mode(
         assert not _can(kube_admin, user, "create", "graphs.kro.run", kube_namespace)
         assert _can(kube_admin, user, "patch", "graphs.kro.run/status", kube_namespace)
     finally:
-        for obj in _cluster_scoped(objects):
-            plural = "clusterroles" if obj["kind"] == "ClusterRole" else "clusterrolebindings"
-            kube_admin.delete(f"{RBAC_API}/{plural}/{obj['metadata']['name']}")
+        _delete_cluster_scoped(kube_admin, objects)
 
 
 def test_rendered_deployment_is_accepted_with_its_security_context(
