@@ -286,6 +286,7 @@ def test_gate_on_with_the_crd_installed_starts(
         assert controller.healthz() == 200
         scrape = controller.metrics()
         assert scrape.types.get("graphengine_watch_owner_count") == "gauge"
-        assert scrape.types.get("graphengine_route_total") == "counter" or (
-            scrape.types.get("graphengine_route") == "counter")
+        assert scrape.types.get("graphengine_watch_request_count") == "gauge"
+        assert scrape.types.get("graphengine_route_total") == "counter"
+        assert scrape.types.get("graphengine_route_match_total") == "counter"
 
