@@ -69,7 +69,8 @@ def test_every_rendered_object_passes_server_side_dry_run(
         helm: Path, kubectl: Kubectl, kube_namespace: str, mode: str) -> None:
     objects = _render(helm, kube_namespace, f"rbac.mode={mode}", "metrics.service.create=true",
                       "debug.pprof.enabled=true", "debug.pprof.service.enabled=true",
-                      "config.featureGates.CELOmitFunction=true")
+                      "config.featureGates.CELOmitFunction=true",
+                      "config.featureGates.GraphKind=true")
     lines = _dry_run_apply(kubectl, kube_namespace, _as_stream(objects))
     assert len(lines) == len(objects)
     assert all(line.endswith("serverside-applied (server dry run)") for line in lines), lines
@@ -92,6 +93,7 @@ def test_chart_crds_pass_server_side_dry_run(kubectl: Kubectl, kube_namespace: s
     lines = _dry_run_apply(kubectl, kube_namespace, manifest)
     assert sorted(line.split()[0] for line in lines) == [
         "customresourcedefinition.apiextensions.k8s.io/graphrevisions.internal.kro.run",
+        "customresourcedefinition.apiextensions.k8s.io/graphs.kro.run",
         "customresourcedefinition.apiextensions.k8s.io/resourcegraphdefinitions.kro.run",
     ]
 
@@ -114,6 +116,21 @@ def _cluster_scoped(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [o for o in objects if o["kind"] in ("ClusterRole", "ClusterRoleBinding")]
 
 
+def _rbac_objects(helm: Path, namespace: str, fullname: str,
+                  *sets: str) -> list[dict[str, Any]]:
+    """The chart's ServiceAccount and cluster RBAC, named `fullname`, as `sets` render them."""
+    return [o for o in _render(helm, namespace, *sets, f"fullnameOverride={fullname}")
+            if o["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding")]
+
+
+def _delete_cluster_scoped(admin: AdminApi, objects: list[dict[str, Any]]) -> None:
+    """Remove the ClusterRoles and ClusterRoleBindings a test applied (they outlive its
+    namespace)."""
+    for obj in _cluster_scoped(objects):
+        plural = "clusterroles" if obj["kind"] == "ClusterRole" else "clusterrolebindings"
+        admin.delete(f"{RBAC_API}/{plural}/{obj['metadata']['name']}")
+
+
 @pytest.fixture
 def installed_rbac(helm: Path, kubectl: Kubectl, kube_admin: AdminApi,
                    kube_namespace: str) -> Iterator[tuple[str, str]]:
@@ -123,9 +140,7 @@ def installed_rbac(helm: Path, kubectl: Kubectl, kube_admin: AdminApi,
     namespace so that runs never collide, and are deleted afterwards.
     """
     fullname = kube_namespace
-    objects = [o for o in _render(helm, kube_namespace, "rbac.mode=aggregation",
-                                  f"fullnameOverride={fullname}")
-               if o["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding")]
+    objects = _rbac_objects(helm, kube_namespace, fullname, "rbac.mode=aggregation")
     example = yaml.safe_load((REPO / "examples" / "nginxapp" / "rbac.yaml").read_text())
     example["metadata"]["name"] = f"{fullname}:controller:reviewed-nginxapps"
     objects.append(example)
@@ -134,9 +149,7 @@ def installed_rbac(helm: Path, kubectl: Kubectl, kube_admin: AdminApi,
                 input=_as_stream(objects))
         yield fullname, f"system:serviceaccount:{kube_namespace}:{fullname}"
     finally:
-        for obj in _cluster_scoped(objects):
-            plural = "clusterroles" if obj["kind"] == "ClusterRole" else "clusterrolebindings"
-            kube_admin.delete(f"{RBAC_API}/{plural}/{obj['metadata']['name']}")
+        _delete_cluster_scoped(kube_admin, objects)
 
 
 def _can(admin: AdminApi, user: str, verb: str, resource: str, namespace: str | None) -> bool:
@@ -182,6 +195,15 @@ PERMISSIONS = [
     ("create", "events", True, True),
     ("patch", "events.events.k8s.io", True, True),
     ("create", "selfsubjectaccessreviews.authorization.k8s.io", False, True),
+    # Graphs (V-86): watched, finalized, given a status; never created or deleted by kro, and
+    # without GraphKind kro impersonates nobody.
+    ("watch", "graphs.kro.run", True, True),
+    ("patch", "graphs.kro.run", True, True),
+    ("update", "graphs.kro.run/finalizers", True, True),
+    ("patch", "graphs.kro.run/status", True, True),
+    ("create", "graphs.kro.run", True, False),
+    ("delete", "graphs.kro.run", True, False),
+    ("impersonate", "serviceaccounts", True, False),
     ("patch", "nginxapps.platform.example.com", True, True),
     ("patch", "nginxapps.platform.example.com/status", True, True),  # status by SSA (V-04)
     ("update", "nginxapps.platform.example.com/status", True, False),
@@ -213,10 +235,12 @@ def test_service_account_has_exactly_the_documented_permissions(
 
 
 def test_people_with_builtin_roles_get_kros_edit_and_view_rules(
-        installed_rbac: tuple[str, str], kube_admin: AdminApi) -> None:
+        installed_rbac: tuple[str, str], kube_admin: AdminApi, kube_namespace: str) -> None:
+    rgds = ("resourcegraphdefinitions", "resourcegraphdefinitions/status")
+
     def has(role: str, verbs: tuple[str, ...]) -> bool:
         rules = _rule_set(kube_admin.get(f"{RBAC_API}/clusterroles/{role}"))
-        return {("kro.run", "*", verb) for verb in verbs} <= rules
+        return {("kro.run", r, verb) for r in rgds for verb in verbs} <= rules
 
     wait_for(lambda: has("view", ("get", "list", "watch")),
              what="kro's view role to be aggregated into the built-in view role")
@@ -224,24 +248,57 @@ def test_people_with_builtin_roles_get_kros_edit_and_view_rules(
              what="kro's edit and view roles to be aggregated into the built-in edit role")
     wait_for(lambda: has("admin", ("watch", "update")),
              what="kro's edit and view roles to be aggregated into the built-in admin role")
+    # V-86: Graphs do not come with the built-in roles: someone bound to `admin` in a namespace
+    # may not create a Graph there (a Graph borrows a ServiceAccount's permissions).
+    person = f"person-{kube_namespace}"
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": {"name": "admin-person", "namespace": kube_namespace},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                           "name": "admin"},
+               "subjects": [{"kind": "User", "name": person,
+                             "apiGroup": "rbac.authorization.k8s.io"}]}
+    kube_admin.create(f"{RBAC_API}/namespaces/{kube_namespace}/rolebindings", binding)
+    wait_for(lambda: _can(kube_admin, person, "create", "configmaps", kube_namespace),
+             what="the RoleBinding to admin in effect")
+    assert not _can(kube_admin, person, "create", "graphs.kro.run", kube_namespace)
+    assert not _can(kube_admin, person, "get", "graphs.kro.run", kube_namespace)
 
 
 def test_unrestricted_mode_lets_the_service_account_do_anything(
         helm: Path, kubectl: Kubectl, kube_admin: AdminApi, kube_namespace: str) -> None:
-    objects = [o for o in _render(helm, kube_namespace, "rbac.mode=unrestricted",
-                                  f"fullnameOverride={kube_namespace}")
-               if o["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding")]
+    objects = _rbac_objects(helm, kube_namespace, kube_namespace, "rbac.mode=unrestricted")
     user = f"system:serviceaccount:{kube_namespace}:{kube_namespace}"
     try:
         kubectl("apply", "--server-side", "-n", kube_namespace, "-f", "-",
                 input=_as_stream(objects))
         wait_for(lambda: _can(kube_admin, user, "*", "*", None), what="cluster-wide access")
         assert _can(kube_admin, user, "get", "secrets", "kube-system")
+        # GraphKind needs nothing more in this mode: "*" includes impersonate.
+        assert _can(kube_admin, user, "impersonate", "serviceaccounts", kube_namespace)
         assert _can(kube_admin, user, "create", "nginxapps.platform.example.com", kube_namespace)
     finally:
-        for obj in _cluster_scoped(objects):
-            plural = "clusterroles" if obj["kind"] == "ClusterRole" else "clusterrolebindings"
-            kube_admin.delete(f"{RBAC_API}/{plural}/{obj['metadata']['name']}")
+        _delete_cluster_scoped(kube_admin, objects)
+
+
+def test_graph_kind_lets_the_service_account_impersonate_in_aggregation_mode(
+        helm: Path, kubectl: Kubectl, kube_admin: AdminApi, kube_namespace: str) -> None:
+    """V-86: with GraphKind the static role adds `impersonate` on serviceaccounts (and only
+    that: still no creating or deleting Graphs)."""
+    fullname = f"{kube_namespace}-graphs"
+    objects = _rbac_objects(helm, kube_namespace, fullname, "rbac.mode=aggregation",
+                            "config.featureGates.GraphKind=true")
+    user = f"system:serviceaccount:{kube_namespace}:{fullname}"
+    try:
+        kubectl("apply", "--server-side", "-n", kube_namespace, "-f", "-",
+                input=_as_stream(objects))
+        wait_for(lambda: _can(kube_admin, user, "impersonate", "serviceaccounts",
+                              kube_namespace), what="impersonate granted")
+        assert _can(kube_admin, user, "impersonate", "serviceaccounts", "kube-system")
+        assert not _can(kube_admin, user, "impersonate", "users", None)
+        assert not _can(kube_admin, user, "create", "graphs.kro.run", kube_namespace)
+        assert _can(kube_admin, user, "patch", "graphs.kro.run/status", kube_namespace)
+    finally:
+        _delete_cluster_scoped(kube_admin, objects)
 
 
 def test_rendered_deployment_is_accepted_with_its_security_context(

@@ -10,7 +10,8 @@ Entry points:
 * `parse_resource_graph_definition` / `parse_graph_revision` — validate untrusted manifests as
   admission would, raising `InvalidObjectError`.
 * `conditions` — set/get/aggregate conditions on a status dict, by type name.
-* `kro_crds()` — the two CRD manifests of kro's own API (package data `kro/api/crds/`).
+* `kro_crds()` — the CRD manifests of kro's own API (package data `kro/api/crds/`); the Graph
+  API's names and CRD are in `kro.api.graph`.
 
     from kro.api import conditions, names, parse_resource_graph_definition
 

@@ -1,4 +1,4 @@
-"""kro.api.crds: the manifests of kro's own two CRDs, loaded from package data.
+"""kro.api.crds: the manifests of kro's own CRDs, loaded from package data.
 
 `kro/api/crds/*.yaml` is the single place the ResourceGraphDefinition, GraphRevision and Graph
 CRDs (with their admission rules: patterns, immutability, exactly-one-of) are written down. The Helm

@@ -180,6 +180,7 @@ def test_every_zap_log_level_form_is_accepted(text: str, level: str) -> None:
         ["--dynamic-controller-default-queue-max-retries=-1"],
         ["--instance-requeue-interval=3"],
         ["--feature-gates=Nope=true"],
+        ["--feature-gates=GraphKind=true"],  # without kro's own identity (V-40)
         ["--bogus"],
         ["--leader"],  # no abbreviations, as Go's flag package
     ],
