@@ -227,7 +227,14 @@ async def test_decorator_follows_namespace_labels(graphs: Graphs) -> None:
         "Applied",
         "all nodes applied and ready",
     )
-    assert [c["type"] for c in graph["status"]["conditions"]][-1] == "Ready"
+    assert [c["type"] for c in graph["status"]["conditions"]] == [
+        "Accepted",
+        "ResourcesConverged",
+        "WatchesHealthy",
+        "Ready",
+    ]
+    watches = _condition(graph, "WatchesHealthy")
+    assert (watches["status"], watches["reason"]) == ("True", "AllWatchesSynced")
     assert graph["status"]["appliedServiceAccount"] == (
         f"system:serviceaccount:{graphs.namespace}:{applier}"
     )
@@ -802,3 +809,53 @@ async def test_an_expression_failing_at_run_time_is_reported(graphs: Graphs) -> 
     assert 'int("x" + string(size(nothing)))' in message
     assert 'node "first"' in message
     assert _condition(graph, "Accepted")["status"] == "True"
+
+
+async def test_a_missing_kind_recompiles_once_its_crd_exists(graphs: Graphs, kro: KroEnv) -> None:
+    """V-48: a literal kind without its CRD is a compile error, healed by the CRD alone."""
+    group = f"late.{kro.group}"
+    claimants = {"id": "claimants", "ref": {"apiVersion": f"{group}/v1alpha1",
+                                            "kind": "Singleton", "metadata": {"selector": {}}}}
+    reader = {"apiGroups": [group], "resources": ["singletons"], "verbs": ["get", "list", "watch"]}
+    await graphs.grant("default", [reader])
+    await graphs.graph("late", [claimants])
+    graph = await graphs.wait("late", "Accepted", "False", "InvalidGraph")
+    assert group in _condition(graph, "Accepted")["message"]
+    await graphs.create(
+        GVR("apiextensions.k8s.io", "v1", "customresourcedefinitions"), _singleton_crd(group)
+    )
+    graph = await graphs.wait("late", "Ready", "True")
+    assert _condition(graph, "Accepted")["message"] == "compiled 1 nodes"
+
+
+async def test_an_rgd_instance_never_takes_a_graphs_object(graphs: Graphs, kro: KroEnv) -> None:
+    """V-18: an instance rendering an object a Graph manages waits and says whose it is; the
+    object keeps the Graph's content and gets none of the instance's labels."""
+    await graphs.grant(
+        "default",
+        [{"apiGroups": [""], "resources": ["configmaps"],
+          "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]}],
+    )
+    await graphs.graph("owner", _bundle()[:1])
+    await graphs.wait("owner", "Ready", "True")
+    rgd = kro.rgd("taker", "Taker", {"mode": "string | default=off"}, [{
+        "id": "settings",
+        "template": {"apiVersion": "v1", "kind": "ConfigMap",
+                     "metadata": {"name": "bundle-settings"},
+                     "data": {"mode": "${schema.spec.mode}"}},
+    }])
+    await kro.apply_rgd(rgd)
+    await kro.wait_rgd_active(rgd["metadata"]["name"])
+    gvr = await kro.gvr_of("Taker")
+    await kro.apply_instance("Taker", "taker", {})
+
+    def held(obj: dict[str, Any]) -> bool:
+        found = [c for c in (obj.get("status") or {}).get("conditions") or ()
+                 if c["type"] == "ResourcesReady"]
+        return bool(found) and "kro-graphengine.tmpl." in found[0].get("message", "")
+
+    instance = await kro.wait_instance(gvr, "taker", held, what="the instance held back")
+    assert (instance.get("status") or {}).get("state") != "ACTIVE"
+    settings = await graphs.client.get(CONFIGMAPS, "bundle-settings", namespace=graphs.namespace)
+    assert settings["data"] == {"mode": "on"}
+    assert "kro.run/owned" not in (meta(settings).get("labels") or {})

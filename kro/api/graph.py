@@ -73,6 +73,7 @@ __all__ = [
     "REASON_WAITING_FOR_READINESS",
     "RESERVED_ITERATOR_NAMES",
     "RESERVED_NODE_IDS",
+    "capped_label_value",
     "compiled_message",
     "graph_crd",
     "graph_hash",
@@ -181,7 +182,7 @@ def service_account_username(namespace: str, name: str = "") -> str:
 def own_identity_refusal(username: str) -> str:
     """`Accepted=False`/`InvalidGraph` message for a Graph that would impersonate kro itself."""
     return (
-        f'refusing to apply: Graph would impersonate the kro controller\'s own ServiceAccount '
+        f"refusing to apply: Graph would impersonate the kro controller's own ServiceAccount "
         f'("{username}"); choose a different serviceAccountName or move the Graph out of the '
         "controller's namespace"
     )
@@ -224,6 +225,14 @@ NODE_ID_LABEL_MAX_LENGTH: Final = 63
 """The limit of a label value."""
 NODE_ID_HASH_PREFIX: Final = "h-"
 _NODE_ID_HASH_HEX: Final = 40
+
+
+def capped_label_value(value: str) -> str:
+    """`value` when it fits a label value; otherwise `h-` and the first 40 hex digits of its
+    SHA-256 (V-16: `kro.run/instance-name` and `-group` of RGD children past 63 characters)."""
+    if len(value) <= NODE_ID_LABEL_MAX_LENGTH:
+        return value
+    return NODE_ID_HASH_PREFIX + _sha256_hex(value)[:_NODE_ID_HASH_HEX]
 
 
 def node_id_label_value(path: str | Sequence[str]) -> str:

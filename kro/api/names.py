@@ -82,6 +82,9 @@ ANNOTATION_APPLYSET_CONTAINS_GROUP_KINDS: Final = "applyset.kubernetes.io/contai
 ANNOTATION_APPLYSET_ADDITIONAL_NAMESPACES: Final = "applyset.kubernetes.io/additional-namespaces"
 ANNOTATION_APPLYSET_INVENTORY_HASH: Final = "internal.kro.run/applyset-inventory-hash"
 ANNOTATION_APPLY_ORDER: Final = "internal.kro.run/apply-order"
+ANNOTATION_INSTANCE_NAME: Final = "internal.kro.run/instance-name"
+ANNOTATION_INSTANCE_GROUP: Final = "internal.kro.run/instance-group"
+"""V-16: the full instance name and group of an RGD child whose labels hold them hashed."""
 ANNOTATION_NODE_PATH: Final = "internal.kro.run/node-path"
 """The full node path of a child (the resource id, or the `/`-joined path of a nested Graph
 node), never truncated: the `kro.run/node-id` label may hold a hash of it (V-16)."""

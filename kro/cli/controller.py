@@ -314,8 +314,12 @@ async def run_controller(config: ControllerConfig) -> int:
             except StartupError as error:
                 return fail(str(error))
             if not served:
-                log.error("controller.graph_crd_missing", crd=GRAPH_CRD_NAME,
-                          error=GRAPH_CRD_MISSING, exit_code=EXIT_ENVIRONMENT)
+                log.error(
+                    "controller.graph_crd_missing",
+                    crd=GRAPH_CRD_NAME,
+                    error=GRAPH_CRD_MISSING,
+                    exit_code=EXIT_ENVIRONMENT,
+                )
                 return EXIT_ENVIRONMENT
         return await _run(config, client, metrics)
     finally:

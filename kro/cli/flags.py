@@ -321,8 +321,7 @@ _FLAGS: tuple[tuple[str, str, object, str], ...] = (
         "--controller-service-account",
         "controller_service_account",
         str,
-        "name of kro's own ServiceAccount, which no Graph may impersonate; required with "
-        "GraphKind",
+        "name of kro's own ServiceAccount, which no Graph may impersonate; required with GraphKind",
     ),
     (
         "--dynamic-controller-concurrent-reconciles",

@@ -36,10 +36,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kro.api.conditions import is_condition_true
 from kro.api.graph import service_account_username
 from kro.api.names import (
     ALLOW_BREAKING_CHANGES_VALUE,
     ANNOTATION_ALLOW_BREAKING_CHANGES,
+    CONDITION_READY,
     FEATURE_INSTANCE_CONDITION_METRICS,
     LABEL_RGD_NAME,
 )
@@ -354,9 +356,18 @@ class KroApp:
             self.registry.evict(_snapshot_name(revision), int(spec.get("revision") or 0))
 
     def _forget_schemas(self, crd: Obj) -> None:
-        """A CRD appeared, changed or vanished: kinds and schemas cached before are stale."""
+        """A CRD appeared, changed or vanished: kinds and schemas cached before are stale, and
+        a Graph that is not Ready may have been waiting for exactly this kind (its compile
+        needs the schema of every literal kind, a dynamic node waits for its kind: V-48)."""
         self.client.mapper.invalidate()
         self.schemas.invalidate()
+        if self.graph_metrics is not None:
+            for graph in self.cache.informer(GRAPHS).store.list():
+                if not is_condition_true(graph.get("status"), CONDITION_READY):
+                    meta = graph.get("metadata") or {}
+                    self.graph_controller.queue.add(
+                        Request(str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+                    )
 
 
 def _revision_rgd(revision: Obj) -> list[Request]:

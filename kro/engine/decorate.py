@@ -39,9 +39,11 @@ def decorate(
     index: int | None = None,
     size: int | None = None,
     deletion_policy: str | None = None,
+    annotations: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """A copy of `obj` with kro's labels (winning over the template's) and annotations;
-    `deletion_policy` (None: not enforced) decides the deletion-policy annotation."""
+    """A copy of `obj` with kro's labels and annotations (the owner's, then kro's own, winning
+    over the template's); `deletion_policy` (None: not enforced) decides the deletion-policy
+    annotation."""
     out = copy.deepcopy(dict(obj))
     metadata = out.setdefault("metadata", {})
     merged = dict(metadata.get("labels") or {})
@@ -50,12 +52,12 @@ def decorate(
         merged[LABEL_COLLECTION_INDEX] = str(index)
         merged[LABEL_COLLECTION_SIZE] = str(size)
     metadata["labels"] = merged
-    annotations = dict(metadata.get("annotations") or {})
-    annotations[ANNOTATION_APPLY_ORDER] = str(apply_order)
+    marks = {**(metadata.get("annotations") or {}), **(annotations or {})}
+    marks[ANNOTATION_APPLY_ORDER] = str(apply_order)
     if deletion_policy == DELETION_POLICY_ORPHANED:
-        annotations[ANNOTATION_DELETION_POLICY] = DELETION_POLICY_ORPHANED
+        marks[ANNOTATION_DELETION_POLICY] = DELETION_POLICY_ORPHANED
     elif deletion_policy is not None:
-        annotations.pop(ANNOTATION_DELETION_POLICY, None)
-    annotations[ANNOTATION_NODE_PATH] = node_path
-    metadata["annotations"] = annotations
+        marks.pop(ANNOTATION_DELETION_POLICY, None)
+    marks[ANNOTATION_NODE_PATH] = node_path
+    metadata["annotations"] = marks
     return out

@@ -382,8 +382,38 @@ class GraphPass:
         if node.type.is_external:
             self._external(node, desired, observed)
             return None
+        if self._held_by_another_engine(node, desired, observed):
+            return None
         self._queue(node, desired, observed)
         return None
+
+    def _held_by_another_engine(
+        self, node: Node, desired: Sequence[Mapping[str, Any]], observed: Any
+    ) -> bool:
+        """V-18: an object another engine manages (a standalone Graph's) is not adopted by
+        force: the node waits, and says whose it is."""
+        prefixes = self.binding.foreign_managers
+        if not prefixes or observed is None:
+            return False
+        for item in observed if isinstance(observed, list) else [observed]:
+            managers = [str(m.get("manager") or "") for m in _meta(item).get("managedFields") or ()]
+            held = sorted(m for m in managers if m.startswith(prefixes))
+            if held:
+                namespace, name = _identity(item)
+                where = f"{namespace}/{name}" if namespace else name
+                message = (
+                    f"{item.get('kind')} {where} is managed by {held[0]}; kro will not take it over"
+                )
+                self._set(
+                    node,
+                    NODE_STATE_WAITING_FOR_READINESS,
+                    NodeReason.NOT_READY,
+                    message,
+                    objects=desired,
+                    exists=True,
+                )
+                return True
+        return False
 
     def _unreadable(
         self, node: Node, desired: Sequence[Mapping[str, Any]], error: KubeError
@@ -633,6 +663,7 @@ class GraphPass:
             self._items[node.id] = ids
             return
         labels = self.binding.child_labels(self.owner_obj, node.id)
+        marks = self.binding.child_annotations(self.owner_obj, node.id)
         if node.type is NodeType.COLLECTION:
             live = {_identity(o): o for o in observed or []}
             for index, obj in enumerate(desired):
@@ -648,6 +679,7 @@ class GraphPass:
                             index=index,
                             size=len(desired),
                             deletion_policy=node.deletion_policy,
+                            annotations=marks,
                         ),
                         self._gvr(node, index),
                         self._namespaced(node, index),
@@ -665,6 +697,7 @@ class GraphPass:
                         node.apply_order,
                         node_path=node.id,
                         deletion_policy=node.deletion_policy,
+                        annotations=marks,
                     ),
                     self._gvr(node),
                     self._namespaced(node),

@@ -34,5 +34,13 @@ class OwnerBinding(Protocol):
     def child_labels(self, owner: Mapping[str, Any], node_id: str) -> dict[str, str]:
         """Labels of every object applied for `node_id` (merged over the template's)."""
 
+    def child_annotations(self, owner: Mapping[str, Any], node_id: str) -> dict[str, str]:
+        """Annotations of every object applied for `node_id` (merged over the template's)."""
+
+    @property
+    def foreign_managers(self) -> tuple[str, ...]:
+        """Field-manager prefixes of engines whose objects this owner must never take over:
+        a live object one of them manages holds the node back instead of being applied."""
+
     def collection_selector(self, owner: Mapping[str, Any], node_id: str) -> str:
         """The label selector that finds the existing items of collection `node_id`."""

@@ -59,6 +59,7 @@ def set_condition(
 ) -> bool:
     """Create or update one condition in place (a status dict, or a typed status whose
     `conditions` field is a list of Condition models); returns whether anything changed."""
+
     def apply_to(target: MutableMapping[str, Any]) -> bool:
         return _set_condition(
             target,

@@ -22,30 +22,42 @@ CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}
 
 def test_orphaned_is_stamped_and_wins_over_what_the_template_said() -> None:
     smuggled = {**CM, "metadata": {"name": "x", "annotations": {POLICY: "Delete", "a": "b"}}}
-    out = decorate(smuggled, {}, 1, deletion_policy="Orphaned")
+    out = decorate(smuggled, {}, 1, node_path="cm", deletion_policy="Orphaned")
     assert out["metadata"]["annotations"] == {
         POLICY: "Orphaned",
         "a": "b",
         "internal.kro.run/apply-order": "1",
+        "internal.kro.run/node-path": "cm",
     }
-    created = decorate({"apiVersion": "v1", "kind": "ConfigMap"}, {}, 1, deletion_policy="Orphaned")
+    created = decorate(
+        {"apiVersion": "v1", "kind": "ConfigMap"}, {}, 1, node_path="cm", deletion_policy="Orphaned"
+    )
     assert created["metadata"]["annotations"][POLICY] == "Orphaned"
 
 
 def test_delete_is_the_absence_of_the_annotation() -> None:
     smuggled = {**CM, "metadata": {"name": "x", "annotations": {POLICY: "Orphaned"}}}
     assert (
-        POLICY not in decorate(smuggled, {}, 1, deletion_policy="Delete")["metadata"]["annotations"]
+        POLICY
+        not in decorate(smuggled, {}, 1, node_path="cm", deletion_policy="Delete")["metadata"][
+            "annotations"
+        ]
     )
-    assert POLICY not in decorate(CM, {}, 1, deletion_policy="Delete")["metadata"]["annotations"]
+    assert (
+        POLICY
+        not in decorate(CM, {}, 1, node_path="cm", deletion_policy="Delete")["metadata"][
+            "annotations"
+        ]
+    )
 
 
 def test_without_the_gate_nothing_is_enforced() -> None:
     """Gate off (policy None): the rendered object goes out as it was rendered."""
     obj = {**CM, "metadata": {"name": "x", "annotations": {"a": "b"}}}
-    assert decorate(obj, {}, 1)["metadata"]["annotations"] == {
+    assert decorate(obj, {}, 1, node_path="cm")["metadata"]["annotations"] == {
         "a": "b",
         "internal.kro.run/apply-order": "1",
+        "internal.kro.run/node-path": "cm",
     }
 
 

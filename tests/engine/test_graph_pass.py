@@ -52,6 +52,11 @@ class Binding:
     def child_labels(self, owner: Mapping[str, Any], node_id: str) -> dict[str, str]:
         return {"test.kro.run/owner": owner["metadata"]["uid"], "test.kro.run/node": node_id}
 
+    foreign_managers = ("other-engine.",)
+
+    def child_annotations(self, owner: Mapping[str, Any], node_id: str) -> dict[str, str]:
+        return {}
+
     def collection_selector(self, owner: Mapping[str, Any], node_id: str) -> str:
         return f"test.kro.run/owner={owner['metadata']['uid']},test.kro.run/node={node_id}"
 
@@ -61,27 +66,45 @@ def graph(
 ) -> Graph:
     """The graph of an `Owner` RGD; `options` are BuildOptions fields (feature gates)."""
     rgd = {
-        "apiVersion": "kro.run/v1alpha1", "kind": "ResourceGraphDefinition",
+        "apiVersion": "kro.run/v1alpha1",
+        "kind": "ResourceGraphDefinition",
         "metadata": {"name": "engine-test"},
-        "spec": {"schema": {"apiVersion": "v1alpha1", "kind": "Owner", "group": "engine.kro.run",
-                            "spec": dict(spec or {})},
-                 "resources": resources},
+        "spec": {
+            "schema": {
+                "apiVersion": "v1alpha1",
+                "kind": "Owner",
+                "group": "engine.kro.run",
+                "spec": dict(spec or {}),
+            },
+            "resources": resources,
+        },
     }
     return build_graph(rgd, RESOLVER, options=BuildOptions(**options))
 
 
 def cm(node_id: str, data: Mapping[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
-    return {"id": node_id,
-            "template": {"apiVersion": "v1", "kind": "ConfigMap",
-                         "metadata": {"name": "${schema.metadata.name}-" + node_id},
-                         "data": dict(data or {"k": "v"})},
-            **extra}
+    return {
+        "id": node_id,
+        "template": {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "${schema.metadata.name}-" + node_id},
+            "data": dict(data or {"k": "v"}),
+        },
+        **extra,
+    }
 
 
 def owner(api: FakeApiServer, spec: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    return api.seed(OWNERS, {"apiVersion": "engine.kro.run/v1alpha1", "kind": "Owner",
-                             "metadata": {"name": "o", "namespace": NS},
-                             "spec": dict(spec or {})})
+    return api.seed(
+        OWNERS,
+        {
+            "apiVersion": "engine.kro.run/v1alpha1",
+            "kind": "Owner",
+            "metadata": {"name": "o", "namespace": NS},
+            "spec": dict(spec or {}),
+        },
+    )
 
 
 async def run(
@@ -108,23 +131,55 @@ async def run(
 
 
 async def test_every_kind_of_node_yields_its_state(api: FakeApiServer, client: Client) -> None:
-    api.seed(CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap",
-                          "metadata": {"name": "shared", "namespace": NS}, "data": {"k": "x"}})
-    api.seed(CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap",
-                          "metadata": {"name": "picked", "namespace": NS,
-                                       "labels": {"pick": "yes"}}})
-    g = graph([
-        {"id": "ext", "externalRef": {"apiVersion": "v1", "kind": "ConfigMap",
-                                      "metadata": {"name": "shared"}}},
-        {"id": "picked", "externalRef": {
-            "apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"selector": {"matchLabels": {"pick": "yes"}}}}},
-        cm("copy", {"k": "${ext.data.k}"}),
-        {"id": "entries", "forEach": [{"n": "${schema.spec.names}"}],
-         "template": {"apiVersion": "v1", "kind": "ConfigMap",
-                      "metadata": {"name": "${schema.metadata.name}-${n}"}}},
-        cm("gated", readyWhen=["${gated.data.k == 'never'}"]),
-    ], spec={"names": "[]string"})
+    api.seed(
+        CONFIGMAPS,
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "shared", "namespace": NS},
+            "data": {"k": "x"},
+        },
+    )
+    api.seed(
+        CONFIGMAPS,
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "picked", "namespace": NS, "labels": {"pick": "yes"}},
+        },
+    )
+    g = graph(
+        [
+            {
+                "id": "ext",
+                "externalRef": {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": "shared"},
+                },
+            },
+            {
+                "id": "picked",
+                "externalRef": {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"selector": {"matchLabels": {"pick": "yes"}}},
+                },
+            },
+            cm("copy", {"k": "${ext.data.k}"}),
+            {
+                "id": "entries",
+                "forEach": [{"n": "${schema.spec.names}"}],
+                "template": {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": "${schema.metadata.name}-${n}"},
+                },
+            },
+            cm("gated", readyWhen=["${gated.data.k == 'never'}"]),
+        ],
+        spec={"names": "[]string"},
+    )
     result = await run(g, client, owner(api, {"names": ["a", "b"]}))
     states = {r.id: r.state for r in result}
     assert states == {
@@ -142,17 +197,22 @@ async def test_every_kind_of_node_yields_its_state(api: FakeApiServer, client: C
         assert item["metadata"]["labels"]["test.kro.run/node"] == "entries"
         assert item["metadata"]["labels"][LABEL_APPLYSET_PART_OF]
     assert [str(o) for o in result.nodes["entries"].objects] == [
-        f"ConfigMap {NS}/o-a", f"ConfigMap {NS}/o-b"]
+        f"ConfigMap {NS}/o-a",
+        f"ConfigMap {NS}/o-b",
+    ]
     assert result.mutated
 
 
 async def test_a_skip_spreads_to_every_dependent(api: FakeApiServer, client: Client) -> None:
-    g = graph([
-        cm("base"),
-        cm("extra", {"x": "${base.data.k}"}, includeWhen=["${schema.spec.on}"]),
-        cm("child", {"x": "${extra.data.x}"}),
-        cm("grandchild", {"x": "${child.data.x}"}),
-    ], spec={"on": "boolean | default=false"})
+    g = graph(
+        [
+            cm("base"),
+            cm("extra", {"x": "${base.data.k}"}, includeWhen=["${schema.spec.on}"]),
+            cm("child", {"x": "${extra.data.x}"}),
+            cm("grandchild", {"x": "${child.data.x}"}),
+        ],
+        spec={"on": "boolean | default=false"},
+    )
     result = await run(g, client, owner(api, {"on": False}))
     assert {r.id: r.state for r in result} == {
         "base": NODE_STATE_SYNCED,
@@ -189,17 +249,26 @@ class CountingClient(Client):
 async def test_the_items_of_a_collection_are_applied_at_most_n_at_a_time(
     api: FakeApiServer,
 ) -> None:
-    g = graph([{"id": "entries", "forEach": [{"n": "${schema.spec.names}"}],
-                "template": {"apiVersion": "v1", "kind": "ConfigMap",
-                             "metadata": {"name": "${schema.metadata.name}-${n}"}}}],
-              spec={"names": "[]string"})
+    g = graph(
+        [
+            {
+                "id": "entries",
+                "forEach": [{"n": "${schema.spec.names}"}],
+                "template": {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": "${schema.metadata.name}-${n}"},
+                },
+            }
+        ],
+        spec={"names": "[]string"},
+    )
     names = [f"n{i}" for i in range(12)]
     options = ClientOptions(qps=10_000.0, burst=10_000, max_retries=0)
     for limit, expected in ((3, 3), (0, 12)):  # 0 or less: the default, 20
         CountingClient.most = CountingClient.applied = 0
         async with CountingClient.from_config(ConnectionConfig(server=api.url), options) as c:
-            obj = owner(api, {"names": names}) if limit else dict(
-                api.object(OWNERS, "o", NS) or {})
+            obj = owner(api, {"names": names}) if limit else dict(api.object(OWNERS, "o", NS) or {})
             if not limit:  # a fresh set of names: every item is applied again
                 obj["spec"] = {"names": [f"m{i}" for i in range(12)]}
             applier = Applier(c, ApplierOptions(tooling="kro/test", concurrency=limit))
@@ -210,10 +279,20 @@ async def test_the_items_of_a_collection_are_applied_at_most_n_at_a_time(
 
 
 async def test_what_is_no_longer_rendered_is_pruned(api: FakeApiServer, client: Client) -> None:
-    g = graph([{"id": "entries", "forEach": [{"n": "${schema.spec.names}"}],
-                "template": {"apiVersion": "v1", "kind": "ConfigMap",
-                             "metadata": {"name": "${schema.metadata.name}-${n}"}}}],
-              spec={"names": "[]string"})
+    g = graph(
+        [
+            {
+                "id": "entries",
+                "forEach": [{"n": "${schema.spec.names}"}],
+                "template": {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": "${schema.metadata.name}-${n}"},
+                },
+            }
+        ],
+        spec={"names": "[]string"},
+    )
     applier = Applier(client, ApplierOptions(tooling="kro/test"))
     first = await run(g, client, owner(api, {"names": ["a", "b", "c"]}), applier=applier)
     assert not first.pruned
@@ -229,8 +308,9 @@ async def test_what_is_no_longer_rendered_is_pruned(api: FakeApiServer, client: 
 async def test_nothing_is_pruned_while_a_node_waits_for_data(
     api: FakeApiServer, client: Client
 ) -> None:
-    g = graph([cm("a"), cm("b", {"x": "${schema.spec.values.key}"})],
-              spec={"values": "map[string]string"})
+    g = graph(
+        [cm("a"), cm("b", {"x": "${schema.spec.values.key}"})], spec={"values": "map[string]string"}
+    )
     applier = Applier(client, ApplierOptions(tooling="kro/test"))
     await run(g, client, owner(api, {"values": {"key": "v"}}), applier=applier)
     assert api.object(CONFIGMAPS, "o-b", NS) is not None
@@ -285,8 +365,13 @@ async def test_without_the_skip_memory_every_pass_reads_and_applies_again(
 async def test_teardown_deletes_in_reverse_order_then_lets_the_owner_go(
     api: FakeApiServer, client: Client
 ) -> None:
-    g = graph([cm("first"), cm("second", {"x": "${first.data.k}"}),
-               cm("third", {"x": "${second.data.x}"})])
+    g = graph(
+        [
+            cm("first"),
+            cm("second", {"x": "${first.data.k}"}),
+            cm("third", {"x": "${second.data.x}"}),
+        ]
+    )
     obj = owner(api)
     obj["metadata"]["finalizers"] = ["test.kro.run/finalizer"]
     obj = api.modify(OWNERS, obj)
@@ -298,7 +383,12 @@ async def test_teardown_deletes_in_reverse_order_then_lets_the_owner_go(
         if step.done:
             break
         assert not step.blocked
-        order.append({n for n in ("first", "second", "third")
-                      if api.object(CONFIGMAPS, f"o-{n}", NS) is not None})
+        order.append(
+            {
+                n
+                for n in ("first", "second", "third")
+                if api.object(CONFIGMAPS, f"o-{n}", NS) is not None
+            }
+        )
     assert order == [{"first", "second"}, {"first"}, set()]
     assert (api.object(OWNERS, "o", NS) or {})["metadata"].get("finalizers") in (None, [])

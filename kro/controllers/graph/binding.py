@@ -42,6 +42,13 @@ class GraphBinding:
             labels[LABEL_INSTANCE_ID] = _uid(owner)
         return labels
 
+    @property
+    def foreign_managers(self) -> tuple[str, ...]:
+        return ()  # another Graph's manager is a FieldManagerConflict at apply (V-62)
+
+    def child_annotations(self, owner: Mapping[str, Any], node_id: str) -> dict[str, str]:
+        return {}  # the node path, written for every owner (kro.engine.decorate), is all
+
     def collection_selector(self, owner: Mapping[str, Any], node_id: str) -> str:
         return f"{LABEL_NODE_ID}={node_id_label_value(node_id)},{LABEL_INSTANCE_ID}={_uid(owner)}"
 

@@ -10,7 +10,9 @@ One reconcile of one Graph:
 3. Compile (kro.graph.graph_kind), cached per spec; an error is `Accepted=False`/`InvalidGraph`.
 4. Add the finalizer, then run one engine pass (kro.engine.GraphPass) as the Graph's
    ServiceAccount, with the Graph's status as its inventory (kro.controllers.graph.inventory).
-5. Write the conditions and `appliedServiceAccount`; come back as the verdict says.
+5. Write the conditions (with `WatchesHealthy`, which reports whether kro sees changes to what
+   the Graph reads, and is not a dependent of `Ready`) and `appliedServiceAccount`; come back
+   as the verdict says.
 """
 
 from __future__ import annotations
@@ -22,11 +24,18 @@ from typing import Any, Final
 import structlog
 
 from kro._conditions import now_rfc3339
-from kro.api.conditions import aggregate_ready, ordered_conditions, set_condition
+from kro.api.conditions import (
+    Condition,
+    aggregate_ready,
+    ordered_conditions,
+    set_condition,
+    watches_healthy,
+)
 from kro.api.graph import (
     CONDITION_ACCEPTED,
     CONDITION_READY,
     CONDITION_RESOURCES_CONVERGED,
+    CONDITION_WATCHES_HEALTHY,
     GRAPH_DEPENDENT_CONDITIONS,
     GRAPH_FINALIZER,
     REASON_COMPILED,
@@ -177,6 +186,7 @@ class GraphReconciler:
             failure = str(error)
         else:
             await self.watches.done(ref, commit=True)
+        health = self.watches.health(ref)
         nodes = [work.result.nodes[n] for n in graph.topological_order if n in work.result.nodes]
         verdict = converged(
             nodes, inventory.prune_errors, inventory.release_errors, failure=failure
@@ -189,6 +199,7 @@ class GraphReconciler:
             entries=[e.as_status() for e in inventory.entries],
             contributions=[c.as_status() for c in inventory.contributions],
             applied_as=applied_as,
+            watches=watches_healthy(health.blocked, health.pending),
         )
         return self._next(str(_meta(obj).get("uid") or ""), verdict)
 
@@ -260,6 +271,7 @@ class GraphReconciler:
         entries: list[dict[str, str]] | None = None,
         contributions: list[dict[str, str]] | None = None,
         applied_as: str = "",
+        watches: Condition | None = None,
     ) -> None:
         """Write what this reconcile found to the Graph's status (kro's own identity)."""
         previous = (obj.get("status") or {}).get("conditions") or []
@@ -283,6 +295,13 @@ class GraphReconciler:
             put(CONDITION_ACCEPTED, *accepted)
         if verdict is not None:
             put(CONDITION_RESOURCES_CONVERGED, verdict.ok, verdict.reason, verdict.message)
+        if watches is not None:  # reported, not a dependent of Ready (V-59)
+            put(
+                CONDITION_WATCHES_HEALTHY,
+                str(watches.get("status")),
+                str(watches.get("reason") or ""),
+                str(watches.get("message") or ""),
+            )
         ready = aggregate_ready(status["conditions"], GRAPH_DEPENDENT_CONDITIONS)
         put(
             CONDITION_READY,
@@ -291,7 +310,8 @@ class GraphReconciler:
             str(ready.get("message") or ""),
         )
         status["conditions"] = ordered_conditions(
-            status["conditions"], dependents=GRAPH_DEPENDENT_CONDITIONS
+            status["conditions"],
+            dependents=(*GRAPH_DEPENDENT_CONDITIONS, CONDITION_WATCHES_HEALTHY),
         )
         if entries is not None:
             status["managedResources"] = entries

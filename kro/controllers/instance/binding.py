@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kro.controllers.instance.labels import child_labels, collection_selector
+from kro.api.graph import FIELD_MANAGER_TEMPLATE_PREFIX
+from kro.controllers.instance.labels import child_annotations, child_labels, collection_selector
 from kro.dynamic import ObjectRef
 from kro.graph.model import Instance
 from kro.runtime.gvk import GVR
@@ -28,6 +29,13 @@ class InstanceBinding:
 
     def child_labels(self, owner: Mapping[str, Any], node_id: str) -> dict[str, str]:
         return child_labels(owner, self.api, node_id)
+
+    @property
+    def foreign_managers(self) -> tuple[str, ...]:
+        return (FIELD_MANAGER_TEMPLATE_PREFIX,)  # V-18: a standalone Graph's objects
+
+    def child_annotations(self, owner: Mapping[str, Any], node_id: str) -> dict[str, str]:
+        return child_annotations(owner, self.api)
 
     def collection_selector(self, owner: Mapping[str, Any], node_id: str) -> str:
         return collection_selector(str((owner.get("metadata") or {}).get("uid") or ""), node_id)
