@@ -17,8 +17,6 @@ from functools import cache
 from importlib import resources
 from typing import Any, Final
 
-import yaml
-
 RGD_CRD_FILE: Final = "kro.run_resourcegraphdefinitions.yaml"
 GRAPH_REVISION_CRD_FILE: Final = "internal.kro.run_graphrevisions.yaml"
 GRAPH_CRD_FILE: Final = "kro.run_graphs.yaml"
@@ -28,6 +26,8 @@ CRD_FILES: Final = (RGD_CRD_FILE, GRAPH_REVISION_CRD_FILE, GRAPH_CRD_FILE)
 
 @cache
 def _load(file_name: str) -> dict[str, Any]:
+    import yaml  # only when a CRD is read: importing kro.api stays light
+
     text = resources.files("kro.api").joinpath("crds", file_name).read_text(encoding="utf-8")
     loaded = yaml.safe_load(text)
     if not isinstance(loaded, dict):
