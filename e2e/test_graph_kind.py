@@ -72,9 +72,7 @@ class Graphs:
 
     async def applier(self, name: str, rules: list[dict[str, Any]]) -> str:
         """A ServiceAccount of the test namespace bound to a ClusterRole with `rules`."""
-        await self.create(
-            SERVICE_ACCOUNTS, {"metadata": {"name": name}}, namespace=self.namespace
-        )
+        await self.create(SERVICE_ACCOUNTS, {"metadata": {"name": name}}, namespace=self.namespace)
         await self.grant(name, rules)
         return name
 
@@ -90,9 +88,7 @@ class Graphs:
                     "kind": "ClusterRole",
                     "name": role,
                 },
-                "subjects": [
-                    {"kind": "ServiceAccount", "name": name, "namespace": self.namespace}
-                ],
+                "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": self.namespace}],
             },
         )
 
@@ -239,6 +235,19 @@ async def test_decorator_follows_namespace_labels(graphs: Graphs) -> None:
         f"system:serviceaccount:{graphs.namespace}:{applier}"
     )
     assert "kro.run/graph-finalizer" in meta(graph)["finalizers"]
+
+    # The Graphs' watch router reports under its own names (V-85).
+    assert graphs.kro.controller is not None
+    scraped = graphs.kro.controller.scrape()
+    owners = [
+        line for line in scraped.splitlines() if line.startswith("graphengine_watch_owner_count ")
+    ]
+    assert owners
+    assert float(owners[0].split()[-1]) >= 1
+    assert (
+        'graphengine_watch_request_count{gvr="/v1, Resource=namespaces",kind="collection"}'
+        in scraped
+    )
 
     policy = await client.get(POLICIES, "baseline-deny", namespace=red)
     labels, annotations = meta(policy)["labels"], meta(policy)["annotations"]
@@ -517,6 +526,7 @@ async def test_graph_may_not_apply_as_kro(graphs: Graphs, kro: KroEnv) -> None:
     name = body["metadata"]["name"]
     await graphs.client.create(GRAPHS, body, namespace="kro-system")
     try:
+
         async def refused() -> dict[str, Any] | None:
             obj = await graphs.client.get(GRAPHS, name, namespace="kro-system")
             found = _condition(obj, "Accepted")
@@ -558,8 +568,13 @@ async def test_patch_contributes_and_releases_exactly_its_fields(graphs: Graphs)
     )
     applier = await graphs.applier(
         "patcher",
-        [{"apiGroups": [""], "resources": ["configmaps"],
-          "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]}],
+        [
+            {
+                "apiGroups": [""],
+                "resources": ["configmaps"],
+                "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
+            }
+        ],
     )
     contribution = {
         "id": "mark",
@@ -579,7 +594,9 @@ async def test_patch_contributes_and_releases_exactly_its_fields(graphs: Graphs)
     assert not [k for k in meta(shared).get("annotations") or {} if "kro.run" in k]
     (recorded,) = graph["status"]["contributions"]
     assert (recorded["kind"], recorded["name"], recorded["namespace"]) == (
-        "ConfigMap", "shared", namespace,
+        "ConfigMap",
+        "shared",
+        namespace,
     )
     assert recorded["fieldManager"].startswith("kro-graphengine.patch.")
     assert "subresource" not in recorded
@@ -588,9 +605,7 @@ async def test_patch_contributes_and_releases_exactly_its_fields(graphs: Graphs)
     assert [e["name"] for e in graph["status"]["managedResources"]] == ["bundle-settings"]
 
     # Remove the node: exactly its fields go; the other manager's stay; the target stays.
-    await client.patch(
-        GRAPHS, "patcher", {"spec": {"nodes": [settings]}}, namespace=namespace
-    )
+    await client.patch(GRAPHS, "patcher", {"spec": {"nodes": [settings]}}, namespace=namespace)
 
     async def released() -> dict[str, Any] | None:
         found = await client.get(CONFIGMAPS, "shared", namespace=namespace)
@@ -626,13 +641,27 @@ async def test_patch_waits_for_its_target(graphs: Graphs) -> None:
     # No serviceAccountName: the namespace's `default` ServiceAccount applies.
     await graphs.grant(
         "default",
-        [{"apiGroups": [""], "resources": ["configmaps"],
-          "verbs": ["get", "list", "watch", "patch"]}],
+        [
+            {
+                "apiGroups": [""],
+                "resources": ["configmaps"],
+                "verbs": ["get", "list", "watch", "patch"],
+            }
+        ],
     )
     await graphs.graph(
         "later",
-        [{"id": "mark", "patch": {"apiVersion": "v1", "kind": "ConfigMap",
-                                  "metadata": {"name": "later"}, "data": {"x": "1"}}}],
+        [
+            {
+                "id": "mark",
+                "patch": {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": "later"},
+                    "data": {"x": "1"},
+                },
+            }
+        ],
     )
     graph = await graphs.wait("later", "ResourcesConverged", "False", "WaitingForReadiness")
     assert "not found" in _condition(graph, "ResourcesConverged")["message"]
@@ -656,25 +685,55 @@ def _singleton_crd(group: str) -> dict[str, Any]:
         "spec": {
             "group": group,
             "scope": "Namespaced",
-            "names": {"kind": "Singleton", "listKind": "SingletonList", "plural": "singletons",
-                      "singular": "singleton"},
-            "versions": [{
-                "name": "v1alpha1", "served": True, "storage": True,
-                "subresources": {"status": {}},
-                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                    "spec": {"type": "object", "properties": {
-                        "priority": {"type": "integer", "default": 0},
-                        "target": {"type": "object", "properties": {
-                            "apiVersion": string, "kind": string,
-                            "metadata": {"type": "object", "properties": {
-                                "name": string, "namespace": string}},
-                            "data": {"type": "object", "additionalProperties": string},
-                        }},
-                    }},
-                    "status": {"type": "object", "properties": {
-                        "active": {"type": "boolean"}, "claim": string}},
-                }}},
-            }],
+            "names": {
+                "kind": "Singleton",
+                "listKind": "SingletonList",
+                "plural": "singletons",
+                "singular": "singleton",
+            },
+            "versions": [
+                {
+                    "name": "v1alpha1",
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {
+                                "spec": {
+                                    "type": "object",
+                                    "properties": {
+                                        "priority": {"type": "integer", "default": 0},
+                                        "target": {
+                                            "type": "object",
+                                            "properties": {
+                                                "apiVersion": string,
+                                                "kind": string,
+                                                "metadata": {
+                                                    "type": "object",
+                                                    "properties": {
+                                                        "name": string,
+                                                        "namespace": string,
+                                                    },
+                                                },
+                                                "data": {
+                                                    "type": "object",
+                                                    "additionalProperties": string,
+                                                },
+                                            },
+                                        },
+                                    },
+                                },
+                                "status": {
+                                    "type": "object",
+                                    "properties": {"active": {"type": "boolean"}, "claim": string},
+                                },
+                            },
+                        }
+                    },
+                }
+            ],
         },
     }
 
@@ -686,9 +745,12 @@ def _claimant(group: str, name: str, namespace: str, priority: int) -> dict[str,
         "metadata": {"name": name},
         "spec": {
             "priority": priority,
-            "target": {"apiVersion": "v1", "kind": "ConfigMap",
-                       "metadata": {"name": "shared", "namespace": namespace},
-                       "data": {"owner": name}},
+            "target": {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "shared", "namespace": namespace},
+                "data": {"owner": name},
+            },
         },
     }
 
@@ -702,31 +764,51 @@ WINS = (
 
 def _singleton_nodes(group: str) -> list[dict[str, Any]]:
     return [
-        {"id": "claimants", "ref": {"apiVersion": f"{group}/v1alpha1", "kind": "Singleton",
-                                    "metadata": {"selector": {}}}},
-        {"id": "claims", "forEach": [{"s": "${claimants}"}], "def": {
-            "key": '${s.metadata.namespace + "/" + s.metadata.name}',
-            "name": "${s.metadata.name}",
-            "namespace": "${s.metadata.namespace}",
-            "priority": "${s.spec.priority}",
-            "created": "${s.metadata.creationTimestamp}",
-            "target": "${s.spec.target}",
-            "identity": '${s.spec.target.apiVersion + "|" + s.spec.target.kind + "|" + '
-                        's.spec.target.metadata.namespace + "|" + s.spec.target.metadata.name}',
-        }},
-        {"id": "targets", "forEach": [{"w": "${claims.filter(c, " + WINS + ")}"}], "template": {
-            "apiVersion": "${w.target.apiVersion}",
-            "kind": "${w.target.kind}",
-            "metadata": {"name": "${w.target.metadata.name}",
-                         "namespace": "${w.target.metadata.namespace}"},
-            "data": "${w.target.?data.orValue({})}",
-        }},
-        {"id": "claimStatus", "forEach": [{"c": "${claims}"}], "patch": {
-            "apiVersion": f"{group}/v1alpha1",
-            "kind": "Singleton",
-            "metadata": {"name": "${c.name}", "namespace": "${c.namespace}"},
-            "status": {"active": "${" + WINS + "}", "claim": "${c.identity}"},
-        }},
+        {
+            "id": "claimants",
+            "ref": {
+                "apiVersion": f"{group}/v1alpha1",
+                "kind": "Singleton",
+                "metadata": {"selector": {}},
+            },
+        },
+        {
+            "id": "claims",
+            "forEach": [{"s": "${claimants}"}],
+            "def": {
+                "key": '${s.metadata.namespace + "/" + s.metadata.name}',
+                "name": "${s.metadata.name}",
+                "namespace": "${s.metadata.namespace}",
+                "priority": "${s.spec.priority}",
+                "created": "${s.metadata.creationTimestamp}",
+                "target": "${s.spec.target}",
+                "identity": '${s.spec.target.apiVersion + "|" + s.spec.target.kind + "|" + '
+                's.spec.target.metadata.namespace + "|" + s.spec.target.metadata.name}',
+            },
+        },
+        {
+            "id": "targets",
+            "forEach": [{"w": "${claims.filter(c, " + WINS + ")}"}],
+            "template": {
+                "apiVersion": "${w.target.apiVersion}",
+                "kind": "${w.target.kind}",
+                "metadata": {
+                    "name": "${w.target.metadata.name}",
+                    "namespace": "${w.target.metadata.namespace}",
+                },
+                "data": "${w.target.?data.orValue({})}",
+            },
+        },
+        {
+            "id": "claimStatus",
+            "forEach": [{"c": "${claims}"}],
+            "patch": {
+                "apiVersion": f"{group}/v1alpha1",
+                "kind": "Singleton",
+                "metadata": {"name": "${c.name}", "namespace": "${c.namespace}"},
+                "status": {"active": "${" + WINS + "}", "claim": "${c.identity}"},
+            },
+        },
     ]
 
 
@@ -740,25 +822,31 @@ async def test_singleton_claims_fail_over_in_place(graphs: Graphs, kro: KroEnv) 
         "claims",
         [
             {"apiGroups": [group], "resources": ["singletons"], "verbs": ["get", "list", "watch"]},
-            {"apiGroups": [group], "resources": ["singletons/status"],
-             "verbs": ["get", "patch", "update"]},
-            {"apiGroups": [""], "resources": ["configmaps"],
-             "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
+            {
+                "apiGroups": [group],
+                "resources": ["singletons/status"],
+                "verbs": ["get", "patch", "update"],
+            },
+            {
+                "apiGroups": [""],
+                "resources": ["configmaps"],
+                "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
+            },
         ],
     )
     for name, priority in (("low", 10), ("high", 20)):
-        await client.create(singletons, _claimant(group, name, namespace, priority),
-                            namespace=namespace)
+        await client.create(
+            singletons, _claimant(group, name, namespace, priority), namespace=namespace
+        )
     await graphs.graph("claims", _singleton_nodes(group), serviceAccountName=applier)
     graph = await graphs.wait("claims", "Ready", "True")
     assert _condition(graph, "Accepted")["message"] == "compiled 4 nodes"
     shared = await client.get(CONFIGMAPS, "shared", namespace=namespace)
     assert shared["data"] == {"owner": "high"}
     uid = meta(shared)["uid"]
-    assert [(e["nodeID"], e["kind"], e["name"], e["uid"])
-            for e in graph["status"]["managedResources"]] == [
-        ("targets", "ConfigMap", "shared", uid)
-    ]
+    assert [
+        (e["nodeID"], e["kind"], e["name"], e["uid"]) for e in graph["status"]["managedResources"]
+    ] == [("targets", "ConfigMap", "shared", uid)]
     contributions = graph["status"]["contributions"]
     assert sorted(c["name"] for c in contributions) == ["high", "low"]
     assert {c["subresource"] for c in contributions} == {"status"}
@@ -766,10 +854,14 @@ async def test_singleton_claims_fail_over_in_place(graphs: Graphs, kro: KroEnv) 
     claim = f"v1|ConfigMap|{namespace}|shared"
 
     async def statuses() -> dict[str, Any] | None:
-        found = {n: (await client.get(singletons, n, namespace=namespace)).get("status")
-                 for n in ("high", "low")}
-        expected = {"high": {"active": True, "claim": claim},
-                    "low": {"active": False, "claim": claim}}
+        found = {
+            n: (await client.get(singletons, n, namespace=namespace)).get("status")
+            for n in ("high", "low")
+        }
+        expected = {
+            "high": {"active": True, "claim": claim},
+            "low": {"active": False, "claim": claim},
+        }
         return found if found == expected else None
 
     await eventually(statuses, what="the claimants' status", timeout_s=TIMEOUT_S)
@@ -799,8 +891,14 @@ async def test_an_expression_failing_at_run_time_is_reported(graphs: Graphs) -> 
     await graphs.graph(
         "broken",
         [
-            {"id": "nothing", "ref": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
-                "selector": {"matchLabels": {"no-such-label": graphs.kro.suffix}}}}},
+            {
+                "id": "nothing",
+                "ref": {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"selector": {"matchLabels": {"no-such-label": graphs.kro.suffix}}},
+                },
+            },
             {"id": "first", "def": {"count": '${int("x" + string(size(nothing)))}'}},
         ],
     )
@@ -814,8 +912,14 @@ async def test_an_expression_failing_at_run_time_is_reported(graphs: Graphs) -> 
 async def test_a_missing_kind_recompiles_once_its_crd_exists(graphs: Graphs, kro: KroEnv) -> None:
     """V-48: a literal kind without its CRD is a compile error, healed by the CRD alone."""
     group = f"late.{kro.group}"
-    claimants = {"id": "claimants", "ref": {"apiVersion": f"{group}/v1alpha1",
-                                            "kind": "Singleton", "metadata": {"selector": {}}}}
+    claimants = {
+        "id": "claimants",
+        "ref": {
+            "apiVersion": f"{group}/v1alpha1",
+            "kind": "Singleton",
+            "metadata": {"selector": {}},
+        },
+    }
     reader = {"apiGroups": [group], "resources": ["singletons"], "verbs": ["get", "list", "watch"]}
     await graphs.grant("default", [reader])
     await graphs.graph("late", [claimants])
@@ -833,25 +937,43 @@ async def test_an_rgd_instance_never_takes_a_graphs_object(graphs: Graphs, kro: 
     object keeps the Graph's content and gets none of the instance's labels."""
     await graphs.grant(
         "default",
-        [{"apiGroups": [""], "resources": ["configmaps"],
-          "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]}],
+        [
+            {
+                "apiGroups": [""],
+                "resources": ["configmaps"],
+                "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
+            }
+        ],
     )
     await graphs.graph("owner", _bundle()[:1])
     await graphs.wait("owner", "Ready", "True")
-    rgd = kro.rgd("taker", "Taker", {"mode": "string | default=off"}, [{
-        "id": "settings",
-        "template": {"apiVersion": "v1", "kind": "ConfigMap",
-                     "metadata": {"name": "bundle-settings"},
-                     "data": {"mode": "${schema.spec.mode}"}},
-    }])
+    rgd = kro.rgd(
+        "taker",
+        "Taker",
+        {"mode": "string | default=off"},
+        [
+            {
+                "id": "settings",
+                "template": {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": "bundle-settings"},
+                    "data": {"mode": "${schema.spec.mode}"},
+                },
+            }
+        ],
+    )
     await kro.apply_rgd(rgd)
     await kro.wait_rgd_active(rgd["metadata"]["name"])
     gvr = await kro.gvr_of("Taker")
     await kro.apply_instance("Taker", "taker", {})
 
     def held(obj: dict[str, Any]) -> bool:
-        found = [c for c in (obj.get("status") or {}).get("conditions") or ()
-                 if c["type"] == "ResourcesReady"]
+        found = [
+            c
+            for c in (obj.get("status") or {}).get("conditions") or ()
+            if c["type"] == "ResourcesReady"
+        ]
         return bool(found) and "kro-graphengine.tmpl." in found[0].get("message", "")
 
     instance = await kro.wait_instance(gvr, "taker", held, what="the instance held back")

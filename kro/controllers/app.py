@@ -57,6 +57,7 @@ from kro.controllers.metrics import (
     ConditionDurations,
     GraphEngineMetrics,
     GraphRevisionMetrics,
+    GraphRouterMetrics,
     InstanceMetrics,
     RegistryMetrics,
     RGDMetrics,
@@ -287,7 +288,7 @@ class KroApp:
         self.graph_reconciler = GraphReconciler(
             client=self.client,
             resolver=self.resolver,
-            watches=self.dynamic.coordinator(enqueue),
+            watches=self.dynamic.coordinator(enqueue, GraphRouterMetrics(self.graph_metrics)),
             applier=self.applier,
             options=GraphOptions(
                 controller_username=username,

@@ -344,6 +344,52 @@ class GraphEngineMetrics:
         )
 
 
+class _Relabelled:
+    """One family under the coordinator's label names: `rename` maps them to the family's own,
+    `drop` names labels the family does not have."""
+
+    def __init__(
+        self, series: Any, rename: Mapping[str, str] | None = None, drop: Sequence[str] = ()
+    ) -> None:
+        self._series = series
+        self._rename = dict(rename or {})
+        self._drop = frozenset(drop)
+
+    def _labels(self, labels: Mapping[str, str]) -> dict[str, str]:
+        return {self._rename.get(k, k): v for k, v in labels.items() if k not in self._drop}
+
+    def set(self, value: float, **labels: str) -> None:
+        self._series.set(value, **self._labels(labels))
+
+    def inc(self, amount: float = 1, **labels: str) -> None:
+        self._series.inc(amount, **self._labels(labels))
+
+    def remove(self, **labels: str) -> None:
+        found = self._labels(labels)
+        if found:
+            self._series.remove(**found)
+        else:  # an unlabelled gauge: nothing left to count
+            self._series.set(0)
+
+
+class GraphRouterMetrics:
+    """The Graphs' watch coordinator (kro.dynamic's `RouterMetrics`) recorded as the
+    graphengine_* families of V-85 instead of the instances' dynamic_controller_* ones."""
+
+    def __init__(self, graph: GraphEngineMetrics) -> None:
+        self.instance_watch_count = _Relabelled(graph.watch_owners, drop=("parent_gvr",))
+        self.watch_request_count = _Relabelled(graph.watch_requests, rename={"type": "kind"})
+        self.route_total = _Relabelled(graph.routed)
+        self.route_match_total = _Relabelled(graph.matched)
+
+    def forget_routes(self, gvr: GVR) -> None:
+        self.route_total.remove(gvr=gvr_string(gvr))
+        self.route_match_total.remove(gvr=gvr_string(gvr))
+
+    def forget_informer(self, gvr: GVR) -> None:
+        return None  # informers are the dynamic controller's, and so are their series
+
+
 class RegistryMetrics:
     """Rows 55-57: the in-memory revision registry."""
 

@@ -58,7 +58,7 @@ import structlog
 
 from kro.dynamic._informers import InformerPool
 from kro.dynamic._metrics import PARENT, DynamicMetrics, gvr_key, gvr_string
-from kro.dynamic.watches import Enqueue, WatchCoordinator
+from kro.dynamic.watches import Enqueue, RouterMetrics, WatchCoordinator
 from kro.runtime.cache import InformerCache
 from kro.runtime.clock import Clock, RealClock
 from kro.runtime.controller import Controller
@@ -406,10 +406,13 @@ class DynamicController:
         """Stop accepting items; `run()` returns once the queued and in-flight ones are done."""
         self.queue.shutdown()
 
-    def coordinator(self, enqueue: Enqueue) -> WatchCoordinator:
+    def coordinator(
+        self, enqueue: Enqueue, metrics: RouterMetrics | None = None
+    ) -> WatchCoordinator:
         """Watches of parents reconciled by another controller (kro's `Graph`s), routed to
-        `enqueue`, over this controller's informers; closed with this controller."""
-        coordinator = WatchCoordinator(self._pool, enqueue, self._metrics)
+        `enqueue`, over this controller's informers, recorded in `metrics` (default: this
+        controller's families); closed with this controller."""
+        coordinator = WatchCoordinator(self._pool, enqueue, metrics or self._metrics)
         self._coordinators.append(coordinator)
         return coordinator
 

@@ -55,7 +55,7 @@ import asyncio
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -174,13 +174,45 @@ class _Router:
         self._coordinator.route(self._gvr, obj)
 
 
+class _Series(Protocol):
+    def set(self, value: float, **labels: str) -> None: ...
+
+    def inc(self, amount: float = 1, **labels: str) -> None: ...
+
+    def remove(self, **labels: str) -> None: ...
+
+
+class RouterMetrics(Protocol):
+    """What a coordinator records: its parents per parent kind, its watch requests per watched
+    GVR and type, and the events it routed and matched. `DynamicMetrics` records them as the
+    dynamic_controller_* families; another owner may record them under its own names."""
+
+    @property
+    def instance_watch_count(self) -> _Series: ...
+
+    @property
+    def watch_request_count(self) -> _Series: ...
+
+    @property
+    def route_total(self) -> _Series: ...
+
+    @property
+    def route_match_total(self) -> _Series: ...
+
+    def forget_routes(self, gvr: GVR) -> None: ...
+
+    def forget_informer(self, gvr: GVR) -> None: ...
+
+
 class WatchCoordinator:
     """Per-parent watch requests, their routing index, and the informers they keep alive.
 
     Built by DynamicController (`controller.watches`); `enqueue` puts a parent on its queue.
     """
 
-    def __init__(self, pool: InformerPool, enqueue: Enqueue, metrics: DynamicMetrics) -> None:
+    def __init__(
+        self, pool: InformerPool, enqueue: Enqueue, metrics: DynamicMetrics | RouterMetrics
+    ) -> None:
         self._pool = pool
         self._enqueue = enqueue
         self._metrics = metrics
