@@ -20,7 +20,15 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import pytest
-from kro_harness import CONTROLLER_ARGS, NAMESPACES, SERVICES, KroEnv, kro_fixtures, meta
+from kro_harness import (
+    CONTROLLER_ARGS,
+    NAMESPACES,
+    SERVICES,
+    KroEnv,
+    kro_fixtures,
+    log_records,
+    meta,
+)
 
 from kro.controllers.crd import wait_established
 from kro.runtime.errors import NotFound
@@ -981,3 +989,39 @@ async def test_an_rgd_instance_never_takes_a_graphs_object(graphs: Graphs, kro: 
     settings = await graphs.client.get(CONFIGMAPS, "bundle-settings", namespace=graphs.namespace)
     assert settings["data"] == {"mode": "on"}
     assert "kro.run/owned" not in (meta(settings).get("labels") or {})
+
+
+async def test_kro_never_watches_what_the_service_account_may_not(graphs: Graphs) -> None:
+    """V-54: the ServiceAccount may get and list ConfigMaps but not watch them: the Graph still
+    reads and converges, and kro registers no watch of ConfigMaps for it."""
+    client, namespace = graphs.client, graphs.namespace
+    await client.create(
+        CONFIGMAPS, {"metadata": {"name": "source"}, "data": {"v": "1"}}, namespace=namespace
+    )
+    await graphs.grant(
+        "default",
+        [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}],
+    )
+    with log_records() as records:
+        await graphs.graph(
+            "blind",
+            [
+                {
+                    "id": "source",
+                    "ref": {
+                        "apiVersion": "v1",
+                        "kind": "ConfigMap",
+                        "metadata": {"name": "source"},
+                    },
+                },
+                {"id": "copy", "def": {"v": "${source.data.v}"}},
+            ],
+        )
+        await graphs.wait("blind", "Ready", "True")
+    skipped = [
+        e
+        for e in records.named("graph.watch_skipped", resource="configmaps")
+        if e.get("graph") == f"{namespace}/blind"
+    ]
+    assert skipped
+    assert skipped[0]["service_account"] == f"system:serviceaccount:{namespace}:default"

@@ -58,6 +58,7 @@ from kro.controllers.graph.inventory import (
     contributions_of,
     entries_of,
 )
+from kro.controllers.graph.watch_access import AccessAnswers, ApplierWatches
 from kro.dynamic import ObjectRef
 from kro.dynamic.watches import WatchCoordinator
 from kro.engine import GraphPass
@@ -108,6 +109,7 @@ class GraphReconciler:
         self.clients = ImpersonatedClients(client)
         self._compiled: dict[str, tuple[str, Graph]] = {}  # uid -> (spec key, program)
         self._streaks: dict[str, int] = {}
+        self._answers = AccessAnswers()  # may a Graph's ServiceAccount watch a kind (V-54)
 
     async def reconcile(self, request: Request) -> Result:
         try:
@@ -172,7 +174,7 @@ class GraphReconciler:
             binding=GraphBinding(GRAPHS, ref, graph),
             client=client,
             applier=self.applier,
-            watches=self.watches,
+            watches=ApplierWatches(self.watches, client, username, self._answers),
             evaluation=InstanceEvaluation(
                 graph, obj, max_collection_size=self.options.max_collection_size
             ),

@@ -1,0 +1,121 @@
+"""kro.controllers.graph.watch_access: a Graph never makes kro watch what its ServiceAccount
+could not read itself (V-54).
+
+kro's watches run as kro, cluster-wide, so a Graph that names a kind makes kro watch it. Before
+a pass declares a read to the watch coordinator, kro asks the API server, as the Graph's
+ServiceAccount (a SelfSubjectAccessReview through the impersonated client), whether that
+ServiceAccount may `watch` the kind in that namespace. When it may not (or the question goes
+unanswered), the watch is not registered: the pass still reads and applies (as the
+ServiceAccount, which the API server judges), but changes to that kind no longer bring the
+Graph back by themselves; this is logged as degraded drift detection. Answers are kept for a
+minute per identity, kind and namespace, so a converged Graph asks nothing new.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any, Final
+
+import structlog
+
+from kro.dynamic import ObjectRef, ScalarWatch, WatchCoordinator
+from kro.dynamic.watches import WatchRequest
+from kro.runtime.client import Client
+from kro.runtime.errors import KubeError
+from kro.runtime.gvk import GVR
+
+__all__ = ["AccessAnswers", "ApplierWatches"]
+
+log = structlog.get_logger(__name__)
+
+REVIEWS: Final = GVR("authorization.k8s.io", "v1", "selfsubjectaccessreviews")
+ANSWER_TTL_S: Final = 60.0
+MAX_ANSWERS: Final = 4096
+
+
+class AccessAnswers:
+    """What the API server said, per (identity, kind, namespace), for `ANSWER_TTL_S`."""
+
+    def __init__(self) -> None:
+        self._answers: OrderedDict[tuple[str, GVR, str], tuple[float, bool]] = OrderedDict()
+
+    def get(self, key: tuple[str, GVR, str]) -> bool | None:
+        found = self._answers.get(key)
+        if found is None or time.monotonic() - found[0] > ANSWER_TTL_S:
+            return None
+        return found[1]
+
+    def put(self, key: tuple[str, GVR, str], allowed: bool) -> None:
+        self._answers[key] = (time.monotonic(), allowed)
+        self._answers.move_to_end(key)
+        while len(self._answers) > MAX_ANSWERS:
+            self._answers.popitem(last=False)
+
+
+class ApplierWatches:
+    """The engine's `Watches` for one Graph's pass: the coordinator, gated as above."""
+
+    def __init__(
+        self,
+        coordinator: WatchCoordinator,
+        client: Client,
+        username: str,
+        answers: AccessAnswers,
+    ) -> None:
+        self._coordinator = coordinator
+        self._client = client
+        self._username = username
+        self._answers = answers
+
+    async def watch(self, parent: ObjectRef, request: WatchRequest) -> None:
+        if await self._may_watch(request.gvr, request.namespace or ""):
+            await self._coordinator.watch(parent, request)
+            return
+        log.warning(
+            "graph.watch_skipped",
+            graph=f"{parent.namespace}/{parent.name}",
+            resource=request.gvr.resource,
+            group=request.gvr.group,
+            namespace=request.namespace or "",
+            service_account=self._username,
+            detail="drift detection degraded: the ServiceAccount may not watch this kind",
+        )
+
+    async def _may_watch(self, gvr: GVR, namespace: str) -> bool:
+        key = (self._username, gvr, namespace)
+        known = self._answers.get(key)
+        if known is not None:
+            return known
+        attributes: dict[str, str] = {
+            "group": gvr.group,
+            "version": gvr.version,
+            "resource": gvr.resource,
+            "verb": "watch",
+        }
+        if namespace:
+            attributes["namespace"] = namespace
+        body = {
+            "apiVersion": f"{REVIEWS.group}/{REVIEWS.version}",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": attributes},
+        }
+        try:
+            answer = await self._client.create(REVIEWS, body)
+        except KubeError as error:  # inconclusive: do not watch, ask again next pass
+            log.warning("graph.watch_review_failed", resource=gvr.resource, error=str(error))
+            return False
+        allowed = bool((answer.get("status") or {}).get("allowed"))
+        self._answers.put(key, allowed)
+        return allowed
+
+    def cached_object(self, request: ScalarWatch) -> tuple[bool, Mapping[str, Any] | None]:
+        return self._coordinator.cached_object(request)
+
+    def declared(self, parent: ObjectRef, request: WatchRequest) -> bool:
+        return self._coordinator.declared(parent, request)
+
+    @property
+    def shard_version(self) -> int:
+        return self._coordinator.shard_version
