@@ -1025,3 +1025,63 @@ async def test_kro_never_watches_what_the_service_account_may_not(graphs: Graphs
     ]
     assert skipped
     assert skipped[0]["service_account"] == f"system:serviceaccount:{namespace}:default"
+
+
+async def test_a_nested_graph_applies_with_its_parent(graphs: Graphs) -> None:
+    """V-47: a `graph` node's nodes are applied in the same pass, under the same identity and
+    status; their objects name the nested path; outer nodes read them through the graph node."""
+    client, namespace = graphs.client, graphs.namespace
+    await graphs.grant(
+        "default",
+        [
+            {
+                "apiGroups": [""],
+                "resources": ["configmaps"],
+                "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
+            }
+        ],
+    )
+    config = {
+        "id": "config",
+        "template": {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "outer"},
+            "data": {"t": "gold"},
+        },
+    }
+    inner = {
+        "id": "settings",
+        "template": {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "inner"},
+            "data": {"t": "${config.data.t}"},
+        },
+    }
+    summary = {
+        "id": "summary",
+        "template": {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "summary"},
+            "data": {"from": "${backend.settings.metadata.name}"},
+        },
+    }
+    await graphs.graph("nested", [config, {"id": "backend", "graph": {"nodes": [inner]}}, summary])
+    graph = await graphs.wait("nested", "Ready", "True")
+    settings = await client.get(CONFIGMAPS, "inner", namespace=namespace)
+    assert settings["data"] == {"t": "gold"}
+    assert meta(settings)["annotations"]["internal.kro.run/node-path"] == "backend/settings"
+    assert meta(settings)["labels"]["kro.run/node-id"] == "backend.settings"
+    assert (await client.get(CONFIGMAPS, "summary", namespace=namespace))["data"] == {
+        "from": "inner"
+    }
+    assert [e["nodeID"] for e in graph["status"]["managedResources"]] == [
+        "config",
+        "backend/settings",
+        "summary",
+    ]
+    await graphs.delete_graph("nested")
+    for name in ("outer", "inner", "summary"):
+        assert await _named(client, CONFIGMAPS, name, namespace) is None

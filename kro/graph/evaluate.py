@@ -106,6 +106,7 @@ class InstanceEvaluation:
         self._ignored: set[str] = set()
         self._desired: dict[str, list[dict[str, Any]]] = {}
         self._activation: Activation | None = None
+        self._frame_activations: dict[str, Activation] = {}
         self.eval_durations_s: list[float] = []
 
     # -- expression evaluation -------------------------------------------------------------
@@ -134,6 +135,7 @@ class InstanceEvaluation:
             keep = node_id in self.graph.managed_fields_readers
             self._bound[node_id] = _for_expressions(value, keep=keep)
         self._activation = None
+        self._frame_activations.clear()
 
     def observed(self, node_id: str) -> Any:
         return self._observed.get(node_id)
@@ -141,14 +143,30 @@ class InstanceEvaluation:
     def is_ignored(self, node_id: str) -> bool:
         return node_id in self._ignored
 
-    def _values(self) -> dict[str, Any]:
+    def _values(self, node: Node | None = None) -> dict[str, Any]:
+        """What expressions of `node` see: every node by its id, or, for a node of a nested
+        Graph frame, the names its frame sees (its siblings, then what it captures)."""
+        scope = self.graph.scopes.get(node.id) if node is not None else None
+        if scope is not None:
+            return {
+                name: self._bound[target]
+                for name, target in scope.items()
+                if target in self._bound and target not in self._ignored
+            }
         values: dict[str, Any] = {"schema": self.schema_value}
         for node_id, value in self._bound.items():
             if node_id not in self._ignored:
                 values[node_id] = value
         return values
 
-    def _bind(self) -> Activation:
+    def _bind(self, node: Node | None = None) -> Activation:
+        if node is not None and node.id in self.graph.scopes:
+            frame = self.graph.frame_of(node.id)
+            found = self._frame_activations.get(frame)
+            if found is None:
+                env = self.graph.environment_of(node)
+                found = self._frame_activations[frame] = env.bind(self._values(node))
+            return found
         if self._activation is None:
             self._activation = self.graph.environment.bind(self._values())
         return self._activation
@@ -163,14 +181,14 @@ class InstanceEvaluation:
             return True
         if not node.include_when:
             return False
-        for ref in _resource_roots(node.include_when, self.graph):
+        for ref in _resource_roots(node.include_when, self.graph, node):
             readiness = self._available(ref)
             if not readiness.ready:
                 return Pending(
                     node_id,
                     f'includeWhen dependency "{ref}" not ready: {readiness.reason} (data pending)',
                 )
-        activation = self._bind()
+        activation = self._bind(node)
         for expression in node.include_when:
             result = self._eval(expression, activation, as_json=False)
             if isinstance(result, DataPending):
@@ -179,6 +197,7 @@ class InstanceEvaluation:
             if value is None or value is False:
                 self._ignored.add(node_id)
                 self._activation = None
+                self._frame_activations.clear()
                 return True
             if value is not True:
                 raise EvaluationError(
@@ -209,9 +228,9 @@ class InstanceEvaluation:
         objects: list[dict[str, Any]] = []
         for combo in combos:
             activation = (
-                self.graph.iteration_environment(node).bind({**self._values(), **combo})
+                self.graph.iteration_environment(node).bind({**self._values(node), **combo})
                 if combo
-                else self._bind()
+                else self._bind(node)
             )
             rendered = self._render(node, activation)
             if isinstance(rendered, Pending):
@@ -227,7 +246,7 @@ class InstanceEvaluation:
     def _iterations(self, node: Node) -> list[dict[str, Any]] | Pending:
         if not node.for_each:
             return [{}]
-        activation = self._bind()
+        activation = self._bind(node)
         dimensions: list[list[Any]] = []
         size = 1
         for dimension in node.for_each:
@@ -343,7 +362,7 @@ class InstanceEvaluation:
                 if not verdict.ready:
                     return verdict
             return _READY
-        return self._ready_when(node, {node_id: observed})
+        return self._ready_when(node, {node_id.rpartition("/")[2]: observed})  # its own name
 
     def _ready_when(self, node: Node, values: Mapping[str, Any]) -> Readiness:
         if not node.ready_when:
@@ -438,13 +457,18 @@ def _checked(result: Value | DataPending | ExpressionError, node: Node, where: s
     return result.value
 
 
-def _resource_roots(expressions: Sequence[CompiledExpression], graph: Graph) -> Iterator[str]:
+def _resource_roots(
+    expressions: Sequence[CompiledExpression], graph: Graph, node: Node | None = None
+) -> Iterator[str]:
+    """The nodes `expressions` of `node` read (names resolved in its frame, if nested)."""
+    scope = graph.scopes.get(node.id, {}) if node is not None else {}
     seen: set[str] = set()
     for expression in expressions:
         for root in sorted(expression.roots):
-            if root in graph.nodes and root not in seen:
-                seen.add(root)
-                yield root
+            target = scope.get(root, root)
+            if target in graph.nodes and target not in seen:
+                seen.add(target)
+                yield target
 
 
 _SELECTOR_PATH: Final = ("metadata", "selector")

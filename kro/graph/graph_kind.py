@@ -10,6 +10,7 @@ into the same model as an RGD's resources, so one engine runs both:
 | `ref` by selector   | EXTERNAL_COLLECTION (a list, maybe empty)   |
 | `def`               | VALUE, or VALUE_COLLECTION with `forEach`   |
 | `patch`             | PATCH (one target per forEach row)          |
+| `graph`             | its nodes, then a VALUE: the map of theirs  |
 
 What differs from an RGD is decided here and carried by the model: there is no `schema`
 variable, ids follow the Graph's own rules and reserved words (V-42), each node kind accepts its
@@ -24,8 +25,10 @@ A node whose apiVersion or kind is an expression has no schema to check against:
 are untyped, what reads it sees a dynamic value, and the engine looks its kind up per object
 (`Node.dynamic_type`, V-48).
 
-Not compiled yet: nested `graph` nodes; a Graph using them is refused with a message that says
-so.
+A `graph` node is a frame of its own (V-47, V-49): its nodes' ids are `outer/inner` in the
+compiled graph, and each nested node keeps the names its frame sees (`Graph.scopes`: its
+siblings, then what it captures from enclosing frames, the nearer shadowing the farther) and
+the environment they are typed in. The `graph` node's value is the map of its nodes' values.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from kro.cel import CelDeclarationError, CelEnvironment, CelOptions, EvaluationLimits
@@ -105,8 +109,6 @@ def _node_kind(raw: Mapping[str, Any], node_id: str) -> str:
     for modifier, allowed in _MODIFIERS.items():
         if raw.get(modifier) and kind not in allowed:
             raise _fail(f"{modifier} is not supported on {kind} nodes", node_id)
-    if kind == "graph":
-        raise _fail("graph nodes are not supported by this version of kro-py yet", node_id)
     return kind
 
 
@@ -211,41 +213,91 @@ def value_schema(value: Any) -> dict[str, Any]:
     return {"x-kubernetes-preserve-unknown-fields": True}
 
 
-def _inputs(nodes: Any) -> list[tuple[str, ResourceInput]]:
+@dataclass(frozen=True, slots=True)
+class _Input:
+    """One node of some frame: its kind, its uncompiled form (with its own id), the id it has
+    in the compiled graph (`outer/inner` when nested) and the names its frame sees."""
+
+    kind: str
+    resource: ResourceInput
+    qualified: str
+    scope: Mapping[str, str]
+    children: tuple[str, ...] = ()  # a `graph` node's own nodes (their own ids)
+
+
+def _collect(nodes: Any, path: str, outer: Mapping[str, str], out: list[_Input]) -> None:
+    """The nodes of one frame and, depth first, of the frames nested in it (V-47): ids are
+    unique per frame; a frame sees its own nodes, then what the enclosing frames see (a nearer
+    id shadows a farther one)."""
+    where = f'graph node "{path}": ' if path else ""
     if not isinstance(nodes, list) or not nodes:
-        raise _fail("a graph needs at least one node")
+        raise _fail(f"{where}a graph needs at least one node")
     ids = frozenset(
         n["id"] for n in nodes if isinstance(n, Mapping) and isinstance(n.get("id"), str)
     )
     seen: set[str] = set()
-    out: list[tuple[str, ResourceInput]] = []
-    for index, raw in enumerate(nodes):
+    frame: list[tuple[str, str, Mapping[str, Any], Any]] = []
+    for position, raw in enumerate(nodes):
         if not isinstance(raw, Mapping):
-            raise _fail(f"nodes[{index}] must be a map")
+            raise _fail(f"{where}nodes[{position}] must be a map")
         node_id = _check_id(raw.get("id"), seen)
         kind = _node_kind(raw, node_id)
         body = raw[kind]
         if not isinstance(body, Mapping):
             raise _fail(f"{kind} must be a map", node_id)
-        if kind == "ref":
-            body = _ref(body, node_id)
+        frame.append((node_id, kind, raw, body))
+    qualify = {i: f"{path}/{i}" if path else i for i in ids}
+    scope = {**outer, **qualify}
+    for node_id, kind, raw, body in frame:
+        qualified = qualify[node_id]
+        if kind == "graph":
+            inner = {k: v for k, v in scope.items() if v != qualified}  # not itself: a cycle
+            first = len(out)
+            _collect(body.get("nodes"), qualified, inner, out)
+            children = tuple(
+                i.resource.id for i in out[first:] if i.qualified.rpartition("/")[0] == qualified
+            )
+            out.append(
+                _Input(
+                    kind,
+                    _resource(node_id, len(out), raw=raw, body=body, kind=kind, ids=ids),
+                    qualified,
+                    {**inner, **{c: f"{qualified}/{c}" for c in children}},
+                    children,
+                )
+            )
+            continue
+        checked = _ref(body, node_id) if kind == "ref" else body
         if kind == "patch":
             _check_patch(body, node_id)
         out.append(
-            (
+            _Input(
                 kind,
-                ResourceInput(
-                    id=node_id,
-                    index=index,
-                    template=body if kind != "ref" else None,
-                    external_ref=body if kind == "ref" else None,
-                    ready_when=_strings(raw.get("readyWhen"), "readyWhen", node_id),
-                    include_when=_strings(raw.get("includeWhen"), "includeWhen", node_id),
-                    for_each=_for_each(raw.get("forEach"), node_id, ids),
-                ),
+                _resource(node_id, len(out), raw=raw, body=checked, kind=kind, ids=ids),
+                qualified,
+                scope,
             )
         )
-    return out
+
+
+def _resource(
+    node_id: str,
+    index: int,
+    *,
+    raw: Mapping[str, Any],
+    body: Mapping[str, Any],
+    kind: str,
+    ids: frozenset[str],
+) -> ResourceInput:
+    return ResourceInput(
+        id=node_id,
+        index=index,
+        template=body if kind != "ref" else None,
+        external_ref=body if kind == "ref" else None,
+        ready_when=_strings(raw.get("readyWhen"), "readyWhen", node_id),
+        include_when=_strings(raw.get("includeWhen"), "includeWhen", node_id),
+        for_each=_for_each(raw.get("forEach"), node_id, ids),
+    )
 
 
 def _value(resource: ResourceInput, name: str) -> ParsedResource:
@@ -325,6 +377,54 @@ def _environment(options: BuildOptions, parsed: Sequence[ParsedResource]) -> Cel
     return env
 
 
+def _declared(parsed: ParsedResource) -> Mapping[str, Any]:
+    """How a node is declared to CEL: its schema, as a list for a collection."""
+    schema = parsed.resolved.schema
+    return {"type": "array", "items": schema} if parsed.type.is_list else schema
+
+
+def _frame_value(item: _Input, parsed: Mapping[str, ParsedResource], name: str) -> ParsedResource:
+    """V-47: a `graph` node's value is the map of its nodes' values (patches publish none)."""
+    children = [
+        c for c in item.children if parsed[f"{item.qualified}/{c}"].type is not NodeType.PATCH
+    ]
+    template = {c: "${" + c + "}" for c in children}
+    schema = {
+        "type": "object",
+        "properties": {c: _declared(parsed[f"{item.qualified}/{c}"]) for c in children},
+    }
+    resource = dataclasses.replace(item.resource, template=template)
+    fields = parse_template_fields(template, None, resource_id=item.resource.id, rgd=name)
+    resolved = ResolvedSchema(_VALUE_GVK, schema, namespaced=False, resource="-")
+    return ParsedResource(resource, NodeType.VALUE, _VALUE_GVK, resolved, template, tuple(fields))
+
+
+def _one_frame(node: Node, scope: Mapping[str, str]) -> None:
+    """V-49: one expression reads nodes of one frame (its own, or one it captures from)."""
+    expressions = [e for f in node.fields for e in f.expressions]
+    expressions += [d.expression for d in node.for_each] + list(node.include_when)
+    for expression in expressions:
+        frames = {scope[r].rpartition("/")[0] for r in expression.roots if r in scope}
+        if len(frames) > 1:
+            raise _fail(
+                f'expression "{expression.expression}" mixes node references from different '
+                "graph scopes",
+                node.id,
+            )
+
+
+def _frame_env(options: BuildOptions, visible: Mapping[str, ParsedResource]) -> CelEnvironment:
+    """A nested frame's environment: each name it sees, typed as the node it stands for."""
+    limits = EvaluationLimits(cost_limit=options.cel_cost_limit or None)
+    env = CelEnvironment(CelOptions(omit_function=options.omit_function, limits=limits))
+    for visible_name, target in visible.items():
+        try:
+            env.declare(visible_name, _declared(target))
+        except CelDeclarationError as err:
+            raise _fail(str(err), visible_name) from err
+    return env
+
+
 def compile_graph(
     graph: Mapping[str, Any], resolver: SchemaResolver, *, options: BuildOptions | None = None
 ) -> Graph:
@@ -335,18 +435,55 @@ def compile_graph(
     name = str((metadata or {}).get("name") or "")
     spec = graph.get("spec") if isinstance(graph.get("spec"), Mapping) else {}
     assert isinstance(spec, Mapping)
-    inputs = _inputs(spec.get("nodes"))
-    parsed = [_parse(kind, resource, resolver, name) for kind, resource in inputs]
-    env = _environment(options, parsed)
-    ctx = NodeContext(
-        rgd=name, base=env, index_of={p.id: p.index for p in parsed}, instance_namespaced=True
-    )
-    nodes: list[Node] = [
-        dataclasses.replace(compile_node(p, ctx), dynamic_type=True)
-        if p.gvk == _VALUE_GVK and not p.type.is_value
-        else compile_node(p, ctx)
-        for p in parsed
-    ]
+    inputs: list[_Input] = []
+    _collect(spec.get("nodes"), "", {}, inputs)
+    parsed: dict[str, ParsedResource] = {}
+    for item in inputs:  # a frame's nodes come before its `graph` node
+        parsed[item.qualified] = (
+            _frame_value(item, parsed, name)
+            if item.kind == "graph"
+            else _parse(item.kind, item.resource, resolver, name)
+        )
+    top = [parsed[i.qualified] for i in inputs if "/" not in i.qualified]
+    env = _environment(options, top)
+    contexts: dict[tuple[tuple[str, str], ...], NodeContext] = {}
+
+    def context(scope: Mapping[str, str]) -> NodeContext:
+        key = tuple(sorted(scope.items()))
+        found = contexts.get(key)
+        if found is None:
+            frame_env = (
+                env
+                if key == tuple(sorted((i, i) for i in scope))
+                else _frame_env(options, {n: parsed[t] for n, t in scope.items()})
+            )
+            found = contexts[key] = NodeContext(
+                rgd=name,
+                base=frame_env,
+                index_of={n: parsed[t].index for n, t in scope.items()},
+                instance_namespaced=True,
+            )
+        return found
+
+    nodes: list[Node] = []
+    scopes: dict[str, Mapping[str, str]] = {}
+    environments: dict[str, CelEnvironment] = {}
+    for item in inputs:
+        item_parsed = parsed[item.qualified]
+        ctx = context(item.scope)
+        node = compile_node(item_parsed, ctx)
+        if item_parsed.gvk == _VALUE_GVK and not item_parsed.type.is_value:
+            node = dataclasses.replace(node, dynamic_type=True)
+        _one_frame(node, item.scope)
+        node = dataclasses.replace(
+            node,
+            id=item.qualified,
+            dependencies=tuple(item.scope[d] for d in node.dependencies),
+        )
+        if ctx.base is not env:
+            scopes[item.qualified] = item.scope
+            environments[item.qualified] = ctx.base
+        nodes.append(node)
     _check_unread([n.id for n in nodes if n.type is NodeType.PATCH], nodes)
     order, apply_orders = _order(nodes, name)
     by_id = {n.id: dataclasses.replace(n, apply_order=apply_orders[n.id]) for n in nodes}
@@ -369,8 +506,29 @@ def compile_graph(
         environment=env,
         spec_hash=spec_hash(spec),
         max_collection_size=options.max_collection_size,
+        scopes=scopes,
+        environments=environments,
         readiness_gates=False,
     )
+
+
+def _literal_kinds(nodes: Any) -> list[dict[str, Any]]:
+    """RGD-shaped resources naming every literal kind of a frame and its nested frames."""
+    found: list[dict[str, Any]] = []
+    for n in nodes if isinstance(nodes, list) else []:
+        if not isinstance(n, Mapping):
+            continue
+        if isinstance(n.get("graph"), Mapping):
+            found += _literal_kinds(n["graph"].get("nodes"))
+        for key, as_key in (
+            ("template", "template"),
+            ("patch", "template"),
+            ("ref", "externalRef"),
+        ):
+            body = n.get(key)
+            if isinstance(body, Mapping) and not _dynamic_type(body):
+                found.append({"id": n.get("id"), as_key: body})
+    return found
 
 
 async def compile_graph_async(
@@ -379,14 +537,5 @@ async def compile_graph_async(
     """`compile_graph` after the resolver fetched every literal kind the nodes name."""
     spec = graph.get("spec") if isinstance(graph.get("spec"), Mapping) else {}
     nodes = (spec or {}).get("nodes") if isinstance(spec, Mapping) else None
-    resources = [
-        {
-            "id": n.get("id"),
-            **({"template": n["template"]} if "template" in n else {}),
-            **({"externalRef": n["ref"]} if "ref" in n else {}),
-        }
-        for n in (nodes if isinstance(nodes, list) else [])
-        if isinstance(n, Mapping) and not _dynamic_type(n.get("template") or n.get("ref") or {})
-    ]
-    await resolver.prefetch(referenced_gvks({"resources": resources}))
+    await resolver.prefetch(referenced_gvks({"resources": _literal_kinds(nodes)}))
     return compile_graph(graph, resolver, options=options)

@@ -166,6 +166,12 @@ class Graph:
     environment: CelEnvironment
     spec_hash: str = ""
     max_collection_size: int = 1000  # F-03: most items one forEach may expand to
+    scopes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """Nodes of a nested `Graph` frame (ids `outer/inner`, V-47): the names their expressions
+    use (siblings, then captured outer nodes) and the node each stands for. A node without an
+    entry reads every node by its id, in `environment`."""
+    environments: Mapping[str, CelEnvironment] = field(default_factory=dict)
+    """Per nested frame (its path), the environment its expressions were compiled in."""
     readiness_gates: bool = True
     """An RGD applies a node only once every node it reads is ready (V-03); a `Graph` applies
     it as soon as the data it reads exists, and readyWhen only reports (V-52)."""
@@ -190,11 +196,21 @@ class Graph:
     def node(self, node_id: str) -> Node:
         return self.nodes[node_id]
 
+    @staticmethod
+    def frame_of(node_id: str) -> str:
+        """The path of the frame a node is in ("" at the top)."""
+        return node_id.rpartition("/")[0]
+
+    def environment_of(self, node: Node) -> CelEnvironment:
+        """Where `node`'s expressions were compiled: its frame's environment."""
+        return self.environments.get(self.frame_of(node.id), self.environment)
+
     def iteration_environment(self, node: Node) -> CelEnvironment:
         """`environment` plus the node's forEach iterators, typed (built once per node)."""
         found = self._iteration_environments.get(node.id)
         if found is None:
-            found = self.environment.extend({d.name: d.item_type for d in node.for_each})
+            base = self.environment_of(node)
+            found = base.extend({d.name: d.item_type for d in node.for_each})
             self._iteration_environments[node.id] = found
         return found
 

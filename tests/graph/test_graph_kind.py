@@ -41,13 +41,21 @@ def test_node_kinds_map_onto_the_engine_model() -> None:
     graph = compile_graph(
         _graph(
             {"id": "services", "ref": SERVICES_REF},
-            {"id": "one", "ref": {"apiVersion": "v1", "kind": "Namespace",
-                                  "metadata": {"name": "default"}}},
-            {"id": "names", "forEach": [{"s": "${services}"}],
-             "def": {"name": "${s.metadata.name}"}},
+            {
+                "id": "one",
+                "ref": {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}},
+            },
+            {
+                "id": "names",
+                "forEach": [{"s": "${services}"}],
+                "def": {"name": "${s.metadata.name}"},
+            },
             {"id": "settings", "template": CONFIGMAP},
-            {"id": "copies", "forEach": [{"n": "${names}"}],
-             "template": {**CONFIGMAP, "metadata": {"name": "${n.name}"}}},
+            {
+                "id": "copies",
+                "forEach": [{"n": "${names}"}],
+                "template": {**CONFIGMAP, "metadata": {"name": "${n.name}"}},
+            },
         ),
         RESOLVER,
     )
@@ -66,22 +74,34 @@ def test_node_kinds_map_onto_the_engine_model() -> None:
 @pytest.mark.parametrize(
     ("node", "message"),
     [
-        ({"id": "x", "template": CONFIGMAP, "ref": SERVICES_REF},
-         "exactly one of template, ref, def, graph, patch must be set"),
+        (
+            {"id": "x", "template": CONFIGMAP, "ref": SERVICES_REF},
+            "exactly one of template, ref, def, graph, patch must be set",
+        ),
         ({"id": "x"}, "exactly one of template, ref, def, graph, patch must be set"),
-        ({"id": "x", "watch": SERVICES_REF},  # an early node kind upstream dropped (OQ-7)
-         "exactly one of template, ref, def, graph, patch must be set"),
+        (
+            {"id": "x", "watch": SERVICES_REF},  # an early node kind upstream dropped (OQ-7)
+            "exactly one of template, ref, def, graph, patch must be set",
+        ),
         ({"id": "1x", "template": CONFIGMAP}, 'id "1x" must match ^[A-Za-z][A-Za-z0-9]*$'),
-        ({"id": "my-node", "template": CONFIGMAP},
-         'id "my-node" must match ^[A-Za-z][A-Za-z0-9]*$'),
+        (
+            {"id": "my-node", "template": CONFIGMAP},
+            'id "my-node" must match ^[A-Za-z][A-Za-z0-9]*$',
+        ),
         ({"id": "spec", "template": CONFIGMAP}, 'id "spec" is reserved'),
         ({"id": "while", "template": CONFIGMAP}, 'id "while" is reserved'),
-        ({"id": "x", "forEach": [{"s": "${[1]}"}], "ref": SERVICES_REF},
-         "forEach is not supported on ref nodes"),
-        ({"id": "x", "readyWhen": ["${true}"], "patch": CONFIGMAP},
-         "readyWhen is not supported on patch nodes"),
-        ({"id": "x", "includeWhen": ["${true}"], "graph": {"nodes": []}},
-         "includeWhen is not supported on graph nodes"),
+        (
+            {"id": "x", "forEach": [{"s": "${[1]}"}], "ref": SERVICES_REF},
+            "forEach is not supported on ref nodes",
+        ),
+        (
+            {"id": "x", "readyWhen": ["${true}"], "patch": CONFIGMAP},
+            "readyWhen is not supported on patch nodes",
+        ),
+        (
+            {"id": "x", "includeWhen": ["${true}"], "graph": {"nodes": []}},
+            "includeWhen is not supported on graph nodes",
+        ),
     ],
 )
 def test_node_rules(node: dict[str, Any], message: str) -> None:
@@ -145,16 +165,88 @@ def test_there_is_no_schema_variable() -> None:
     assert "schema" in _error(uses_schema)
 
 
-def test_not_yet_supported_kinds_say_so() -> None:
-    nested = {"id": "inner", "graph": {"nodes": [{"id": "a", "template": CONFIGMAP}]}}
-    assert "graph nodes are not supported by this version of kro-py yet" in _error(nested)
+CONFIG = {"id": "config", "template": {**CONFIGMAP, "data": {"tier": "gold"}}}
+
+
+def _backend(*inner: dict[str, Any]) -> dict[str, Any]:
+    return {"id": "backend", "graph": {"nodes": list(inner)}}
+
+
+def test_a_nested_graph_is_a_frame() -> None:
+    """V-47/V-49: inner ids are qualified, an inner node may capture an outer one, and outer
+    nodes reach inner ones through the graph node's value."""
+    deployment = {
+        "id": "settings",
+        "template": {
+            **CONFIGMAP,
+            "metadata": {"name": "inner"},
+            "data": {"tier": "${config.data.tier}"},
+        },
+    }
+    service = {
+        "id": "copy",
+        "template": {**CONFIGMAP, "metadata": {"name": "${settings.metadata.name + '-copy'}"}},
+    }
+    summary = {"id": "summary", "def": {"name": "${backend.copy.metadata.name}"}}
+    graph = compile_graph(_graph(CONFIG, _backend(deployment, service), summary), RESOLVER)
+    nodes = graph.nodes
+    assert set(nodes) == {"config", "backend/settings", "backend/copy", "backend", "summary"}
+    assert nodes["backend/settings"].dependencies == ("config",)
+    assert nodes["backend/copy"].dependencies == ("backend/settings",)
+    assert set(nodes["backend"].dependencies) == {"backend/settings", "backend/copy"}
+    assert nodes["summary"].dependencies == ("backend",)
+    order = graph.topological_order
+    assert order.index("config") < order.index("backend/settings") < order.index("backend")
+    assert order.index("backend") < order.index("summary")
+
+    evaluation = InstanceEvaluation(graph, _graph())
+    evaluation.observe("config", {**CONFIGMAP, "data": {"tier": "gold"}})
+    rendered = evaluation.desired("backend/settings")
+    assert not isinstance(rendered, Pending)
+    assert rendered[0]["data"] == {"tier": "gold"}
+    evaluation.observe("backend/settings", rendered[0])
+    copy = evaluation.desired("backend/copy")
+    assert not isinstance(copy, Pending)
+    assert copy[0]["metadata"]["name"] == "inner-copy"
+    evaluation.observe("backend/copy", copy[0])
+    value = evaluation.desired("backend")
+    assert not isinstance(value, Pending)
+    evaluation.observe("backend", value[0])
+    assert evaluation.desired("summary") == [{"name": "inner-copy"}]
+
+
+def test_an_inner_id_shadows_an_outer_one() -> None:
+    inner = {"id": "config", "template": {**CONFIGMAP, "metadata": {"name": "inner"}}}
+    reader = {
+        "id": "reader",
+        "template": {**CONFIGMAP, "metadata": {"name": "${config.metadata.name + '-r'}"}},
+    }
+    graph = compile_graph(_graph(CONFIG, _backend(inner, reader)), RESOLVER)
+    assert graph.node("backend/reader").dependencies == ("backend/config",)
+
+
+def test_one_expression_reads_one_frame() -> None:
+    local = {"id": "local", "template": {**CONFIGMAP, "metadata": {"name": "l"}}}
+    mixed = {
+        "id": "mixed",
+        "template": {
+            **CONFIGMAP,
+            "metadata": {"name": "${config.metadata.name + local.metadata.name}"},
+        },
+    }
+    assert "mixes node references from different graph scopes" in _error(
+        CONFIG, _backend(local, mixed)
+    )
+    assert "at least one node" in _error(_backend())
 
 
 def test_a_dynamic_kind_is_untyped() -> None:
     """V-48: apiVersion/kind from an expression: no schema check, the kind found per object."""
     kinds = {"id": "kinds", "def": {"kind": "ConfigMap"}}
-    dynamic = {"id": "t", "template": {**CONFIGMAP, "kind": "${kinds.kind}",
-                                       "data": {"anything": "${kinds.kind}"}}}
+    dynamic = {
+        "id": "t",
+        "template": {**CONFIGMAP, "kind": "${kinds.kind}", "data": {"anything": "${kinds.kind}"}},
+    }
     graph = compile_graph(_graph(kinds, dynamic), RESOLVER)
     assert graph.node("t").dynamic_type
     assert graph.node("t").type is NodeType.RESOURCE
@@ -176,14 +268,20 @@ def test_patch_endpoints() -> None:
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        ({**CONFIGMAP, "data": {"a": "b"}, "status": {"x": "y"}},
-         "a patch node targets a single endpoint"),
+        (
+            {**CONFIGMAP, "data": {"a": "b"}, "status": {"x": "y"}},
+            "a patch node targets a single endpoint",
+        ),
         ({**CONFIGMAP}, "patch node contributes no fields"),
-        ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}, "data": {"a": "b"}},
-         "metadata.name"),
+        (
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}, "data": {"a": "b"}},
+            "metadata.name",
+        ),
         ({**CONFIGMAP, "metadata": {"name": "s", "finalizers": ["x"]}}, "metadata.finalizers"),
-        ({**CONFIGMAP, "metadata": {"name": "s", "ownerReferences": []}, "data": {"a": "b"}},
-         "metadata.ownerReferences"),
+        (
+            {**CONFIGMAP, "metadata": {"name": "s", "ownerReferences": []}, "data": {"a": "b"}},
+            "metadata.ownerReferences",
+        ),
     ],
 )
 def test_patch_rules(body: dict[str, Any], message: str) -> None:
@@ -203,10 +301,19 @@ def test_ready_when_reports_without_gating() -> None:
     """V-52: a dependent renders as soon as the data it reads exists, ready or not."""
     graph = compile_graph(
         _graph(
-            {"id": "first", "readyWhen": ["${first.data.ready == 'yes'}"],
-             "template": {**CONFIGMAP, "data": {"ready": "no"}}},
-            {"id": "second", "template": {**CONFIGMAP, "metadata": {"name": "two"},
-                                          "data": {"from": "${first.data.ready}"}}},
+            {
+                "id": "first",
+                "readyWhen": ["${first.data.ready == 'yes'}"],
+                "template": {**CONFIGMAP, "data": {"ready": "no"}},
+            },
+            {
+                "id": "second",
+                "template": {
+                    **CONFIGMAP,
+                    "metadata": {"name": "two"},
+                    "data": {"from": "${first.data.ready}"},
+                },
+            },
         ),
         RESOLVER,
     )
