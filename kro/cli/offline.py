@@ -249,8 +249,11 @@ def _as_rgd(graph: dict[str, Any]) -> dict[str, Any]:
     """A Graph's nodes in an RGD's shape, for the cluster lookup of the kinds they name."""
     nodes = (graph.get("spec") or {}).get("nodes") if isinstance(graph.get("spec"), dict) else None
     resources = [
-        {"id": n.get("id"), **({"template": n["template"]} if "template" in n else {}),
-         **({"externalRef": n["ref"]} if "ref" in n else {})}
+        {
+            "id": n.get("id"),
+            **({"template": n["template"]} if "template" in n else {}),
+            **({"externalRef": n["ref"]} if "ref" in n else {}),
+        }
         for n in (nodes if isinstance(nodes, list) else [])
         if isinstance(n, dict)
     ]
