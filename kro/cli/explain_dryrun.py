@@ -20,13 +20,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+from kro.api.graph import template_field_manager
 from kro.api.objects import metadata as _meta
 from kro.applyset import Applier, ApplierOptions
 from kro.cli.explain_mask import SecretMask
 from kro.cli.explain_report import NodeReport, NodeStatus
+from kro.controllers.graph.binding import GraphBinding
+from kro.controllers.graph.inventory import GRAPHS
 from kro.controllers.instance.binding import InstanceBinding
 from kro.dynamic import ObjectRef
 from kro.engine import GraphPass, NodeReason, NodeResult, NoWatches
+from kro.engine.owner import OwnerBinding
 from kro.engine.results import object_id
 from kro.graph.evaluate import InstanceEvaluation
 from kro.graph.model import Graph, Node
@@ -95,13 +99,40 @@ async def dry_run(
 ) -> DryRun:
     """One report per node, in topological order, and what the pass would write."""
     owner = dict(instance)
+    binding = InstanceBinding(gvr, _ref(gvr, owner), graph.instance)
+    return await _dry_run(graph, owner, binding, reader, recorded)
+
+
+async def graph_dry_run(
+    graph: Graph, graph_obj: Mapping[str, Any], reader: ReadingClient, recorded: Mapping[str, str]
+) -> DryRun:
+    """The same for a `Graph` object: its objects carry the Graph's marks (GraphBinding) and
+    are applied under the Graph's own field manager, which is what an apply is judged by."""
+    owner = dict(graph_obj)
+    binding = GraphBinding(GRAPHS, _ref(GRAPHS, owner), graph)
+    manager = template_field_manager(str(_meta(owner).get("uid") or ""))
+    return await _dry_run(graph, owner, binding, reader, recorded, owned_manager=manager)
+
+
+def _ref(gvr: GVR, owner: Mapping[str, Any]) -> ObjectRef:
     meta = _meta(owner)
-    ref = ObjectRef(gvr, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+    return ObjectRef(gvr, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
+async def _dry_run(
+    graph: Graph,
+    owner: dict[str, Any],
+    binding: OwnerBinding,
+    reader: ReadingClient,
+    recorded: Mapping[str, str],
+    *,
+    owned_manager: str | None = None,
+) -> DryRun:
     client = cast(Client, reader)  # a dry run only reads: get and list_all
     work = GraphPass(
         graph=graph,
         owner_obj=owner,
-        binding=InstanceBinding(gvr, ref, graph.instance),
+        binding=binding,
         client=client,
         applier=Applier(client, ApplierOptions(tooling="kro explain")),  # never applies
         watches=NoWatches(),
@@ -109,6 +140,7 @@ async def dry_run(
         dry_run=True,
         diagnose=True,
         recorded=recorded,
+        owned_manager=owned_manager,
     )
     result = await work.run()
     nodes = [

@@ -228,9 +228,53 @@ class RGDReport:
     notes: tuple[str, ...] = ()
 
 
-def to_data(report: InstanceReport | RGDReport) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class ManagedResource:
+    """One `status.managedResources` entry of a Graph: what its teardown deletes (UID-less
+    entries are never deleted)."""
+
+    node_id: str
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class GraphReport:
+    """Everything `kro explain graph NAME` prints (kro.cli.explain_graph).
+
+    service_account: the user the Graph's spec says kro applies as; applied_service_account:
+    the one its last apply that reached the cluster ran as (teardown runs as this one).
+    compile_error: the Graph does not compile with the cluster's schemas now (no dry run).
+    """
+
+    root_cause: str
+    namespace: str
+    name: str
+    generation: int | None
+    service_account: str
+    applied_service_account: str = ""
+    deleting: bool = False
+    compile_error: str = ""
+    nodes: tuple[NodeReport, ...] = ()
+    would_write: tuple[str, ...] = ()
+    managed_resources: tuple[ManagedResource, ...] = ()
+    conditions: tuple[ConditionReport, ...] = ()
+    events: tuple[EventReport, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def to_data(report: InstanceReport | RGDReport | GraphReport) -> dict[str, Any]:
     """A JSON-ready dict (enums as their values, camelCase keys as kubectl users expect)."""
-    explanation = "instance" if isinstance(report, InstanceReport) else "resourcegraphdefinition"
+    explanation = (
+        "instance"
+        if isinstance(report, InstanceReport)
+        else "graph"
+        if isinstance(report, GraphReport)
+        else "resourcegraphdefinition"
+    )
     return {"explanation": explanation, **_camel(asdict(report))}
 
 

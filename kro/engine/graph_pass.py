@@ -111,6 +111,9 @@ class GraphPass:
         controller recorded it (a dry run cannot send the apply to find out).
     inventory: an owner that records what it applied itself (a `Graph`) applies and prunes
         through it instead of an ApplySet (kro.engine.inventory).
+    owned_manager: dry run only, for such an owner: the field manager its inventory applies
+        under; what would be written is judged against the rendered object as it is (no
+        ApplySet label) and that manager's fields, not the ApplySet's.
     """
 
     def __init__(
@@ -127,6 +130,7 @@ class GraphPass:
         diagnose: bool = False,
         recorded: Mapping[str, str] | None = None,
         inventory: OwnedInventory | None = None,
+        owned_manager: str | None = None,
     ) -> None:
         self.graph = graph
         self.owner_obj = owner_obj
@@ -138,6 +142,7 @@ class GraphPass:
         self.dry_run = dry_run
         self.recorded = recorded or {}
         self.inventory = inventory
+        self.owned_manager = owned_manager
         self.result = PassResult()
         self._diagnostician = (
             Diagnostician(graph, evaluation, object_id(owner_obj)) if diagnose else None
@@ -755,7 +760,11 @@ class GraphPass:
         created (and is reported as such: nothing depends on what is not there yet), one whose
         managed fields differ from the rendered ones would be updated; the API server's refusal
         recorded by the controller stands for a refused apply."""
-        parent = Parent.from_object(self.owner_obj, self.binding.gvr)
+        parent = (
+            None
+            if self.owned_manager is not None
+            else Parent.from_object(self.owner_obj, self.binding.gvr)
+        )
         for node_id in self._items:
             items = self._rendered(node_id)
             node = self.graph.node(node_id)
@@ -764,9 +773,7 @@ class GraphPass:
             for item in items:
                 if item.observed is None:
                     self.result.writes.append(f"create {object_id(item.obj)}")
-                elif not already_applied(
-                    item.observed, member_body(parent, item), FIELD_MANAGER_APPLYSET
-                ):
+                elif not self._dry_applied(parent, item):
                     self.result.writes.append(f"apply {object_id(item.obj)}")
             refused = self.recorded.get(node_id, "")
             if refused:
@@ -795,6 +802,15 @@ class GraphPass:
                 )
                 continue
             self._observed_applied(node, rendered, live)
+
+
+    def _dry_applied(self, parent: Parent | None, item: Desired) -> bool:
+        """Whether the live object already holds what an apply of `item` would send."""
+        assert item.observed is not None
+        if parent is None:  # an owner with its own inventory applies the object as rendered
+            assert self.owned_manager is not None
+            return already_applied(item.observed, dict(item.obj), self.owned_manager)
+        return already_applied(item.observed, member_body(parent, item), FIELD_MANAGER_APPLYSET)
 
 
 _DELETING: Any = object()
