@@ -1,0 +1,419 @@
+"""The offline commands on `Graph` documents (kro.run/v1alpha1): validate, graph, render and
+generate rbac. Expected values come from the Graph API's contract (the `Accepted` messages, the
+node kinds and what they need) and from the documents in tests/cli/data/graphs/."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kro.cli.main import main
+
+DATA = Path(__file__).resolve().parent / "data" / "graphs"
+BUNDLE = str(DATA / "bundle.yaml")
+FANIN = str(DATA / "fanin.yaml")
+DECORATOR = str(DATA / "decorator.yaml")
+SERVICES = str(DATA / "services.yaml")
+READ = ["get", "list", "watch"]
+WRITE = [*READ, "create", "update", "patch", "delete"]
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def write(tmp_path: Path, nodes: list[dict[str, Any]], **spec: Any) -> str:
+    body = {
+        "apiVersion": "kro.run/v1alpha1",
+        "kind": "Graph",
+        "metadata": {"name": "g"},
+        "spec": {"nodes": nodes, **spec},
+    }
+    path = tmp_path / "graph.yaml"
+    path.write_text(yaml.safe_dump(body), encoding="utf-8")
+    return str(path)
+
+
+def configmap(node_id: str, name: str, **data: str) -> dict[str, Any]:
+    return {
+        "id": node_id,
+        "template": {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name},
+            "data": data,
+        },
+    }
+
+
+# --- validate ----------------------------------------------------------------------------------
+
+
+def test_a_valid_graph_says_how_many_nodes_compiled(capsys: pytest.CaptureFixture[str]) -> None:
+    # Accepted=True carries "compiled <n> nodes"; the bundle has a def and two templates.
+    assert run(["validate", "-f", BUNDLE], capsys) == (
+        0,
+        "Validation successful! The Graph is valid: compiled 3 nodes.\n",
+        "",
+    )
+
+
+@pytest.mark.parametrize(
+    ("nodes", "fragment"),
+    [
+        # A def's literal fields are typed from their values: a misspelt field does not compile.
+        (
+            [
+                {"id": "naming", "def": {"prefix": "shop"}},
+                configmap("cm", "${naming.prefxi}"),
+            ],
+            "prefxi",
+        ),
+        ([configmap("status", "x")], 'id "status" is reserved'),
+        ([configmap("a", "x"), configmap("a", "y")], 'duplicate node id "a"'),
+        (
+            [
+                {
+                    "id": "svc",
+                    "forEach": [{"s": "${[1]}"}],
+                    "ref": {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"}},
+                }
+            ],
+            "forEach is not supported on ref nodes",
+        ),
+        (
+            [{"id": "cm", "template": {"apiVersion": "v1", "kind": "ConfigMap"}, "def": {}}],
+            "exactly one of template, ref, def, graph, patch must be set",
+        ),
+    ],
+    ids=["def-typo", "reserved-id", "duplicate-id", "foreach-on-ref", "two-node-kinds"],
+)
+def test_a_graph_that_does_not_compile_fails_with_the_accepted_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], nodes: list[dict[str, Any]], fragment: str
+) -> None:
+    code, out, err = run(["validate", "-f", write(tmp_path, nodes)], capsys)
+    assert (code, out) == (1, "")
+    assert err.startswith("validation failed: ")
+    assert fragment in err
+    assert len(err.splitlines()) == 1
+
+
+def test_json_output_names_each_results_kind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = write(tmp_path, [configmap("self", "x")])
+    code, out, _ = run(["validate", "-f", BUNDLE, "-f", bad, "-o", "json"], capsys)
+    data = json.loads(out)
+    assert code == 1
+    assert data["valid"] is False
+    assert [(r["kind"], r["name"], r["valid"]) for r in data["results"]] == [
+        ("Graph", "bundle", True),
+        ("Graph", "g", False),
+    ]
+    assert data["results"][1]["errors"] == ['id "self" is reserved']
+
+
+CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.example.com"},
+    "spec": {
+        "group": "example.com",
+        "names": {"kind": "Widget", "plural": "widgets", "singular": "widget"},
+        "scope": "Namespaced",
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {"type": "object", "properties": {"size": {"type": "integer"}}}
+                        },
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
+def test_custom_kinds_resolve_from_crd_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    widget = {
+        "id": "widget",
+        "template": {
+            "apiVersion": "example.com/v1",
+            "kind": "Widget",
+            "metadata": {"name": "w"},
+            "spec": {"size": 3},
+        },
+    }
+    graph = write(tmp_path, [widget])
+    code, _, err = run(["validate", "-f", graph], capsys)
+    assert code == 1
+    assert "Widget" in err and "--crd" in err
+    crd = tmp_path / "crd.yaml"
+    crd.write_text(yaml.safe_dump(CRD), encoding="utf-8")
+    assert run(["validate", "-f", graph, "--crd", str(crd)], capsys)[0] == 0
+
+
+def test_a_graph_may_create_instances_of_an_rgd_given_with_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rgd = Path(__file__).resolve().parent / "data" / "small-rgd.yaml"  # kind Greeting
+    greeting = {
+        "id": "hello",
+        "template": {
+            "apiVersion": "kro.run/v1alpha1",
+            "kind": "Greeting",
+            "metadata": {"name": "hi"},
+            "spec": {"name": "world"},
+        },
+    }
+    graph = write(tmp_path, [greeting])
+    code, out, _ = run(["validate", "-f", str(rgd), "-f", graph], capsys)
+    assert code == 0
+    assert out.splitlines() == [
+        f"{rgd}: greetings: Validation successful! The ResourceGraphDefinition is valid.",
+        f"{graph}: g: Validation successful! The Graph is valid: compiled 1 nodes.",
+    ]
+
+
+def test_generate_crd_ignores_graphs(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["generate", "crd", "-f", BUNDLE], capsys)
+    assert (code, out) == (1, "")
+    assert "no ResourceGraphDefinition found" in err
+
+
+# --- graph -------------------------------------------------------------------------------------
+
+
+def test_graph_prints_the_dependency_order(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["graph", "-f", BUNDLE], capsys)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "Graph: bundle"
+    # settings reads naming; app reads naming and settings.
+    assert lines[1] == "Topological order: naming, settings, app"
+    assert "  naming: Value, value" in lines
+    assert "  settings: Resource, v1/ConfigMap" in lines
+    assert lines[-3:] == ["  naming -> settings", "  naming -> app", "  settings -> app"]
+    assert not any(line.startswith("Instance:") for line in lines)
+
+
+def test_graph_data_and_diagrams(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["graph", "-f", FANIN, "-o", "json"], capsys)
+    (data,) = json.loads(out)["graphs"]
+    assert code == 0
+    assert (data["name"], data["kind"]) == ("edge-routes", "Graph")
+    assert "instance" not in data
+    assert [(n["id"], n["type"], n["conditional"]) for n in data["nodes"]] == [
+        ("services", "ExternalCollection", False),
+        ("ingress", "Resource", True),
+    ]
+    assert data["edges"] == [{"from": "services", "to": "ingress"}]
+    for fmt, first in (("mermaid", "flowchart TD"), ("dot", 'digraph "bundle" {')):
+        code, out, _ = run(["graph", "-f", BUNDLE, "-o", fmt], capsys)
+        assert (code, out.splitlines()[0]) == (0, first)
+        assert "naming" in out
+
+
+# --- render ------------------------------------------------------------------------------------
+
+
+def test_render_prints_what_the_graph_would_apply(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["render", "-f", BUNDLE], capsys)
+    assert (code, err) == (0, "")
+    header, *_ = out.splitlines()
+    assert header == "# Graph team-a/bundle: apply order naming, settings, app"
+    objects = [d for d in yaml.safe_load_all(out) if d]
+    assert [(o["kind"], o["metadata"]) for o in objects] == [
+        ("ConfigMap", {"name": "shop-settings", "namespace": "team-a"}),
+        ("Deployment", {"name": "shop", "namespace": "team-a"}),
+    ]
+    assert objects[0]["data"] == {"replicas": "2"}
+    assert objects[1]["spec"]["template"]["spec"]["containers"][0]["env"] == [
+        {"name": "CONFIG", "value": "shop-settings"}
+    ]
+    assert '# naming: value (def, not applied): {"prefix": "shop", "replicas": 2}' in out
+    assert "# status" not in out  # a Graph has no status fields
+
+
+def test_render_json_carries_def_values(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["render", "-f", BUNDLE, "-o", "json"], capsys)
+    data = json.loads(out)
+    assert code == 0
+    assert data["instances"] == []
+    (graph,) = data["graphs"]
+    assert graph["graph"]["metadata"]["name"] == "bundle"
+    nodes = {n["id"]: n for n in graph["resources"]}
+    assert nodes["naming"]["state"] == "value"
+    assert nodes["naming"]["value"] == {"prefix": "shop", "replicas": 2}
+    assert nodes["naming"]["objects"] == []
+    assert [o["kind"] for o in nodes["app"]["objects"]] == ["Deployment"]
+
+
+def test_a_graph_without_a_namespace_renders_into_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(["render", "-f", write(tmp_path, [configmap("cm", "x", k="v")])], capsys)
+    assert code == 0
+    (obj,) = [d for d in yaml.safe_load_all(out) if d]
+    assert obj["metadata"] == {"name": "x", "namespace": "default"}
+
+
+def test_refs_are_empty_offline_and_come_from_observed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # No Service is known offline: the list is empty and includeWhen leaves the Ingress out.
+    code, out, _ = run(["render", "-f", FANIN], capsys)
+    assert code == 0
+    assert [d for d in yaml.safe_load_all(out) if d] == []
+    assert "# ingress: skipped" in out
+    # Observed Services: only those the ref's namespace and selector would list.
+    code, out, _ = run(["render", "-f", FANIN, "--observed", SERVICES], capsys)
+    (ingress,) = [d for d in yaml.safe_load_all(out) if d]
+    assert code == 0
+    assert [r["host"] for r in ingress["spec"]["rules"]] == ["alpha.example.test"]
+
+
+def test_render_still_needs_an_instance_for_an_rgd(capsys: pytest.CaptureFixture[str]) -> None:
+    rgd = str(Path(__file__).resolve().parent / "data" / "small-rgd.yaml")
+    code, out, err = run(["render", "-f", rgd, "-f", BUNDLE], capsys)
+    assert code == 0  # the Graph renders; the RGD has no instance to render
+    assert out.startswith("# Graph team-a/bundle")
+    code, _, err = run(["render", "-f", rgd], capsys)
+    assert code == 2
+    assert "-i/--instance" in err
+
+
+def test_render_reports_a_graph_that_does_not_compile(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(["render", "-f", write(tmp_path, [configmap("kro", "x")])], capsys)
+    assert (code, out) == (1, "")
+    assert err == 'invalid Graph: id "kro" is reserved\n'
+
+
+# --- generate rbac -----------------------------------------------------------------------------
+
+
+def roles(out: str) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(out) if d}
+
+
+def test_rbac_for_a_graph_inside_one_namespace_is_a_role(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run(["generate", "rbac", "-f", FANIN, "--mode", "aggregation"], capsys)
+    assert (code, err) == (0, "")
+    found = roles(out)
+    role = found[("Role", "kro:graph:edge-routes")]
+    assert role["metadata"]["namespace"] == "web"
+    # The applier reads Services (ref) and writes the Ingress (template).
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["services"], "verbs": READ},
+        {"apiGroups": ["networking.k8s.io"], "resources": ["ingresses"], "verbs": WRITE},
+    ]
+    binding = found[("RoleBinding", "kro:graph:edge-routes")]
+    assert binding["metadata"]["namespace"] == "web"
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": "kro:graph:edge-routes",
+    }
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "edge-routes", "namespace": "web"}
+    ]
+    # kro's own watches run as kro: list and watch only, picked up by the aggregated role.
+    watcher = found[("ClusterRole", "kro:controller:graph:web:edge-routes")]
+    assert watcher["metadata"]["labels"] == {"rbac.kro.run/aggregate-to-controller": "true"}
+    assert watcher["rules"] == [
+        {"apiGroups": [""], "resources": ["services"], "verbs": ["list", "watch"]},
+        {
+            "apiGroups": ["networking.k8s.io"],
+            "resources": ["ingresses"],
+            "verbs": ["list", "watch"],
+        },
+    ]
+    assert len(found) == 3
+
+
+def test_rbac_for_a_graph_reaching_past_its_namespace_is_a_cluster_role(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run(["generate", "rbac", "-f", DECORATOR], capsys)
+    assert code == 0
+    found = roles(out)
+    role = found[("ClusterRole", "kro:graph:platform:baseline")]
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["namespaces"], "verbs": READ},
+        {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": WRITE},
+    ]
+    binding = found[("ClusterRoleBinding", "kro:graph:platform:baseline")]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "baseline-applier", "namespace": "platform"}
+    ]
+    # --mode standalone: no aggregation label on kro's watch role.
+    assert "labels" not in found[("ClusterRole", "kro:controller:graph:platform:baseline")][
+        "metadata"
+    ]
+    assert err.splitlines() == [
+        'Graph "baseline": a ClusterRole is needed: node "targets": Namespace is cluster-scoped',
+        'Graph "baseline": a ClusterRole is needed: node "policies": its namespace is computed '
+        "(${target.metadata.name})",
+    ]
+
+
+def test_rbac_defaults_the_service_account_and_namespace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    graph = write(tmp_path, [{"id": "v", "def": {"a": 1}}, configmap("cm", "x")])
+    code, out, _ = run(["generate", "rbac", "-f", graph, "-n", "team", "-o", "json"], capsys)
+    assert code == 0
+    documents = json.loads(out)["items"]
+    assert [d["kind"] for d in documents] == ["Role", "RoleBinding", "ClusterRole"]
+    assert documents[0]["metadata"] == {"name": "kro:graph:g", "namespace": "team"}
+    # A def needs nothing; the ConfigMap template needs read and write.
+    assert documents[0]["rules"] == [
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": WRITE}
+    ]
+    assert documents[1]["subjects"] == [
+        {"kind": "ServiceAccount", "name": "default", "namespace": "team"}
+    ]
+
+
+def test_rbac_warns_about_a_graph_that_creates_rbac(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    role = {
+        "id": "role",
+        "template": {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": "r"},
+            "rules": [],
+        },
+    }
+    code, _, err = run(["generate", "rbac", "-f", write(tmp_path, [role])], capsys)
+    assert code == 0
+    assert "node 'role' creates Role objects" in err
+    assert "ServiceAccount default/default" in err
+
+
+def test_rbac_prints_nothing_for_an_invalid_graph(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(["generate", "rbac", "-f", write(tmp_path, [])], capsys)
+    assert (code, out) == (1, "")
+    assert "at least one node" in err
