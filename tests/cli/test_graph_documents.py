@@ -161,7 +161,8 @@ def test_custom_kinds_resolve_from_crd_files(
     graph = write(tmp_path, [widget])
     code, _, err = run(["validate", "-f", graph], capsys)
     assert code == 1
-    assert "Widget" in err and "--crd" in err
+    assert "Widget" in err
+    assert "--crd" in err
     crd = tmp_path / "crd.yaml"
     crd.write_text(yaml.safe_dump(CRD), encoding="utf-8")
     assert run(["validate", "-f", graph, "--crd", str(crd)], capsys)[0] == 0
@@ -365,9 +366,9 @@ def test_rbac_for_a_graph_reaching_past_its_namespace_is_a_cluster_role(
         {"kind": "ServiceAccount", "name": "baseline-applier", "namespace": "platform"}
     ]
     # --mode standalone: no aggregation label on kro's watch role.
-    assert "labels" not in found[("ClusterRole", "kro:controller:graph:platform:baseline")][
-        "metadata"
-    ]
+    assert (
+        "labels" not in found[("ClusterRole", "kro:controller:graph:platform:baseline")]["metadata"]
+    )
     assert err.splitlines() == [
         'Graph "baseline": a ClusterRole is needed: node "targets": Namespace is cluster-scoped',
         'Graph "baseline": a ClusterRole is needed: node "policies": its namespace is computed '
