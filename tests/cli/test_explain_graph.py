@@ -220,7 +220,7 @@ def condition(kind: str, status: str, reason: str, message: str = "") -> dict[st
                         "uid": "u",
                     }
                 ]
-            },  # fmt: skip
+            },
             True,
             "the Graph is being deleted: kro deletes the 1 objects recorded",
         ),
