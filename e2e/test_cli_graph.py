@@ -18,20 +18,20 @@ import io
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from kro_harness import CONFIGMAPS, CONTROLLER_ARGS, KroEnv, kro_fixtures, meta
+from kro_harness import CONFIGMAPS, CONTROLLER_ARGS, KroEnv, kro_fixtures
+from test_graph_kind import GRAPHS, SERVICE_ACCOUNTS, Graphs, _condition
 
 from kro.cli.main import main
 from kro.runtime.errors import NotFound
 from kro.runtime.gvk import GVR
 from kro.testing.adminapi import AdminApi
 from kro.testing.pytest_plugin import ClusterHandle, service_account_kubeconfig
-from kro.testing.waiting import eventually
 
 controller, kro = kro_fixtures(
     (
@@ -43,8 +43,6 @@ controller, kro = kro_fixtures(
     )
 )
 
-GRAPHS = GVR("kro.run", "v1alpha1", "graphs")
-SERVICE_ACCOUNTS = GVR("", "v1", "serviceaccounts")
 RBAC = "rbac.authorization.k8s.io"
 PLURALS = {
     "Role": GVR(RBAC, "v1", "roles"),
@@ -52,14 +50,8 @@ PLURALS = {
     "ClusterRole": GVR(RBAC, "v1", "clusterroles"),
     "ClusterRoleBinding": GVR(RBAC, "v1", "clusterrolebindings"),
 }
-TIMEOUT_S = 60.0
 APPLIER = "cli-applier"
 EXPLAIN_TIMEOUT_S = 120
-
-
-def _condition(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
-    found = [c for c in (obj.get("status") or {}).get("conditions") or () if c["type"] == kind]
-    return found[0] if found else {}
 
 
 def graph_document(namespace: str, prefix: str) -> dict[str, Any]:
@@ -126,56 +118,9 @@ async def explain(kubeconfig: Path, *args: str) -> dict[str, Any]:
     return data
 
 
-class World:
-    """Objects of one test, deleted after it (Graphs first, so their teardown runs)."""
-
-    def __init__(self, kro: KroEnv) -> None:
-        self.client = kro.client
-        self.namespace = kro.namespace
-        self.cluster_objects: list[tuple[GVR, str]] = []
-
-    async def create(self, gvr: GVR, obj: dict[str, Any], namespace: str | None = None) -> Any:
-        created = await self.client.create(gvr, obj, namespace=namespace)
-        if namespace is None:
-            self.cluster_objects.append((gvr, obj["metadata"]["name"]))
-        return created
-
-    async def graph(self, name: str) -> dict[str, Any]:
-        found: dict[str, Any] = await self.client.get(GRAPHS, name, namespace=self.namespace)
-        return found
-
-    async def wait(self, name: str, kind: str, status: str, reason: str = "") -> dict[str, Any]:
-        async def probe() -> dict[str, Any] | None:
-            obj = await self.graph(name)
-            found = _condition(obj, kind)
-            if found.get("status") == status and (not reason or found.get("reason") == reason):
-                return obj
-            return None
-
-        found: dict[str, Any] = await eventually(
-            probe, what=f"Graph {name} {kind}={status} {reason}", timeout_s=TIMEOUT_S
-        )
-        return found
-
-    async def cleanup(self) -> None:
-        graphs, _ = await self.client.list_all(GRAPHS, namespace=self.namespace)
-        for graph in graphs:
-            with contextlib.suppress(NotFound):
-                await self.client.delete(GRAPHS, meta(graph)["name"], namespace=self.namespace)
-
-        async def gone() -> bool:
-            return not (await self.client.list_all(GRAPHS, namespace=self.namespace))[0]
-
-        with contextlib.suppress(AssertionError):
-            await eventually(gone, what="Graphs gone", timeout_s=TIMEOUT_S)
-        for gvr, name in reversed(self.cluster_objects):
-            with contextlib.suppress(NotFound):
-                await self.client.delete(gvr, name)
-
-
 @pytest.fixture
-async def world(kro: KroEnv) -> AsyncIterator[World]:
-    found = World(kro)
+async def world(kro: KroEnv) -> AsyncIterator[Graphs]:
+    found = Graphs(kro)
     try:
         yield found
     finally:
@@ -210,7 +155,7 @@ def reader_kubeconfig(cluster: ClusterHandle, admin: AdminApi, namespace: str) -
 
 
 async def test_generated_rbac_lets_a_graph_converge_and_explain_reads_it(
-    world: World, kro: KroEnv, kube_cluster: ClusterHandle, kube_admin: AdminApi, tmp_path: Path
+    world: Graphs, kro: KroEnv, kube_cluster: ClusterHandle, kube_admin: AdminApi, tmp_path: Path
 ) -> None:
     client, namespace = world.client, world.namespace
     prefix = f"cli-{kro.suffix}"

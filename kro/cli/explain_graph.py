@@ -36,7 +36,7 @@ from kro.cli.explain_cause import condition_reports, describe_node, first_proble
 from kro.cli.explain_cluster import ExplainError, read_events
 from kro.cli.explain_dryrun import ReadingClient, graph_dry_run
 from kro.cli.explain_mask import SecretMask
-from kro.cli.explain_report import GraphReport, ManagedResource, NodeReport
+from kro.cli.explain_report import GraphReport, NodeReport
 from kro.controllers.graph.inventory import GRAPHS, entries_of
 from kro.controllers.schemas import LiveSchemaResolver
 from kro.engine.results import object_id
@@ -62,13 +62,6 @@ def recorded_apply_errors(graph_obj: Mapping[str, Any]) -> dict[str, str]:
         return {}
     found = _RECORDED.match(str(condition.get("message") or ""))
     return {found["id"]: found["message"]} if found else {}
-
-
-def managed_resources(graph_obj: Mapping[str, Any]) -> tuple[ManagedResource, ...]:
-    return tuple(
-        ManagedResource(e.node_id, e.api_version, e.kind, e.namespace, e.name, e.uid)
-        for e in entries_of(graph_obj)
-    )
 
 
 def graph_root_cause(
@@ -176,7 +169,7 @@ async def explain_graph(client: Client, name: str, namespace: str, mask: SecretM
         compile_error=compile_error,
         nodes=nodes,
         would_write=would_write,
-        managed_resources=managed_resources(obj),
+        managed_resources=tuple(entries_of(obj)),
         conditions=condition_reports(obj),
         events=events,
         notes=tuple(notes),

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
+from kro.controllers.graph.inventory import Entry
 from kro.engine.results import MissingField, ObjectId
 
 __all__ = ["MissingField", "ObjectId"]  # re-exported: the report quotes the engine's values
@@ -229,19 +230,6 @@ class RGDReport:
 
 
 @dataclass(frozen=True, slots=True)
-class ManagedResource:
-    """One `status.managedResources` entry of a Graph: what its teardown deletes (UID-less
-    entries are never deleted)."""
-
-    node_id: str
-    api_version: str
-    kind: str
-    namespace: str
-    name: str
-    uid: str = ""
-
-
-@dataclass(frozen=True, slots=True)
 class GraphReport:
     """Everything `kro explain graph NAME` prints (kro.cli.explain_graph).
 
@@ -260,7 +248,8 @@ class GraphReport:
     compile_error: str = ""
     nodes: tuple[NodeReport, ...] = ()
     would_write: tuple[str, ...] = ()
-    managed_resources: tuple[ManagedResource, ...] = ()
+    managed_resources: tuple[Entry, ...] = ()
+    """`status.managedResources`: what teardown deletes (an entry without a UID never)."""
     conditions: tuple[ConditionReport, ...] = ()
     events: tuple[EventReport, ...] = ()
     notes: tuple[str, ...] = ()

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from kro.cli.main import main
+from tests.cli.test_offline import WIDGET_CRD
 
 DATA = Path(__file__).resolve().parent / "data" / "graphs"
 BUNDLE = str(DATA / "bundle.yaml")
@@ -40,16 +41,17 @@ def write(tmp_path: Path, nodes: list[dict[str, Any]], **spec: Any) -> str:
     return str(path)
 
 
-def configmap(node_id: str, name: str, **data: str) -> dict[str, Any]:
+def template(node_id: str, api_version: str, kind: str, name: str, **body: Any) -> dict[str, Any]:
+    """A `template` node creating one object."""
+    metadata = {"name": name}
     return {
         "id": node_id,
-        "template": {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": name},
-            "data": data,
-        },
+        "template": {"apiVersion": api_version, "kind": kind, "metadata": metadata, **body},
     }
+
+
+def configmap(node_id: str, name: str, **data: str) -> dict[str, Any]:
+    return template(node_id, "v1", "ConfigMap", name, data=data)
 
 
 # --- validate ----------------------------------------------------------------------------------
@@ -119,52 +121,17 @@ def test_json_output_names_each_results_kind(
     assert data["results"][1]["errors"] == ['id "self" is reserved']
 
 
-CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "widgets.example.com"},
-    "spec": {
-        "group": "example.com",
-        "names": {"kind": "Widget", "plural": "widgets", "singular": "widget"},
-        "scope": "Namespaced",
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "properties": {
-                            "spec": {"type": "object", "properties": {"size": {"type": "integer"}}}
-                        },
-                    }
-                },
-            }
-        ],
-    },
-}
-
-
 def test_custom_kinds_resolve_from_crd_files(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    widget = {
-        "id": "widget",
-        "template": {
-            "apiVersion": "example.com/v1",
-            "kind": "Widget",
-            "metadata": {"name": "w"},
-            "spec": {"size": 3},
-        },
-    }
+    widget = template("widget", "example.com/v1", "Widget", "w", spec={"size": 3})
     graph = write(tmp_path, [widget])
     code, _, err = run(["validate", "-f", graph], capsys)
     assert code == 1
     assert "Widget" in err
     assert "--crd" in err
     crd = tmp_path / "crd.yaml"
-    crd.write_text(yaml.safe_dump(CRD), encoding="utf-8")
+    crd.write_text(yaml.safe_dump(WIDGET_CRD), encoding="utf-8")
     assert run(["validate", "-f", graph, "--crd", str(crd)], capsys)[0] == 0
 
 
@@ -172,15 +139,7 @@ def test_a_graph_may_create_instances_of_an_rgd_given_with_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     rgd = Path(__file__).resolve().parent / "data" / "small-rgd.yaml"  # kind Greeting
-    greeting = {
-        "id": "hello",
-        "template": {
-            "apiVersion": "kro.run/v1alpha1",
-            "kind": "Greeting",
-            "metadata": {"name": "hi"},
-            "spec": {"name": "world"},
-        },
-    }
+    greeting = template("hello", "kro.run/v1alpha1", "Greeting", "hi", spec={"name": "world"})
     graph = write(tmp_path, [greeting])
     code, out, _ = run(["validate", "-f", str(rgd), "-f", graph], capsys)
     assert code == 0
@@ -397,15 +356,7 @@ def test_rbac_defaults_the_service_account_and_namespace(
 def test_rbac_warns_about_a_graph_that_creates_rbac(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    role = {
-        "id": "role",
-        "template": {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "Role",
-            "metadata": {"name": "r"},
-            "rules": [],
-        },
-    }
+    role = template("role", "rbac.authorization.k8s.io/v1", "Role", "r", rules=[])
     code, _, err = run(["generate", "rbac", "-f", write(tmp_path, [role])], capsys)
     assert code == 0
     assert "node 'role' creates Role objects" in err
