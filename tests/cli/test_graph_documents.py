@@ -411,3 +411,30 @@ def test_rbac_prints_nothing_for_an_invalid_graph(
     code, out, err = run(["generate", "rbac", "-f", write(tmp_path, [])], capsys)
     assert (code, out) == (1, "")
     assert "spec.nodes in body should have at least 1 items" in err
+
+
+def test_kubeconfig_looks_up_the_kinds_a_graph_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With --kubeconfig, the kinds of a Graph's templates and refs are fetched from the cluster
+    (here a stand-in that serves the Widget CRD), as they are for an RGD's resources."""
+    from kro.cli import cluster_schemas
+    from kro.graph.resolver import OfflineSchemaResolver, referenced_gvks
+
+    asked: list[str] = []
+
+    def with_cluster(
+        kubeconfig: str, offline: OfflineSchemaResolver, rgds: list[dict[str, Any]]
+    ) -> OfflineSchemaResolver:
+        asked.extend(g.kind for rgd in rgds for g in referenced_gvks(rgd.get("spec") or {}))
+        offline.add_crd(WIDGET_CRD)
+        return offline
+
+    monkeypatch.setattr(cluster_schemas, "with_cluster_schemas", with_cluster)
+    ref = {"id": "w", "ref": {"apiVersion": "example.com/v1", "kind": "Widget",
+                              "metadata": {"name": "w"}}}  # fmt: skip
+    graph = write(tmp_path, [ref, configmap("cm", "${w.metadata.name}")])
+    code, out, _ = run(["validate", "-f", graph, "--kubeconfig", str(tmp_path / "k")], capsys)
+    assert code == 0
+    assert out == "Validation successful! The Graph is valid: compiled 2 nodes.\n"
+    assert sorted(asked) == ["ConfigMap", "Widget"]
