@@ -289,6 +289,19 @@ def test_refs_are_empty_offline_and_come_from_observed(
     assert [r["host"] for r in ingress["spec"]["rules"]] == ["alpha.example.test"]
 
 
+def test_a_decorator_renders_one_object_per_selected_namespace(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    namespaces = str(DATA / "namespaces.yaml")
+    code, out, _ = run(["render", "-f", DECORATOR, "--observed", namespaces], capsys)
+    assert code == 0
+    policies = [d for d in yaml.safe_load_all(out) if d]
+    assert [(p["kind"], p["metadata"]["namespace"]) for p in policies] == [
+        ("NetworkPolicy", "red"),
+        ("NetworkPolicy", "green"),
+    ]
+
+
 def test_render_still_needs_an_instance_for_an_rgd(capsys: pytest.CaptureFixture[str]) -> None:
     rgd = str(Path(__file__).resolve().parent / "data" / "small-rgd.yaml")
     code, out, err = run(["render", "-f", rgd, "-f", BUNDLE], capsys)
