@@ -232,7 +232,7 @@ def render_graph(report: GraphReport) -> str:
     lines = [
         f"Root cause: {report.root_cause}",
         "",
-        f"Graph:     {report.namespace}/{report.name} (kro.run/v1alpha1){generation}",
+        f"Graph:      {report.namespace}/{report.name} (kro.run/v1alpha1){generation}",
         f"Applies as: {report.service_account}"
         + (
             f" (last applied as {report.applied_service_account})"

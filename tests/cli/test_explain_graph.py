@@ -282,7 +282,7 @@ async def test_the_whole_report() -> None:
     assert report.service_account == f"system:serviceaccount:{NS}:default"
     text = render(report, "text", SecretMask())
     lines = text.splitlines()
-    assert lines[2] == f"Graph:     {NS}/shop (kro.run/v1alpha1), generation 1"
+    assert lines[2] == f"Graph:      {NS}/shop (kro.run/v1alpha1), generation 1"
     assert f"  create ConfigMap {NS}/shop-copy" in lines
     assert f"  settings: ConfigMap {NS}/shop-settings (v1, uid uid-shop-settings)" in lines
     assert f"  copy: ConfigMap {NS}/shop-copy (v1, no uid yet: never deleted by kro)" in lines
