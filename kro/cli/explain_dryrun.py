@@ -16,11 +16,11 @@ the message the same module writes): a dry run cannot send the apply to find out
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from kro.api.graph import template_field_manager
+from kro.api.graph import patch_field_manager, template_field_manager
 from kro.api.objects import metadata as _meta
 from kro.applyset import Applier, ApplierOptions
 from kro.cli.explain_mask import SecretMask
@@ -33,7 +33,8 @@ from kro.engine import GraphPass, NodeReason, NodeResult, NoWatches
 from kro.engine.owner import OwnerBinding
 from kro.engine.results import object_id
 from kro.graph.evaluate import InstanceEvaluation
-from kro.graph.model import Graph, Node
+from kro.graph.graph_kind import patch_endpoint
+from kro.graph.model import Graph, Node, NodeType
 from kro.runtime.client import Client
 from kro.runtime.errors import Forbidden
 from kro.runtime.gvk import GVR
@@ -107,11 +108,18 @@ async def graph_dry_run(
     graph: Graph, graph_obj: Mapping[str, Any], reader: ReadingClient, recorded: Mapping[str, str]
 ) -> DryRun:
     """The same for a `Graph` object: its objects carry the Graph's marks (GraphBinding) and
-    are applied under the Graph's own field manager, which is what an apply is judged by."""
+    are applied under the Graph's own field managers (one for its templates, one per patch
+    node, through the endpoint the patch targets), which is what an apply is judged by."""
     owner = dict(graph_obj)
     binding = GraphBinding(GRAPHS, _ref(GRAPHS, owner), graph)
-    manager = template_field_manager(str(_meta(owner).get("uid") or ""))
-    return await _dry_run(graph, owner, binding, reader, recorded, owned_manager=manager)
+    uid = str(_meta(owner).get("uid") or "")
+
+    def managers(node: Node) -> tuple[str, str]:
+        if node.type is NodeType.PATCH:
+            return patch_field_manager(uid, node.id), patch_endpoint(node.template)
+        return template_field_manager(uid), ""
+
+    return await _dry_run(graph, owner, binding, reader, recorded, owned_manager=managers)
 
 
 def _ref(gvr: GVR, owner: Mapping[str, Any]) -> ObjectRef:
@@ -126,7 +134,7 @@ async def _dry_run(
     reader: ReadingClient,
     recorded: Mapping[str, str],
     *,
-    owned_manager: str | None = None,
+    owned_manager: Callable[[Node], tuple[str, str]] | None = None,
 ) -> DryRun:
     client = cast(Client, reader)  # a dry run only reads: get and list_all
     work = GraphPass(

@@ -34,8 +34,19 @@ GRAPH_WAVES: Final = (
 
 
 def _kind_of(node: Node) -> str:
-    """`v1/ConfigMap`; a Graph's `def` is a value, with no kind."""
-    return "value" if node.type.is_value else f"{node.gvk.api_version}/{node.gvk.kind}"
+    """`v1/ConfigMap`; a Graph's `def` is a value, with no kind; a node whose apiVersion or
+    kind is an expression has its kind only once rendered."""
+    if node.type.is_value:
+        return "value"
+    if node.dynamic_type:
+        return "kind computed per object"
+    return f"{node.gvk.api_version}/{node.gvk.kind}"
+
+
+def _short_kind(node: Node) -> str:
+    if node.type.is_value:
+        return "value"
+    return "computed kind" if node.dynamic_type else node.gvk.kind
 
 
 def render_text(graph: Graph) -> str:
@@ -77,14 +88,14 @@ _MERMAID_SHAPES: Final = {
     NodeType.EXTERNAL_COLLECTION: ('[("', '")]'),
     NodeType.VALUE: ('{{"', '"}}'),
     NodeType.VALUE_COLLECTION: ('{{"', '"}}'),
+    NodeType.PATCH: ('>"', '"]'),
 }
 
 
 def _label(graph: Graph, node_id: str, newline: str) -> str:
     node = graph.nodes[node_id]
     suffix = "?" if node.include_when else ""
-    kind = "value" if node.type.is_value else node.gvk.kind
-    return f"{node_id}{suffix}{newline}{kind} (wave {node.apply_order})"
+    return f"{node_id}{suffix}{newline}{_short_kind(node)} (wave {node.apply_order})"
 
 
 def render_mermaid(graph: Graph) -> str:
@@ -102,6 +113,7 @@ def render_dot(graph: Graph) -> str:
         NodeType.COLLECTION: "box3d",
         NodeType.VALUE: "note",
         NodeType.VALUE_COLLECTION: "note",
+        NodeType.PATCH: "cds",
     }
     lines = [f"digraph {json.dumps(graph.rgd_name or 'rgd')} {{", "  rankdir=LR;"]
     for node_id in graph.topological_order:
@@ -148,8 +160,8 @@ def _node_data(graph: Graph, node_id: str) -> dict[str, Any]:
     return {
         "id": node_id,
         "type": node.type.value,
-        "apiVersion": node.gvk.api_version if not node.type.is_value else None,
-        "kind": node.gvk.kind if not node.type.is_value else None,
+        "apiVersion": None if node.type.is_value or node.dynamic_type else node.gvk.api_version,
+        "kind": None if node.type.is_value or node.dynamic_type else node.gvk.kind,
         "applyOrder": node.apply_order,
         "conditional": bool(node.include_when),
         "forEach": [d.name for d in node.for_each],

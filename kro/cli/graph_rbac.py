@@ -4,7 +4,11 @@ A Graph applies as a ServiceAccount of its own namespace (`spec.serviceAccountNa
 `default`), never as kro; so its RBAC is not kro's but the applier's: `get`, `list`, `watch` on
 every kind it reads (its `ref` nodes) and creates (its `template` nodes), and the write verbs
 `create`, `update`, `patch`, `delete` on what it creates (server-side apply, prune and teardown).
-A `def` is computed in kro and needs nothing.
+A `patch` contributes fields to an object it does not own: it reads the target (get, list,
+watch) and applies to it (`patch`, and `update` as upstream's examples grant), on the object
+itself or, for a status patch, on `<resource>/status`; it never creates or deletes. A `def` is
+computed in kro and needs nothing. A node whose apiVersion or kind is an expression names its
+kinds only at run time: it gets no rule, and a warning says to grant what it resolves to.
 
 Where those rules apply decides the role's kind. When every object lives in a namespace the
 Graph names literally (its own by default), a Role and a RoleBinding per namespace are enough;
@@ -27,6 +31,7 @@ from typing import Any, Final
 from kro.api.graph import DEFAULT_SERVICE_ACCOUNT
 from kro.api.names import AGGREGATE_TO_CONTROLLER_VALUE, LABEL_AGGREGATE_TO_CONTROLLER
 from kro.controllers.permissions import Permission, rules_for
+from kro.graph.graph_kind import patch_endpoint
 from kro.graph.model import Graph, Node, NodeType
 
 __all__ = [
@@ -36,6 +41,7 @@ __all__ = [
     "GraphScope",
     "applier_of",
     "cluster_wide_reasons",
+    "computed_kinds",
     "graph_roles",
     "scope_of",
 ]
@@ -44,6 +50,8 @@ RBAC_GROUP: Final = "rbac.authorization.k8s.io"
 RBAC_API_VERSION: Final = f"{RBAC_GROUP}/v1"
 READ_VERBS: Final = ("get", "list", "watch")
 APPLIER_VERBS: Final = (*READ_VERBS, "create", "update", "patch", "delete")
+CONTRIBUTOR_VERBS: Final = ("get", "update", "patch")
+"""On what a patch node writes: the object, or its `/status` (upstream's examples grant these)."""
 WATCH_VERBS: Final = ("list", "watch")
 CLUSTER: Final = ""
 """The scope of a rule that must hold in every namespace (or for a cluster-scoped kind)."""
@@ -82,10 +90,23 @@ def applier_of(graph_obj: Mapping[str, Any]) -> str:
     return str(name or DEFAULT_SERVICE_ACCOUNT)
 
 
-def _verbs(node: Node) -> tuple[str, ...]:
-    if node.type.is_value:
-        return ()
-    return READ_VERBS if node.type.is_external else APPLIER_VERBS
+def _permissions(node: Node) -> set[Permission]:
+    """What the applier needs for one node (nothing for a def or a computed kind)."""
+    if node.type.is_value or node.dynamic_type:
+        return set()
+    group, resource = node.gvk.group, node.resource
+    if node.type is NodeType.PATCH:
+        target = f"{resource}/status" if patch_endpoint(node.template) else resource
+        return {Permission(group, resource, v) for v in READ_VERBS} | {
+            Permission(group, target, v) for v in CONTRIBUTOR_VERBS
+        }
+    verbs = READ_VERBS if node.type.is_external else APPLIER_VERBS
+    return {Permission(group, resource, v) for v in verbs}
+
+
+def computed_kinds(graph: Graph) -> list[str]:
+    """The nodes whose kind is an expression: no rule can name it in advance."""
+    return [node.id for node in graph.nodes.values() if node.dynamic_type]
 
 
 def graph_roles(
@@ -100,13 +121,11 @@ def graph_roles(
     by_scope: dict[str, set[Permission]] = {}
     watched: set[Permission] = set()
     for node in graph.nodes.values():
-        verbs = _verbs(node)
-        if not verbs:
+        needed = _permissions(node)
+        if not needed:
             continue
         scope = scope_of(node, namespace).namespace
-        by_scope.setdefault(scope, set()).update(
-            Permission(node.gvk.group, node.resource, v) for v in verbs
-        )
+        by_scope.setdefault(scope, set()).update(needed)
         watched.update(Permission(node.gvk.group, node.resource, v) for v in WATCH_VERBS)
     subject = {"kind": "ServiceAccount", "name": service_account, "namespace": namespace}
     documents: list[dict[str, Any]] = []
@@ -167,7 +186,7 @@ def cluster_wide_reasons(graph: Graph, namespace: str) -> list[str]:
     return [
         f'node "{node.id}": {scope.why}'
         for node in graph.nodes.values()
-        if _verbs(node)
+        if _permissions(node)
         for scope in (scope_of(node, namespace),)
         if scope.namespace == CLUSTER
     ]

@@ -175,7 +175,7 @@ def _graph_roles(
     """A Graph's applier role(s) and kro's watch role (kro.cli.graph_rbac); on stderr, why a
     ClusterRole is needed and which templates create RBAC objects."""
     from kro.cli.graph_documents import graph_namespace
-    from kro.cli.graph_rbac import applier_of, cluster_wide_reasons, graph_roles
+    from kro.cli.graph_rbac import applier_of, cluster_wide_reasons, computed_kinds, graph_roles
 
     assert result.graph is not None
     graph = result.graph
@@ -184,6 +184,12 @@ def _graph_roles(
     where = f'{prefix.file(result)}Graph "{graph.rgd_name}"'
     for reason in cluster_wide_reasons(graph, namespace):
         print(f"{where}: a ClusterRole is needed: {reason}", file=sys.stderr)
+    for node_id in computed_kinds(graph):
+        print(
+            f"{where}: warning: node {node_id!r} computes its apiVersion or kind: no rule names "
+            f"it; grant ServiceAccount {namespace}/{applier} what it resolves to",
+            file=sys.stderr,
+        )
     for node_id, node in graph.nodes.items():
         if _grants(node):
             print(
@@ -207,6 +213,7 @@ def _grants(node: Node) -> bool:
         and node.gvk.kind in _GRANTING_KINDS
         and not node.type.is_external
         and not node.type.is_value
+        and not node.dynamic_type
     )
 
 

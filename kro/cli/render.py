@@ -33,7 +33,7 @@ from kro.cli.inputs import InputError
 if TYPE_CHECKING:
     from kro.cli.inputs import Document
     from kro.graph.evaluate import InstanceEvaluation
-    from kro.graph.model import Graph
+    from kro.graph.model import Graph, Node
 
 EXIT_INVALID: Final = 1
 EXIT_USAGE: Final = 2
@@ -63,13 +63,15 @@ class NodeOutcome:
 
     id: str
     apply_order: int
-    state: str  # rendered | external | value | waiting | skipped | error
+    state: str  # rendered | external | value | patch | waiting | skipped | error
     reason: str = ""
     objects: tuple[dict[str, Any], ...] = ()
     ready: bool = False
     not_ready_reason: str = ""
     value: Any = None
     """A Graph's `def` (state `value`): what it computes; nothing is applied for it."""
+    contributes: bool = False
+    """A Graph's `patch`: `objects` are the fields it contributes to objects it does not own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,12 +331,8 @@ def _outcome(
         desired = evaluation.desired(node_id)
         if isinstance(desired, Pending):
             return NodeOutcome(node_id, order, "waiting", desired.reason)
-        if node.type.is_value:  # a Graph's def: computed, never applied (V-45)
-            value: Any = list(desired) if node.type.is_list else desired[0]
-            evaluation.observe(node_id, value)
-            readiness = evaluation.readiness(node_id)
-            reason = readiness.reason or ""
-            return NodeOutcome(node_id, order, "value", "", (), readiness.ready, reason, value)
+        if node.type.is_value or node.type is NodeType.PATCH:
+            return _graph_only_outcome(node, evaluation, desired, observed)
         live = [_find(observed, d) for d in desired]
         state = "external" if node.type.value.startswith("External") else "rendered"
         objects = tuple(dict(d) for d in desired) if state == "rendered" else ()
@@ -354,6 +352,33 @@ def _outcome(
     return NodeOutcome(node_id, order, state, "", objects, readiness.ready, readiness.reason or "")
 
 
+def _graph_only_outcome(
+    node: Node,
+    evaluation: InstanceEvaluation,
+    desired: Sequence[dict[str, Any]],
+    observed: Sequence[Mapping[str, Any]],
+) -> NodeOutcome:
+    """A Graph's `def` is computed, never applied (V-45). A `patch` waits, as in the cluster,
+    while a target it contributes to is not known (only `--observed` makes it known offline);
+    what it would contribute is shown either way (V-46)."""
+    node_id, order = node.id, node.apply_order
+    if node.type.is_value:
+        value: Any = list(desired) if node.type.is_list else desired[0]
+        evaluation.observe(node_id, value)
+        readiness = evaluation.readiness(node_id)
+        reason = readiness.reason or ""
+        return NodeOutcome(node_id, order, "value", "", (), readiness.ready, reason, value)
+    live = [_find(observed, d) for d in desired]
+    objects = tuple(dict(d) for d in desired)
+    missing = [d for d, found in zip(desired, live, strict=True) if found is None]
+    if missing:
+        target = missing[0]
+        where = "/".join(p for p in _identity(target)[2:] if p)
+        reason = f"patch target {target.get('kind')} {where} not found (give it with --observed)"
+        return NodeOutcome(node_id, order, "waiting", reason, objects, contributes=True)
+    return NodeOutcome(node_id, order, "patch", "", objects, True, contributes=True)
+
+
 def write_text(rendering: Rendering, out: TextIO) -> None:
     """The text form: YAML documents with `#` comments for what did not render."""
     import yaml
@@ -368,7 +393,8 @@ def write_text(rendering: Rendering, out: TextIO) -> None:
         out.write(f"# instance {kind}/{metadata.get('name', '')}: apply order {order}\n")
     for node in rendering.nodes:
         for obj in node.objects:
-            out.write(f"---\n# {node.id} (apply order {node.apply_order})\n")
+            what = "patch of an object kro does not own, " if node.contributes else ""
+            out.write(f"---\n# {node.id} ({what}apply order {node.apply_order})\n")
             out.write(yaml.safe_dump(obj, sort_keys=False))
         if node.state == "value":
             value = json.dumps(node.value, sort_keys=False, ensure_ascii=False)
@@ -398,7 +424,7 @@ def rendering_data(rendering: Rendering) -> dict[str, Any]:
                 **({"reason": n.reason} if n.reason else {}),
                 **(
                     {"ready": n.ready, "notReadyReason": n.not_ready_reason or None}
-                    if n.state in ("rendered", "external", "value")
+                    if n.state in ("rendered", "external", "value", "patch")
                     else {}
                 ),
                 **({"value": n.value} if n.state == "value" else {}),

@@ -11,7 +11,7 @@ from typing import Any, cast
 
 import pytest
 
-from kro.api.graph import template_field_manager
+from kro.api.graph import patch_field_manager, template_field_manager
 from kro.cli import explain_graph as explain_graph_module
 from kro.cli.explain import add_explain_command
 from kro.cli.explain_dryrun import ReadingClient, graph_dry_run
@@ -75,13 +75,16 @@ def _fields(value: Any) -> dict[str, Any]:
     return {f"f:{k}": _fields(v) for k, v in value.items()}
 
 
-def applied(body: Mapping[str, Any], manager: str) -> dict[str, Any]:
-    """`body` as the API server returns it after `manager` applied exactly it."""
+def applied(body: Mapping[str, Any], manager: str, subresource: str = "") -> dict[str, Any]:
+    """`body` as the API server returns it after `manager` applied exactly it (through
+    `subresource`, for a status patch)."""
     metadata = dict(body["metadata"])
     owned = {k: v for k, v in body.items() if k not in ("apiVersion", "kind", "metadata")}
     owned_meta = {k: v for k, v in metadata.items() if k not in ("name", "namespace")}
-    fields = {**_fields(owned), "f:metadata": _fields(owned_meta)}
+    fields = {**_fields(owned), **({"f:metadata": _fields(owned_meta)} if owned_meta else {})}
     entry = {"manager": manager, "operation": "Apply", "fieldsType": "FieldsV1", "fieldsV1": fields}
+    if subresource:
+        entry["subresource"] = subresource
     return {**body, "metadata": {**metadata, "uid": f"uid-{metadata['name']}",
                                  "resourceVersion": "7", "managedFields": [entry]}}  # fmt: skip
 
@@ -308,3 +311,55 @@ def test_graph_is_a_target_of_explain() -> None:
     add_explain_command(parser.add_subparsers())
     args = parser.parse_args(["explain", "graph", "shop", "-n", NS])
     assert (args.target, args.name, args.namespace) == ("graph", "shop", NS)
+
+
+def patch_node(**contributed: Any) -> dict[str, Any]:
+    return {
+        "id": "claim",
+        "patch": {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web"},
+            **contributed,
+        },
+    }
+
+
+def deployment(**contributed: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": NS},
+        **contributed,
+    }
+
+
+@pytest.mark.parametrize(
+    ("contributed", "subresource"),
+    [({"spec": {"paused": True}}, ""), ({"status": {"observedGeneration": 3}}, "status")],
+    ids=["object", "status"],
+)
+async def test_a_patch_is_judged_by_its_own_manager_and_endpoint(
+    contributed: dict[str, Any], subresource: str
+) -> None:
+    obj = graph_object([patch_node(**contributed)])
+    body = deployment(**contributed)
+    # The target holds the values, set by someone else: the next pass would contribute them.
+    nodes, writes = await dry(obj, Cluster(applied(body, "kubectl", subresource)))
+    assert nodes["claim"].status is NodeStatus.APPLIED
+    assert writes == (f"apply Deployment {NS}/web",)
+    # Held by the node's own manager (one per patch node, V-62) through the endpoint the patch
+    # targets: nothing to write. The same manager through the other endpoint is not it.
+    manager = patch_field_manager(UID, "claim")
+    _, writes = await dry(obj, Cluster(applied(body, manager, subresource)))
+    assert writes == ()
+    other = "" if subresource else "status"
+    _, writes = await dry(obj, Cluster(applied(body, manager, other)))
+    assert writes == (f"apply Deployment {NS}/web",)
+
+
+async def test_a_missing_patch_target_is_waited_for() -> None:
+    nodes, writes = await dry(graph_object([patch_node(spec={"paused": True})]), Cluster())
+    assert nodes["claim"].status is NodeStatus.WAITING
+    assert writes == ()
+    assert "patch target Deployment team/web not found" in nodes["claim"].reason

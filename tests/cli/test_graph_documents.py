@@ -451,3 +451,90 @@ def test_kubeconfig_looks_up_the_kinds_a_graph_names(
     assert code == 0
     assert out == "Validation successful! The Graph is valid: compiled 2 nodes.\n"
     assert sorted(asked) == ["ConfigMap", "Widget"]
+
+
+# --- patch nodes and computed kinds ------------------------------------------------------------
+
+LABEL_PATCH = {
+    "id": "owner",
+    "patch": {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "shared", "labels": {"team": "blue"}},
+    },
+}
+STATUS_PATCH = {
+    "id": "claim",
+    "patch": {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "status": {"observedGeneration": 1},
+    },
+}
+COMPUTED_KIND = {
+    "id": "anything",
+    "def": {"apiVersion": "v1", "kind": "Secret"},
+}
+COMPUTED = {
+    "id": "made",
+    "template": {
+        "apiVersion": "${anything.apiVersion}",
+        "kind": "${anything.kind}",
+        "metadata": {"name": "made"},
+    },
+}
+
+
+def test_rbac_for_patches_and_computed_kinds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    graph = write(tmp_path, [LABEL_PATCH, STATUS_PATCH, COMPUTED_KIND, COMPUTED])
+    code, out, err = run(["generate", "rbac", "-f", graph, "-n", "team"], capsys)
+    assert code == 0
+    role = roles(out)[("Role", "kro:graph:g")]
+    # A patch reads its target and applies to it (the object, or its /status for a status
+    # patch); it never creates or deletes. A computed kind gets no rule.
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": [*READ, "update", "patch"]},
+        {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": READ},
+        {
+            "apiGroups": ["apps"],
+            "resources": ["deployments/status"],
+            "verbs": ["get", "update", "patch"],
+        },
+    ]
+    assert "node 'made' computes its apiVersion or kind" in err
+
+
+def test_render_shows_what_a_patch_contributes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    graph = write(tmp_path, [LABEL_PATCH])
+    code, out, _ = run(["render", "-f", graph], capsys)
+    assert code == 0
+    (patch,) = [d for d in yaml.safe_load_all(out) if d]
+    assert patch["metadata"] == {
+        "name": "shared",
+        "namespace": "default",
+        "labels": {"team": "blue"},
+    }
+    assert "# owner (patch of an object kro does not own, apply order 1)" in out
+    # The target must exist; offline it is known only from --observed.
+    assert "# owner: waiting: patch target ConfigMap default/shared not found" in out
+    target = tmp_path / "target.yaml"
+    target.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "shared", "namespace": "default"},
+            }
+        ),
+        encoding="utf-8",
+    )
+    code, out, _ = run(["render", "-f", graph, "--observed", str(target), "-o", "json"], capsys)
+    (node,) = json.loads(out)["graphs"][0]["resources"]
+    assert (code, node["state"]) == (0, "patch")
+    code, out, _ = run(["graph", "-f", graph, "-o", "mermaid"], capsys)
+    assert (code, out.splitlines()[1]) == (0, '  owner>"owner<br/>ConfigMap (wave 1)"]')
