@@ -72,14 +72,17 @@ def _contains(live: Any, wanted: Any) -> bool:
     return type(live) is type(wanted) and bool(live == wanted)
 
 
-def already_applied(live: Mapping[str, Any], body: Mapping[str, Any], manager: str) -> bool:
-    """Whether a server-side apply of `body` by `manager` would leave `live` unchanged."""
+def already_applied(
+    live: Mapping[str, Any], body: Mapping[str, Any], manager: str, subresource: str = ""
+) -> bool:
+    """Whether a server-side apply of `body` by `manager` (through `subresource`, e.g. a
+    Graph's status patch) would leave `live` unchanged."""
     entries = [
         entry
         for entry in (live.get("metadata") or {}).get("managedFields") or []
         if entry.get("manager") == manager
         and entry.get("operation") == "Apply"
-        and not entry.get("subresource")
+        and (entry.get("subresource") or "") == subresource
     ]
     if len(entries) != 1 or not isinstance(entries[0].get("fieldsV1"), Mapping):
         return False

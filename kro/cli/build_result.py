@@ -1,4 +1,4 @@
-"""kro.cli.build_result: what checking one RGD from the input produced.
+"""kro.cli.build_result: what checking one RGD (or Graph) from the input produced.
 
 Its own small module because every command that reads RGDs (validate, generate, graph,
 render, and the RBAC and explain tools) passes it around, while only some of them need the
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from kro.api.names import RGD_KIND
 
 if TYPE_CHECKING:
     from kro.graph.model import Graph
@@ -27,3 +29,5 @@ class BuildResult:
     error: str | None
     source: str = ""
     errors: tuple[str, ...] = ()
+    kind: str = RGD_KIND
+    """`ResourceGraphDefinition` or `Graph` (kro.cli.graph_documents): what the input was."""

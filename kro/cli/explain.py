@@ -2,6 +2,7 @@
 
     kro explain KIND/NAME [-n NAMESPACE] [--kubeconfig K] [--context C] [-o text|json|yaml]
     kro explain rgd NAME  [--kubeconfig K] [-o text|json|yaml]
+    kro explain graph NAME [-n NAMESPACE] [--kubeconfig K] [-o text|json|yaml]
 
 For an instance it reads the live object, its ResourceGraphDefinition and the GraphRevision kro
 runs, compiles the graph with the cluster's schemas, and evaluates it against the live children
@@ -11,6 +12,8 @@ reading which missing field of which object) / excluded by includeWhen / not rea
 readyWhen is false) / error (the API server's message kro recorded). The first line is the
 root cause. A deleting instance shows the deletion wave in progress and what blocks it. For an
 RGD it shows why it is not Active, down to the resource, field and expression of a build error.
+For a Graph (kro.run/v1alpha1) it runs the same dry pass over the Graph's own nodes and adds the
+Graph's conditions and `status.managedResources` (`explain_graph`).
 
 It only reads (GET and LIST), so the chart's `view` role is enough; what that role cannot read
 (GraphRevisions, CRDs) is worked around and mentioned under "Notes". Secret data is never
@@ -39,7 +42,7 @@ import yaml
 
 from kro.cli.explain_format import OUTPUT_FORMATS, render
 from kro.cli.explain_mask import SecretMask
-from kro.cli.explain_report import InstanceReport, RGDReport
+from kro.cli.explain_report import GraphReport, InstanceReport, RGDReport
 
 EXIT_OK: Final = 0
 EXIT_CANNOT_EXPLAIN: Final = 1
@@ -66,20 +69,22 @@ def add_explain_command(commands: argparse._SubParsersAction[Any]) -> None:
         "explain",
         help="explain why an instance or a ResourceGraphDefinition is not ready (read-only)",
         description=(
-            "Explain an instance (KIND/NAME) or a ResourceGraphDefinition (rgd NAME) from the "
-            "live cluster: the graph with each resource's state, and the root cause first. "
-            "Needs only read access (the view role)."
+            "Explain an instance (KIND/NAME), a ResourceGraphDefinition (rgd NAME) or a Graph "
+            "(graph NAME) from the live cluster: the graph with each resource's state, and the "
+            "root cause first. Needs only read access (the view role)."
         ),
     )
     parser.add_argument(
         "target",
         metavar="KIND/NAME",
-        help="the instance, e.g. webapp/my-app or webapps.kro.run/my-app; or `rgd` followed "
-        "by the ResourceGraphDefinition's name",
+        help="the instance, e.g. webapp/my-app or webapps.kro.run/my-app; `rgd` followed "
+        "by the ResourceGraphDefinition's name; or `graph` followed by the Graph's name",
     )
-    parser.add_argument("name", nargs="?", metavar="NAME", help="a name, after KIND or rgd")
+    parser.add_argument("name", nargs="?", metavar="NAME", help="a name, after KIND, rgd or graph")
     parser.add_argument(
-        "-n", "--namespace", help="the instance's namespace (default: the context's, or default)"
+        "-n",
+        "--namespace",
+        help="the instance's or Graph's namespace (default: the context's, or default)",
     )
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube)")
     parser.add_argument("--context", help="kubeconfig context (default: the current one)")
@@ -123,9 +128,10 @@ def context_namespace(kubeconfig: str | None, context: str | None) -> str:
 
 async def explain(
     request: Request, args: argparse.Namespace, mask: SecretMask
-) -> InstanceReport | RGDReport:
+) -> InstanceReport | RGDReport | GraphReport:
     """Connect and explain; raises ExplainError or KubeError when it cannot."""
     from kro.cli.explain_cluster import Target, explain_instance
+    from kro.cli.explain_graph import GRAPH_WORDS, explain_graph
     from kro.cli.explain_rgd import explain_rgd
     from kro.runtime.client import Client
 
@@ -133,6 +139,8 @@ async def explain(
         if request.kind is None:
             return await explain_rgd(client, request.name)
         namespace = args.namespace or context_namespace(args.kubeconfig, args.context)
+        if request.kind.lower() in GRAPH_WORDS:
+            return await explain_graph(client, request.name, namespace, mask)
         return await explain_instance(client, Target(request.kind, request.name, namespace), mask)
 
 

@@ -16,20 +16,25 @@ the message the same module writes): a dry run cannot send the apply to find out
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+from kro.api.graph import patch_field_manager, template_field_manager
 from kro.api.objects import metadata as _meta
 from kro.applyset import Applier, ApplierOptions
 from kro.cli.explain_mask import SecretMask
 from kro.cli.explain_report import NodeReport, NodeStatus
+from kro.controllers.graph.binding import GraphBinding
+from kro.controllers.graph.inventory import GRAPHS
 from kro.controllers.instance.binding import InstanceBinding
 from kro.dynamic import ObjectRef
 from kro.engine import GraphPass, NodeReason, NodeResult, NoWatches
+from kro.engine.owner import OwnerBinding
 from kro.engine.results import object_id
 from kro.graph.evaluate import InstanceEvaluation
-from kro.graph.model import Graph, Node
+from kro.graph.graph_kind import patch_endpoint
+from kro.graph.model import Graph, Node, NodeType
 from kro.runtime.client import Client
 from kro.runtime.errors import Forbidden
 from kro.runtime.gvk import GVR
@@ -95,13 +100,47 @@ async def dry_run(
 ) -> DryRun:
     """One report per node, in topological order, and what the pass would write."""
     owner = dict(instance)
+    binding = InstanceBinding(gvr, _ref(gvr, owner), graph.instance)
+    return await _dry_run(graph, owner, binding, reader, recorded)
+
+
+async def graph_dry_run(
+    graph: Graph, graph_obj: Mapping[str, Any], reader: ReadingClient, recorded: Mapping[str, str]
+) -> DryRun:
+    """The same for a `Graph` object: its objects carry the Graph's marks (GraphBinding) and
+    are applied under the Graph's own field managers (one for its templates, one per patch
+    node, through the endpoint the patch targets), which is what an apply is judged by."""
+    owner = dict(graph_obj)
+    binding = GraphBinding(GRAPHS, _ref(GRAPHS, owner), graph)
+    uid = str(_meta(owner).get("uid") or "")
+
+    def managers(node: Node) -> tuple[str, str]:
+        if node.type is NodeType.PATCH:
+            return patch_field_manager(uid, node.id), patch_endpoint(node.template)
+        return template_field_manager(uid), ""
+
+    return await _dry_run(graph, owner, binding, reader, recorded, owned_manager=managers)
+
+
+def _ref(gvr: GVR, owner: Mapping[str, Any]) -> ObjectRef:
     meta = _meta(owner)
-    ref = ObjectRef(gvr, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+    return ObjectRef(gvr, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
+async def _dry_run(
+    graph: Graph,
+    owner: dict[str, Any],
+    binding: OwnerBinding,
+    reader: ReadingClient,
+    recorded: Mapping[str, str],
+    *,
+    owned_manager: Callable[[Node], tuple[str, str]] | None = None,
+) -> DryRun:
     client = cast(Client, reader)  # a dry run only reads: get and list_all
     work = GraphPass(
         graph=graph,
         owner_obj=owner,
-        binding=InstanceBinding(gvr, ref, graph.instance),
+        binding=binding,
         client=client,
         applier=Applier(client, ApplierOptions(tooling="kro explain")),  # never applies
         watches=NoWatches(),
@@ -109,6 +148,7 @@ async def dry_run(
         dry_run=True,
         diagnose=True,
         recorded=recorded,
+        owned_manager=owned_manager,
     )
     result = await work.run()
     nodes = [

@@ -18,6 +18,7 @@ from kro.cli.explain_mask import SecretMask
 from kro.cli.explain_report import (
     ConditionReport,
     DeletionReport,
+    GraphReport,
     GraphSource,
     InstanceReport,
     NodeReport,
@@ -27,17 +28,23 @@ from kro.cli.explain_report import (
 )
 
 OUTPUT_FORMATS: Final = ("text", "json", "yaml")
+_VALUE_TYPES: Final = frozenset({"Value", "ValueCollection"})  # a Graph's def nodes
 _INDENT: Final = "  "
 _SHARD_INDENT: Final = " " * len("Shard:     ")
 
 
-def render(report: InstanceReport | RGDReport, output: str, mask: SecretMask) -> str:
+def render(report: InstanceReport | RGDReport | GraphReport, output: str, mask: SecretMask) -> str:
     """The report in `output` format (one of OUTPUT_FORMATS), Secret values masked."""
     if output == "json":
         return json.dumps(_masked(to_data(report), mask), indent=2, ensure_ascii=False) + "\n"
     if output == "yaml":
         return yaml.safe_dump(_masked(to_data(report), mask), sort_keys=False, allow_unicode=True)
-    text = render_instance(report) if isinstance(report, InstanceReport) else render_rgd(report)
+    if isinstance(report, InstanceReport):
+        text = render_instance(report)
+    elif isinstance(report, GraphReport):
+        text = render_graph(report)
+    else:
+        text = render_rgd(report)
     return mask.apply(text)
 
 
@@ -81,13 +88,7 @@ def render_instance(report: InstanceReport) -> str:
         lines += ["", "kro's next pass would write:"]
         lines += [f"{_INDENT}{w}" for w in report.would_write]
     lines += _conditions(report.conditions)
-    if report.events:
-        lines += ["", "Warning events:"]
-        lines += [
-            f"{_INDENT}{e.object}: {e.reason}: {e.message}"
-            + (f" (x{e.count})" if e.count > 1 else "")
-            for e in report.events
-        ]
+    lines += _events(report)
     lines += _notes(report.notes)
     return "\n".join(lines) + "\n"
 
@@ -126,7 +127,7 @@ def _shard(shard: ShardReport) -> list[str]:
     return lines
 
 
-def _nodes(nodes: Sequence[NodeReport]) -> list[str]:
+def _nodes(nodes: Sequence[NodeReport], title: str = "") -> list[str]:
     rows = [
         (
             n.id,
@@ -140,7 +141,7 @@ def _nodes(nodes: Sequence[NodeReport]) -> list[str]:
     header = ("NODE", "WAVE", "OBJECT", "STATE", "NEEDS")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = [
-        "Resources (topological order; WAVE is the deletion wave, highest deleted first):",
+        title or "Resources (topological order; WAVE is the deletion wave, highest deleted first):",
         _INDENT + _row(header, widths),
     ]
     for node, row in zip(nodes, rows, strict=True):
@@ -156,6 +157,8 @@ def _row(cells: Sequence[str], widths: Sequence[int]) -> str:
 
 
 def _objects(node: NodeReport) -> str:
+    if node.type in _VALUE_TYPES:
+        return "(def: a value, nothing applied)"
     if not node.objects:
         return f"{node.kind} (not rendered)"
     if len(node.objects) == 1:
@@ -205,6 +208,59 @@ def _conditions(conditions: Iterable[ConditionReport]) -> list[str]:
 def _notes(notes: Iterable[str]) -> list[str]:
     items = list(notes)
     return ["", "Notes:", *[f"{_INDENT}- {_hang(n, _INDENT * 2)}" for n in items]] if items else []
+
+
+def _events(report: InstanceReport | GraphReport) -> list[str]:
+    if not report.events:
+        return []
+    return ["", "Warning events:"] + [
+        f"{_INDENT}{e.object}: {e.reason}: {e.message}" + (f" (x{e.count})" if e.count > 1 else "")
+        for e in report.events
+    ]
+
+
+# --- Graphs --------------------------------------------------------------------------------
+
+GRAPH_NODES_TITLE: Final = (
+    "Nodes (topological order; WAVE is internal.kro.run/apply-order; teardown deletes the "
+    "recorded objects in reverse order):"
+)
+
+
+def render_graph(report: GraphReport) -> str:
+    generation = f", generation {report.generation}" if report.generation is not None else ""
+    lines = [
+        f"Root cause: {report.root_cause}",
+        "",
+        f"Graph:      {report.namespace}/{report.name} (kro.run/v1alpha1){generation}",
+        f"Applies as: {report.service_account}"
+        + (
+            f" (last applied as {report.applied_service_account})"
+            if report.applied_service_account
+            and report.applied_service_account != report.service_account
+            else ""
+        ),
+    ]
+    if report.deleting:
+        lines.append("Deleting: teardown works from status.managedResources, not the spec")
+    if report.compile_error:
+        lines += ["", "Compile error:", f"{_INDENT}{_hang(report.compile_error, _INDENT * 2)}"]
+    if report.nodes:
+        lines += ["", *_nodes(report.nodes, GRAPH_NODES_TITLE)]
+    if report.would_write:
+        lines += ["", "kro's next pass would write:"]
+        lines += [f"{_INDENT}{w}" for w in report.would_write]
+    lines += ["", "Managed resources (status.managedResources):"]
+    if not report.managed_resources:
+        lines.append(f"{_INDENT}(none)")
+    for entry in report.managed_resources:
+        where = f"{entry.namespace}/{entry.name}" if entry.namespace else entry.name
+        uid = f"uid {entry.uid}" if entry.uid else "no uid yet: never deleted by kro"
+        lines.append(f"{_INDENT}{entry.node_id}: {entry.kind} {where} ({entry.api_version}, {uid})")
+    lines += _conditions(report.conditions)
+    lines += _events(report)
+    lines += _notes(report.notes)
+    return "\n".join(lines) + "\n"
 
 
 # --- RGDs ----------------------------------------------------------------------------------

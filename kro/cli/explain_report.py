@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
+from kro.controllers.graph.inventory import Entry
 from kro.engine.results import MissingField, ObjectId
 
 __all__ = ["MissingField", "ObjectId"]  # re-exported: the report quotes the engine's values
@@ -228,9 +229,41 @@ class RGDReport:
     notes: tuple[str, ...] = ()
 
 
-def to_data(report: InstanceReport | RGDReport) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class GraphReport:
+    """Everything `kro explain graph NAME` prints (kro.cli.explain_graph).
+
+    service_account: the user the Graph's spec says kro applies as; applied_service_account:
+    the one its last apply that reached the cluster ran as (teardown runs as this one).
+    compile_error: the Graph does not compile with the cluster's schemas now (no dry run).
+    """
+
+    root_cause: str
+    namespace: str
+    name: str
+    generation: int | None
+    service_account: str
+    applied_service_account: str = ""
+    deleting: bool = False
+    compile_error: str = ""
+    nodes: tuple[NodeReport, ...] = ()
+    would_write: tuple[str, ...] = ()
+    managed_resources: tuple[Entry, ...] = ()
+    """`status.managedResources`: what teardown deletes (an entry without a UID never)."""
+    conditions: tuple[ConditionReport, ...] = ()
+    events: tuple[EventReport, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def to_data(report: InstanceReport | RGDReport | GraphReport) -> dict[str, Any]:
     """A JSON-ready dict (enums as their values, camelCase keys as kubectl users expect)."""
-    explanation = "instance" if isinstance(report, InstanceReport) else "resourcegraphdefinition"
+    explanation = (
+        "instance"
+        if isinstance(report, InstanceReport)
+        else "graph"
+        if isinstance(report, GraphReport)
+        else "resourcegraphdefinition"
+    )
     return {"explanation": explanation, **_camel(asdict(report))}
 
 

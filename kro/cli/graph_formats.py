@@ -1,4 +1,4 @@
-"""kro.cli.graph_formats: the ways `kro graph` shows a compiled RGD.
+"""kro.cli.graph_formats: the ways `kro graph` shows a compiled RGD or Graph.
 
 `text` for people, `mermaid` and `dot` for diagrams (a conditional node is marked `?` or
 dashed; collections and external references get their own shapes), and `graph_data` for
@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable
 from typing import Any, Final
 
-from kro.graph.model import Graph, NodeType
+from kro.graph.model import Graph, Node, NodeType
 
 
 def waves(graph: Graph) -> dict[int, list[str]]:
@@ -27,19 +27,50 @@ def edges(graph: Graph) -> list[tuple[str, str]]:
     return [(d, n) for n in graph.topological_order for d in graph.nodes[n].dependencies]
 
 
+GRAPH_WAVES: Final = (
+    "Apply-order layers (internal.kro.run/apply-order; a deleted Graph removes its objects in "
+    "reverse apply order):"
+)
+
+
+def _kind_of(node: Node) -> str:
+    """`v1/ConfigMap`; a Graph's `def` is a value, with no kind; a node whose apiVersion or
+    kind is an expression has its kind only once rendered."""
+    if node.type.is_value:
+        return "value"
+    if node.dynamic_type:
+        return "kind computed per object"
+    return f"{node.gvk.api_version}/{node.gvk.kind}"
+
+
+def _short_kind(node: Node) -> str:
+    if node.type.is_value:
+        return "value"
+    return "computed kind" if node.dynamic_type else node.gvk.kind
+
+
 def render_text(graph: Graph) -> str:
+    from kro.cli.graph_documents import is_graph
+
     instance = graph.instance
-    lines = [
-        f"ResourceGraphDefinition: {graph.rgd_name or '(unnamed)'}",
-        f"Instance: {instance.api_version}, Kind={instance.kind}",
+    if is_graph(graph):
+        lines = [f"Graph: {graph.rgd_name or '(unnamed)'}"]
+    else:
+        lines = [
+            f"ResourceGraphDefinition: {graph.rgd_name or '(unnamed)'}",
+            f"Instance: {instance.api_version}, Kind={instance.kind}",
+        ]
+    lines += [
         f"Topological order: {', '.join(graph.topological_order) or '(no resources)'}",
-        "Apply-order waves (deletion runs from the highest wave down):",
+        GRAPH_WAVES
+        if is_graph(graph)
+        else "Apply-order waves (deletion runs from the highest wave down):",
     ]
     lines += [f"  {wave}: {', '.join(ids)}" for wave, ids in waves(graph).items()]
     lines.append("Nodes:")
     for node_id in graph.topological_order:
         node = graph.nodes[node_id]
-        flags = [node.type.value, f"{node.gvk.api_version}/{node.gvk.kind}"]
+        flags = [node.type.value, _kind_of(node)]
         if node.include_when:
             flags.append("conditional")
         if node.for_each:
@@ -55,13 +86,16 @@ _MERMAID_SHAPES: Final = {
     NodeType.COLLECTION: ('[["', '"]]'),
     NodeType.EXTERNAL: ('(["', '"])'),
     NodeType.EXTERNAL_COLLECTION: ('[("', '")]'),
+    NodeType.VALUE: ('{{"', '"}}'),
+    NodeType.VALUE_COLLECTION: ('{{"', '"}}'),
+    NodeType.PATCH: ('>"', '"]'),
 }
 
 
 def _label(graph: Graph, node_id: str, newline: str) -> str:
     node = graph.nodes[node_id]
     suffix = "?" if node.include_when else ""
-    return f"{node_id}{suffix}{newline}{node.gvk.kind} (wave {node.apply_order})"
+    return f"{node_id}{suffix}{newline}{_short_kind(node)} (wave {node.apply_order})"
 
 
 def render_mermaid(graph: Graph) -> str:
@@ -74,7 +108,13 @@ def render_mermaid(graph: Graph) -> str:
 
 
 def render_dot(graph: Graph) -> str:
-    shapes = {NodeType.RESOURCE: "box", NodeType.COLLECTION: "box3d"}
+    shapes = {
+        NodeType.RESOURCE: "box",
+        NodeType.COLLECTION: "box3d",
+        NodeType.VALUE: "note",
+        NodeType.VALUE_COLLECTION: "note",
+        NodeType.PATCH: "cds",
+    }
     lines = [f"digraph {json.dumps(graph.rgd_name or 'rgd')} {{", "  rankdir=LR;"]
     for node_id in graph.topological_order:
         node = graph.nodes[node_id]
@@ -95,11 +135,19 @@ TEXT_RENDERERS: Final[dict[str, Callable[[Graph], str]]] = {
 
 
 def graph_data(graph: Graph) -> dict[str, Any]:
-    """The graph as plain data for `-o json|yaml` (keys stable, camelCase)."""
+    """The graph as plain data for `-o json|yaml` (keys stable, camelCase). A Graph's has
+    `kind: Graph` where an RGD's names its instance kind."""
+    from kro.cli.graph_documents import is_graph
+
     instance = graph.instance
+    owner: dict[str, Any] = (
+        {"kind": instance.kind}
+        if is_graph(graph)
+        else {"instance": {"apiVersion": instance.api_version, "kind": instance.kind}}
+    )
     return {
         "name": graph.rgd_name,
-        "instance": {"apiVersion": instance.api_version, "kind": instance.kind},
+        **owner,
         "topologicalOrder": list(graph.topological_order),
         "waves": [{"wave": wave, "resources": ids} for wave, ids in waves(graph).items()],
         "nodes": [_node_data(graph, node_id) for node_id in graph.topological_order],
@@ -112,8 +160,8 @@ def _node_data(graph: Graph, node_id: str) -> dict[str, Any]:
     return {
         "id": node_id,
         "type": node.type.value,
-        "apiVersion": node.gvk.api_version,
-        "kind": node.gvk.kind,
+        "apiVersion": None if node.type.is_value or node.dynamic_type else node.gvk.api_version,
+        "kind": None if node.type.is_value or node.dynamic_type else node.gvk.kind,
         "applyOrder": node.apply_order,
         "conditional": bool(node.include_when),
         "forEach": [d.name for d in node.for_each],

@@ -77,12 +77,13 @@ def check_instance(
         for name in instance
         if name not in TOP_LEVEL_FIELDS
     ]
-    errors += _metadata_errors(instance.get("metadata"), object_meta)
+    errors += metadata_errors(instance.get("metadata"), object_meta)
     errors += validate_with_rules(graph.instance.spec_schema, instance["spec"], "spec")
     return CheckedInstance(instance, tuple(str(e) for e in errors))
 
 
-def _metadata_errors(metadata: Any, object_meta: Mapping[str, Any] | None) -> list[FieldError]:
+def metadata_errors(metadata: Any, object_meta: Mapping[str, Any] | None) -> list[FieldError]:
+    """What the API server says of an object's metadata (a Graph's too: graph_documents)."""
     if metadata is not None and not isinstance(metadata, Mapping):
         return [FieldError("metadata", ErrorType.INVALID, metadata, "must be an object")]
     metadata = metadata or {}

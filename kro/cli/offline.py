@@ -20,7 +20,7 @@ import copy
 import json
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -138,30 +138,37 @@ def build_options(args: argparse.Namespace) -> BuildOptions:
 
 @dataclass(frozen=True, slots=True)
 class Inputs:
-    """What `-f` and `--crd` named: the RGD documents and the resolver for their kinds."""
+    """What `-f` and `--crd` named: the RGD documents, the Graph documents (for the commands
+    that take them), and the resolver for their kinds."""
 
     rgds: list[Document]
     files: list[str]
     resolver: OfflineSchemaResolver
+    graphs: list[Document] = field(default_factory=list)
 
 
-def load_inputs(args: argparse.Namespace) -> Inputs:
-    """Read `-f` and `--crd`; raises InputError with a one-line message naming the file."""
+def load_inputs(args: argparse.Namespace, *, graphs: bool = False) -> Inputs:
+    """Read `-f` and `--crd`; raises InputError with a one-line message naming the file.
+    graphs: also take `Graph` documents (`validate`, `graph`, `render`, `generate rbac`)."""
+    from kro.cli.graph_documents import graph_documents
     from kro.cli.inputs import expand_sources, read_documents
     from kro.cli.rgds import rgd_documents
     from kro.graph.resolver import OfflineSchemaResolver, SchemaSourceError
 
     files = expand_sources(args.files, recursive=args.recursive)
-    rgds = rgd_documents(read_documents(files))
-    if not rgds:
-        raise InputError(f"no ResourceGraphDefinition found in {', '.join(args.files)}")
+    documents = read_documents(files)
+    rgds = rgd_documents(documents)
+    found_graphs = graph_documents(documents) if graphs else []
+    if not rgds and not found_graphs:
+        what = "ResourceGraphDefinition or Graph" if graphs else "ResourceGraphDefinition"
+        raise InputError(f"no {what} found in {', '.join(args.files)}")
     resolver = OfflineSchemaResolver.from_files()
     for document in _crd_documents(args.crd, args.recursive):
         try:
             resolver.add_crd(document.body)
         except SchemaSourceError as error:
             raise InputError(f"{document.source}: {error}") from error
-    return Inputs(rgds, files, resolver)
+    return Inputs(rgds, files, resolver, found_graphs)
 
 
 def _crd_documents(paths: Sequence[str], recursive: bool) -> list[Document]:
@@ -201,28 +208,57 @@ def build_rgds(
     return pipeline.build_rgds(rgds, resolver, options)
 
 
-def _run(args: argparse.Namespace, report: Callable[[Inputs, list[BuildResult]], int]) -> int:
+def build_all(inputs: Inputs, options: BuildOptions) -> list[BuildResult]:
+    """The RGDs, then the Graphs: a Graph may create instances of an RGD given with it."""
+    from kro.cli.graph_documents import build_graphs
     from kro.cli.rgds import build_rgds as build
+
+    results = build(inputs.rgds, inputs.resolver, options)
+    return results + build_graphs(inputs.graphs, inputs.resolver, options)
+
+
+def _run(
+    args: argparse.Namespace,
+    report: Callable[[Inputs, list[BuildResult]], int],
+    *,
+    graphs: bool = True,
+) -> int:
     from kro.graph.resolver import SchemaSourceError
 
     try:
-        inputs = load_inputs(args)
+        inputs = load_inputs(args, graphs=graphs)
         if getattr(args, "kubeconfig", None):
             inputs = _with_cluster(args.kubeconfig, inputs)
     except (InputError, SchemaSourceError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INVALID
-    return report(inputs, build(inputs.rgds, inputs.resolver, build_options(args)))
+    return report(inputs, build_all(inputs, build_options(args)))
 
 
 def _with_cluster(kubeconfig: str, inputs: Inputs) -> Inputs:
     from kro.cli.cluster_schemas import ClusterSchemaError, with_cluster_schemas
 
+    bodies = [d.body for d in inputs.rgds] + [_as_rgd(d.body) for d in inputs.graphs]
     try:
-        resolver = with_cluster_schemas(kubeconfig, inputs.resolver, [d.body for d in inputs.rgds])
+        resolver = with_cluster_schemas(kubeconfig, inputs.resolver, bodies)
     except ClusterSchemaError as error:
         raise InputError(str(error)) from error
-    return Inputs(inputs.rgds, inputs.files, resolver)
+    return Inputs(inputs.rgds, inputs.files, resolver, inputs.graphs)
+
+
+def _as_rgd(graph: dict[str, Any]) -> dict[str, Any]:
+    """A Graph's nodes in an RGD's shape, for the cluster lookup of the kinds they name."""
+    nodes = (graph.get("spec") or {}).get("nodes") if isinstance(graph.get("spec"), dict) else None
+    resources = [
+        {
+            "id": n.get("id"),
+            **({"template": n["template"]} if "template" in n else {}),
+            **({"externalRef": n["ref"]} if "ref" in n else {}),
+        }
+        for n in (nodes if isinstance(nodes, list) else [])
+        if isinstance(n, dict)
+    ]
+    return {"spec": {"resources": resources}}
 
 
 class Prefixes:
@@ -266,13 +302,24 @@ def _validate(args: argparse.Namespace) -> int:
         prefix = Prefixes(results, inputs.files)
         for result in results:
             if result.graph is not None:
-                print(prefix(result) + VALID_MESSAGE)
+                print(prefix(result) + valid_message(result))
         for result in results:
             for warning in warnings.get(id(result), []):  # a warning names its RGD itself
                 print(f"{prefix.file(result)}warning: {warning}", file=sys.stderr)
         return EXIT_INVALID if report_failures(results, prefix) else EXIT_OK
 
     return _run(args, report)
+
+
+def valid_message(result: BuildResult) -> str:
+    """What `kro validate` says of a valid input: upstream's line for an RGD; for a Graph, the
+    message of the `Accepted=True` condition the controller would set."""
+    from kro.api.graph import GRAPH_KIND, compiled_message
+
+    if result.kind == GRAPH_KIND and result.graph is not None:
+        compiled = compiled_message(len(result.graph.nodes))
+        return f"Validation successful! The Graph is valid: {compiled}."
+    return VALID_MESSAGE
 
 
 def _warnings(results: Sequence[BuildResult]) -> dict[int, list[str]]:
@@ -292,6 +339,7 @@ def _validation_data(
         "results": [
             {
                 "file": r.source,
+                "kind": r.kind,
                 "name": r.name,
                 "valid": r.graph is not None,
                 "errors": list(r.errors or ((r.error,) if r.error else ())),
@@ -340,7 +388,7 @@ def _generate_crd(args: argparse.Namespace) -> int:
         sys.stdout.write(format_documents(crds, args.output))
         return EXIT_OK
 
-    return _run(args, report)
+    return _run(args, report, graphs=False)  # a Graph defines no CRD
 
 
 # --- graph -------------------------------------------------------------------------------------

@@ -15,6 +15,9 @@ selects (`rbac.kro.run/aggregate-to-controller: "true"`), so applying the role i
 kro's own needs (RGDs, GraphRevisions, CRDs, leases, events) are not included: the chart's
 static role grants them.
 
+A Graph's RBAC is its ServiceAccount's, not kro's: `kro.cli.graph_rbac` prints the applier's
+Role(s) or ClusterRole with their bindings, and the list/watch ClusterRole kro's own watches need.
+
 A template that creates RBAC objects gets a warning on stderr: the API server lets kro grant
 only permissions it holds itself, so such an RGD needs more than its own rules.
 
@@ -31,7 +34,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 import yaml
 
+from kro.api.graph import GRAPH_KIND
 from kro.cli import output
+from kro.cli.build_result import BuildResult
 from kro.cli.inputs import InputError
 from kro.cli.offline import (
     EXIT_INVALID,
@@ -39,6 +44,7 @@ from kro.cli.offline import (
     EXIT_USAGE,
     Prefixes,
     add_input_flags,
+    build_all,
     build_options,
     format_documents,
     load_inputs,
@@ -46,7 +52,7 @@ from kro.cli.offline import (
 )
 
 if TYPE_CHECKING:
-    from kro.graph.model import Graph
+    from kro.graph.model import Graph, Node
 
 MODE_STANDALONE: Final = "standalone"
 MODE_AGGREGATION: Final = "aggregation"
@@ -64,11 +70,19 @@ their instance kind (read, watch, patch; patch of /status), each kind their reso
 The RGD controller checks the same rules at run time and names any it lacks in the RGD's
 PermissionsGranted condition.
 
-Exit status: 0 ok, 1 an RGD is invalid (nothing is printed), 2 usage error.
+For a Graph (kind: Graph), which applies as a ServiceAccount of its namespace rather than as
+kro, it prints what that ServiceAccount needs: get, list and watch on every kind the Graph reads
+or creates, and create, update, patch and delete on what it creates, as a Role and RoleBinding
+in each namespace it names, or a ClusterRole and ClusterRoleBinding when it reaches a
+cluster-scoped kind or a namespace it computes; then the ClusterRole with list and watch that
+kro's own watches need (labelled for aggregation with --mode aggregation).
+
+Exit status: 0 ok, 1 an RGD or Graph is invalid (nothing is printed), 2 usage error.
 
 examples:
   kro generate rbac -f rgd.yaml --mode aggregation | kubectl apply -f -
   kro generate rbac -f platform/ -R --crd crds/ --fullname platform-kro
+  kro generate rbac -f graph.yaml --mode aggregation | kubectl apply -f -
 """
 
 
@@ -97,9 +111,7 @@ def escalation_warnings(graph: Graph) -> list[str]:
         "lets kro grant only permissions kro holds itself (or the escalate/bind verbs); grant "
         "those too"
         for node_id, node in graph.nodes.items()
-        if node.gvk.group == RBAC_GROUP
-        and node.gvk.kind in _GRANTING_KINDS
-        and not node.type.is_external
+        if _grants(node)
     ]
 
 
@@ -131,21 +143,24 @@ def _generate_rbac(args: argparse.Namespace) -> int:
     if args.output not in OUTPUT_FORMATS:
         print(output.unsupported(args.output), file=sys.stderr)
         return EXIT_USAGE
-    from kro.cli.rgds import build_rgds
     from kro.graph.resolver import SchemaSourceError
 
     try:
-        inputs = load_inputs(args)
+        inputs = load_inputs(args, graphs=True)
     except (InputError, SchemaSourceError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INVALID
-    results = build_rgds(inputs.rgds, inputs.resolver, build_options(args))
+    results = build_all(inputs, build_options(args))
     prefix = Prefixes(results, inputs.files)
     if report_failures(results, prefix):
         return EXIT_INVALID
+    graph_bodies = iter(d.body for d in inputs.graphs)  # build_all keeps their order, last
     roles = []
     for result in results:
         if result.graph is None:  # not reached: report_failures reported it
+            continue
+        if result.kind == GRAPH_KIND:
+            roles += _graph_roles(result, next(graph_bodies), args, prefix)
             continue
         for warning in escalation_warnings(result.graph):
             print(f"{prefix.file(result)}warning: {warning}", file=sys.stderr)
@@ -154,11 +169,59 @@ def _generate_rbac(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _graph_roles(
+    result: BuildResult, body: dict[str, Any], args: argparse.Namespace, prefix: Prefixes
+) -> list[dict[str, Any]]:
+    """A Graph's applier role(s) and kro's watch role (kro.cli.graph_rbac); on stderr, why a
+    ClusterRole is needed and which templates create RBAC objects."""
+    from kro.cli.graph_documents import graph_namespace
+    from kro.cli.graph_rbac import applier_of, cluster_wide_reasons, computed_kinds, graph_roles
+
+    assert result.graph is not None
+    graph = result.graph
+    namespace = graph_namespace(body, args.namespace)
+    applier = applier_of(body)
+    where = f'{prefix.file(result)}Graph "{graph.rgd_name}"'
+    for reason in cluster_wide_reasons(graph, namespace):
+        print(f"{where}: a ClusterRole is needed: {reason}", file=sys.stderr)
+    for node_id in computed_kinds(graph):
+        print(
+            f"{where}: warning: node {node_id!r} computes its apiVersion or kind: no rule names "
+            f"it; grant ServiceAccount {namespace}/{applier} what it resolves to",
+            file=sys.stderr,
+        )
+    for node_id, node in graph.nodes.items():
+        if _grants(node):
+            print(
+                f"{where}: warning: node {node_id!r} creates {node.gvk.kind} objects: the API "
+                f"server lets ServiceAccount {namespace}/{applier} grant only permissions it "
+                "holds itself (or the escalate/bind verbs); grant those too",
+                file=sys.stderr,
+            )
+    return graph_roles(
+        graph,
+        namespace,
+        applier,
+        aggregation=args.mode == MODE_AGGREGATION,
+        fullname=args.fullname,
+    )
+
+
+def _grants(node: Node) -> bool:
+    return (
+        node.gvk.group == RBAC_GROUP
+        and node.gvk.kind in _GRANTING_KINDS
+        and not node.type.is_external
+        and not node.type.is_value
+        and not node.dynamic_type
+    )
+
+
 def add_rbac_command(generate_subparsers: Any) -> None:
     """Add `rbac` to the sub-commands of `kro generate` (its `add_subparsers()` object)."""
     parser = generate_subparsers.add_parser(
         "rbac",
-        help="print the least-privilege ClusterRole kro needs for an RGD",
+        help="print the least-privilege RBAC kro needs for an RGD, or a Graph's ServiceAccount",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -175,6 +238,13 @@ def add_rbac_command(generate_subparsers: Any) -> None:
         default=DEFAULT_FULLNAME,
         metavar="NAME",
         help="the chart's full name: roles are named NAME:controller:<rgd> (default: kro)",
+    )
+    parser.add_argument(
+        "-n",
+        "--namespace",
+        default="default",
+        metavar="NS",
+        help="the namespace of a Graph whose metadata names none (default: default)",
     )
     parser.add_argument(
         "-o", "--output", default="yaml", metavar="FORMAT", help="yaml (default) or json"

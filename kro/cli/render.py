@@ -21,6 +21,7 @@ Several RGDs may be given (`-f DIR`); each instance renders with the RGD of its 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from kro.cli.inputs import InputError
 if TYPE_CHECKING:
     from kro.cli.inputs import Document
     from kro.graph.evaluate import InstanceEvaluation
-    from kro.graph.model import Graph
+    from kro.graph.model import Graph, Node
 
 EXIT_INVALID: Final = 1
 EXIT_USAGE: Final = 2
@@ -62,11 +63,15 @@ class NodeOutcome:
 
     id: str
     apply_order: int
-    state: str  # rendered | external | waiting | skipped | error
+    state: str  # rendered | external | value | patch | waiting | skipped | error
     reason: str = ""
     objects: tuple[dict[str, Any], ...] = ()
     ready: bool = False
     not_ready_reason: str = ""
+    value: Any = None
+    """A Graph's `def` (state `value`): what it computes; nothing is applied for it."""
+    contributes: bool = False
+    """A Graph's `patch`: `objects` are the fields it contributes to objects it does not own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,9 +82,12 @@ class Rendering:
     nodes: list[NodeOutcome] = field(default_factory=list)
     status: dict[str, Any] = field(default_factory=dict)
     source: str = ""
+    graph: bool = False
+    """The owner is a Graph (kro.run/v1alpha1): no instance, no status fields."""
 
     def errors(self) -> list[str]:
-        """One line per failed node: `SOURCE: Kind "name": resource reconciliation failed: ...`."""
+        """One line per failed node: `SOURCE: Kind "name": resource reconciliation failed: ...`
+        (for a Graph, `SOURCE: Graph "name": node "x": ...`, as its ResourcesConverged says)."""
         metadata = self.instance.get("metadata") or {}
         what = f'{self.instance.get("kind")} "{metadata.get("name", "")}"'
         prefix = f"{self.source}: " if self.source else ""
@@ -100,9 +108,10 @@ def add_render_command(commands: Any) -> None:
         "-i",
         "--instance",
         action="append",
-        required=True,
+        default=[],
         metavar="PATH",
-        help="instance YAML file, directory, or - for standard input (repeatable)",
+        help="instance YAML file, directory, or - for standard input (repeatable); required "
+        "for RGDs (a Graph renders itself)",
     )
     render_parser.add_argument(
         "--observed",
@@ -115,29 +124,22 @@ def add_render_command(commands: Any) -> None:
     render_parser.set_defaults(handler=_handler, output_formats=formats)
 
 
+def _usage(message: str) -> int:
+    print(f"kro render: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
 def _handler(args: argparse.Namespace) -> int:
     if args.output not in args.output_formats:
         print(output.unsupported(args.output), file=sys.stderr)
         return EXIT_USAGE
-    try:
-        if sum("-" in paths for paths in (args.files, args.instance, args.observed)) > 1:
-            raise InputError("standard input (-) can be read only once")
-        built = _graphs(args)
-        if built is None:
-            return EXIT_INVALID
-        graphs, object_meta = built
-        instances = _read(args.instance, args.recursive)
-        observed = _observed(_read(args.observed, args.recursive))
-        if not instances:
-            raise InputError(f"no instance found in {', '.join(args.instance)}")
-        renderings = _render_all(graphs, instances, observed, object_meta)
-    except InputError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_INVALID
-    if renderings is None:
-        return EXIT_INVALID
+    renderings = _renderings(args)
+    if isinstance(renderings, int):
+        return renderings
     if output.is_machine(args.output):
-        data = {"instances": [rendering_data(r) for r in renderings]}
+        data: dict[str, Any] = {"instances": [rendering_data(r) for r in renderings if not r.graph]}
+        if any(r.graph for r in renderings):
+            data["graphs"] = [rendering_data(r) for r in renderings if r.graph]
         sys.stdout.write(output.dump(data, args.output))
     else:
         for rendering in renderings:
@@ -146,6 +148,37 @@ def _handler(args: argparse.Namespace) -> int:
     for line in errors:
         print(f"error: {line}", file=sys.stderr)
     return EXIT_INVALID if errors else 0
+
+
+def _renderings(args: argparse.Namespace) -> list[Rendering] | int:
+    """Every Graph of `-f`, then every instance of `-i`, rendered; or the exit code after
+    saying why nothing can be."""
+    try:
+        if sum("-" in paths for paths in (args.files, args.instance, args.observed)) > 1:
+            raise InputError("standard input (-) can be read only once")
+        built = _graphs(args)
+        if built is None:
+            return EXIT_INVALID
+        graphs, object_meta, owners = built
+        if not owners and not args.instance:
+            return _usage("the following arguments are required: -i/--instance")
+        instances = _read(args.instance, args.recursive)
+        observed = _observed(_read(args.observed, args.recursive))
+        if args.instance and not instances:
+            raise InputError(f"no instance found in {', '.join(args.instance)}")
+        renderings = [
+            render_instance(graph, document.body, observed, source=document.source)
+            for graph, document in owners
+        ]
+        if instances:
+            rendered = _render_all(graphs, instances, observed, object_meta)
+            if rendered is None:
+                return EXIT_INVALID
+            renderings += rendered
+    except InputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_INVALID
+    return renderings
 
 
 def _read(paths: Sequence[str], recursive: bool) -> list[Document]:
@@ -173,25 +206,27 @@ def _observed(documents: Sequence[Document]) -> list[dict[str, Any]]:
     return [d.body for d in documents]
 
 
-def _graphs(args: argparse.Namespace) -> tuple[list[Graph], Mapping[str, Any] | None] | None:
-    """Every RGD of `-f`, built, and ObjectMeta's schema; None (after saying why) if any RGD
-    is invalid."""
-    from kro.cli.offline import Prefixes, build_options, load_inputs
-    from kro.cli.rgds import build_rgds
+def _graphs(
+    args: argparse.Namespace,
+) -> tuple[list[Graph], Mapping[str, Any] | None, list[tuple[Graph, Document]]] | None:
+    """Every RGD of `-f`, built, ObjectMeta's schema, and every Graph of `-f` compiled (with
+    its document: a Graph renders itself); None (after saying why) if any is invalid."""
+    from kro.api.graph import GRAPH_KIND
+    from kro.cli.offline import Prefixes, build_all, build_options, load_inputs
     from kro.cli.strict import object_meta_schema
 
-    inputs = load_inputs(args)
-    results = build_rgds(inputs.rgds, inputs.resolver, build_options(args))
+    inputs = load_inputs(args, graphs=True)
+    results = build_all(inputs, build_options(args))
     if any(r.graph is None for r in results):
         prefix = Prefixes(results, inputs.files)
         for result in results:
             for problem in result.errors:
-                print(
-                    f"{prefix(result)}invalid ResourceGraphDefinition: {problem}", file=sys.stderr
-                )
+                print(f"{prefix(result)}invalid {result.kind}: {problem}", file=sys.stderr)
         return None
-    graphs = [r.graph for r in results if r.graph is not None]
-    return graphs, object_meta_schema(inputs.resolver)
+    graphs = [r.graph for r in results if r.graph is not None and r.kind != GRAPH_KIND]
+    compiled = [r.graph for r in results if r.graph is not None and r.kind == GRAPH_KIND]
+    owners = list(zip(compiled, inputs.graphs, strict=True))
+    return graphs, object_meta_schema(inputs.resolver), owners
 
 
 def _render_all(
@@ -255,7 +290,9 @@ def render_instance(
     *,
     source: str = "",
 ) -> Rendering:
-    """Evaluate the graph for a checked, defaulted instance (the namespace defaults too)."""
+    """Evaluate the graph for a checked, defaulted instance (the namespace defaults too), or
+    a Graph's program for the Graph object itself."""
+    from kro.cli.graph_documents import is_graph
     from kro.graph.evaluate import InstanceEvaluation
 
     instance = dict(instance)
@@ -265,6 +302,8 @@ def render_instance(
     instance["metadata"] = metadata
     evaluation = InstanceEvaluation(graph, instance)
     nodes = [_outcome(graph, node_id, evaluation, observed) for node_id in graph.topological_order]
+    if is_graph(graph):
+        return Rendering(instance, nodes, {}, source, graph=True)
     return Rendering(instance, nodes, dict(evaluation.status_fields() or {}), source)
 
 
@@ -292,20 +331,52 @@ def _outcome(
         desired = evaluation.desired(node_id)
         if isinstance(desired, Pending):
             return NodeOutcome(node_id, order, "waiting", desired.reason)
+        if node.type.is_value or node.type is NodeType.PATCH:
+            return _graph_only_outcome(node, evaluation, desired, observed)
         live = [_find(observed, d) for d in desired]
         state = "external" if node.type.value.startswith("External") else "rendered"
         objects = tuple(dict(d) for d in desired) if state == "rendered" else ()
         if node.type is NodeType.EXTERNAL:
             evaluation.observe(node_id, live[0])
         elif node.type is NodeType.EXTERNAL_COLLECTION:
-            evaluation.observe(node_id, [o for o in observed if _matches_kind(o, desired[0])])
+            evaluation.observe(node_id, [o for o in observed if _selected(o, desired[0])])
         else:
             merged = [o if o is not None else d for o, d in zip(live, desired, strict=True)]
             evaluation.observe(node_id, merged if node.type.is_list else merged[0])
         readiness = evaluation.readiness(node_id)
     except EvaluationError as error:
-        return NodeOutcome(node_id, order, "error", one_line(f"{FAILED_PREFIX}{error}"), objects)
+        from kro.cli.graph_documents import is_graph
+
+        prefix = f'node "{node_id}": ' if is_graph(graph) else FAILED_PREFIX
+        return NodeOutcome(node_id, order, "error", one_line(f"{prefix}{error}"), objects)
     return NodeOutcome(node_id, order, state, "", objects, readiness.ready, readiness.reason or "")
+
+
+def _graph_only_outcome(
+    node: Node,
+    evaluation: InstanceEvaluation,
+    desired: Sequence[dict[str, Any]],
+    observed: Sequence[Mapping[str, Any]],
+) -> NodeOutcome:
+    """A Graph's `def` is computed, never applied (V-45). A `patch` waits, as in the cluster,
+    while a target it contributes to is not known (only `--observed` makes it known offline);
+    what it would contribute is shown either way (V-46)."""
+    node_id, order = node.id, node.apply_order
+    if node.type.is_value:
+        value: Any = list(desired) if node.type.is_list else desired[0]
+        evaluation.observe(node_id, value)
+        readiness = evaluation.readiness(node_id)
+        reason = readiness.reason or ""
+        return NodeOutcome(node_id, order, "value", "", (), readiness.ready, reason, value)
+    live = [_find(observed, d) for d in desired]
+    objects = tuple(dict(d) for d in desired)
+    missing = [d for d, found in zip(desired, live, strict=True) if found is None]
+    if missing:
+        target = missing[0]
+        where = "/".join(p for p in _identity(target)[2:] if p)
+        reason = f"patch target {target.get('kind')} {where} not found (give it with --observed)"
+        return NodeOutcome(node_id, order, "waiting", reason, objects, contributes=True)
+    return NodeOutcome(node_id, order, "patch", "", objects, True, contributes=True)
 
 
 def write_text(rendering: Rendering, out: TextIO) -> None:
@@ -315,24 +386,36 @@ def write_text(rendering: Rendering, out: TextIO) -> None:
     metadata = rendering.instance.get("metadata") or {}
     order = ", ".join(n.id for n in rendering.nodes) or "(no resources)"
     kind = rendering.instance.get("kind")
-    out.write(f"# instance {kind}/{metadata.get('name', '')}: apply order {order}\n")
+    if rendering.graph:
+        where = f"{metadata.get('namespace', '')}/{metadata.get('name', '')}"
+        out.write(f"# Graph {where}: apply order {order}\n")
+    else:
+        out.write(f"# instance {kind}/{metadata.get('name', '')}: apply order {order}\n")
     for node in rendering.nodes:
         for obj in node.objects:
-            out.write(f"---\n# {node.id} (apply order {node.apply_order})\n")
+            what = "patch of an object kro does not own, " if node.contributes else ""
+            out.write(f"---\n# {node.id} ({what}apply order {node.apply_order})\n")
             out.write(yaml.safe_dump(obj, sort_keys=False))
+        if node.state == "value":
+            value = json.dumps(node.value, sort_keys=False, ensure_ascii=False)
+            out.write(f"# {node.id}: value (def, not applied): {value}\n")
         if node.state in ("waiting", "skipped", "error"):
             out.write(f"# {node.id}: {node.state}: {node.reason}\n")
         elif not node.ready:
             out.write(f"# {node.id}: not ready: {node.not_ready_reason}\n")
+    if rendering.graph:
+        return
     out.write("# status (fields whose data exists):\n")
     for line in yaml.safe_dump(rendering.status or {}, sort_keys=False).splitlines():
         out.write(f"#   {line}\n")
 
 
 def rendering_data(rendering: Rendering) -> dict[str, Any]:
-    """The machine-readable form for `-o json|yaml`."""
+    """The machine-readable form for `-o json|yaml` (for a Graph: `graph` instead of
+    `instance`, each def's `value`, and no status)."""
+    owner = {"graph": rendering.instance} if rendering.graph else {"instance": rendering.instance}
     return {
-        "instance": rendering.instance,
+        **owner,
         "resources": [
             {
                 "id": n.id,
@@ -341,14 +424,15 @@ def rendering_data(rendering: Rendering) -> dict[str, Any]:
                 **({"reason": n.reason} if n.reason else {}),
                 **(
                     {"ready": n.ready, "notReadyReason": n.not_ready_reason or None}
-                    if n.state in ("rendered", "external")
+                    if n.state in ("rendered", "external", "value", "patch")
                     else {}
                 ),
+                **({"value": n.value} if n.state == "value" else {}),
                 "objects": list(n.objects),
             }
             for n in rendering.nodes
         ],
-        "status": rendering.status,
+        **({} if rendering.graph else {"status": rendering.status}),
     }
 
 
@@ -370,6 +454,30 @@ def _find(observed: Sequence[Mapping[str, Any]], desired: Mapping[str, Any]) -> 
         if (o_api, o_kind, o_name) == (api_version, kind, name) and o_ns in ("", namespace):
             return obj
     return None
+
+
+def _selected(obj: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
+    """Whether a reference by selector would list `obj`: its kind, in the namespace the
+    reference names (any, when none), with labels its selector matches."""
+    from kro.dynamic import LabelSelector
+
+    if not _matches_kind(obj, desired):
+        return False
+    want = _meta(desired)
+    have = _meta(obj)
+    namespace = str(want.get("namespace") or "")
+    if namespace and str(have.get("namespace") or "") not in ("", namespace):
+        return False
+    selector = want.get("selector")
+    if not isinstance(selector, Mapping):
+        return True
+    labels = have.get("labels")
+    return LabelSelector.from_dict(selector).matches(labels if isinstance(labels, Mapping) else {})
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    metadata = obj.get("metadata")
+    return metadata if isinstance(metadata, Mapping) else {}
 
 
 def _matches_kind(obj: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:

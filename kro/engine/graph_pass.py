@@ -26,7 +26,7 @@ cluster.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -112,6 +112,10 @@ class GraphPass:
         controller recorded it (a dry run cannot send the apply to find out).
     inventory: an owner that records what it applied itself (a `Graph`) applies and prunes
         through it instead of an ApplySet (kro.engine.inventory).
+    owned_manager: dry run only, for such an owner: per node, the field manager (and the
+        subresource) its inventory applies the node's objects under; what would be written is
+        judged against the rendered object as it is (no ApplySet label) and that manager's
+        fields, not the ApplySet's.
     """
 
     def __init__(
@@ -128,6 +132,7 @@ class GraphPass:
         diagnose: bool = False,
         recorded: Mapping[str, str] | None = None,
         inventory: OwnedInventory | None = None,
+        owned_manager: Callable[[Node], tuple[str, str]] | None = None,
     ) -> None:
         self.graph = graph
         self.owner_obj = owner_obj
@@ -139,6 +144,7 @@ class GraphPass:
         self.dry_run = dry_run
         self.recorded = recorded or {}
         self.inventory = inventory
+        self.owned_manager = owned_manager
         self.result = PassResult()
         self._diagnostician = (
             Diagnostician(graph, evaluation, object_id(owner_obj)) if diagnose else None
@@ -800,7 +806,11 @@ class GraphPass:
         created (and is reported as such: nothing depends on what is not there yet), one whose
         managed fields differ from the rendered ones would be updated; the API server's refusal
         recorded by the controller stands for a refused apply."""
-        parent = Parent.from_object(self.owner_obj, self.binding.gvr)
+        parent = (
+            None
+            if self.owned_manager is not None
+            else Parent.from_object(self.owner_obj, self.binding.gvr)
+        )
         for node_id in self._items:
             items = self._rendered(node_id)
             node = self.graph.node(node_id)
@@ -809,9 +819,7 @@ class GraphPass:
             for item in items:
                 if item.observed is None:
                     self.result.writes.append(f"create {object_id(item.obj)}")
-                elif not already_applied(
-                    item.observed, member_body(parent, item), FIELD_MANAGER_APPLYSET
-                ):
+                elif not self._dry_applied(parent, node, item):
                     self.result.writes.append(f"apply {object_id(item.obj)}")
             refused = self.recorded.get(node_id, "")
             if refused:
@@ -840,6 +848,15 @@ class GraphPass:
                 )
                 continue
             self._observed_applied(node, rendered, live)
+
+    def _dry_applied(self, parent: Parent | None, node: Node, item: Desired) -> bool:
+        """Whether the live object already holds what an apply of `item` would send."""
+        assert item.observed is not None
+        if parent is None:  # an owner with its own inventory applies the object as rendered
+            assert self.owned_manager is not None
+            manager, subresource = self.owned_manager(node)
+            return already_applied(item.observed, dict(item.obj), manager, subresource)
+        return already_applied(item.observed, member_body(parent, item), FIELD_MANAGER_APPLYSET)
 
 
 _DELETING: Any = object()

@@ -254,7 +254,7 @@ VALIDATE_CASES: dict[str, Case] = {
     "document-is-not-an-object": Case(
         "rgd.yaml: document 1 is a list, not an object", "- a\n- b\n"
     ),
-    "no-rgd-in-file": Case("no ResourceGraphDefinition found in", "kind: ConfigMap\n"),
+    "no-rgd-in-file": Case("no ResourceGraphDefinition or Graph found in", "kind: ConfigMap\n"),
     "unsupported-output-format": Case("unsupported output format: xml", argv=("-o", "xml"), code=2),
 }
 

@@ -146,6 +146,7 @@ def test_validate_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
         "results": [
             {
                 "file": str(bad),
+                "kind": "ResourceGraphDefinition",
                 "name": "reviewed-nginxapps",
                 "valid": False,
                 "errors": ['unknown field "spec.extraField"'],
@@ -160,7 +161,8 @@ def test_validate_yaml(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", "-f", path, "-o", "yaml"]) == 0
     out, err = capsys.readouterr()
     assert yaml.safe_load(out)["results"][0] == {
-        "file": path, "name": "reviewed-nginxapps", "valid": True, "errors": [], "warnings": [],
+        "file": path, "kind": "ResourceGraphDefinition", "name": "reviewed-nginxapps",
+        "valid": True, "errors": [], "warnings": [],
     }  # fmt: skip
     assert err == ""
 

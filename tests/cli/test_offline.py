@@ -277,7 +277,7 @@ def test_validate_deletion_policy_gate(tmp_path: Path, capsys: pytest.CaptureFix
     ("content", "message"),
     [
         (None, 'error: the path "'),
-        ("kind: ConfigMap\n", "error: no ResourceGraphDefinition found in"),
+        ("kind: ConfigMap\n", "error: no ResourceGraphDefinition or Graph found in"),
         ("a: [b\n", "error: {path}: line 2, column 1: did not find expected ',' or ']'"),
     ],
     ids=["missing-file", "no-rgd", "bad-yaml"],

@@ -156,7 +156,7 @@ def test_an_invalid_rgd_prints_nothing_and_exits_1(
 def test_a_file_without_rgds_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "-f", str(write(tmp_path, "crd.yaml", WIDGET_CRD)))
     assert (code, out) == (1, "")
-    assert err.startswith("error: no ResourceGraphDefinition found in ")
+    assert err.startswith("error: no ResourceGraphDefinition or Graph found in ")
 
 
 @pytest.mark.parametrize("argv", [["--mode", "bogus"], ["-o", "toml"], []],

@@ -75,7 +75,11 @@ def test_invalid_rgd_exits_1_with_the_error(
     assert "nope" in capsys.readouterr().err
 
 
-def test_missing_required_argument_is_a_usage_error() -> None:
+def test_missing_required_argument_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
-        main(["render", "-f", "x.yaml"])
+        main(["render"])
     assert exit_info.value.code == 2
+    capsys.readouterr()
+    # An RGD renders only for an instance; -i is optional only for a Graph, which renders itself.
+    assert main(["render", "-f", str(ROOT / "tests/cli/data/small-rgd.yaml")]) == 2
+    assert "-i/--instance" in capsys.readouterr().err

@@ -1,0 +1,176 @@
+"""kro.cli.explain_graph: `kro explain graph NAME` — why is this Graph not Ready, in one command.
+
+A Graph (kro.run/v1alpha1, alpha) is its own program: explain reads it, compiles its nodes with
+the cluster's schemas exactly as the Graph controller does (kro.graph.graph_kind), and runs the
+engine's pass over it in dry-run mode with the caller's credentials (`explain_dryrun`): per node
+applied / ready / waiting (on what) / excluded / not ready (which readyWhen) / error, and what
+the next pass would write, judged against the Graph's own field manager. What only the
+controller saw, the API server's refusal of an apply, comes from the Graph's
+`ResourcesConverged` condition (`node "x": <message>`). The Graph's conditions and its
+`status.managedResources` (the record teardown works from) are printed as recorded.
+
+The controller applies as the Graph's ServiceAccount; explain reads as the caller, so a node
+the caller may not read shows `unknown` rather than what the ServiceAccount would see.
+Only GET and LIST are sent. Secret data is never printed (`explain_mask`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from kro.api.conditions import get_condition
+from kro.api.graph import (
+    CONDITION_ACCEPTED,
+    CONDITION_READY,
+    CONDITION_RESOURCES_CONVERGED,
+    REASON_APPLY_FAILED,
+    REASON_DELETE_FAILED,
+    REASON_FIELD_MANAGER_CONFLICT,
+    service_account_username,
+)
+from kro.api.names import STATUS_FALSE, STATUS_TRUE
+from kro.api.objects import metadata as _meta
+from kro.cli.explain_cause import condition_reports, describe_node, first_problem, one_line
+from kro.cli.explain_cluster import ExplainError, read_events
+from kro.cli.explain_dryrun import ReadingClient, graph_dry_run
+from kro.cli.explain_mask import SecretMask
+from kro.cli.explain_report import GraphReport, NodeReport
+from kro.controllers.graph.inventory import GRAPHS, entries_of
+from kro.controllers.schemas import LiveSchemaResolver
+from kro.engine.results import object_id
+from kro.graph.errors import GraphError
+from kro.graph.graph_kind import compile_graph_async
+from kro.graph.model import Graph
+from kro.runtime.client import Client
+from kro.runtime.errors import Forbidden, NotFound
+
+GRAPH_WORDS: Final = frozenset({"graph", "graphs", "graph.kro.run", "graphs.kro.run"})
+_RECORDED: Final = re.compile(r'^node "(?P<id>[^"]+)": (?P<message>.*)$', re.DOTALL)
+
+
+def recorded_apply_errors(graph_obj: Mapping[str, Any]) -> dict[str, str]:
+    """The refusal the controller recorded for a node (`ResourcesConverged` False with
+    `ApplyFailed` or `FieldManagerConflict`, message `node "x": ...`): a dry run cannot send
+    the apply to find out."""
+    condition = get_condition(graph_obj.get("status"), CONDITION_RESOURCES_CONVERGED) or {}
+    if condition.get("status") != STATUS_FALSE or condition.get("reason") not in (
+        REASON_APPLY_FAILED,
+        REASON_FIELD_MANAGER_CONFLICT,
+    ):
+        return {}
+    found = _RECORDED.match(str(condition.get("message") or ""))
+    return {found["id"]: found["message"]} if found else {}
+
+
+def graph_root_cause(
+    graph_obj: Mapping[str, Any], nodes: Sequence[NodeReport], compile_error: str
+) -> str:
+    """The first thing, in the order a user would fix them, that keeps the Graph from Ready."""
+    status = graph_obj.get("status") or {}
+    if _meta(graph_obj).get("deletionTimestamp"):
+        return _teardown_cause(graph_obj)
+    accepted = get_condition(status, CONDITION_ACCEPTED) or {}
+    if accepted.get("status") == STATUS_FALSE:
+        return f"the Graph is not accepted ({accepted.get('reason')}): {accepted.get('message')}"
+    if compile_error:
+        return f"the Graph does not compile: {compile_error}"
+    node = first_problem(nodes)
+    if node is not None:
+        return describe_node(node)
+    return _status_cause(graph_obj)
+
+
+def _teardown_cause(graph_obj: Mapping[str, Any]) -> str:
+    converged = get_condition(graph_obj.get("status"), CONDITION_RESOURCES_CONVERGED) or {}
+    if converged.get("reason") == REASON_DELETE_FAILED:
+        return f"teardown failed: {converged.get('message')}"
+    held = ", ".join(str(f) for f in _meta(graph_obj).get("finalizers") or ()) or "none"
+    return (
+        f"the Graph is being deleted: kro deletes the {len(entries_of(graph_obj))} objects "
+        f"recorded in status.managedResources, then removes its finalizer (finalizers: {held})"
+    )
+
+
+def _status_cause(graph_obj: Mapping[str, Any]) -> str:
+    """Every node checks out: what kro itself last reported."""
+    ready = get_condition(graph_obj.get("status"), CONDITION_READY) or {}
+    generation = _meta(graph_obj).get("generation")
+    seen = ready.get("observedGeneration")
+    if not ready or (generation is not None and seen is not None and seen != generation):
+        return (
+            f"kro has not reported on generation {generation} of this Graph yet (last reported: "
+            f"{seen if seen is not None else 'never'}); is the kro controller running with the "
+            "GraphKind feature gate?"
+        )
+    if ready.get("status") == STATUS_TRUE:
+        return "no problem found: the Graph is Ready and every node is applied and ready"
+    reported = f"Ready={ready.get('status')} ({ready.get('reason')})"
+    return f"kro reports {reported}: {ready.get('message')}"
+
+
+async def _compile(client: Client, graph_obj: Mapping[str, Any]) -> Graph | str:
+    try:
+        return await compile_graph_async(graph_obj, LiveSchemaResolver(client))
+    except GraphError as error:
+        return one_line(str(error))
+
+
+async def explain_graph(client: Client, name: str, namespace: str, mask: SecretMask) -> GraphReport:
+    """Everything `kro explain graph NAME` prints; raises ExplainError when it cannot."""
+    try:
+        obj = await client.get(GRAPHS, name, namespace=namespace)
+    except NotFound:
+        raise ExplainError(
+            f'Graph "{name}" not found in namespace "{namespace}" (is the graphs.kro.run CRD '
+            "installed?)"
+        ) from None
+    except Forbidden as error:
+        raise ExplainError(
+            f'cannot read Graph "{name}" in namespace "{namespace}": {error.message}'
+        ) from None
+    mask.add(obj)
+    ident = object_id(obj)
+    uids = {str(_meta(obj).get("uid") or ""): str(ident)}
+    nodes: tuple[NodeReport, ...] = ()
+    would_write: tuple[str, ...] = ()
+    compile_error = ""
+    notes: list[str] = []
+    if not _meta(obj).get("deletionTimestamp"):
+        compiled = await _compile(client, obj)
+        if isinstance(compiled, str):
+            compile_error = compiled
+        else:
+            reader = ReadingClient(client, obj, mask)
+            dry = await graph_dry_run(compiled, obj, reader, recorded_apply_errors(obj))
+            nodes, would_write = dry.nodes, dry.would_write
+            uids.update(reader.uids)
+    events, note = await read_events(client, namespace, uids)
+    notes += [note] if note else []
+    if any(n.status.value == "unknown" for n in nodes):
+        notes.append(
+            "explain reads as you; kro applies as the Graph's ServiceAccount, which may be "
+            "allowed what you are not"
+        )
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    generation = _meta(obj).get("generation")
+    return GraphReport(
+        root_cause=one_line(graph_root_cause(obj, nodes, compile_error)),
+        namespace=ident.namespace,
+        name=ident.name,
+        generation=generation if isinstance(generation, int) else None,
+        service_account=service_account_username(
+            namespace, str(spec.get("serviceAccountName") or "")
+        ),
+        applied_service_account=str(status.get("appliedServiceAccount") or ""),
+        deleting=bool(_meta(obj).get("deletionTimestamp")),
+        compile_error=compile_error,
+        nodes=nodes,
+        would_write=would_write,
+        managed_resources=tuple(entries_of(obj)),
+        conditions=condition_reports(obj),
+        events=events,
+        notes=tuple(notes),
+    )
