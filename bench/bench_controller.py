@@ -373,11 +373,15 @@ slow the controller (tracemalloc about twice): profiled runs are for where, not 
 
 
 def _start_controller(
-    kubeconfig: str, workers: int, metrics_port: int, profile: tuple[str, Path] | None = None
+    kubeconfig: str,
+    workers: int,
+    metrics_port: int,
+    profile: tuple[str, Path] | None = None,
+    extra_args: Sequence[str] = (),
 ) -> subprocess.Popen[bytes]:
     """`kro controller`; with KRO_BENCH_LOG=<path> its debug log (JSON lines) goes there,
     with KRO_BENCH_SOURCE=<checkout> it runs that checkout's kro, with `profile` (mode, output)
-    under _PROFILED_LAUNCHER."""
+    under _PROFILED_LAUNCHER; `extra_args` are appended (the Graph scenario's gate and flags)."""
     log = Path(os.environ["KRO_BENCH_LOG"]) if os.environ.get("KRO_BENCH_LOG") else None
     source = os.environ.get("KRO_BENCH_SOURCE")
     launcher = ["-c", _LAUNCHER, source] if source else ["-m", "kro.cli.main"]
@@ -397,6 +401,7 @@ def _start_controller(
             f"--skip-unchanged={str(SKIP_UNCHANGED[0]).lower()}",
             f"--log-level={'debug' if log else 'warn'}",
             "--zap-encoder=json",
+            *extra_args,
         ],
         stdout=subprocess.DEVNULL,
         stderr=log.open("ab") if log else subprocess.DEVNULL,
@@ -1028,6 +1033,447 @@ async def run_once(
         await client.close()
 
 
+# -- a Graph decorating Namespaces (--scenario graph-decorator) ---------------------------------
+
+GRAPHS = GVR("kro.run", "v1alpha1", "graphs")
+POLICIES = GVR("networking.k8s.io", "v1", "networkpolicies")
+SERVICE_ACCOUNTS = GVR("", "v1", "serviceaccounts")
+CONFIGMAPS = GVR("", "v1", "configmaps")
+CLUSTER_ROLES = GVR("rbac.authorization.k8s.io", "v1", "clusterroles")
+CLUSTER_ROLE_BINDINGS = GVR("rbac.authorization.k8s.io", "v1", "clusterrolebindings")
+DECORATE_LABEL = "bench.kro.run/decorate"
+DECORATOR = "baseline"
+"""The Graph's name, its ServiceAccount's, and the ClusterRole's (prefixed with the run's tag)."""
+GRAPH_GATE = (
+    "--feature-gates=GraphKind=true",
+    "--controller-namespace=kro-system",
+    "--controller-service-account=kro",
+)
+"""The Graph controller's gate and the two flags it requires (kro's own ServiceAccount, which no
+Graph may apply as; the bench's Graph applies as its own ServiceAccount, never that one)."""
+POLICY_SELECTOR = "kro.run/node-id=policies"
+
+
+def decorator_graph(namespace: str) -> dict[str, Any]:
+    """Every Namespace labelled DECORATE_LABEL=on gets a default-deny NetworkPolicy: a `ref` by
+    selector over Namespaces (a list), and a `template` with one row per listed Namespace."""
+    return {
+        "apiVersion": "kro.run/v1alpha1",
+        "kind": "Graph",
+        "metadata": {"name": DECORATOR, "namespace": namespace},
+        "spec": {
+            "serviceAccountName": DECORATOR,
+            "nodes": [
+                {
+                    "id": "targets",
+                    "ref": {
+                        "apiVersion": "v1",
+                        "kind": "Namespace",
+                        "metadata": {"selector": {"matchLabels": {DECORATE_LABEL: "on"}}},
+                    },
+                },
+                {
+                    "id": "policies",
+                    "forEach": [{"target": "${targets}"}],
+                    "template": {
+                        "apiVersion": "networking.k8s.io/v1",
+                        "kind": "NetworkPolicy",
+                        "metadata": {
+                            "name": "baseline-deny",
+                            "namespace": "${target.metadata.name}",
+                        },
+                        "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
+                    },
+                },
+            ],
+        },
+    }
+
+
+def decorator_applier(namespace: str, tag: str) -> list[tuple[GVR, dict[str, Any], str | None]]:
+    """The ServiceAccount the Graph applies as, with only what its nodes need: read Namespaces,
+    write NetworkPolicies in any namespace. kro itself keeps its own (admin) identity for the
+    watches and the Graph's status; every read and write of the Graph's nodes is impersonated."""
+    role = f"{tag}-{DECORATOR}"
+    writes = ["get", "list", "watch", "create", "update", "patch", "delete"]
+    return [
+        (SERVICE_ACCOUNTS, {"metadata": {"name": DECORATOR}}, namespace),
+        (
+            CLUSTER_ROLES,
+            {
+                "metadata": {"name": role},
+                "rules": [
+                    {"apiGroups": [""], "resources": ["namespaces"], "verbs": writes[:3]},
+                    {
+                        "apiGroups": ["networking.k8s.io"],
+                        "resources": ["networkpolicies"],
+                        "verbs": writes,
+                    },
+                ],
+            },
+            None,
+        ),
+        (
+            CLUSTER_ROLE_BINDINGS,
+            {
+                "metadata": {"name": role},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": role,
+                },
+                "subjects": [{"kind": "ServiceAccount", "name": DECORATOR, "namespace": namespace}],
+            },
+            None,
+        ),
+    ]
+
+
+@dataclass
+class Decorated:
+    """What the bench has seen of the decorator's work through two watches: when a policy first
+    appeared in each namespace, the `kro.run/collection-size` each carries now, and the Graph as
+    last seen. `changed` wakes whoever waits for a figure."""
+
+    policies: dict[str, float] = field(default_factory=dict)
+    sizes: dict[str, str] = field(default_factory=dict)
+    graph: dict[str, Any] = field(default_factory=dict)
+    graph_gone: bool = False
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def see_policy(self, kind: str, obj: dict[str, Any], now: float) -> None:
+        namespace = obj["metadata"]["namespace"]
+        if kind == "DELETED":
+            self.policies.pop(namespace, None)
+            self.sizes.pop(namespace, None)
+        else:
+            self.policies.setdefault(namespace, now)
+            labels = obj["metadata"].get("labels") or {}
+            self.sizes[namespace] = str(labels.get("kro.run/collection-size", ""))
+        self.changed.set()
+
+    def list_policies(self, items: list[dict[str, Any]], now: float) -> None:
+        """A (re)list: what is not in it is gone, even if its DELETED event was missed."""
+        present = {i["metadata"]["namespace"] for i in items}
+        for namespace in set(self.policies) - present:
+            self.see_policy("DELETED", {"metadata": {"namespace": namespace}}, now)
+        for item in items:
+            self.see_policy("ADDED", item, now)
+
+    def see_graph(self, kind: str, obj: dict[str, Any], now: float) -> None:
+        self.graph, self.graph_gone = (obj, kind == "DELETED")
+        self.changed.set()
+
+    def list_graphs(self, items: list[dict[str, Any]], now: float) -> None:
+        if items:
+            self.see_graph("ADDED", items[0], now)
+        elif self.graph:
+            self.see_graph("DELETED", self.graph, now)
+
+    def graph_converged(self, count: int) -> bool:
+        """Ready, with `count` entries in managedResources, each with the UID of its object."""
+        status = self.graph.get("status") or {}
+        ready = any(
+            c.get("type") == "Ready" and c.get("status") == "True"
+            for c in status.get("conditions") or ()
+        )
+        entries = status.get("managedResources") or []
+        return ready and len(entries) == count and all(e.get("uid") for e in entries)
+
+    async def until(self, done: Any, timeout_s: float) -> float | None:
+        """The monotonic time `done()` was first seen true, or None after `timeout_s`."""
+        deadline = time.monotonic() + timeout_s
+        while not done():
+            self.changed.clear()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.changed.wait(), left)
+        return time.monotonic()
+
+
+async def _follow(
+    client: Client,
+    gvr: GVR,
+    listed: Any,
+    see: Any,
+    *,
+    namespace: str | None = None,
+    label_selector: str | None = None,
+) -> None:
+    """List `gvr` (to `listed(items, when)`), then watch it from that version (each event to
+    `see(type, object, when)`), relisting whenever the watch ends. One watch each, rather than
+    polling lists, so following the run adds next to nothing to the API server it measures."""
+    while True:
+        items, version = await client.list_all(
+            gvr, namespace=namespace, label_selector=label_selector
+        )
+        listed(items, time.monotonic())
+        stream = client.watch(
+            gvr,
+            namespace=namespace,
+            resource_version=version,
+            label_selector=label_selector,
+            drop_managed_fields=True,
+            timeout_s=60,
+        )
+        with contextlib.suppress(KubeError):
+            async with contextlib.aclosing(stream) as events:
+                async for event in events:
+                    if event.type in ("ADDED", "MODIFIED", "DELETED"):
+                        see(event.type, event.object, time.monotonic())
+
+
+async def _create_namespaces(client: Client, names: Sequence[str], labels: dict[str, str]) -> None:
+    limit = asyncio.Semaphore(32)
+
+    async def one(name: str) -> None:
+        async with limit:
+            body = {"apiVersion": "v1", "kind": "Namespace"}
+            await client.create(NAMESPACES, {**body, "metadata": {"name": name, "labels": labels}})
+
+    await asyncio.gather(*(one(n) for n in names))
+
+
+async def _namespaces_furnished(client: Client, names: Sequence[str], timeout_s: float) -> None:
+    """Wait until kube-controller-manager has given every new namespace its `default`
+    ServiceAccount and `kube-root-ca.crt` ConfigMap: those creates would otherwise land in the
+    measured window and be counted as the decorator's requests."""
+    wanted = set(names)
+    deadline = time.monotonic() + timeout_s
+    for gvr, name in ((SERVICE_ACCOUNTS, "default"), (CONFIGMAPS, "kube-root-ca.crt")):
+        while True:
+            items, _ = await client.list_all(gvr, field_selector=f"metadata.name={name}")
+            if wanted <= {i["metadata"]["namespace"] for i in items}:
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"namespaces still without {gvr.resource} {name}")
+            await asyncio.sleep(0.5)
+
+
+async def _label_namespaces(client: Client, names: Sequence[str]) -> None:
+    limit = asyncio.Semaphore(32)
+
+    async def one(name: str) -> None:
+        async with limit:
+            await client.patch(NAMESPACES, name, {"metadata": {"labels": {DECORATE_LABEL: "on"}}})
+
+    await asyncio.gather(*(one(n) for n in names))
+
+
+async def _quiet_patient(port: int, quiet_s: float, limit_s: float) -> float:
+    """`_quiet` for a controller whose event loop may be busy for seconds at a time (a pass
+    over hundreds of objects): an unanswered scrape counts as activity, not an error."""
+    started = time.monotonic()
+    last, last_change = -1.0, started
+    while time.monotonic() - last_change < quiet_s and time.monotonic() - started < limit_s:
+        await asyncio.sleep(0.25)
+        try:
+            now = await asyncio.to_thread(_controller_requests, port)
+        except OSError:  # timed out (TimeoutError is an OSError): busy
+            now = -1.0
+        if now < 0 or now != last:
+            last, last_change = now, time.monotonic()
+    return last_change - started
+
+
+@dataclass
+class Responsiveness:
+    """The longest the controller took to answer a /metrics scrape while a phase ran, probed
+    every half second from a thread: how long its event loop went without serving anything
+    else (health probes, watch events, other Graphs)."""
+
+    port: int
+    slowest_s: float = 0.0
+
+    def _probe(self) -> None:
+        asked = time.monotonic()
+        with contextlib.suppress(OSError):
+            urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=120).close()
+        self.slowest_s = max(self.slowest_s, time.monotonic() - asked)
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.to_thread(self._probe)
+            await asyncio.sleep(0.5)
+
+
+async def _decorator_phase(
+    client: Client,
+    controller: subprocess.Popen[bytes],
+    port: int,
+    seen: Decorated,
+    *,
+    act: Awaitable[Any],
+    wanted: Sequence[str],
+    total: int,
+    timeout_s: float,
+) -> dict[str, Any]:
+    """Run `act` (create the Graph, or label Namespaces), then time until a policy exists in
+    every namespace of `wanted` and until the Graph reports Ready over `total` objects; count
+    the API server's requests, and the controller's, until the controller has been quiet 3 s."""
+    by_verb_before = await _requests_by_verb(client)
+    controller_before = _controller_requests(port)
+    cpu_before, _ = _proc_usage(controller.pid)
+    plane_before = _control_plane_cpu()
+    probe = Responsiveness(port)
+    probing = asyncio.create_task(probe.run())
+    started = time.monotonic()
+    await act
+    policies_at = await seen.until(lambda: all(ns in seen.policies for ns in wanted), timeout_s)
+    graph_at = await seen.until(lambda: seen.graph_converged(total), timeout_s)
+    quiet_from = time.monotonic()
+    settled_s = quiet_from + await _quiet_patient(port, 3.0, 600.0) - started
+    probing.cancel()
+    await asyncio.gather(probing, return_exceptions=True)
+    by_verb_after = await _requests_by_verb(client)
+    cpu_after, peak = _proc_usage(controller.pid)
+    n = len(wanted)
+    api = sum(by_verb_after.values()) - sum(by_verb_before.values())
+    return {
+        "namespaces": n,
+        "policies_s": policies_at - started if policies_at else None,
+        "policies_found": sum(ns in seen.policies for ns in wanted),
+        "graph_ready_s": graph_at - started if graph_at else None,
+        "settled_s": settled_s,
+        "controller_longest_unresponsive_s": probe.slowest_s,
+        "policies_labelled_with_final_size": sum(v == str(total) for v in seen.sizes.values()),
+        "api_requests": api,
+        "api_requests_per_namespace": api / n,
+        "api_requests_per_namespace_by_verb": _per_instance(by_verb_before, by_verb_after, n),
+        "controller_requests_per_namespace": (_controller_requests(port) - controller_before) / n,
+        "controller_cpu_s": cpu_after - cpu_before,
+        "controller_peak_rss_mib": peak / 2**20,
+        "control_plane_cpu_s": _cpu_between(plane_before, _control_plane_cpu()),
+    }
+
+
+async def run_graph_decorator(
+    kubeconfig: str,
+    namespaces: int,
+    more: int,
+    workers: int,
+    *,
+    profile: str | None = None,
+    timeout_s: float = 1800.0,
+) -> dict[str, Any]:
+    """One Graph decorating `namespaces` labelled Namespaces with a NetworkPolicy each (created
+    after the Namespaces), then `more` Namespaces labelled at once, then the Graph deleted.
+    With `profile`, the controller runs profiled and reports once the first phase settled."""
+    load = _load_average()
+    client = await Client.from_kubeconfig(kubeconfig, options=ClientOptions(qps=0))
+    tag = f"deco-{int(time.time())}"
+    home = f"{tag}-graphs"
+    labelled = [f"{tag}-{i:04d}" for i in range(namespaces)]
+    later = [f"{tag}-more-{i:04d}" for i in range(more)]
+    seen = Decorated()
+    followers: list[asyncio.Task[None]] = []
+    try:
+        for crd in kro_crds():
+            with contextlib.suppress(AlreadyExists):
+                await client.create(CRDS, crd)
+            await wait_established(client, crd["metadata"]["name"])
+        await _create_namespaces(client, [home], {})
+        for gvr, body, namespace in decorator_applier(home, tag):
+            await client.create(gvr, body, namespace=namespace)
+        await _create_namespaces(client, labelled, {DECORATE_LABEL: "on"})
+        await _create_namespaces(client, later, {})
+        await _namespaces_furnished(client, [*labelled, *later], timeout_s)
+        followers = [
+            asyncio.create_task(
+                _follow(
+                    client,
+                    POLICIES,
+                    seen.list_policies,
+                    seen.see_policy,
+                    label_selector=POLICY_SELECTOR,
+                )
+            ),
+            asyncio.create_task(
+                _follow(client, GRAPHS, seen.list_graphs, seen.see_graph, namespace=home)
+            ),
+        ]
+        port = free_port()
+        dump = Path(tempfile.mkstemp(prefix="kro-profile-")[1]) if profile else None
+        controller = _start_controller(
+            kubeconfig,
+            workers,
+            port,
+            (profile, dump) if profile and dump else None,
+            extra_args=GRAPH_GATE,
+        )
+        try:
+            startup = await _startup_usage(controller, port)
+            await client.mapper.refresh()
+            decorate = await _decorator_phase(
+                client,
+                controller,
+                port,
+                seen,
+                act=client.create(GRAPHS, decorator_graph(home), namespace=home),
+                wanted=labelled,
+                total=namespaces,
+                timeout_s=timeout_s,
+            )
+            profile_report = await _profile_report(controller, dump) if dump else None
+            label_more = await _decorator_phase(
+                client,
+                controller,
+                port,
+                seen,
+                act=_label_namespaces(client, later),
+                wanted=later,
+                total=namespaces + more,
+                timeout_s=timeout_s,
+            )
+            started = time.monotonic()
+            await client.delete(GRAPHS, DECORATOR, namespace=home)
+            gone_at = await seen.until(lambda: seen.graph_gone and not seen.policies, timeout_s)
+            _, peak = _proc_usage(controller.pid)
+        finally:
+            stop_pid(controller.pid, reap=controller.poll)
+        return {
+            "scenario": "graph-decorator",
+            "load_average_at_start": load,
+            "namespaces": namespaces,
+            "more_namespaces": more,
+            "client_qps": CLIENT_QPS[0],
+            "pinned": PINNED[0] if PINNED else None,
+            **startup,
+            "decorate": decorate,
+            "label_more": label_more,
+            "delete_graph_s": gone_at - started if gone_at else None,
+            "policies_left_after_delete": len(seen.policies),
+            "controller_peak_rss_mib": peak / 2**20,
+            **({"profile": profile, "profile_report": profile_report} if profile else {}),
+        }
+    finally:
+        for task in followers:
+            task.cancel()
+        await asyncio.gather(*followers, return_exceptions=True)
+        await client.close()
+
+
+def _report_graph_decorator(result: dict[str, Any]) -> None:
+    for key, value in result.items():
+        if key == "profile_report":
+            print(value)
+            continue
+        if isinstance(value, dict):
+            print(f"  {key}:")
+            for inner, figure in value.items():
+                shown = f"{figure:.3f}" if isinstance(figure, float) else figure
+                print(f"    {inner:36} {shown}")
+            continue
+        print(f"  {key:38} {value:.3f}" if isinstance(value, float) else f"  {key:38} {value}")
+    RESULTS.mkdir(exist_ok=True)
+    suffix = f"-profile-{result['profile']}" if result.get("profile") else ""
+    path = RESULTS / f"controller-graph-decorator-{result['namespaces']}ns{suffix}.json"
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"  written to {path}")
+
+
 # -- sharded replicas (--replicas) -------------------------------------------------------------
 
 WATCH_EVENTS = "kro_informer_watch_events_total"
@@ -1328,6 +1774,21 @@ def _report(result: dict[str, Any]) -> None:
 
 
 async def _main(args: argparse.Namespace, kubeconfig: str) -> None:
+    if args.scenario == "graph-decorator":
+        print(
+            f"== graph-decorator: one Graph over {args.namespaces} labelled namespaces, "
+            f"then {args.more_namespaces} more labelled"
+        )
+        _report_graph_decorator(
+            await run_graph_decorator(
+                kubeconfig,
+                args.namespaces,
+                args.more_namespaces,
+                args.workers,
+                profile=args.profile,
+            )
+        )
+        return
     if args.replicas:
         print(
             f"== {args.scenario}: {args.instances} instances in {args.namespaces} namespaces, "
@@ -1399,7 +1860,11 @@ def main() -> None:
     parser.add_argument("--instances", type=int, default=200)
     parser.add_argument("--workers", type=int, default=16)
     parser.add_argument("--steady-seconds", type=float, default=60.0)
-    parser.add_argument("--scenario", choices=("three", "configmaps", "fifty"), default="three")
+    parser.add_argument(
+        "--scenario",
+        choices=("three", "configmaps", "fifty", "graph-decorator"),
+        default="three",
+    )
     parser.add_argument(
         "--floor", action="store_true", help="also time a plain client making the same objects"
     )
@@ -1439,7 +1904,14 @@ def main() -> None:
         "--namespaces",
         type=int,
         default=30,
-        help="with --replicas: spread the instances over this many namespaces",
+        help="with --replicas: spread the instances over this many namespaces; with "
+        "--scenario graph-decorator: the labelled Namespaces the Graph decorates",
+    )
+    parser.add_argument(
+        "--more-namespaces",
+        type=int,
+        default=50,
+        help="with --scenario graph-decorator: Namespaces labelled once the first are decorated",
     )
     parser.add_argument(
         "--profile",
@@ -1475,6 +1947,13 @@ def main() -> None:
         parser.error("--pin needs the script's own control plane, and one run")
     if args.replicas and (args.fight or args.floor or args.restart or args.scaling):
         parser.error("--replicas runs alone: not with --fight, --floor, --restart or --scaling")
+    if args.scenario == "graph-decorator" and (
+        args.fight or args.floor or args.restart or args.scaling or args.replicas
+    ):
+        parser.error(
+            "--scenario graph-decorator runs alone: not with --fight, --floor, --restart, "
+            "--scaling or --replicas"
+        )
     if args.no_state_gauges:
         os.environ["KRO_STATE_GAUGES"] = "0"  # the controller subprocess inherits it
     if args.scaling:
