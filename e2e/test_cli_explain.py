@@ -1,11 +1,13 @@
 """`kro explain` on the real control plane, run as a user who holds only the `view` role.
 
 The chart's user roles are rendered with helm, and the one aggregated into the built-in `view`
-ClusterRole (`<fullname>-view`: get/list/watch on `kro.run`) is applied; a ServiceAccount bound
-to `view` cluster-wide is the identity explain runs as, through a kubeconfig holding nothing
-but its token. So explain proves it needs no write, no Secret, no CRD and no GraphRevision
-access. Instances are in the `kro.run` group (what the view role covers), each test with a kind
-of its own.
+ClusterRole (`<fullname>-view`: get/list/watch on RGDs) is applied; a ServiceAccount bound to
+`view` cluster-wide, plus read access to the instance kinds, is the identity explain runs as,
+through a kubeconfig holding nothing but its token. Since v0.10 the chart's view role names the
+RGD resources only (an instance kind is an API of its own), so a platform team grants read on
+its instance kinds as it grants any other API: here get/list/watch on `kro.run` resources. So
+explain proves it needs no write, no Secret, no CRD and no GraphRevision access. Instances are
+in the `kro.run` group, each test with a kind of its own.
 
 Explain runs as a separate process (`python -c`), as a user runs it, against instances the
 in-process kro controller is reconciling:
@@ -118,9 +120,22 @@ def viewer(kube_cluster: ClusterHandle, kube_admin: AdminApi) -> Iterator[Path]:
                     "name": "view"},
         "subjects": [{"kind": "ServiceAccount", "name": "viewer", "namespace": name}],
     }
+    instances = {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": f"{name}-instances"},
+        "rules": [{"apiGroups": [GROUP], "resources": ["*"], "verbs": ["get", "list", "watch"]}],
+    }
+    instances_binding = {
+        **binding,
+        "metadata": {"name": f"{name}-instances"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": f"{name}-instances"},
+    }
     try:
         kube_admin.create(f"{RBAC_API}/clusterroles", role)
         kube_admin.create(f"{RBAC_API}/clusterrolebindings", binding)
+        kube_admin.create(f"{RBAC_API}/clusterroles", instances)
+        kube_admin.create(f"{RBAC_API}/clusterrolebindings", instances_binding)
         path = service_account_kubeconfig(kube_cluster, kube_admin, name, "viewer")
         user = f"system:serviceaccount:{name}:viewer"
         wait_for_sync(
@@ -138,6 +153,8 @@ def viewer(kube_cluster: ClusterHandle, kube_admin: AdminApi) -> Iterator[Path]:
     finally:
         kube_admin.delete(f"{RBAC_API}/clusterrolebindings/{name}-viewer")
         kube_admin.delete(f"{RBAC_API}/clusterroles/{name}-view")
+        kube_admin.delete(f"{RBAC_API}/clusterrolebindings/{name}-instances")
+        kube_admin.delete(f"{RBAC_API}/clusterroles/{name}-instances")
         kube_admin.delete(f"/api/v1/namespaces/{name}")
 
 

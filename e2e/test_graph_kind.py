@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -1085,3 +1086,51 @@ async def test_a_nested_graph_applies_with_its_parent(graphs: Graphs) -> None:
     await graphs.delete_graph("nested")
     for name in ("outer", "inner", "summary"):
         assert await _named(client, CONFIGMAPS, name, namespace) is None
+
+
+EVENTS = GVR("", "v1", "events")
+
+
+async def test_a_node_id_too_long_for_a_label_is_hashed_and_named_in_an_event(
+    graphs: Graphs,
+) -> None:
+    """V-61: a node path longer than a label value is labelled `h-` and 40 hex digits of its
+    SHA-256; the object keeps the full path in its annotation, and a Warning Event
+    `NodeIDEncoded` on the Graph says which label value to select on."""
+    client, namespace = graphs.client, graphs.namespace
+    await graphs.grant(
+        "default",
+        [
+            {
+                "apiGroups": [""],
+                "resources": ["configmaps"],
+                "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
+            }
+        ],
+    )
+    long_id = "settingsForTheTeamThatOwnsTheCheckoutServiceInEveryRegionWeRunIn"
+    assert len(long_id) > 63
+    expected = "h-" + hashlib.sha256(long_id.encode()).hexdigest()[:40]
+    node = {
+        "id": long_id,
+        "template": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "long"}},
+    }
+    await graphs.graph("long-ids", [node])
+    await graphs.wait("long-ids", "Ready", "True")
+    labels = meta(await client.get(CONFIGMAPS, "long", namespace=namespace))
+    assert labels["labels"]["kro.run/node-id"] == expected
+    assert labels["annotations"]["internal.kro.run/node-path"] == long_id
+
+    async def warned() -> dict[str, Any] | None:
+        page = await client.list(
+            EVENTS, namespace=namespace, field_selector="involvedObject.name=long-ids"
+        )
+        found = [e for e in page.get("items") or () if e.get("reason") == "NodeIDEncoded"]
+        return found[0] if found else None
+
+    event = await eventually(warned, what="a NodeIDEncoded Event", timeout_s=TIMEOUT_S)
+    assert event["type"] == "Warning"
+    assert event["involvedObject"]["kind"] == "Graph"
+    assert long_id in event["message"]
+    assert f"kro.run/node-id={expected}" in event["message"]
+    assert "internal.kro.run/node-path" in event["message"]

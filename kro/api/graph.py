@@ -53,6 +53,7 @@ __all__ = [
     "GRAPH_KIND",
     "GRAPH_LIST_KIND",
     "GRAPH_PLURAL",
+    "GRAPH_RECORDER",
     "GRAPH_SINGULAR",
     "GRAPH_VERSION",
     "LABEL_NODE_ID",
@@ -136,6 +137,23 @@ def compiled_message(node_count: int) -> str:
 EVENT_NODE_ID_ENCODED: Final = "NodeIDEncoded"
 """Warning Event on the Graph when a node path is too long for the `kro.run/node-id` label and
 the label holds its hash instead (V-61)."""
+GRAPH_RECORDER: Final = "kro/graph-controller"
+"""The reporting controller of the Events kro records on Graphs."""
+
+
+def node_id_encoded_message(path: str) -> str | None:
+    """The `NodeIDEncoded` message for a node path whose label is a hash, None when it fits.
+
+    It names what a user needs to find the node's objects: the path, the label value to select
+    on, and the annotation that holds the full path."""
+    value = node_id_label_value(path)
+    if not value.startswith(NODE_ID_HASH_PREFIX):  # ids have no "-": only a hash does
+        return None
+    return (
+        f'node "{path}" is too long for the {LABEL_NODE_ID} label: its objects are labelled '
+        f"{LABEL_NODE_ID}={value} and carry the full path in the annotation "
+        f"{ANNOTATION_NODE_PATH}"
+    )
 
 # --- Node ids (V-42) ---------------------------------------------------------------------------
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kro.api.conditions import is_condition_true
-from kro.api.graph import service_account_username
+from kro.api.graph import GRAPH_RECORDER, service_account_username
 from kro.api.names import (
     ALLOW_BREAKING_CHANGES_VALUE,
     ANNOTATION_ALLOW_BREAKING_CHANGES,
@@ -296,6 +296,7 @@ class KroApp:
                 max_collection_size=options.rgd.build.max_collection_size,
                 cel_cost_limit=options.rgd.build.cel_cost_limit,
             ),
+            events=self.recorders.recorder(GRAPH_RECORDER) if self.recorders else None,
         )
         self.graph_controller: Controller[Request] = (
             self.manager.controller("Graph")

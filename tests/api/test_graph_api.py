@@ -204,6 +204,20 @@ def test_node_id_label_is_a_hash_of_the_slash_path_when_too_long() -> None:
         "h-" + hashlib.sha256(("c" * 64).encode()).hexdigest()[:40])
 
 
+def test_node_id_encoded_event_names_the_path_the_label_and_the_annotation() -> None:
+    """V-61: the Warning Event says which path was hashed, the label value to select on and
+    the annotation holding the full path; a path that fits raises no Event."""
+    assert graph.node_id_encoded_message("backend/service") is None
+    assert graph.node_id_encoded_message("a" * 30 + "/" + "b" * 32) is None
+    path = "a" * 30 + "/" + "b" * 33
+    message = graph.node_id_encoded_message(path)
+    assert message is not None
+    label = "h-" + hashlib.sha256(path.encode()).hexdigest()[:40]
+    assert f'"{path}"' in message
+    assert f"kro.run/node-id={label}" in message
+    assert "internal.kro.run/node-path" in message
+
+
 @pytest.mark.parametrize(
     ("node_id", "problem"),
     [

@@ -1,6 +1,6 @@
-"""docs/graph.md says what a user can write today: every Graph in its YAML blocks compiles, and
-its table of node kinds agrees with the compiler about which kinds are supported and which are
-refused. When a node kind lands, the second test fails until the page says so."""
+"""docs/graph.md says what a user can write: every Graph in its YAML blocks compiles (against
+the CRDs on the page too), and its table of node kinds and the modifiers each accepts agrees
+with the compiler. When the compiler's rules change, these tests fail until the page says so."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from kro.graph.resolver import OfflineSchemaResolver, builtin_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "graph.md").read_text()
-RESOLVER = OfflineSchemaResolver(builtin_bundle())
 YAML_BLOCK = re.compile(r"^```yaml\n(.*?)^```", re.DOTALL | re.MULTILINE)
 NODE_ROW = re.compile(r"^\| `(\w+)` \|.*\| (supported|not yet[^|]*) \|$", re.MULTILINE)
 
@@ -34,16 +33,22 @@ def _graphs() -> list[dict[str, Any]]:
     return [d for d in _documents() if d.get("kind") == "Graph"]
 
 
-def test_the_page_has_the_three_supported_patterns() -> None:
+RESOLVER = OfflineSchemaResolver(
+    builtin_bundle(),
+    crds=[d for d in _documents() if d.get("kind") == "CustomResourceDefinition"],
+)
+MODIFIERS = ("includeWhen", "readyWhen", "forEach")
+
+
+def test_the_page_has_the_four_patterns() -> None:
     names = [g["metadata"]["name"] for g in _graphs()]
-    assert names == ["small-quotas", "scrape-sources", "status-page"]
+    assert names == ["small-quotas", "scrape-sources", "status-page", "config-claims"]
 
 
 @pytest.mark.parametrize("graph", _graphs(), ids=lambda g: g["metadata"]["name"])
 def test_every_graph_on_the_page_compiles(graph: dict[str, Any]) -> None:
     compiled = compile_graph(graph, RESOLVER)
     assert isinstance(compiled, Graph)
-    assert list(compiled.topological_order) != []
     assert set(compiled.topological_order) == {n["id"] for n in graph["spec"]["nodes"]}
 
 
@@ -63,8 +68,15 @@ def test_a_typo_in_the_fan_in_is_a_compile_error() -> None:
         compile_graph(yaml.safe_load(text), RESOLVER)
 
 
-def _minimal(kind: str) -> dict[str, Any]:
-    """The smallest node of each kind (patch and graph shaped as upstream specifies them)."""
+def test_the_claims_graph_needs_its_crd() -> None:
+    """'A Graph created before the CRD is served shows Accepted=False (the kind is unknown)'."""
+    (claims,) = (g for g in _graphs() if g["metadata"]["name"] == "config-claims")
+    with pytest.raises(GraphError, match="schema not found"):
+        compile_graph(claims, OfflineSchemaResolver(builtin_bundle()))
+
+
+def _minimal(kind: str, modifier: str | None = None) -> dict[str, Any]:
+    """The smallest node of each kind, with one modifier when asked (shapes as documented)."""
     configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}
     bodies: dict[str, Any] = {
         "template": configmap,
@@ -73,38 +85,62 @@ def _minimal(kind: str) -> dict[str, Any]:
         "patch": {**configmap, "data": {"added": "yes"}},
         "graph": {"nodes": [{"id": "inner", "template": configmap}]},
     }
+    node: dict[str, Any] = {"id": "only", kind: bodies[kind]}
+    values = {"id": "names", "def": {"list": ["x"]}}
+    if modifier == "forEach":
+        node["forEach"] = [{"row": "${names.list}"}]
+        if kind in ("template", "patch"):
+            node[kind] = {**node[kind], "metadata": {"name": "${row}"}}
+    elif modifier == "readyWhen":  # a readyWhen reads its own node
+        node[modifier] = ["${only.size == 1}" if kind == "def" else "${has(only.metadata)}"]
+    elif modifier is not None:
+        node[modifier] = ["${names.list.size() > 0}"]
     return {
         "apiVersion": "kro.run/v1alpha1",
         "kind": "Graph",
         "metadata": {"name": "g", "namespace": "team"},
-        "spec": {"nodes": [{"id": "only", kind: bodies[kind]}]},
+        "spec": {"nodes": [values, node]},
     }
 
 
+def _table() -> dict[str, set[str]]:
+    section = DOC[DOC.index("| Node kind |") :]
+    section = section[: section.index("\n\n")]
+    rows: dict[str, set[str]] = {}
+    for line in section.splitlines()[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        kind = cells[0].strip("`")
+        rows[kind] = {m.strip() for m in cells[-1].split(",")} & set(MODIFIERS)
+    return rows
+
+
 def test_the_node_kind_table_matches_the_compiler() -> None:
-    rows = dict(NODE_ROW.findall(DOC))
+    rows = _table()
     assert set(rows) == {"template", "ref", "def", "patch", "graph"}
-    for kind, support in rows.items():
-        if support == "supported":
-            compile_graph(_minimal(kind), RESOLVER)
-            continue
-        with pytest.raises(GraphError, match="not supported by this version of kro-py"):
-            compile_graph(_minimal(kind), RESOLVER)
+    for kind, accepted in rows.items():
+        compile_graph(_minimal(kind), RESOLVER)
+        for modifier in MODIFIERS:
+            if modifier in accepted:
+                compile_graph(_minimal(kind, modifier), RESOLVER)
+                continue
+            with pytest.raises(GraphError, match=f"{modifier} is not supported on {kind} nodes"):
+                compile_graph(_minimal(kind, modifier), RESOLVER)
 
 
-def test_computed_types_are_refused_as_the_page_says() -> None:
+def test_a_computed_kind_compiles_without_a_schema() -> None:
+    """'A template, ref or patch whose apiVersion or kind is an expression is dynamic'."""
     graph = _minimal("template")
     graph["spec"]["nodes"] = [
-        {"id": "kinds", "def": {"kind": "ConfigMap"}},
+        {"id": "kinds", "def": {"kind": "NoSuchKindAnywhere"}},
         {
             "id": "only",
             "template": {
-                "apiVersion": "v1",
+                "apiVersion": "example.com/v1",
                 "kind": "${kinds.kind}",
                 "metadata": {"name": "x"},
             },
         },
     ]
-    assert "whose `apiVersion` or `kind` is an expression is not supported yet" in DOC
-    with pytest.raises(GraphError, match="not supported by this version of kro-py"):
-        compile_graph(graph, RESOLVER)
+    assert "is *dynamic*" in DOC
+    compiled = compile_graph(graph, RESOLVER)
+    assert list(compiled.topological_order) == ["kinds", "only"]

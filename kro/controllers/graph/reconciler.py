@@ -36,12 +36,14 @@ from kro.api.graph import (
     CONDITION_READY,
     CONDITION_RESOURCES_CONVERGED,
     CONDITION_WATCHES_HEALTHY,
+    EVENT_NODE_ID_ENCODED,
     GRAPH_DEPENDENT_CONDITIONS,
     GRAPH_FINALIZER,
     REASON_COMPILED,
     REASON_DELETE_FAILED,
     REASON_INVALID_GRAPH,
     compiled_message,
+    node_id_encoded_message,
     own_identity_refusal,
     service_account_username,
     template_field_manager,
@@ -70,6 +72,7 @@ from kro.graph.options import BuildOptions
 from kro.graph.resolver import SchemaResolver
 from kro.runtime.client import Client
 from kro.runtime.errors import KubeError, NotFound
+from kro.runtime.events import EventRecorder
 from kro.runtime.finalizers import add_finalizer, remove_finalizer
 from kro.runtime.reconcile import Request, Result
 
@@ -100,8 +103,10 @@ class GraphReconciler:
         watches: WatchCoordinator,
         applier: Applier,
         options: GraphOptions,
+        events: EventRecorder | None = None,
     ) -> None:
         self.client = client
+        self.events = events
         self.resolver = resolver
         self.watches = watches
         self.applier = applier  # unused by a Graph's pass (its inventory applies); the engine's
@@ -130,9 +135,20 @@ class GraphReconciler:
         except GraphError as error:
             await self._refuse(obj, str(error))
             return Result(requeue=True)
+        self._warn_encoded_ids(obj, graph)
         if GRAPH_FINALIZER not in (_meta(obj).get("finalizers") or ()):
             obj = dict(await add_finalizer(self.client, GRAPHS, obj, GRAPH_FINALIZER))
         return await self._apply(obj, ref, graph, username)
+
+    def _warn_encoded_ids(self, obj: Mapping[str, Any], graph: Graph) -> None:
+        """V-61: a node whose objects carry a hashed `kro.run/node-id` is named in a Warning
+        Event on every reconcile, so `kubectl describe graph` tells how to select them."""
+        if self.events is None:
+            return
+        for path in graph.nodes:
+            message = node_id_encoded_message(path)
+            if message is not None:
+                self.events.record(obj, "Warning", EVENT_NODE_ID_ENCODED, message)
 
     # -- compile ---------------------------------------------------------------------------
 
