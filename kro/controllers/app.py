@@ -360,10 +360,15 @@ class KroApp:
     def _forget_schemas(self, crd: Obj) -> None:
         """A CRD appeared, changed or vanished: kinds and schemas cached before are stale, and
         a Graph that is not Ready may have been waiting for exactly this kind (its compile
-        needs the schema of every literal kind, a dynamic node waits for its kind: V-48)."""
+        needs the schema of every literal kind, a dynamic node waits for its kind: V-48).
+        Programs typed against the kind are dropped and compiled again on their next
+        reconcile; a Ready Graph is not woken for it (what it applied is unchanged)."""
         self.client.mapper.invalidate()
         self.schemas.invalidate()
         if self.graph_metrics is not None:
+            spec = crd.get("spec") or {}
+            group, kind = str(spec.get("group") or ""), str((spec.get("names") or {}).get("kind"))
+            self.graph_reconciler.kind_changed(group, kind)
             for graph in self.cache.informer(GRAPHS).store.list():
                 if not is_condition_true(graph.get("status"), CONDITION_READY):
                     meta = graph.get("metadata") or {}

@@ -533,10 +533,10 @@ class GraphPass:
     async def _observe(  # noqa: PLR0911 - one return per kind of node
         self, node: Node, desired: Sequence[Mapping[str, Any]]
     ) -> Any:
+        if node.type is NodeType.COLLECTION and node.dynamic_type:
+            return await self._read_each(node, desired)  # each row its own kind, maybe none
         gvr = self._gvr(node)
         parent = self.binding.ref
-        if node.type is NodeType.COLLECTION and node.dynamic_type:
-            return await self._read_each(node, desired)
         if node.type is NodeType.COLLECTION:
             text = self.binding.collection_selector(self.owner_obj, node.id)
             request: WatchRequest = SelectorWatch(node.id, gvr, None, LabelSelector.parse(text))

@@ -363,3 +363,30 @@ async def test_a_missing_patch_target_is_waited_for() -> None:
     assert nodes["claim"].status is NodeStatus.WAITING
     assert writes == ()
     assert "patch target Deployment team/web not found" in nodes["claim"].reason
+
+
+async def test_a_computed_kind_with_no_rows_is_an_empty_collection() -> None:
+    """V-48 with no rows yet (the claims example before its first claim): nothing to look up,
+    read or write, and the node is done, not an error."""
+    nodes = [
+        {
+            "id": "wanted",
+            "def": {
+                "objects": "${[{'apiVersion': 'v1', 'kind': 'ConfigMap', 'name': 'a'}]"
+                ".filter(o, o.kind == 'Secret')}"
+            },
+        },
+        {
+            "id": "made",
+            "forEach": [{"w": "${wanted.objects}"}],
+            "template": {
+                "apiVersion": "${w.apiVersion}",
+                "kind": "${w.kind}",
+                "metadata": {"name": "${w.name}"},
+            },
+        },
+    ]
+    reports, would_write = await dry(graph_object(nodes), Cluster())
+    assert reports["made"].status is not NodeStatus.ERROR, reports["made"]
+    assert reports["made"].objects == ()
+    assert would_write == ()

@@ -112,7 +112,7 @@ class GraphReconciler:
         self.applier = applier  # unused by a Graph's pass (its inventory applies); the engine's
         self.options = options
         self.clients = ImpersonatedClients(client)
-        self._compiled: dict[str, tuple[str, Graph]] = {}  # uid -> (spec key, program)
+        self._compiled: dict[str, tuple[str, Graph]] = {}  # uid -> (generation, program)
         self._streaks: dict[str, int] = {}
         self._answers = AccessAnswers()  # may a Graph's ServiceAccount watch a kind (V-54)
 
@@ -151,6 +151,21 @@ class GraphReconciler:
                 self.events.record(obj, "Warning", EVENT_NODE_ID_ENCODED, message)
 
     # -- compile ---------------------------------------------------------------------------
+
+    def kind_changed(self, group: str, kind: str) -> None:
+        """A CRD of `group`/`kind` appeared, changed or vanished: forget every program typed
+        against it, so the next reconcile of those Graphs compiles against the schema as it is
+        now (V-64: programs are recompiled on a spec or a schema change)."""
+        stale = [
+            uid
+            for uid, (_, graph) in self._compiled.items()
+            if any(
+                n.gvk.group == group and n.gvk.kind == kind and not n.dynamic_type
+                for n in graph.nodes.values()
+            )
+        ]
+        for uid in stale:
+            del self._compiled[uid]
 
     async def _compile(self, obj: Mapping[str, Any]) -> Graph:
         uid = str(_meta(obj).get("uid") or "")
