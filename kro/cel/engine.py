@@ -38,7 +38,7 @@ import json
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -605,11 +605,25 @@ class CelEnvironment:
 
     def bind(self, values: Mapping[str, Any]) -> Activation:
         """An Activation with schema-aware input conversion for declared variables (C-34)."""
+        return Activation(self._convert(values))
+
+    def bind_each(
+        self, shared: Mapping[str, Any], rows: Iterable[Mapping[str, Any]]
+    ) -> Iterator[Activation]:
+        """One Activation per row of a forEach: `shared` (the values of every node, the same
+        for each row) converted once, and only each row's own iterator values per row.
+        Converting everything per row made a pass over N rows that reads an N-item list
+        convert N x N items."""
+        common = self._convert(shared)
+        for row in rows:
+            yield Activation({**common, **self._convert(row)})
+
+    def _convert(self, values: Mapping[str, Any]) -> dict[str, Any]:
         converted: dict[str, Any] = {}
         for name, value in values.items():
             declaration = self._declarations.get(name)
             converted[name] = value if declaration is None else declaration.converter.convert(value)
-        return Activation(converted)
+        return converted
 
 
 def _compile(target: _CheckSet, expression: str, options: CelOptions) -> CompiledExpression:

@@ -226,12 +226,12 @@ class InstanceEvaluation:
         if isinstance(combos, Pending):
             return combos
         objects: list[dict[str, Any]] = []
-        for combo in combos:
-            activation = (
-                self.graph.iteration_environment(node).bind({**self._values(node), **combo})
-                if combo
-                else self._bind(node)
-            )
+        activations = (
+            self.graph.iteration_environment(node).bind_each(self._values(node), combos)
+            if node.for_each
+            else iter([self._bind(node)])
+        )
+        for activation in activations:
             rendered = self._render(node, activation)
             if isinstance(rendered, Pending):
                 return rendered

@@ -224,3 +224,32 @@ def test_marshal_is_json_with_sorted_keys(value: Any) -> None:
     ).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026").replace(
         "\u2028", "\\u2028"
     ).replace("\u2029", "\\u2029")
+
+
+SPACES_SCHEMA: dict[str, Any] = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "created": {"type": "string", "format": "date-time"},
+        },
+    },
+}
+
+
+def test_bind_each_gives_every_row_its_iterator_and_the_same_shared_values() -> None:
+    """A forEach pass binds the node values once and each row's iterator on top: every row
+    sees its own item (typed, a timestamp compares as one) and the one shared list."""
+    env = CelEnvironment(declarations={"spaces": SPACES_SCHEMA, "space": SPACES_SCHEMA["items"]})
+    spaces = [
+        {"name": "a", "created": "2026-01-01T00:00:00Z"},
+        {"name": "b", "created": "2026-02-01T00:00:00Z"},
+        {"name": "c", "created": "2026-03-01T00:00:00Z"},
+    ]
+    older = env.compile("spaces.filter(s, s.created < space.created).map(s, s.name).join(',')")
+    activations = list(env.bind_each({"spaces": spaces}, [{"space": s} for s in spaces]))
+    assert [older.evaluate_json(a).value for a in activations] == ["", "a", "a,b"]
+    shared = {id(a.values["spaces"]) for a in activations}
+    assert len(shared) == 1  # converted once for all rows, not once per row
+    assert env.compile("space.name").evaluate_json(activations[2]).value == "c"
