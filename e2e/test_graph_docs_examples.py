@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
+from graph_support import GRAPHS, delete_graph, graph_condition, wait_for_graph
 from kro_harness import CONTROLLER_ARGS, NAMESPACES, KroEnv, kro_fixtures, meta
 
 from kro.controllers.crd import wait_established
@@ -38,7 +39,6 @@ controller, kro = kro_fixtures(
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "graph.md"
 YAML_BLOCK = re.compile(r"^```yaml\n(.*?)^```", re.DOTALL | re.MULTILINE)
-GRAPHS = GVR("kro.run", "v1alpha1", "graphs")
 CONFIGMAPS = GVR("", "v1", "configmaps")
 QUOTAS = GVR("", "v1", "resourcequotas")
 POLICIES = GVR("networking.k8s.io", "v1", "networkpolicies")
@@ -57,9 +57,7 @@ def _example(graph_name: str) -> list[dict[str, Any]]:
     raise AssertionError(f"docs/graph.md has no Graph {graph_name}")
 
 
-def _condition(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
-    found = [c for c in (obj.get("status") or {}).get("conditions") or () if c["type"] == kind]
-    return found[0] if found else {}
+_condition = graph_condition
 
 
 class Page:
@@ -87,34 +85,12 @@ class Page:
     async def wait(
         self, namespace: str, name: str, kind: str, status: str, reason: str = ""
     ) -> dict[str, Any]:
-        async def probe() -> dict[str, Any] | None:
-            obj = await self.graph(namespace, name)
-            found = _condition(obj, kind)
-            if found.get("status") == status and (not reason or found.get("reason") == reason):
-                return obj
-            return None
-
-        try:
-            result: dict[str, Any] = await eventually(
-                probe, what=f"Graph {name} {kind}={status} {reason}", timeout_s=TIMEOUT_S
-            )
-        except AssertionError as error:
-            conditions = (await self.graph(namespace, name)).get("status", {}).get("conditions")
-            raise AssertionError(f"{error}; conditions: {conditions}") from None
-        return result
+        return await wait_for_graph(
+            self.client, namespace, name, kind, status, reason=reason, timeout_s=TIMEOUT_S
+        )
 
     async def delete_graph(self, namespace: str, name: str) -> None:
-        with contextlib.suppress(NotFound):
-            await self.client.delete(GRAPHS, name, namespace=namespace)
-
-        async def gone() -> bool:
-            try:
-                await self.graph(namespace, name)
-            except NotFound:
-                return True
-            return False
-
-        await eventually(gone, what=f"Graph {name} gone", timeout_s=TIMEOUT_S)
+        await delete_graph(self.client, namespace, name, timeout_s=TIMEOUT_S)
 
     async def cleanup(self) -> None:
         for gvr, name, namespace in reversed(self.created):

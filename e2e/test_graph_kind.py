@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from graph_support import GRAPHS, delete_graph, graph_condition, wait_for_graph
 from kro_harness import (
     CONTROLLER_ARGS,
     NAMESPACES,
@@ -46,7 +47,6 @@ controller, kro = kro_fixtures(
     )
 )
 
-GRAPHS = GVR("kro.run", "v1alpha1", "graphs")
 SERVICE_ACCOUNTS = GVR("", "v1", "serviceaccounts")
 CLUSTER_ROLES = GVR("rbac.authorization.k8s.io", "v1", "clusterroles")
 CLUSTER_ROLE_BINDINGS = GVR("rbac.authorization.k8s.io", "v1", "clusterrolebindings")
@@ -57,11 +57,11 @@ INGRESSES = GVR("networking.k8s.io", "v1", "ingresses")
 CONFIGMAPS = GVR("", "v1", "configmaps")
 DEPLOYMENTS = GVR("apps", "v1", "deployments")
 TIMEOUT_S = 60.0
+WRITE = ["get", "list", "watch", "create", "update", "patch", "delete"]
+CONFIGMAP_WRITER = {"apiGroups": [""], "resources": ["configmaps"], "verbs": WRITE}
 
 
-def _condition(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
-    found = [c for c in (obj.get("status") or {}).get("conditions") or () if c["type"] == kind]
-    return found[0] if found else {}
+_condition = graph_condition
 
 
 class Graphs:
@@ -116,34 +116,10 @@ class Graphs:
         return found
 
     async def wait(self, name: str, kind: str, status: str, reason: str = "") -> dict[str, Any]:
-        async def probe() -> dict[str, Any] | None:
-            obj = await self.get(name)
-            found = _condition(obj, kind)
-            if found.get("status") == status and (not reason or found.get("reason") == reason):
-                return obj
-            return None
-
-        try:
-            result: dict[str, Any] = await eventually(
-                probe, what=f"Graph {name} {kind}={status} {reason}", timeout_s=TIMEOUT_S
-            )
-        except AssertionError as error:
-            conditions = (await self.get(name)).get("status", {}).get("conditions")
-            raise AssertionError(f"{error}; conditions: {conditions}") from None
-        return result
+        return await wait_for_graph(self.client, self.namespace, name, kind, status, reason=reason)
 
     async def delete_graph(self, name: str) -> None:
-        with contextlib.suppress(NotFound):
-            await self.client.delete(GRAPHS, name, namespace=self.namespace)
-
-        async def gone() -> bool:
-            try:
-                await self.get(name)
-            except NotFound:
-                return True
-            return False
-
-        await eventually(gone, what=f"Graph {name} gone", timeout_s=TIMEOUT_S)
+        await delete_graph(self.client, self.namespace, name)
 
     async def cleanup(self) -> None:
         graphs, _ = await self.client.list_all(GRAPHS, namespace=self.namespace)
@@ -577,13 +553,7 @@ async def test_patch_contributes_and_releases_exactly_its_fields(graphs: Graphs)
     )
     applier = await graphs.applier(
         "patcher",
-        [
-            {
-                "apiGroups": [""],
-                "resources": ["configmaps"],
-                "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
-            }
-        ],
+        [CONFIGMAP_WRITER],
     )
     contribution = {
         "id": "mark",
@@ -836,11 +806,7 @@ async def test_singleton_claims_fail_over_in_place(graphs: Graphs, kro: KroEnv) 
                 "resources": ["singletons/status"],
                 "verbs": ["get", "patch", "update"],
             },
-            {
-                "apiGroups": [""],
-                "resources": ["configmaps"],
-                "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
-            },
+            CONFIGMAP_WRITER,
         ],
     )
     for name, priority in (("low", 10), ("high", 20)):
@@ -946,13 +912,7 @@ async def test_an_rgd_instance_never_takes_a_graphs_object(graphs: Graphs, kro: 
     object keeps the Graph's content and gets none of the instance's labels."""
     await graphs.grant(
         "default",
-        [
-            {
-                "apiGroups": [""],
-                "resources": ["configmaps"],
-                "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
-            }
-        ],
+        [CONFIGMAP_WRITER],
     )
     await graphs.graph("owner", _bundle()[:1])
     await graphs.wait("owner", "Ready", "True")
@@ -1034,13 +994,7 @@ async def test_a_nested_graph_applies_with_its_parent(graphs: Graphs) -> None:
     client, namespace = graphs.client, graphs.namespace
     await graphs.grant(
         "default",
-        [
-            {
-                "apiGroups": [""],
-                "resources": ["configmaps"],
-                "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
-            }
-        ],
+        [CONFIGMAP_WRITER],
     )
     config = {
         "id": "config",
@@ -1100,13 +1054,7 @@ async def test_a_node_id_too_long_for_a_label_is_hashed_and_named_in_an_event(
     client, namespace = graphs.client, graphs.namespace
     await graphs.grant(
         "default",
-        [
-            {
-                "apiGroups": [""],
-                "resources": ["configmaps"],
-                "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
-            }
-        ],
+        [CONFIGMAP_WRITER],
     )
     long_id = "settingsForTheTeamThatOwnsTheCheckoutServiceInEveryRegionWeRunIn"
     assert len(long_id) > 63

@@ -295,6 +295,7 @@ class KroApp:
                 apply_concurrency=options.apply_concurrency,
                 max_collection_size=options.rgd.build.max_collection_size,
                 cel_cost_limit=options.rgd.build.cel_cost_limit,
+                skip_unchanged=options.skip_unchanged,
             ),
             events=self.recorders.recorder(GRAPH_RECORDER) if self.recorders else None,
         )

@@ -46,6 +46,7 @@ from kro.api.graph import (
 from kro.api.names import ANNOTATION_NODE_PATH
 from kro.api.objects import metadata as _meta
 from kro.applyset import AppliedResource, ApplySetError, Desired
+from kro.applyset.noop import already_applied
 from kro.runtime.client import Client
 from kro.runtime.errors import Conflict, KubeError, NotFound
 from kro.runtime.gvk import GVK, GVR
@@ -211,8 +212,10 @@ class StatusInventory:
         field_manager: str,
         concurrency: int,
         patches: Mapping[str, str] | None = None,
+        skip_unchanged: bool = False,
     ) -> None:
         self._kro = kro_client
+        self._skip_unchanged = skip_unchanged
         self._client = client
         self._manager = field_manager
         self._uid = str(_meta(graph).get("uid") or "")
@@ -260,7 +263,24 @@ class StatusInventory:
         self.entries = _union(self.entries, done)
         return owner_obj, results
 
+    def _unchanged(
+        self, desired: Desired, manager: str, subresource: str = ""
+    ) -> AppliedResource | None:
+        """The live object as this pass read it, when it provably holds what an apply of
+        `desired` by `manager` would send (kro.applyset.noop, the proof RGD children and
+        `kro explain` use): the apply would change nothing, so it is not sent."""
+        live = desired.observed
+        if not self._skip_unchanged or live is None:
+            return None
+        if not already_applied(live, desired.obj, manager, subresource):
+            return None
+        self.reached_cluster = True  # the identity that applied it is the one applying now
+        return AppliedResource(desired.resource_id, dict(live), changed=False)
+
     async def _apply_one(self, desired: Desired) -> AppliedResource:
+        unchanged = self._unchanged(desired, self._manager)
+        if unchanged is not None:
+            return unchanged
         async with self._limit:
             try:
                 obj = await self._send(desired, force=False)
@@ -306,6 +326,9 @@ class StatusInventory:
         """Apply a patch: status forced; the object itself unforced, taking back only from
         this Graph's own older patch identity (V-62)."""
         contribution = self._contribution(desired)
+        unchanged = self._unchanged(desired, contribution.field_manager, contribution.subresource)
+        if unchanged is not None:
+            return unchanged
         status = bool(contribution.subresource)
         ours = f"{FIELD_MANAGER_PATCH_PREFIX}{graph_hash(self._uid)}"
         async with self._limit:

@@ -92,6 +92,9 @@ class GraphOptions:
     apply_concurrency: int = 20
     max_collection_size: int = 1000
     cel_cost_limit: int = 0
+    skip_unchanged: bool = True
+    """`--skip-unchanged`: an object the pass read that provably holds what an apply would send
+    is not applied again (only while the Graph applies as the identity that applied last)."""
 
 
 class GraphReconciler:
@@ -198,6 +201,8 @@ class GraphReconciler:
                 for n in graph.nodes.values()
                 if n.type is NodeType.PATCH
             },
+            skip_unchanged=self.options.skip_unchanged
+            and username == str((obj.get("status") or {}).get("appliedServiceAccount") or ""),
         )
         work = GraphPass(
             graph=graph,
