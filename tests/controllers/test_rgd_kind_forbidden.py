@@ -69,3 +69,35 @@ async def test_a_kind_kro_may_not_list_fails_to_start_and_is_served_once_allowed
         kro_api.faults.remove(refusal)  # granted: the retry serves it
         served = await eventually(lambda: active("blocked"), what="the RGD Active once allowed")
         assert condition(served, "ControllerReady")["reason"] == "Running"
+
+
+async def test_an_rgd_whose_kind_kro_may_not_list_can_still_be_deleted(
+    kro_api: KroFakeApi, kro_client: Client, provider: PrometheusProvider
+) -> None:
+    """kro cannot see the kind's instances, so it cannot drain them either: deleting the RGD
+    does not wait for a list that will never be allowed."""
+    kro_api.inject(
+        Fault(
+            "status",
+            method="GET",
+            path=f"/apis/{GROUP}/v1alpha1/blockeds",
+            status=403,
+            body=FORBIDDEN,
+            times=1_000_000,
+        )
+    )
+    async with running_app(kro_client, provider):
+        await kro_client.apply(RGDS, kind_rgd("blocked", "Blocked"), field_manager="t", force=True)
+
+        async def failed() -> dict[str, Any] | None:
+            live = await kro_client.get(RGDS, "blocked")
+            return live if condition(live, "ControllerReady").get("status") == "False" else None
+
+        await eventually(failed, what="ControllerReady=False", timeout_s=15.0)
+        await kro_client.delete(RGDS, "blocked")
+
+        async def gone() -> bool:
+            page = await kro_client.list(RGDS)
+            return not [r for r in page["items"] if r["metadata"]["name"] == "blocked"]
+
+        await eventually(gone, what="the RGD deleted", timeout_s=15.0)

@@ -45,7 +45,7 @@ from kro.controllers.metrics import (
 from kro.controllers.registry import RevisionRegistry
 from kro.dynamic import DynamicController
 from kro.runtime.client import Client
-from kro.runtime.errors import NotFound
+from kro.runtime.errors import Forbidden, NotFound
 from kro.runtime.events import EventRecorder
 from kro.runtime.gvk import GVR
 
@@ -225,6 +225,11 @@ class InstanceControllers:
         try:
             page = await self._client.list(gvr, limit=1, metadata_only=True)
         except NotFound:  # the CRD is gone, and its instances with it
+            return False
+        except Forbidden as error:
+            # kro may not list the kind (V-15), so it could never watch, drain or release
+            # its instances: waiting for them would only keep the RGD from being deleted.
+            log.warning("rgd.instances_unlistable", gvr=str(gvr), error=str(error))
             return False
         return bool(page.get("items"))
 
