@@ -58,6 +58,7 @@ CONFIGMAPS = GVR("", "v1", "configmaps")
 DEPLOYMENTS = GVR("apps", "v1", "deployments")
 TIMEOUT_S = 60.0
 WRITE = ["get", "list", "watch", "create", "update", "patch", "delete"]
+RBAC_GROUP = "rbac.authorization.k8s.io"
 CONFIGMAP_WRITER = {"apiGroups": [""], "resources": ["configmaps"], "verbs": WRITE}
 
 
@@ -953,31 +954,35 @@ async def test_an_rgd_instance_never_takes_a_graphs_object(graphs: Graphs, kro: 
 
 
 async def test_kro_never_watches_what_the_service_account_may_not(graphs: Graphs) -> None:
-    """V-54: the ServiceAccount may get and list ConfigMaps but not watch them: the Graph still
-    reads and converges, and kro registers no watch of ConfigMaps for it."""
+    """V-54: the ServiceAccount may read and write ConfigMaps but not watch them: the Graph
+    still converges, and kro registers no watch of ConfigMaps for it. With no event to bring it
+    back, kro looks again a minute later; once `watch` is granted that pass registers the
+    watch, and from then on a change is followed at once, without an edit of the Graph."""
     client, namespace = graphs.client, graphs.namespace
     await client.create(
         CONFIGMAPS, {"metadata": {"name": "source"}, "data": {"v": "1"}}, namespace=namespace
     )
+    no_watch = [v for v in WRITE if v != "watch"]
     await graphs.grant(
-        "default",
-        [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}],
+        "default", [{"apiGroups": [""], "resources": ["configmaps"], "verbs": no_watch}]
     )
+    nodes = [
+        {
+            "id": "source",
+            "ref": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "source"}},
+        },
+        {
+            "id": "copy",
+            "template": {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "copy"},
+                "data": {"v": "${source.data.v}"},
+            },
+        },
+    ]
     with log_records() as records:
-        await graphs.graph(
-            "blind",
-            [
-                {
-                    "id": "source",
-                    "ref": {
-                        "apiVersion": "v1",
-                        "kind": "ConfigMap",
-                        "metadata": {"name": "source"},
-                    },
-                },
-                {"id": "copy", "def": {"v": "${source.data.v}"}},
-            ],
-        )
+        await graphs.graph("blind", nodes)
         await graphs.wait("blind", "Ready", "True")
     skipped = [
         e
@@ -986,6 +991,28 @@ async def test_kro_never_watches_what_the_service_account_may_not(graphs: Graphs
     ]
     assert skipped
     assert skipped[0]["service_account"] == f"system:serviceaccount:{namespace}:default"
+
+    async def copied(value: str) -> bool:
+        found = await client.get(CONFIGMAPS, "copy", namespace=namespace)
+        return bool(found["data"] == {"v": value})
+
+    # Granted now; a change no watch reports reaches the copy at the next look (within a
+    # minute), which also registers the watch.
+    role = f"{namespace}-default-watch"
+    watch = [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["watch"]}]
+    await graphs.create(CLUSTER_ROLES, {"metadata": {"name": role}, "rules": watch})
+    await graphs.create(
+        CLUSTER_ROLE_BINDINGS,
+        {
+            "metadata": {"name": role},
+            "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": role},
+            "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": namespace}],
+        },
+    )
+    await client.patch(CONFIGMAPS, "source", {"data": {"v": "2"}}, namespace=namespace)
+    await eventually(lambda: copied("2"), what="the next look copies v=2", timeout_s=90.0)
+    await client.patch(CONFIGMAPS, "source", {"data": {"v": "3"}}, namespace=namespace)
+    await eventually(lambda: copied("3"), what="the watch brings v=3 at once", timeout_s=15.0)
 
 
 async def test_a_nested_graph_applies_with_its_parent(graphs: Graphs) -> None:

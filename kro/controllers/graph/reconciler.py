@@ -60,7 +60,7 @@ from kro.controllers.graph.inventory import (
     contributions_of,
     entries_of,
 )
-from kro.controllers.graph.watch_access import AccessAnswers, ApplierWatches
+from kro.controllers.graph.watch_access import ANSWER_TTL_S, AccessAnswers, ApplierWatches
 from kro.dynamic import ObjectRef
 from kro.dynamic.watches import WatchCoordinator
 from kro.engine import GraphPass
@@ -204,13 +204,14 @@ class GraphReconciler:
             skip_unchanged=self.options.skip_unchanged
             and username == str((obj.get("status") or {}).get("appliedServiceAccount") or ""),
         )
+        watches = ApplierWatches(self.watches, client, username, self._answers)
         work = GraphPass(
             graph=graph,
             owner_obj=obj,
             binding=GraphBinding(GRAPHS, ref, graph),
             client=client,
             applier=self.applier,
-            watches=ApplierWatches(self.watches, client, username, self._answers),
+            watches=watches,
             evaluation=InstanceEvaluation(
                 graph, obj, max_collection_size=self.options.max_collection_size
             ),
@@ -239,16 +240,19 @@ class GraphReconciler:
             applied_as=applied_as,
             watches=watches_healthy(health.blocked, health.pending),
         )
-        return self._next(str(_meta(obj).get("uid") or ""), verdict)
+        return self._next(str(_meta(obj).get("uid") or ""), verdict, watches.skipped)
 
-    def _next(self, uid: str, verdict: Verdict) -> Result:
+    def _next(self, uid: str, verdict: Verdict, unwatched: bool = False) -> Result:
         """V-60: waiting backs off per Graph, 1 s doubling to 5 min; failures are retried by
-        the rate limiter; a converged Graph waits for events."""
+        the rate limiter; a converged Graph waits for events, or, when a watch was skipped
+        (V-54: no event would come), comes back in a minute to ask again."""
         if verdict.waiting:
             streak = self._streaks.get(uid, 0)
             self._streaks[uid] = streak + 1
             return Result(requeue_after_s=min(BACKOFF_FIRST_S * 2**streak, BACKOFF_MAX_S))
         self._streaks.pop(uid, None)
+        if verdict.ok and unwatched:
+            return Result(requeue_after_s=ANSWER_TTL_S)
         return Result(requeue=not verdict.ok)
 
     # -- teardown --------------------------------------------------------------------------

@@ -7,8 +7,11 @@ ServiceAccount (a SelfSubjectAccessReview through the impersonated client), whet
 ServiceAccount may `watch` the kind in that namespace. When it may not (or the question goes
 unanswered), the watch is not registered: the pass still reads and applies (as the
 ServiceAccount, which the API server judges), but changes to that kind no longer bring the
-Graph back by themselves; this is logged as degraded drift detection. Answers are kept for a
-minute per identity, kind and namespace, so a converged Graph asks nothing new.
+Graph back by themselves; this is logged as degraded drift detection, and the Graph is looked
+at again a minute later (`skipped`), so a permission granted later is picked up without an
+edit. A yes is kept for a minute per identity, kind and namespace, so a converged Graph asks
+nothing new; a no only for the pass that got it: the next pass asks again, since a grant is
+what makes the Graph converge in the first place.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ MAX_ANSWERS: Final = 4096
 
 
 class AccessAnswers:
-    """What the API server said, per (identity, kind, namespace), for `ANSWER_TTL_S`."""
+    """The API server's yes, per (identity, kind, namespace), for `ANSWER_TTL_S`."""
 
     def __init__(self) -> None:
         self._answers: OrderedDict[tuple[str, GVR, str], tuple[float, bool]] = OrderedDict()
@@ -48,6 +51,9 @@ class AccessAnswers:
         return found[1]
 
     def put(self, key: tuple[str, GVR, str], allowed: bool) -> None:
+        if not allowed:  # a no is asked again by the next pass (the grant may come any time)
+            self._answers.pop(key, None)
+            return
         self._answers[key] = (time.monotonic(), allowed)
         self._answers.move_to_end(key)
         while len(self._answers) > MAX_ANSWERS:
@@ -68,11 +74,15 @@ class ApplierWatches:
         self._client = client
         self._username = username
         self._answers = answers
+        self._refused: set[tuple[str, GVR, str]] = set()
+        self.skipped = False
+        """A watch was not registered this pass: come back in `ANSWER_TTL_S` to ask again."""
 
     async def watch(self, parent: ObjectRef, request: WatchRequest) -> None:
         if await self._may_watch(request.gvr, request.namespace or ""):
             await self._coordinator.watch(parent, request)
             return
+        self.skipped = True
         log.warning(
             "graph.watch_skipped",
             graph=f"{parent.namespace}/{parent.name}",
@@ -85,6 +95,8 @@ class ApplierWatches:
 
     async def _may_watch(self, gvr: GVR, namespace: str) -> bool:
         key = (self._username, gvr, namespace)
+        if key in self._refused:
+            return False
         known = self._answers.get(key)
         if known is not None:
             return known
@@ -108,6 +120,8 @@ class ApplierWatches:
             return False
         allowed = bool((answer.get("status") or {}).get("allowed"))
         self._answers.put(key, allowed)
+        if not allowed:
+            self._refused.add(key)
         return allowed
 
     def cached_object(self, request: ScalarWatch) -> tuple[bool, Mapping[str, Any] | None]:
