@@ -37,6 +37,7 @@ from kro.testing.kroprocess import KroProcess
 
 CONFIGMAPS = GVR("", "v1", "configmaps")
 RGDS = GVR("kro.run", "v1alpha1", "resourcegraphdefinitions")
+CRDS = GVR("apiextensions.k8s.io", "v1", "customresourcedefinitions")
 KIND = "Stormy"
 VERSION = "v1alpha1"
 FIELD_MANAGER = "kro-chaos"
@@ -231,11 +232,14 @@ class CrashStorm:
         await asyncio.gather(*calls)
 
     async def cleanup(self, timeout_s: float = 90.0) -> None:
-        """Delete every instance (a controller must be running to remove children), then the RGD."""
+        """Delete every instance (a controller must be running to remove children), then the
+        RGD, and wait until it is gone, then its CRD: an RGD left terminating when the
+        controller stops, or a generated kind left served, would be taken up by whichever
+        controller runs next on the cluster."""
+        deadline = time.monotonic() + timeout_s
         with contextlib.suppress(KubeError):
             instances, _ = await self.client.list_all(self.gvr, namespace=self.namespace)
             await self._gather(self._delete(i["metadata"]["name"]) for i in instances)
-            deadline = time.monotonic() + timeout_s
             while time.monotonic() < deadline:
                 left, _ = await self.client.list_all(self.gvr, namespace=self.namespace)
                 if not left:
@@ -243,6 +247,13 @@ class CrashStorm:
                 await asyncio.sleep(0.5)
         with contextlib.suppress(NotFound):
             await self.client.delete(RGDS, self.rgd_name)
+            while time.monotonic() < deadline:
+                await self.client.get(RGDS, self.rgd_name)  # NotFound ends the wait
+                await asyncio.sleep(0.5)
+        # The generated CRD outlives its RGD unless kro runs with --allow-crd-deletion; left
+        # behind, a later controller finds the kind and asks for its instances.
+        with contextlib.suppress(NotFound):
+            await self.client.delete(CRDS, f"{self.gvr.resource}.{self.gvr.group}")
 
     # -- the verdict -----------------------------------------------------------------------------
 
