@@ -58,7 +58,6 @@ CONFIGMAPS = GVR("", "v1", "configmaps")
 DEPLOYMENTS = GVR("apps", "v1", "deployments")
 TIMEOUT_S = 60.0
 WRITE = ["get", "list", "watch", "create", "update", "patch", "delete"]
-RBAC_GROUP = "rbac.authorization.k8s.io"
 CONFIGMAP_WRITER = {"apiGroups": [""], "resources": ["configmaps"], "verbs": WRITE}
 
 
@@ -86,8 +85,12 @@ class Graphs:
         await self.grant(name, rules)
         return name
 
-    async def grant(self, name: str, rules: list[dict[str, Any]]) -> None:
-        role = f"{self.namespace}-{name}"
+    async def grant(
+        self, name: str, rules: list[dict[str, Any]], *, role: str | None = None
+    ) -> None:
+        """Bind the ServiceAccount `name` to a new ClusterRole (`<namespace>-<name>`, or
+        `role`) holding `rules`."""
+        role = role or f"{self.namespace}-{name}"
         await self.create(CLUSTER_ROLES, {"metadata": {"name": role}, "rules": rules})
         await self.create(
             CLUSTER_ROLE_BINDINGS,
@@ -998,17 +1001,8 @@ async def test_kro_never_watches_what_the_service_account_may_not(graphs: Graphs
 
     # Granted now; a change no watch reports reaches the copy at the next look (within a
     # minute), which also registers the watch.
-    role = f"{namespace}-default-watch"
     watch = [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["watch"]}]
-    await graphs.create(CLUSTER_ROLES, {"metadata": {"name": role}, "rules": watch})
-    await graphs.create(
-        CLUSTER_ROLE_BINDINGS,
-        {
-            "metadata": {"name": role},
-            "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": role},
-            "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": namespace}],
-        },
-    )
+    await graphs.grant("default", watch, role=f"{namespace}-default-watch")
     await client.patch(CONFIGMAPS, "source", {"data": {"v": "2"}}, namespace=namespace)
     await eventually(lambda: copied("2"), what="the next look copies v=2", timeout_s=90.0)
     await client.patch(CONFIGMAPS, "source", {"data": {"v": "3"}}, namespace=namespace)

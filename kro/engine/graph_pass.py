@@ -508,14 +508,9 @@ class GraphPass:
         while one does not, the node waits, woken by a watch on it."""
         live: list[Mapping[str, Any]] = []
         for index, target in enumerate(desired):
-            gvr = self._gvr(node, index)
-            namespace, name = _identity(target)
-            await self.watches.watch(self.binding.ref, ScalarWatch(node.id, gvr, namespace, name))
-            try:
-                found = await self.client.get(gvr, name, namespace=namespace or None)
-            except NotFound:
-                found = None
+            found = await self._read_row(node, index, target)
             if found is None or _meta(found).get("deletionTimestamp"):
+                namespace, name = _identity(target)
                 where = f"{namespace}/{name}" if namespace else name
                 state = "not found" if found is None else "being deleted"
                 message = f"patch target {target.get('kind')} {where} {state}"
@@ -597,16 +592,25 @@ class GraphPass:
         """The items of a collection whose rows may differ in kind, read one by one."""
         items: list[Mapping[str, Any]] = []
         for index, obj in enumerate(desired):
-            gvr = self._gvr(node, index)
-            namespace, name = _identity(obj)
-            await self.watches.watch(self.binding.ref, ScalarWatch(node.id, gvr, namespace, name))
-            try:
-                items.append(await self.client.get(gvr, name, namespace=namespace or None))
-            except NotFound:
-                continue
+            found = await self._read_row(node, index, obj)
+            if found is not None:
+                items.append(found)
         if self._deleting(node, desired, items):
             return _DELETING
         return items
+
+    async def _read_row(
+        self, node: Node, index: int, obj: Mapping[str, Any]
+    ) -> Mapping[str, Any] | None:
+        """GET the object row `index` of `node` names, watching it; None when it is absent."""
+        gvr = self._gvr(node, index)
+        namespace, name = _identity(obj)
+        await self.watches.watch(self.binding.ref, ScalarWatch(node.id, gvr, namespace, name))
+        try:
+            found: Mapping[str, Any] = await self.client.get(gvr, name, namespace=namespace or None)
+        except NotFound:
+            return None
+        return found
 
     def _from_cache(
         self, node: Node, request: ScalarWatch

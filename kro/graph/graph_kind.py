@@ -39,6 +39,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kro.api.graph import (
+    GRAPH_GROUP,
+    GRAPH_KIND,
+    GRAPH_PLURAL,
+    GRAPH_VERSION,
+    NODE_ID_PATTERN,
+    RESERVED_ITERATOR_NAMES,
+    node_id_problem,
+)
 from kro.cel import CelDeclarationError, CelEnvironment, CelOptions, EvaluationLimits
 from kro.graph.builder import _order
 from kro.graph.errors import GraphError
@@ -58,18 +67,7 @@ from kro.graph.validation import ResourceInput, _check_selector
 
 __all__ = ["GraphCompileError", "compile_graph", "compile_graph_async"]
 
-NODE_ID: Final = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
-RESERVED_NODE_IDS: Final = frozenset(
-    {
-        *("apiVersion", "kind", "metadata", "namespace", "spec", "status", "graph"),
-        *("graphengine", "kro", "each", "item", "items", "object", "self", "this", "context"),
-        *("true", "false", "null", "in", "as", "break", "const", "continue", "else", "for"),
-        *("function", "if", "import", "let", "loop", "package", "return", "var", "void"),
-        "while",
-    }
-)
-"""V-42: the words a node id may not be (Kubernetes object keys, kro's own, CEL's)."""
-
+_NAME: Final = re.compile(NODE_ID_PATTERN)  # V-42: node ids and forEach iterator names
 NODE_KINDS: Final = ("template", "ref", "def", "graph", "patch")
 _MODIFIERS: Final = {  # V-50: which node kinds accept which modifier
     "includeWhen": frozenset({"template", "ref", "def", "patch"}),
@@ -91,10 +89,11 @@ def _fail(detail: str, node_id: str | None = None) -> GraphCompileError:
 
 
 def _check_id(node_id: Any, seen: set[str]) -> str:
-    if not isinstance(node_id, str) or not NODE_ID.match(node_id):
-        raise _fail(f'id "{node_id}" must match {NODE_ID.pattern}')
-    if node_id in RESERVED_NODE_IDS:
-        raise _fail(f'id "{node_id}" is reserved')
+    if not isinstance(node_id, str):
+        raise _fail(f'id "{node_id}" must match {NODE_ID_PATTERN}')
+    problem = node_id_problem(node_id)
+    if problem is not None:
+        raise _fail(problem)
     if node_id in seen:
         raise _fail(f'duplicate node id "{node_id}"')
     seen.add(node_id)
@@ -163,9 +162,9 @@ def _for_each(raw: Any, node_id: str, ids: frozenset[str]) -> tuple[tuple[str, A
         if not isinstance(entry, Mapping) or len(entry) != 1:
             raise _fail(f"forEach[{i}] must have exactly one iterator", node_id)
         ((name, expression),) = entry.items()
-        if not isinstance(name, str) or not NODE_ID.match(name):
-            raise _fail(f'forEach iterator "{name}" must match {NODE_ID.pattern}', node_id)
-        if name in RESERVED_NODE_IDS and name != "each":
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise _fail(f'forEach iterator "{name}" must match {NODE_ID_PATTERN}', node_id)
+        if name in RESERVED_ITERATOR_NAMES:
             raise _fail(f'forEach iterator "{name}" is reserved', node_id)
         if name == node_id or name in ids:
             raise _fail(f'forEach iterator "{name}" conflicts with a node id', node_id)
@@ -490,10 +489,10 @@ def compile_graph(
     return Graph(
         rgd_name=name,
         instance=Instance(
-            group="kro.run",
-            version="v1alpha1",
-            kind="Graph",
-            plural="graphs",
+            group=GRAPH_GROUP,
+            version=GRAPH_VERSION,
+            kind=GRAPH_KIND,
+            plural=GRAPH_PLURAL,
             namespaced=True,
             crd={},
             spec_schema={},

@@ -89,17 +89,7 @@ class Entry:
         return (group, self.kind, self.namespace, self.name)
 
     def as_status(self) -> dict[str, str]:
-        out = {
-            "nodeID": self.node_id,
-            "apiVersion": self.api_version,
-            "kind": self.kind,
-            "name": self.name,
-        }
-        if self.namespace:
-            out["namespace"] = self.namespace
-        if self.uid:
-            out["uid"] = self.uid
-        return out
+        return _as_status(self, _ENTRY_KEYS)
 
     @classmethod
     def of(cls, node_id: str, obj: Mapping[str, Any], uid: str = "") -> Entry:
@@ -115,21 +105,8 @@ class Entry:
 
 
 def entries_of(graph: Mapping[str, Any]) -> list[Entry]:
-    status = graph.get("status") or {}
-    found: list[Entry] = []
-    for raw in status.get("managedResources") or ():
-        if isinstance(raw, Mapping):
-            found.append(
-                Entry(
-                    node_id=str(raw.get("nodeID") or ""),
-                    api_version=str(raw.get("apiVersion") or ""),
-                    kind=str(raw.get("kind") or ""),
-                    namespace=str(raw.get("namespace") or ""),
-                    name=str(raw.get("name") or ""),
-                    uid=str(raw.get("uid") or ""),
-                )
-            )
-    return found
+    """`status.managedResources` as recorded."""
+    return [Entry(**fields) for fields in _from_status(graph, "managedResources", _ENTRY_KEYS)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,17 +121,7 @@ class Contribution:
     field_manager: str
 
     def as_status(self) -> dict[str, str]:
-        out = {
-            "apiVersion": self.api_version,
-            "kind": self.kind,
-            "name": self.name,
-            "fieldManager": self.field_manager,
-        }
-        if self.namespace:
-            out["namespace"] = self.namespace
-        if self.subresource:
-            out["subresource"] = self.subresource
-        return out
+        return _as_status(self, _CONTRIBUTION_KEYS)
 
     def identity_body(self) -> dict[str, Any]:
         """What releasing it applies: the target's identity, no field at all."""
@@ -165,20 +132,49 @@ class Contribution:
 
 
 def contributions_of(graph: Mapping[str, Any]) -> list[Contribution]:
-    found: list[Contribution] = []
-    for raw in (graph.get("status") or {}).get("contributions") or ():
-        if isinstance(raw, Mapping):
-            found.append(
-                Contribution(
-                    api_version=str(raw.get("apiVersion") or ""),
-                    kind=str(raw.get("kind") or ""),
-                    namespace=str(raw.get("namespace") or ""),
-                    name=str(raw.get("name") or ""),
-                    subresource=str(raw.get("subresource") or ""),
-                    field_manager=str(raw.get("fieldManager") or ""),
-                )
-            )
-    return found
+    """`status.contributions` as recorded."""
+    fields = _from_status(graph, "contributions", _CONTRIBUTION_KEYS)
+    return [Contribution(**item) for item in fields]
+
+
+# Status key of each field, in the order the status lists them, and whether an empty value is
+# left out (the namespace of a cluster-scoped object, a UID not known yet, the main endpoint).
+_ENTRY_KEYS: Final = (
+    ("node_id", "nodeID", False),
+    ("api_version", "apiVersion", False),
+    ("kind", "kind", False),
+    ("name", "name", False),
+    ("namespace", "namespace", True),
+    ("uid", "uid", True),
+)
+_CONTRIBUTION_KEYS: Final = (
+    ("api_version", "apiVersion", False),
+    ("kind", "kind", False),
+    ("name", "name", False),
+    ("field_manager", "fieldManager", False),
+    ("namespace", "namespace", True),
+    ("subresource", "subresource", True),
+)
+
+
+def _as_status(item: object, keys: Sequence[tuple[str, str, bool]]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for attribute, key, optional in keys:
+        value = str(getattr(item, attribute))
+        if value or not optional:
+            out[key] = value
+    return out
+
+
+def _from_status(
+    graph: Mapping[str, Any], field: str, keys: Sequence[tuple[str, str, bool]]
+) -> list[dict[str, str]]:
+    items = (graph.get("status") or {}).get(field) or ()
+    return [
+        {attribute: str(raw.get(key) or "") for attribute, key, _ in keys}
+        for raw in items
+        if isinstance(raw, Mapping)
+    ]
 
 
 def _union(recorded: Sequence[Entry], more: Sequence[Entry]) -> list[Entry]:
