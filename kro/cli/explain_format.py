@@ -33,6 +33,8 @@ _INDENT: Final = "  "
 _SHARD_INDENT: Final = " " * len("Shard:     ")
 
 
+_NO_UID = "no uid yet: deleted only if it carries the Graph's field manager"
+
 def render(report: InstanceReport | RGDReport | GraphReport, output: str, mask: SecretMask) -> str:
     """The report in `output` format (one of OUTPUT_FORMATS), Secret values masked."""
     if output == "json":
@@ -255,7 +257,7 @@ def render_graph(report: GraphReport) -> str:
         lines.append(f"{_INDENT}(none)")
     for entry in report.managed_resources:
         where = f"{entry.namespace}/{entry.name}" if entry.namespace else entry.name
-        uid = f"uid {entry.uid}" if entry.uid else "no uid yet: never deleted by kro"
+        uid = f"uid {entry.uid}" if entry.uid else _NO_UID
         lines.append(f"{_INDENT}{entry.node_id}: {entry.kind} {where} ({entry.api_version}, {uid})")
     lines += _conditions(report.conditions)
     lines += _events(report)

@@ -3,10 +3,11 @@
 A Graph's objects carry no ApplySet labels and no ownerReferences (V-61): the only record of
 what it created is `status.managedResources` (V-57), so the record must never hold less than
 the cluster does. Before any write to the cluster the record becomes the union of what it held
-and what this pass is about to apply (without UIDs: an entry without a UID is never deleted,
-since kro cannot prove the object it would delete is the one it created); after the apply each
-entry gains the UID the server returned. A crash between the two leaves a superset, which
-the next pass or the teardown settles.
+and what this pass is about to apply (without UIDs); after the apply each entry gains the UID
+the server returned. A crash between the two leaves a superset, which the next pass or the
+teardown settles: an entry without a UID is deleted only once proven (`proven`: the live object
+carries this Graph's template field manager, so this Graph applied it), by the UID the object
+has; otherwise kro cannot prove the object is one it created and forgets the entry.
 
 Template objects are applied under the Graph's one field manager, unforced (V-62): a conflict
 with another Graph's template manager is reported (`FieldManagerConflict`) and never stolen;
@@ -403,10 +404,11 @@ class StatusInventory:
         kept: list[Entry] = []
         deleted = False
         for entry in reversed(stale):
-            if not entry.uid:  # never proven ours: forget it, never delete it
-                continue
             try:
-                await self.delete(entry)
+                target = await self.proven(entry)
+                if target is None:  # gone, or never proven ours: forget it, never delete it
+                    continue
+                await self.delete(target)
                 deleted = True
             except KubeError as error:
                 self.prune_errors.append(f"{entry.kind} {entry.namespace}/{entry.name}: {error}")
@@ -437,6 +439,26 @@ class StatusInventory:
                 )
                 settled.append(contribution)
         return _distinct([*settled, *self._contributed])
+
+    async def proven(self, entry: Entry) -> Entry | None:
+        """The entry with the UID to delete it by, or None when nothing of this Graph's is there.
+
+        An entry has its UID once its apply was answered. One written ahead whose apply reached
+        the server but whose UID was never recorded (kro killed in between) is proven by the
+        live object: when this Graph's template field manager holds fields of it, this Graph
+        applied it, and its UID is the one to delete. Without that proof (no such object, or
+        one this Graph never applied) it is forgotten, never deleted.
+        """
+        if entry.uid:
+            return entry
+        gvr = await _gvr_of(self._client, entry)
+        try:
+            live = await self._client.get(gvr, entry.name, namespace=entry.namespace or None)
+        except NotFound:
+            return None
+        managers = {m.get("manager") for m in _meta(live).get("managedFields") or ()}
+        uid = str(_meta(live).get("uid") or "")
+        return replace(entry, uid=uid) if self._manager in managers and uid else None
 
     async def delete(self, entry: Entry) -> None:
         """DELETE preconditioned on the recorded UID; gone or replaced counts as done."""

@@ -269,15 +269,15 @@ class GraphReconciler:
             kro_client=self.client,
             client=self.clients.client_for(username),
             graph=obj,
-            field_manager="",
+            field_manager=template_field_manager(str(_meta(obj).get("uid") or "")),
             concurrency=1,
         )
         errors: list[str] = []
         for entry in reversed(entries_of(obj)):
-            if not entry.uid:
-                continue
             try:
-                await inventory.delete(entry)
+                target = await inventory.proven(entry)
+                if target is not None:
+                    await inventory.delete(target)
             except KubeError as error:
                 errors.append(f"{entry.kind} {entry.namespace}/{entry.name}: {error}")
         for contribution in contributions_of(obj):
