@@ -33,7 +33,8 @@ _INDENT: Final = "  "
 _SHARD_INDENT: Final = " " * len("Shard:     ")
 
 
-_NO_UID = "no uid yet: deleted only if it carries the Graph's field manager"
+_NO_UID: Final = "no uid yet: deleted only if it carries the Graph's field manager"
+
 
 def render(report: InstanceReport | RGDReport | GraphReport, output: str, mask: SecretMask) -> str:
     """The report in `output` format (one of OUTPUT_FORMATS), Secret values masked."""
