@@ -35,12 +35,19 @@ from kro.applyset.errors import InvalidInventory
 from kro.applyset.identity import ObjectRef, Parent
 from kro.applyset.inventory import read_inventory
 from kro.applyset.members import DeleteOutcome, Failure, Member, delete_member, list_members
-from kro.applyset.release import ON_DELETION, release_orphans
+from kro.applyset.release import ON_DELETION, is_orphaned, release_orphans
 from kro.runtime.client import Client
 from kro.runtime.errors import Conflict, NotFound
 from kro.runtime.gvk import GVR
 
-__all__ = ["DeletionProgress", "apply_order", "delete_next_wave", "remove_finalizer"]
+__all__ = [
+    "DeletionPlan",
+    "DeletionProgress",
+    "apply_order",
+    "delete_next_wave",
+    "plan_next_wave",
+    "remove_finalizer",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -93,10 +100,38 @@ def _highest_wave(members: Sequence[Member]) -> tuple[int, list[Member]]:
     return wave, [m for m in members if apply_order(m) == wave]
 
 
-async def delete_next_wave(
+@dataclass(frozen=True, slots=True)
+class DeletionPlan:
+    """The next deletion step as read from the cluster, before anything is sent: every member
+    listed (metadata only); those it releases; the wave it deletes and that wave's members."""
+
+    parent: Parent
+    members: tuple[Member, ...]
+
+    @property
+    def releases(self) -> tuple[Member, ...]:
+        return tuple(m for m in self.members if is_orphaned(m))
+
+    @property
+    def remaining(self) -> tuple[Member, ...]:
+        """Members deleted in waves (everything not released)."""
+        return tuple(m for m in self.members if not is_orphaned(m))
+
+    @property
+    def wave(self) -> int | None:
+        remaining = self.remaining
+        return _highest_wave(remaining)[0] if remaining else None
+
+    @property
+    def current(self) -> tuple[Member, ...]:
+        remaining = self.remaining
+        return tuple(_highest_wave(remaining)[1]) if remaining else ()
+
+
+async def plan_next_wave(
     client: Client, parent_obj: Mapping[str, Any], parent_gvr: GVR
-) -> DeletionProgress:
-    """Delete the highest remaining apply-order wave of the ApplySet parented by `parent_obj`.
+) -> DeletionPlan:
+    """Read what the next `delete_next_wave` acts on, writing nothing (`kro explain`).
 
     Raises InvalidInventory (context "validate deletion inventory") when the parent's metadata
     is missing or fails validation, and KubeError when members cannot be listed.
@@ -112,8 +147,17 @@ async def delete_next_wave(
             reason=f"missing label {LABEL_APPLYSET_ID}",
             context=VALIDATE_CONTEXT,
         )
-    listed = await list_members(client, parent, inventory)
-    releases, members = await release_orphans(client, listed, action=ON_DELETION)
+    return DeletionPlan(parent, tuple(await list_members(client, parent, inventory)))
+
+
+async def delete_next_wave(
+    client: Client, parent_obj: Mapping[str, Any], parent_gvr: GVR
+) -> DeletionProgress:
+    """Delete the highest remaining apply-order wave of the ApplySet parented by `parent_obj`
+    (as `plan_next_wave` reads it; raises as it does)."""
+    plan = await plan_next_wave(client, parent_obj, parent_gvr)
+    parent = plan.parent
+    releases, members = await release_orphans(client, plan.members, action=ON_DELETION)
     unreleased = len(releases.conflicts) + len(releases.failures)
     if not members:
         return DeletionProgress(

@@ -49,6 +49,7 @@ class Member:
     terminating: bool
     obj: Mapping[str, Any] | None = None
     resource_version: str = ""
+    finalizers: tuple[str, ...] = ()
 
     @classmethod
     def from_metadata(
@@ -69,6 +70,7 @@ class Member:
             bool(meta.get("deletionTimestamp")),
             obj if body else None,
             str(meta.get("resourceVersion") or ""),
+            tuple(str(f) for f in meta.get("finalizers") or ()),
         )
 
 

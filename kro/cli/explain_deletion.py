@@ -1,11 +1,12 @@
 """kro.cli.explain_deletion: where an instance's deletion stands, and what holds it up.
 
-kro deletes an instance's children in reverse apply-order waves (`kro.applyset.deletion`): it
-reads only the instance's ApplySet inventory, lists the members, deletes the highest wave
-still present, and touches the next wave only once every member of that one is gone — so one
-child held by somebody else's finalizer stops the whole deletion, and the instance keeps
-`kro.run/finalizer` until then. This module lists the members the same way (read-only,
-metadata only: a Secret member's data is never fetched) and names the blockers:
+kro deletes an instance's children in reverse apply-order waves: it reads only the instance's
+ApplySet inventory, lists the members, deletes the highest wave still present, and touches the
+next wave only once every member of that one is gone, so one child held by somebody else's
+finalizer stops the whole deletion, and the instance keeps `kro.run/finalizer` until then.
+This module does not list anything itself: it asks the controller's own teardown for its next
+step as a plan (the recording ownership over the instance's ApplySet ownership,
+kro.engine.recording: the same reads, metadata only, nothing sent), and names the blockers:
 
 * a member of the current wave that is terminating but held by finalizers (not kro's: kro
   puts none on children);
@@ -13,14 +14,14 @@ metadata only: a Secret member's data is never fetched) and names the blockers:
 * an inventory kro refuses to trust (it will not delete on a guess);
 * finalizers of others on the instance itself, once kro's own is gone.
 
-Members whose object says `deletionPolicy: Orphaned` are left out, as kro's deletion leaves
-them out of its waves: they are released, never deleted, and hold nothing up (a release that
-failed shows as the error kro recorded).
+Members whose object says `deletionPolicy: Orphaned` are not in the plan's waves: they are
+released, never deleted, and hold nothing up (a release that failed shows as the error kro
+recorded).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -28,15 +29,12 @@ from kro.api.conditions import get_condition
 from kro.api.names import (
     CONDITION_RESOURCES_READY,
     FINALIZER,
-    LABEL_APPLYSET_PART_OF,
-    LABEL_NODE_ID,
 )
-from kro.applyset import InvalidInventory, Member, Parent, apply_order, read_inventory
-from kro.applyset.members import resolve_group_kind
-from kro.applyset.release import is_orphaned
-from kro.cli.explain_report import DeletionReport, MemberReport, ObjectId
+from kro.applyset import Applier, ApplierOptions
+from kro.cli.explain_report import DeletionReport, MemberReport
+from kro.engine.applyset_ownership import ApplySetOwnership
+from kro.engine.recording import RecordingOwnership
 from kro.runtime.client import Client
-from kro.runtime.errors import KubeError
 from kro.runtime.gvk import GVR
 
 BLOCKED_PREFIX: Final = "deletion blocked: "
@@ -51,54 +49,17 @@ class LiveMembers:
     inventory_error: str = ""
 
 
-def member_report(obj: Mapping[str, Any], member: Member) -> MemberReport:
-    metadata = obj.get("metadata") or {}
-    return MemberReport(
-        obj=ObjectId(
-            member.gvk.api_version, member.gvk.kind, member.ref.namespace, member.ref.name
-        ),
-        node=str(member.labels.get(LABEL_NODE_ID, "")),
-        wave=apply_order(member),
-        terminating=member.terminating,
-        finalizers=tuple(str(f) for f in metadata.get("finalizers") or ()),
-    )
-
-
 async def read_members(client: Client, instance: Mapping[str, Any], gvr: GVR) -> LiveMembers:
-    """List the instance's ApplySet members as kro's deletion does (metadata only)."""
-    parent = Parent.from_object(instance, gvr)
-    try:
-        inventory = read_inventory(instance, parent)
-    except InvalidInventory as error:
-        return LiveMembers(inventory_error=str(error))
-    if inventory is None:
-        return LiveMembers()
-    selector = f"{LABEL_APPLYSET_PART_OF}={inventory.applyset_id}"
-    found: list[MemberReport] = []
-    errors: list[str] = []
-    for group_kind in sorted(inventory.group_kinds):
-        info = await resolve_group_kind(client, group_kind)
-        if info is None:
-            continue
-        namespaces: Sequence[str | None] = (
-            inventory.namespaces(parent) if info.namespaced else [None]
-        )
-        for namespace in namespaces:
-            try:
-                items, _ = await client.list_all(
-                    info.gvr, namespace=namespace, label_selector=selector, metadata_only=True
-                )
-            except KubeError as error:
-                errors.append(f"cannot list {info.gvr.resource}: {error}")
-                continue
-            members = [Member.from_metadata(i, info) for i in items]
-            found += [
-                member_report(i, m)
-                for i, m in zip(items, members, strict=True)
-                if not is_orphaned(m)
-            ]
-    found.sort(key=lambda m: (-m.wave, m.obj.kind, m.obj.namespace, m.obj.name))
-    return LiveMembers(tuple(found), tuple(errors))
+    """The members the controller's next teardown step would act on, as it plans it."""
+    ownership = ApplySetOwnership(
+        applier=Applier(client, ApplierOptions(tooling="kro explain")), client=client, gvr=gvr
+    )
+    step = await RecordingOwnership(ownership).teardown(dict(instance))
+    if step.blocked and not step.transient:
+        return LiveMembers(inventory_error=step.blocked)
+    if step.blocked:
+        return LiveMembers(errors=(f"cannot list the members: {step.blocked}",))
+    return LiveMembers(step.held)
 
 
 def recorded_blocker(instance: Mapping[str, Any]) -> str:

@@ -1,13 +1,14 @@
 """kro.cli.explain_dryrun: every node of an instance as kro's engine sees it, without a write.
 
-Explain runs the controller's own pass (kro.engine.graph_pass) in dry-run mode, with the
-caller's credentials: in topological order, per node, includeWhen → render → read the live
-objects → readiness, exactly as the controller does, and nothing is written (the pass records
-what it would write instead). The pass is asked to diagnose, so a waiting node says on what it
-waits (a node, or which expression reads which missing field of which object) and a node that is
-not ready names the readyWhen that does not hold. This module only words the engine's results
-for a user (`NodeReport`); it decides nothing itself, so explain and the controller cannot drift
-apart.
+Explain runs the controller's own pass (kro.engine.graph_pass) with the caller's credentials,
+over the controller's own ownership for that owner wrapped in the recording one
+(kro.engine.recording): in topological order, per node, includeWhen → render → read the live
+objects → readiness, exactly as the controller does, and nothing is written (the recording
+ownership notes what would be, judged by the wrapped ownership's own proof). The pass is
+asked to diagnose, so a waiting node says on what it waits (a node, or which expression reads
+which missing field of which object) and a node that is not ready names the readyWhen that does
+not hold. This module only words the engine's results for a user (`NodeReport`); it decides
+nothing itself, so explain and the controller cannot drift apart.
 
 What only the controller saw, the API server's refusal of an apply, comes from the instance's
 `ResourcesReady` condition (kro.controllers.instance.status.recorded_apply_errors, which reads
@@ -16,25 +17,26 @@ the message the same module writes): a dry run cannot send the apply to find out
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from kro.api.graph import patch_field_manager, template_field_manager
 from kro.api.objects import metadata as _meta
 from kro.applyset import Applier, ApplierOptions
 from kro.cli.explain_mask import SecretMask
 from kro.cli.explain_report import NodeReport, NodeStatus
 from kro.controllers.graph.binding import GraphBinding
-from kro.controllers.graph.inventory import GRAPHS
+from kro.controllers.graph.inventory import GRAPHS, StatusInventory
 from kro.controllers.instance.binding import InstanceBinding
 from kro.dynamic import ObjectRef
 from kro.engine import GraphPass, NodeReason, NodeResult, NoWatches
+from kro.engine.applyset_ownership import ApplySetOwnership
 from kro.engine.owner import OwnerBinding
+from kro.engine.ownership import Ownership
+from kro.engine.recording import RecordingOwnership
 from kro.engine.results import object_id
 from kro.graph.evaluate import InstanceEvaluation
-from kro.graph.graph_kind import patch_endpoint
-from kro.graph.model import Graph, Node, NodeType
+from kro.graph.model import Graph, Node
 from kro.runtime.client import Client
 from kro.runtime.errors import Forbidden
 from kro.runtime.gvk import GVR
@@ -101,25 +103,23 @@ async def dry_run(
     """One report per node, in topological order, and what the pass would write."""
     owner = dict(instance)
     binding = InstanceBinding(gvr, _ref(gvr, owner), graph.instance)
-    return await _dry_run(graph, owner, binding, reader, recorded)
+    client = cast(Client, reader)  # a dry run only reads: get and list_all
+    applier = Applier(client, ApplierOptions(tooling="kro explain"))  # never applies
+    ownership = ApplySetOwnership(applier=applier, client=client, gvr=gvr)
+    return await _dry_run(graph, owner, binding, reader, recorded, ownership=ownership)
 
 
 async def graph_dry_run(
     graph: Graph, graph_obj: Mapping[str, Any], reader: ReadingClient, recorded: Mapping[str, str]
 ) -> DryRun:
     """The same for a `Graph` object: its objects carry the Graph's marks (GraphBinding) and
-    are applied under the Graph's own field managers (one for its templates, one per patch
-    node, through the endpoint the patch targets), which is what an apply is judged by."""
+    are kept by its status inventory, whose field managers (one for its templates, one per
+    patch node, through the endpoint the patch targets) an apply is judged by."""
     owner = dict(graph_obj)
     binding = GraphBinding(GRAPHS, _ref(GRAPHS, owner), graph)
-    uid = str(_meta(owner).get("uid") or "")
-
-    def managers(node: Node) -> tuple[str, str]:
-        if node.type is NodeType.PATCH:
-            return patch_field_manager(uid, node.id), patch_endpoint(node.template)
-        return template_field_manager(uid), ""
-
-    return await _dry_run(graph, owner, binding, reader, recorded, owned_manager=managers)
+    client = cast(Client, reader)
+    ownership = StatusInventory.of(owner, graph, kro_client=client, client=client)
+    return await _dry_run(graph, owner, binding, reader, recorded, ownership=ownership)
 
 
 def _ref(gvr: GVR, owner: Mapping[str, Any]) -> ObjectRef:
@@ -134,21 +134,19 @@ async def _dry_run(
     reader: ReadingClient,
     recorded: Mapping[str, str],
     *,
-    owned_manager: Callable[[Node], tuple[str, str]] | None = None,
+    ownership: Ownership,
 ) -> DryRun:
-    client = cast(Client, reader)  # a dry run only reads: get and list_all
+    recording = RecordingOwnership(ownership, recorded)
     work = GraphPass(
         graph=graph,
         owner_obj=owner,
         binding=binding,
-        client=client,
-        applier=Applier(client, ApplierOptions(tooling="kro explain")),  # never applies
+        client=cast(Client, reader),  # a dry run only reads: get and list_all
+        ownership=recording,
         watches=NoWatches(),
         evaluation=InstanceEvaluation(graph, owner, max_collection_size=graph.max_collection_size),
-        dry_run=True,
         diagnose=True,
         recorded=recorded,
-        owned_manager=owned_manager,
     )
     result = await work.run()
     nodes = [
@@ -156,7 +154,7 @@ async def _dry_run(
         for node_id in graph.topological_order
         if node_id in result.nodes
     ]
-    return DryRun(tuple(nodes), tuple(result.writes))
+    return DryRun(tuple(nodes), tuple(recording.writes))
 
 
 def report(node: Node, found: NodeResult) -> NodeReport:

@@ -27,9 +27,11 @@ from enum import StrEnum
 from typing import Any
 
 from kro.controllers.graph.inventory import Entry
+from kro.engine.ownership import Held as MemberReport
 from kro.engine.results import MissingField, ObjectId
 
-__all__ = ["MissingField", "ObjectId"]  # re-exported: the report quotes the engine's values
+# re-exported: the report quotes the engine's values (a member as the teardown's plan holds it)
+__all__ = ["MemberReport", "MissingField", "ObjectId"]
 
 
 class NodeStatus(StrEnum):
@@ -104,17 +106,6 @@ class EventReport:
     reason: str
     message: str
     count: int = 1
-
-
-@dataclass(frozen=True, slots=True)
-class MemberReport:
-    """A live member of the instance's ApplySet, as deletion sees it."""
-
-    obj: ObjectId
-    node: str
-    wave: int
-    terminating: bool
-    finalizers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,23 +16,25 @@ resolved again against the objects the apply returned, in waves, as long as an a
 progress: a graph whose data all flows within one pass converges in one. A node is never
 applied twice in one pass, and a node still pending ends the pass without a prune, as upstream.
 
+How what rendered is kept (applied, recorded, pruned, torn down) is the owner's ownership, the
+pass's one plug-in (kro.engine.ownership): an ApplySet for an RGD instance, the status inventory
+for a `Graph`, a recording one for a dry run. The pass never asks which one it has.
+
 Every node ends the pass with one `NodeResult`; the adapter derives everything users see from
-them. In a dry run (`kro explain`) the pass reads as the caller, writes nothing (it records what
-it would write), and goes on past a failure so that every node gets its result: an object that
-does not exist is reported, not pretended, so what depends on it waits, as it does in the
-cluster.
+them. A diagnosing pass (`kro explain`, over the recording ownership, as the caller) goes on
+past a failure so that every node gets its result: an object that does not exist is reported,
+not pretended, so what depends on it waits, as it does in the cluster.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import structlog
 
 from kro.api.names import (
-    FIELD_MANAGER_APPLYSET,
     NODE_STATE_DELETING,
     NODE_STATE_ERROR,
     NODE_STATE_IN_PROGRESS,
@@ -41,28 +43,13 @@ from kro.api.names import (
     NODE_STATE_WAITING_FOR_READINESS,
 )
 from kro.api.objects import metadata as _meta
-from kro.applyset import (
-    AppliedResource,
-    Applier,
-    ApplyResult,
-    Desired,
-    Member,
-    Parent,
-    ReleaseFailed,
-    check_duplicates,
-    combined,
-    list_members,
-    prune,
-    read_inventory,
-)
-from kro.applyset.applier import member_body
-from kro.applyset.noop import already_applied
+from kro.applyset import AppliedResource, Desired, check_duplicates
 from kro.dynamic import LabelSelector, ScalarWatch, SelectorWatch
 from kro.dynamic.watches import WatchRequest
 from kro.engine.decorate import decorate
 from kro.engine.diagnose import Diagnosis, Diagnostician
-from kro.engine.inventory import OwnedInventory
 from kro.engine.owner import OwnerBinding
+from kro.engine.ownership import Listed, Ownership, PruneScope
 from kro.engine.results import NodeReason, NodeResult, PassResult, object_id
 from kro.engine.watches import Watches
 from kro.graph.evaluate import EvaluationError, InstanceEvaluation, Pending, Readiness
@@ -104,18 +91,15 @@ class _Stop(Exception):
 
 
 class GraphPass:
-    """One pass of `graph` over one owner (`owner_obj`, bound by `binding`).
+    """One pass of `graph` over one owner (`owner_obj`, bound by `binding`, its objects kept by
+    `ownership`).
 
-    dry_run: read, never write; record what would be written (`PassResult.writes`).
-    diagnose: say on what waiting and not-ready nodes wait (kro.engine.diagnose).
-    recorded: dry run only: per node, the API server's refusal of the last apply, as the
-        controller recorded it (a dry run cannot send the apply to find out).
-    inventory: an owner that records what it applied itself (a `Graph`) applies and prunes
-        through it instead of an ApplySet (kro.engine.inventory).
-    owned_manager: dry run only, for such an owner: per node, the field manager (and the
-        subresource) its inventory applies the node's objects under; what would be written is
-        judged against the rendered object as it is (no ApplySet label) and that manager's
-        fields, not the ApplySet's.
+    diagnose: give every node its result and say on what waiting and not-ready nodes wait
+        (kro.engine.diagnose): a failed expression, an unreadable object or a terminating
+        child is reported and the pass goes on, where a controller pass stops at the first.
+        Only for a pass that writes nothing (the recording ownership).
+    recorded: with diagnose, per node, the API server's refusal of the last apply as the
+        controller recorded it: a node the caller may not read is reported by it.
     """
 
     def __init__(
@@ -125,26 +109,20 @@ class GraphPass:
         owner_obj: dict[str, Any],
         binding: OwnerBinding,
         client: Client,
-        applier: Applier,
+        ownership: Ownership,
         watches: Watches,
         evaluation: InstanceEvaluation,
-        dry_run: bool = False,
         diagnose: bool = False,
         recorded: Mapping[str, str] | None = None,
-        inventory: OwnedInventory | None = None,
-        owned_manager: Callable[[Node], tuple[str, str]] | None = None,
     ) -> None:
         self.graph = graph
         self.owner_obj = owner_obj
         self.binding = binding
         self.client = client
-        self.applier = applier
+        self.ownership = ownership
         self.watches = watches
         self.evaluation = evaluation
-        self.dry_run = dry_run
         self.recorded = recorded or {}
-        self.inventory = inventory
-        self.owned_manager = owned_manager
         self.result = PassResult()
         self._diagnostician = (
             Diagnostician(graph, evaluation, object_id(owner_obj)) if diagnose else None
@@ -154,10 +132,8 @@ class GraphPass:
         self.reads: dict[WatchRequest, dict[tuple[str, str], str]] = {}
         """Per watch request, the versions this pass read, or wrote last (the skip memory)."""
         self._requests: dict[str, WatchRequest] = {}  # node id -> the request it was read by
-        self._members: list[Member] | None = None
-        """The ApplySet's members with their bodies, when this pass listed them first
-        (`_list_members`); they answer the children's reads and the prune."""
-        self._listed: dict[tuple[str, str, str, str], Mapping[str, Any]] = {}
+        self._listed: Listed = {}
+        """What the ownership listed up front (`Ownership.begin`): it answers reads."""
         self._kinds: dict[str, list[tuple[GVR, bool]]] = {}
         """Per node of a kind known only once rendered (V-48): each object's resource and
         scope, looked up in discovery."""
@@ -166,20 +142,18 @@ class GraphPass:
         """Resolve and observe every node, apply what rendered, record; then, in waves, the
         nodes that waited for data the apply has just produced; finally prune.
 
-        Raises (controller pass) EvaluationError, ApplySetError or KubeError when a node cannot
-        be evaluated or read, or the owner's inventory cannot be written: nothing after it is
-        applied; ReleaseFailed after the apply when prune could not release an orphan.
+        Raises (unless diagnosing) EvaluationError, ApplySetError or KubeError when a node
+        cannot be evaluated or read, or the owner's record cannot be written: nothing after it
+        is applied; ReleaseFailed after the apply when prune could not release an orphan.
         A terminating child ends the pass before any apply (`PassResult.deleting`).
         """
-        if not self.dry_run and self.inventory is None:
-            await self._list_members()
+        self._listed = await self.ownership.begin(self.owner_obj)
         waiting = list(self.graph.topological_order)
-        results: list[ApplyResult] = []
         applied: list[Desired] = []  # every wave's batch so far
         resolved: dict[str, int] = {}  # node id -> the wave it was resolved in
+        wave = 0
         try:
             while True:  # at least once: a graph without resources still applies its inventory
-                wave = len(results)
                 self._batch = []
                 for node_id in waiting:  # what an earlier wave said of them no longer holds
                     self.result.nodes.pop(node_id, None)
@@ -190,10 +164,7 @@ class GraphPass:
                 if applied:  # R-11 across waves, as it would be within one batch
                     check_duplicates([*applied, *self._batch])
                 applied.extend(self._batch)
-                if self.dry_run:  # nothing changes between waves when nothing is written
-                    self._dry_apply()
-                    break
-                resources = await self._apply(results)
+                self.owner_obj, resources = await self.ownership.apply(self.owner_obj, self._batch)
                 changed = self._record(resources)
                 self.result.stale.update(
                     d
@@ -203,66 +174,35 @@ class GraphPass:
                 )
                 waiting = [n for n in waiting if n not in resolved]
                 failed = any(r.error is not None for r in resources)
-                if not self._batch or not self.result.pending or failed or not waiting:
+                # Nothing changed: the waiting nodes would meet the data they just met.
+                if not changed or not self.result.pending or failed or not waiting:
                     break
+                wave += 1
         except _Stop:
             return self.result
-        if not self.dry_run:
-            await self._prune_pass(results)
+        await self._prune()
         return self.result
 
-    async def _apply(self, results: list[ApplyResult]) -> Sequence[AppliedResource]:
-        """Apply this wave's batch: through the owner's inventory, or as an ApplySet."""
-        if self.inventory is not None:
-            self.owner_obj, resources = await self.inventory.apply(self.owner_obj, self._batch)
-            return resources
-        result = await self.applier.apply(self.owner_obj, self.binding.gvr, self._batch)
-        self.owner_obj = result.parent_obj
-        results.append(result)
-        return result.resources
-
-    async def _prune_pass(self, results: list[ApplyResult]) -> None:
-        """An ApplySet prunes once every node resolved (`_prune`). An owner with its own
-        inventory prunes on every pass but one that failed, keeping what the nodes it could
-        not resolve may still render (V-63)."""
-        if self.inventory is None:
-            await self._prune(combined(results))
-            return
+    async def _prune(self) -> None:
+        """Hand the ownership what it needs to prune safely; it decides how far it may go
+        (an ApplySet once every node resolved, a Graph's inventory on every pass that did not
+        fail, keeping what the nodes it could not resolve may still render: V-63)."""
         nodes = self.result.nodes.values()
-        if self.result.failure is not None or any(r.state == NODE_STATE_ERROR for r in nodes):
-            return
-        keep = frozenset(r.id for r in nodes if r.state == NODE_STATE_IN_PROGRESS)
-        self.owner_obj, pruned = await self.inventory.prune(self.owner_obj, keep)
-        if pruned:
+        scope = PruneScope(
+            failed=self.result.failure is not None
+            or any(r.state == NODE_STATE_ERROR for r in nodes),
+            pending=frozenset(r.id for r in nodes if r.state == NODE_STATE_IN_PROGRESS),
+            positions={n: i for i, n in enumerate(self.graph.topological_order)},
+            shard_version=self.watches.shard_version,
+        )
+        self.owner_obj, outcome = await self.ownership.prune(self.owner_obj, scope)
+        if outcome.deleted:
             self.result.mutated = True
             self.result.pruned = True
+        if outcome.retry:
+            self.result.retry = True
 
     # -- resolve + observe -----------------------------------------------------------------
-
-    async def _list_members(self) -> None:
-        """List the ApplySet's members, bodies included, before anything else, when this
-        process does not know them (kro.applyset.ledger): after a restart, or once the ledger
-        let go of the ApplySet.
-
-        The prune of this pass would list them anyway; listing first lets the same answer
-        serve every child's read as well. A restarted controller then confirms a converged
-        owner with one read of the owner and one list per child kind (the no-op proof,
-        kro.applyset.noop, needs the bodies, which the metadata caches do not hold), where it
-        would otherwise read each child and list for the prune afterwards, without anything
-        written on the owner to remember a converged pass by. A new owner's ApplySet is known
-        to be empty and is not listed."""
-        parent = Parent.from_object(self.owner_obj, self.binding.gvr)
-        if self.applier.members.knows(parent.id):
-            return
-        inventory = read_inventory(self.owner_obj, parent)
-        if inventory is None or not inventory.group_kinds:
-            return
-        self._members = await list_members(self.client, parent, inventory, bodies=True)
-        self._listed = {
-            (m.ref.gvr.group, m.ref.gvr.resource, m.ref.namespace, m.ref.name): m.obj
-            for m in self._members
-            if m.obj is not None
-        }
 
     def _set(
         self,
@@ -313,7 +253,7 @@ class GraphPass:
         )
         self.result.set(found)
         self.result.failure = self.result.failure or found
-        if not self.dry_run:
+        if self._diagnostician is None:
             raise error
 
     def _check_ignored(self, node: Node) -> bool | Pending:
@@ -379,7 +319,7 @@ class GraphPass:
         try:
             observed = await self._observe(node, desired)
         except KubeError as error:
-            if not self.dry_run:
+            if self._diagnostician is None:
                 raise
             return self._unreadable(node, desired, error)
         if observed is _DELETING:
@@ -424,7 +364,7 @@ class GraphPass:
     def _unreadable(
         self, node: Node, desired: Sequence[Mapping[str, Any]], error: KubeError
     ) -> None:
-        """Dry run: the caller may not read the node's objects. What the controller recorded
+        """Diagnosing: the caller may not read the node's objects. What the controller recorded
         as refused is an error; anything else cannot be checked."""
         refused = self.recorded.get(node.id, "")
         if refused:
@@ -580,10 +520,10 @@ class GraphPass:
         return live
 
     def _one_namespace(self, desired: Sequence[Mapping[str, Any]]) -> str | None:
-        """The one namespace every item of a collection lives in, when an owner applies as a
+        """The one namespace every item of a collection lives in, when an owner reads as a
         namespace's ServiceAccount (a `Graph`, V-61) that may not list across namespaces;
-        an ApplySet owner lists cluster-wide, as kro's own identity."""
-        if self.inventory is None:
+        others list cluster-wide, as kro's own identity."""
+        if not self.binding.reads_in_namespace:
             return None
         namespaces = {_identity(d)[0] for d in desired}
         return namespaces.pop() if len(namespaces) == 1 and "" not in namespaces else None
@@ -628,8 +568,8 @@ class GraphPass:
         Anything else is a GET: a pass on a new owner of five ConfigMaps makes ~1 read
         instead of ~9.
         """
-        if not self.applier.memory.enabled or self.inventory is not None:
-            return False, None  # --skip-unchanged=false, or no applier to vouch for the object
+        if not self.ownership.remembers:
+            return False, None  # --skip-unchanged=false, or a dry run
         known, cached = self.watches.cached_object(request)
         if not known:
             return False, None
@@ -639,7 +579,7 @@ class GraphPass:
             return node.type.is_external or not declared, None
         if node.id not in self.graph.metadata_only:
             return False, None
-        if node.type.is_external or self.applier.vouches_for(cached):
+        if node.type.is_external or self.ownership.vouches_for(cached):
             return True, cached
         return False, None
 
@@ -647,7 +587,7 @@ class GraphPass:
         self, node: Node, desired: Sequence[Mapping[str, Any]], items: Sequence[Mapping[str, Any]]
     ) -> bool:
         """A live child is terminating (R-08): the pass waits for it to go. A controller pass
-        stops here; a dry run reports the node and goes on."""
+        stops here; a diagnosing one reports the node and goes on."""
         terminating = [i for i in items if _meta(i).get("deletionTimestamp")]
         if not terminating:
             return False
@@ -658,7 +598,7 @@ class GraphPass:
         )
         found = self._set(node, NODE_STATE_DELETING, NodeReason.DELETING, message, objects=desired)
         self.result.deleting = self.result.deleting or found
-        if not self.dry_run:
+        if self._diagnostician is None:
             raise _Stop
         return True
 
@@ -739,7 +679,9 @@ class GraphPass:
             if any(a is not None and a.changed for a in applied):
                 self.result.mutated = True
                 changed.add(node_id)
-            rendered = [d.obj for d in self._rendered(node_id)]
+            items = self._rendered(node_id)
+            rendered = [d.obj for d in items]
+            whole = bool(items) and all(d.observed is not None for d in items)
             if errors:
                 message = "; ".join(str(e) for e in errors)
                 self._set(
@@ -749,9 +691,13 @@ class GraphPass:
                     message,
                     objects=rendered,
                     errors=errors,
+                    exists=whole,
                 )
                 continue
             objects = [a.obj for a in applied if a is not None and a.obj is not None]
+            if len(objects) < len(resource_ids):  # a dry run's create: nothing there yet
+                self._not_created(node, rendered, len(objects))
+                continue
             request = self._requests.get(node_id)
             if request is not None:  # what a read would find now: the server's answers
                 self.reads[request] = {**self.reads.get(request, {}), **_versions(objects)}
@@ -774,93 +720,26 @@ class GraphPass:
         self._not_ready(node, rendered, objects, readiness.reason)
         return None
 
-    async def _prune(self, result: ApplyResult) -> None:
-        positions = {n: i for i, n in enumerate(self.graph.topological_order)}
-        self.applier.members.epoch(self.watches.shard_version)
-        pruned = await prune(
-            self.client,
-            result,
-            positions=positions,
-            all_resolved=not self.result.pending,
-            ledger=self.applier.members,
-            members=self._members,
+    def _not_created(self, node: Node, rendered: Sequence[Mapping[str, Any]], found: int) -> None:
+        """Objects of the node that an apply would create (a dry run): the node is not there
+        yet, and what depends on it waits, as it does in the cluster."""
+        counted = (
+            f" ({found} of {len(rendered)} items exist)"
+            if node.type is NodeType.COLLECTION
+            else ""
         )
-        if pruned.changed:
-            self.result.mutated = True
-            self.result.pruned = True
-        if pruned.inventory is not None:
-            written = await self.applier.ensure_inventory(
-                result.parent, self.owner_obj, pruned.inventory
-            )
-            if written is not None:
-                self.owner_obj = written
-        if pruned.conflicts or pruned.failures:
-            self.result.retry = True  # come back: upstream requeues on prune conflicts
-        unreleased = [f.message for f in pruned.failures if f.action]
-        if unreleased:  # V-36: the pass's error; the inventory was kept, so it is retried
-            raise ReleaseFailed(unreleased)
+        self._set(
+            node,
+            NODE_STATE_IN_PROGRESS,
+            NodeReason.NOT_CREATED,
+            f"not created yet{counted}",
+            objects=rendered,
+        )
 
     def _rendered(self, node_id: str) -> list[Desired]:
         """This wave's desired objects of `node_id`."""
         ids = set(self._items.get(node_id, ()))
         return [d for d in self._batch if d.resource_id in ids]
-
-    def _dry_apply(self) -> None:
-        """What the apply would do, without sending it: an object that does not exist would be
-        created (and is reported as such: nothing depends on what is not there yet), one whose
-        managed fields differ from the rendered ones would be updated; the API server's refusal
-        recorded by the controller stands for a refused apply."""
-        parent = (
-            None
-            if self.owned_manager is not None
-            else Parent.from_object(self.owner_obj, self.binding.gvr)
-        )
-        for node_id in self._items:
-            items = self._rendered(node_id)
-            node = self.graph.node(node_id)
-            rendered = [d.obj for d in items]
-            live = [d.observed for d in items if d.observed is not None]
-            for item in items:
-                if item.observed is None:
-                    self.result.writes.append(f"create {object_id(item.obj)}")
-                elif not self._dry_applied(parent, node, item):
-                    self.result.writes.append(f"apply {object_id(item.obj)}")
-            refused = self.recorded.get(node_id, "")
-            if refused:
-                whole = bool(items) and len(live) == len(items)
-                self._set(
-                    node,
-                    NODE_STATE_ERROR,
-                    NodeReason.APPLY_FAILED,
-                    refused,
-                    objects=rendered,
-                    exists=whole,
-                )
-                continue
-            if len(live) < len(items):
-                counted = (
-                    f" ({len(live)} of {len(items)} items exist)"
-                    if node.type is NodeType.COLLECTION
-                    else ""
-                )
-                self._set(
-                    node,
-                    NODE_STATE_IN_PROGRESS,
-                    NodeReason.NOT_CREATED,
-                    f"not created yet{counted}",
-                    objects=rendered,
-                )
-                continue
-            self._observed_applied(node, rendered, live)
-
-    def _dry_applied(self, parent: Parent | None, node: Node, item: Desired) -> bool:
-        """Whether the live object already holds what an apply of `item` would send."""
-        assert item.observed is not None
-        if parent is None:  # an owner with its own inventory applies the object as rendered
-            assert self.owned_manager is not None
-            manager, subresource = self.owned_manager(node)
-            return already_applied(item.observed, dict(item.obj), manager, subresource)
-        return already_applied(item.observed, member_body(parent, item), FIELD_MANAGER_APPLYSET)
 
 
 _DELETING: Any = object()

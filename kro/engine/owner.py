@@ -1,11 +1,11 @@
 """kro.engine.owner: what the engine needs to know of the object that owns a graph's objects.
 
-The engine applies, reads and prunes on behalf of one owning object (an RGD instance today, a
-`Graph` tomorrow) and knows nothing of what that object is. Its adapter says how the owner marks
-the objects it applies (labels, which also find a collection's existing items) and where the
-owner's reads are routed from (`ref`, the key of its watches). The ApplySet parent is the owner
-object itself, as kro has always done; the engine keeps the owner's latest copy as the applier
-writes its inventory.
+The engine applies, reads and prunes on behalf of one owning object (an RGD instance, a `Graph`)
+and knows nothing of what that object is. Its adapter says how the owner marks the objects it
+applies (labels, which also find a collection's existing items), where the owner's reads are
+routed from (`ref`, the key of its watches) and as whom it reads. How what it applies is kept
+is the owner's ownership (kro.engine.ownership); the engine keeps the owner's latest copy as
+the ownership writes its record.
 """
 
 from __future__ import annotations
@@ -44,3 +44,9 @@ class OwnerBinding(Protocol):
 
     def collection_selector(self, owner: Mapping[str, Any], node_id: str) -> str:
         """The label selector that finds the existing items of collection `node_id`."""
+
+    @property
+    def reads_in_namespace(self) -> bool:
+        """The owner reads as a namespace's identity (a `Graph`'s ServiceAccount), which may
+        not list across namespaces: a collection whose items share one namespace is listed
+        there."""

@@ -148,7 +148,6 @@ class PassResult:
     deleting: NodeResult | None = None  # a child is terminating: the pass stopped there
     failure: NodeResult | None = None  # an evaluation failed: the pass stopped there
     counts: PassCounts = field(default_factory=PassCounts)
-    writes: list[str] = field(default_factory=list)  # dry run: what the pass would write
 
     def set(self, result: NodeResult) -> None:
         self.nodes[result.id] = result

@@ -34,6 +34,7 @@ from kro.applyset.release import (
     release_member,
     release_patch,
 )
+from kro.engine.applyset_ownership import ApplySetOwnership
 from kro.engine.teardown import teardown_step
 from kro.runtime.client import Client
 from kro.runtime.gvk import GVK
@@ -230,7 +231,13 @@ async def test_releasing_the_last_members_is_done_in_the_same_step(
     api: FakeApiServer, client: Client, applier: Applier
 ) -> None:
     parent = await _finalized_parent(api, applier)
-    step = await teardown_step(client, parent, WEBAPPS, "test.kro.run/finalizer")
+    step = await teardown_step(
+        ApplySetOwnership(applier=applier, client=client, gvr=WEBAPPS),
+        client,
+        parent,
+        WEBAPPS,
+        "test.kro.run/finalizer",
+    )
     assert step.done
     assert (live(api, WEBAPPS, "app", NS) or {})["metadata"].get("finalizers") in (None, [])
     assert live(api, CONFIGMAPS, "keep", NS) is not None
@@ -241,7 +248,13 @@ async def test_a_failed_release_keeps_the_finalizer(
 ) -> None:
     parent = await _finalized_parent(api, applier)
     api.inject(status_fault("PATCH", "/configmaps/keep", 403, "Forbidden", "no patch for you"))
-    step = await teardown_step(client, parent, WEBAPPS, "test.kro.run/finalizer")
+    step = await teardown_step(
+        ApplySetOwnership(applier=applier, client=client, gvr=WEBAPPS),
+        client,
+        parent,
+        WEBAPPS,
+        "test.kro.run/finalizer",
+    )
     assert not step.done
     assert step.transient
     assert "release orphaned resource" in step.blocked

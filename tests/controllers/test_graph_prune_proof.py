@@ -16,6 +16,7 @@ from typing import Any, cast
 
 from kro.api.graph import template_field_manager
 from kro.controllers.graph.inventory import StatusInventory
+from kro.engine.ownership import PruneScope
 from kro.runtime.client import Client
 from kro.runtime.errors import NotFound
 from kro.runtime.gvk import GVR
@@ -82,7 +83,8 @@ async def test_prune_deletes_what_it_proves_and_forgets_the_rest() -> None:
         field_manager=MANAGER,
         concurrency=1,
     )
-    _, deleted = await inventory.prune(dict(GRAPH), frozenset())
-    assert deleted
+    scope = PruneScope(failed=False, pending=frozenset(), positions={})
+    _, outcome = await inventory.prune(dict(GRAPH), scope)
+    assert outcome.deleted
     assert sorted(server.deleted) == [("crashed", "crashed-live-uid"), ("recorded", "r-uid")]
     assert server.status["managedResources"] == []

@@ -24,7 +24,9 @@ from kro.api.names import (
 from kro.applyset import Applier, ApplierOptions, tooling_for
 from kro.dynamic import ObjectRef
 from kro.engine import GraphPass, NodeReason, NoWatches, PassResult
+from kro.engine.applyset_ownership import ApplySetOwnership
 from kro.engine.owner import OwnerBinding
+from kro.engine.recording import RecordingOwnership
 from kro.engine.teardown import teardown_step
 from kro.graph.builder import BuildOptions, build_graph
 from kro.graph.evaluate import InstanceEvaluation
@@ -53,6 +55,7 @@ class Binding:
         return {"test.kro.run/owner": owner["metadata"]["uid"], "test.kro.run/node": node_id}
 
     foreign_managers = ("other-engine.",)
+    reads_in_namespace = False
 
     def child_annotations(self, owner: Mapping[str, Any], node_id: str) -> dict[str, str]:
         return {}
@@ -113,21 +116,31 @@ async def run(
     obj: dict[str, Any],
     *,
     applier: Applier | None = None,
-    dry_run: bool = False,
+    recording: RecordingOwnership | None = None,
     binding: OwnerBinding | None = None,
 ) -> PassResult:
+    """A controller pass over an ApplySet, or (with `recording`) a diagnosing dry run."""
+    ownership = ApplySetOwnership(
+        applier=applier or Applier(client, ApplierOptions(tooling=tooling_for("v0.10.0"))),
+        client=client,
+        gvr=OWNERS,
+    )
     work = GraphPass(
         graph=g,
         owner_obj=obj,
         binding=binding or Binding(obj),
         client=client,
-        applier=applier or Applier(client, ApplierOptions(tooling=tooling_for("v0.10.0"))),
+        ownership=ownership if recording is None else recording,
         watches=NoWatches(),
         evaluation=InstanceEvaluation(g, obj),
-        dry_run=dry_run,
-        diagnose=dry_run,
+        diagnose=recording is not None,
     )
     return await work.run()
+
+
+def recorder(client: Client) -> RecordingOwnership:
+    applier = Applier(client, ApplierOptions(tooling="kro explain"))
+    return RecordingOwnership(ApplySetOwnership(applier=applier, client=client, gvr=OWNERS))
 
 
 async def test_every_kind_of_node_yields_its_state(api: FakeApiServer, client: Client) -> None:
@@ -329,16 +342,18 @@ async def test_a_dry_run_writes_nothing_and_says_what_it_would_write(
     g = graph([cm("a"), cm("b", {"x": "${a.data.k}"})])
     obj = owner(api)
     before = len([r for r in api.requests if r.method != "GET"])
-    result = await run(g, client, obj, dry_run=True)
+    recording = recorder(client)
+    result = await run(g, client, obj, recording=recording)
     assert [r for r in api.requests[before:] if r.method != "GET"] == []
     assert result.nodes["a"].reason is NodeReason.NOT_CREATED
     assert result.nodes["b"].reason is NodeReason.WAITING
     assert result.nodes["b"].waiting_on == "a"
-    assert result.writes == [f"create ConfigMap {NS}/o-a"]
+    assert recording.writes == [f"create ConfigMap {NS}/o-a"]
     await run(g, client, obj)  # the real pass creates both
-    again = await run(g, client, dict(api.object(OWNERS, "o", NS) or {}), dry_run=True)
+    recording = recorder(client)
+    again = await run(g, client, dict(api.object(OWNERS, "o", NS) or {}), recording=recording)
     assert {r.id: r.state for r in again} == {"a": NODE_STATE_SYNCED, "b": NODE_STATE_SYNCED}
-    assert again.writes == []
+    assert recording.writes == []
 
 
 async def test_without_the_skip_memory_every_pass_reads_and_applies_again(
@@ -379,7 +394,10 @@ async def test_teardown_deletes_in_reverse_order_then_lets_the_owner_go(
     live = dict(api.object(OWNERS, "o", NS) or {})
     order: list[set[str]] = []
     for _ in range(5):
-        step = await teardown_step(client, live, OWNERS, "test.kro.run/finalizer")
+        ownership = ApplySetOwnership(
+            applier=Applier(client, ApplierOptions(tooling="kro/test")), client=client, gvr=OWNERS
+        )
+        step = await teardown_step(ownership, client, live, OWNERS, "test.kro.run/finalizer")
         if step.done:
             break
         assert not step.blocked

@@ -46,6 +46,10 @@ class GraphBinding:
     def foreign_managers(self) -> tuple[str, ...]:
         return ()  # another Graph's manager is a FieldManagerConflict at apply (V-62)
 
+    @property
+    def reads_in_namespace(self) -> bool:
+        return True  # as the Graph's ServiceAccount, which may not list across namespaces
+
     def child_annotations(self, owner: Mapping[str, Any], node_id: str) -> dict[str, str]:
         return {}  # the node path, written for every owner (kro.engine.decorate), is all
 

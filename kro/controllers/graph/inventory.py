@@ -16,6 +16,12 @@ Pruning deletes, preconditioned on the recorded UID, what the record holds and t
 apply, except objects of nodes the pass could not resolve (V-63). Both run as the Graph's
 ServiceAccount: `client` is impersonated; the status writes use kro's own client.
 
+This is a `Graph`'s ownership, the engine's plug-in (kro.engine.ownership): the pass applies,
+prunes and tears down through it, as it does an RGD instance's through its ApplySet. Like the
+ApplySet it remembers what its applies left (the process's skip memory, `--skip-unchanged`), so
+a converged Graph's objects are neither re-applied nor, when a metadata cache vouches for them,
+read again.
+
 A `patch` node's fields are contributions to objects the Graph does not own (V-46, V-58): each
 target is recorded ahead in `status.contributions` with the node's own field manager and
 endpoint, then applied (status forced; the object itself unforced, a foreign owner of a field
@@ -43,14 +49,21 @@ from kro.api.graph import (
     MANAGED_RESOURCES_CAP,
     graph_hash,
     patch_field_manager,
+    template_field_manager,
 )
 from kro.api.names import ANNOTATION_NODE_PATH
 from kro.api.objects import metadata as _meta
-from kro.applyset import AppliedResource, ApplySetError, Desired
+from kro.applyset import AppliedCache, AppliedResource, ApplySetError, Desired
+from kro.applyset.cache import digest
 from kro.applyset.noop import already_applied
+from kro.engine.ownership import Held, Listed, PruneOutcome, PruneScope, TeardownStep
+from kro.engine.results import ObjectId
+from kro.graph.graph_kind import patch_endpoint
+from kro.graph.model import Graph, NodeType
 from kro.runtime.client import Client
 from kro.runtime.errors import Conflict, KubeError, NotFound
 from kro.runtime.gvk import GVK, GVR
+from kro.runtime.memory import ObjectMemory
 
 __all__ = [
     "GRAPHS",
@@ -198,7 +211,7 @@ def _conflicting_managers(error: Conflict) -> set[str]:
 
 
 class StatusInventory:
-    """`OwnedInventory` of one Graph for one pass (kro.engine.inventory)."""
+    """`Ownership` of one Graph for one pass or one teardown step (kro.engine.ownership)."""
 
     def __init__(
         self,
@@ -210,9 +223,13 @@ class StatusInventory:
         concurrency: int,
         patches: Mapping[str, str] | None = None,
         skip_unchanged: bool = False,
+        memory: ObjectMemory | None = None,
     ) -> None:
+        """`skip_unchanged`: the skip memory may save reads and applies (only while the Graph
+        applies as the identity that applied last). `memory`: the process's skip memory."""
         self._kro = kro_client
-        self._skip_unchanged = skip_unchanged
+        self._cache = AppliedCache(memory=memory if memory is not None else ObjectMemory())
+        self._skip_unchanged = skip_unchanged and self._cache.memory.enabled
         self._client = client
         self._manager = field_manager
         self._uid = str(_meta(graph).get("uid") or "")
@@ -228,6 +245,57 @@ class StatusInventory:
         self.reached_cluster = False
         """Some apply of this pass was answered by the server (V-56)."""
         self.prune_errors: list[str] = []
+
+    @classmethod
+    def of(
+        cls,
+        graph_obj: Mapping[str, Any],
+        program: Graph | None,
+        *,
+        kro_client: Client,
+        client: Client,
+        concurrency: int = 1,
+        skip_unchanged: bool = False,
+        memory: ObjectMemory | None = None,
+    ) -> StatusInventory:
+        """The ownership of `graph_obj`, whose compiled `program` says which nodes are
+        patches (None for a teardown, which compiles nothing: contributions come from the
+        status)."""
+        nodes = program.nodes.values() if program is not None else ()
+        return cls(
+            kro_client=kro_client,
+            client=client,
+            graph=graph_obj,
+            field_manager=template_field_manager(str(_meta(graph_obj).get("uid") or "")),
+            concurrency=concurrency,
+            patches={n.id: patch_endpoint(n.template) for n in nodes if n.type is NodeType.PATCH},
+            skip_unchanged=skip_unchanged,
+            memory=memory,
+        )
+
+    # -- the skip memory -------------------------------------------------------------------
+
+    @property
+    def remembers(self) -> bool:
+        return self._skip_unchanged
+
+    def vouches_for(self, live: Mapping[str, Any]) -> bool:
+        meta = _meta(live)
+        uid, version = str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")
+        return bool(version) and self._cache.applied_version(uid) == version
+
+    def unchanged(self, owner_obj: Mapping[str, Any], item: Desired) -> bool:
+        if item.observed is None:
+            return False
+        if _patch_node(item) in self._patches:
+            contribution = self._contribution(item)
+            manager, subresource = contribution.field_manager, contribution.subresource
+        else:
+            manager, subresource = self._manager, ""
+        return already_applied(item.observed, item.obj, manager, subresource)
+
+    async def begin(self, owner_obj: dict[str, Any]) -> Listed:
+        return {}  # the record names each object; the pass reads them itself
 
     # -- apply -----------------------------------------------------------------------------
 
@@ -269,8 +337,11 @@ class StatusInventory:
         live = desired.observed
         if not self._skip_unchanged or live is None:
             return None
-        if not already_applied(live, desired.obj, manager, subresource):
+        remembered = not subresource and self._cache.is_current(live, digest(desired.obj))
+        if not remembered and not already_applied(live, desired.obj, manager, subresource):
             return None
+        if not subresource and manager == self._manager:
+            self._cache.remember(live, digest(desired.obj))  # e.g. after a restart: proven now
         self.reached_cluster = True  # the identity that applied it is the one applying now
         return AppliedResource(desired.resource_id, dict(live), changed=False)
 
@@ -304,6 +375,7 @@ class StatusInventory:
             except KubeError as error:
                 return AppliedResource(desired.resource_id, None, error=error)
         self.reached_cluster = True
+        self._cache.remember(obj, digest(desired.obj))
         before = _meta(desired.observed).get("resourceVersion") if desired.observed else None
         changed = before != _meta(obj).get("resourceVersion")
         return AppliedResource(desired.resource_id, obj, changed=changed)
@@ -394,8 +466,13 @@ class StatusInventory:
     # -- prune -----------------------------------------------------------------------------
 
     async def prune(
-        self, owner_obj: dict[str, Any], keep_nodes: frozenset[str]
-    ) -> tuple[dict[str, Any], bool]:
+        self, owner_obj: dict[str, Any], scope: PruneScope
+    ) -> tuple[dict[str, Any], PruneOutcome]:
+        """On every pass that did not fail (V-63): what nodes the pass could not resolve
+        hold stays, with their contributions; what failed to delete stays recorded."""
+        if scope.failed:
+            return owner_obj, PruneOutcome()
+        keep_nodes = scope.pending
         stale = [
             e
             for e in self.entries
@@ -411,7 +488,7 @@ class StatusInventory:
                 await self.delete(target)
                 deleted = True
             except KubeError as error:
-                self.prune_errors.append(f"{entry.kind} {entry.namespace}/{entry.name}: {error}")
+                self.prune_errors.append(f"{_entry_name(entry)}: {error}")
                 kept.append(entry)
         gone = {e.identity for e in stale} - {e.identity for e in kept}
         settled = [e for e in self.entries if e.identity not in gone]
@@ -419,7 +496,43 @@ class StatusInventory:
         if settled != self.entries or contributions != self.contributions:
             owner_obj = await self._record(owner_obj, settled, contributions)
             self.entries, self.contributions = settled, contributions
-        return owner_obj, deleted
+        return owner_obj, PruneOutcome(deleted=deleted)
+
+    # -- teardown --------------------------------------------------------------------------
+
+    async def teardown(self, owner_obj: dict[str, Any]) -> TeardownStep:
+        """Everything recorded at once, in reverse order (a Graph records no waves): DELETE
+        each object proven this Graph's, by its UID, and release every contribution. What
+        failed blocks the step (a retry may fix it) and keeps the finalizer."""
+        errors: list[str] = []
+        plan: list[str] = []
+        for entry in reversed(self.entries):
+            try:
+                target = await self.proven(entry)
+                if target is not None:
+                    await self.delete(target)
+                    plan.append(f"delete {_entry_name(entry)}")
+            except KubeError as error:
+                errors.append(f"{_entry_name(entry)}: {error}")
+        for contribution in self.contributions:
+            try:
+                await self.release(contribution)
+                plan.append(f"release {_entry_name(contribution)}")
+            except KubeError as error:
+                errors.append(f"release {_entry_name(contribution)}: {error}")
+        if errors:
+            return TeardownStep(False, blocked="; ".join(errors), transient=True, plan=tuple(plan))
+        return TeardownStep(True, plan=tuple(plan))
+
+    async def plan_teardown(self, owner_obj: dict[str, Any]) -> TeardownStep:
+        """What `teardown` would delete and release, from the record alone."""
+        plan = [f"delete {_entry_name(e)}" for e in reversed(self.entries)]
+        plan += [f"release {_entry_name(c)}" for c in self.contributions]
+        held = tuple(
+            Held(ObjectId(e.api_version, e.kind, e.namespace, e.name), e.node_id, 0, False)
+            for e in reversed(self.entries)
+        )
+        return TeardownStep(not plan, wave=0 if held else None, plan=tuple(plan), held=held)
 
     async def _release_retired(self, keep_nodes: frozenset[str]) -> list[Contribution]:
         """Release what was recorded and not contributed now (V-63); what nodes this pass could
@@ -434,9 +547,7 @@ class StatusInventory:
             try:
                 await self.release(contribution)
             except KubeError as error:
-                self.release_errors.append(
-                    f"{contribution.kind} {contribution.namespace}/{contribution.name}: {error}"
-                )
+                self.release_errors.append(f"{_entry_name(contribution)}: {error}")
                 settled.append(contribution)
         return _distinct([*settled, *self._contributed])
 
@@ -499,6 +610,11 @@ class StatusInventory:
             namespace=str(meta.get("namespace")),
             subresource="status",
         )
+
+
+def _entry_name(item: Entry | Contribution) -> str:
+    """How status messages name a recorded object (the namespace part empty when cluster-wide)."""
+    return f"{item.kind} {item.namespace}/{item.name}"
 
 
 def _node_of(desired: Desired) -> str:

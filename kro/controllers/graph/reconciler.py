@@ -46,7 +46,6 @@ from kro.api.graph import (
     node_id_encoded_message,
     own_identity_refusal,
     service_account_username,
-    template_field_manager,
 )
 from kro.api.names import STATUS_FALSE, STATUS_TRUE
 from kro.api.objects import metadata as _meta
@@ -54,26 +53,22 @@ from kro.applyset import Applier, ApplySetError
 from kro.controllers.graph.binding import GraphBinding
 from kro.controllers.graph.conditions import Verdict, converged
 from kro.controllers.graph.identity import ImpersonatedClients
-from kro.controllers.graph.inventory import (
-    GRAPHS,
-    StatusInventory,
-    contributions_of,
-    entries_of,
-)
+from kro.controllers.graph.inventory import GRAPHS, StatusInventory
 from kro.controllers.graph.watch_access import ANSWER_TTL_S, AccessAnswers, ApplierWatches
 from kro.dynamic import ObjectRef
 from kro.dynamic.watches import WatchCoordinator
 from kro.engine import GraphPass
+from kro.engine.teardown import teardown_step
 from kro.graph.errors import GraphError
 from kro.graph.evaluate import EvaluationError, InstanceEvaluation
-from kro.graph.graph_kind import compile_graph_async, patch_endpoint
-from kro.graph.model import Graph, NodeType
+from kro.graph.graph_kind import compile_graph_async
+from kro.graph.model import Graph
 from kro.graph.options import BuildOptions
 from kro.graph.resolver import SchemaResolver
 from kro.runtime.client import Client
 from kro.runtime.errors import KubeError, NotFound
 from kro.runtime.events import EventRecorder
-from kro.runtime.finalizers import add_finalizer, remove_finalizer
+from kro.runtime.finalizers import add_finalizer
 from kro.runtime.reconcile import Request, Result
 
 __all__ = ["GraphOptions", "GraphReconciler"]
@@ -112,7 +107,7 @@ class GraphReconciler:
         self.events = events
         self.resolver = resolver
         self.watches = watches
-        self.applier = applier  # unused by a Graph's pass (its inventory applies); the engine's
+        self.applier = applier  # its skip memory is the process's, shared with the Graphs
         self.options = options
         self.clients = ImpersonatedClients(client)
         self._compiled: dict[str, tuple[str, Graph]] = {}  # uid -> (generation, program)
@@ -186,36 +181,40 @@ class GraphReconciler:
 
     # -- apply -----------------------------------------------------------------------------
 
+    def ownership(
+        self, obj: Mapping[str, Any], username: str, graph: Graph | None = None
+    ) -> StatusInventory:
+        """How the Graph keeps what it applies (kro.engine.ownership), as `username`; the
+        skip memory only while that is the identity that applied last. Without `graph` (a
+        teardown, which compiles nothing) no node is a patch: contributions come from the
+        status."""
+        applied_as = str((obj.get("status") or {}).get("appliedServiceAccount") or "")
+        return StatusInventory.of(
+            obj,
+            graph,
+            kro_client=self.client,
+            client=self.clients.client_for(username),
+            concurrency=self.options.apply_concurrency,
+            skip_unchanged=self.options.skip_unchanged and username == applied_as,
+            memory=self.applier.memory,
+        )
+
     async def _apply(
         self, obj: dict[str, Any], ref: ObjectRef, graph: Graph, username: str
     ) -> Result:
         client = self.clients.client_for(username)
-        inventory = StatusInventory(
-            kro_client=self.client,
-            client=client,
-            graph=obj,
-            field_manager=template_field_manager(str(_meta(obj).get("uid") or "")),
-            concurrency=self.options.apply_concurrency,
-            patches={
-                n.id: patch_endpoint(n.template)
-                for n in graph.nodes.values()
-                if n.type is NodeType.PATCH
-            },
-            skip_unchanged=self.options.skip_unchanged
-            and username == str((obj.get("status") or {}).get("appliedServiceAccount") or ""),
-        )
+        inventory = self.ownership(obj, username, graph)
         watches = ApplierWatches(self.watches, client, username, self._answers)
         work = GraphPass(
             graph=graph,
             owner_obj=obj,
             binding=GraphBinding(GRAPHS, ref, graph),
             client=client,
-            applier=self.applier,
+            ownership=inventory,
             watches=watches,
             evaluation=InstanceEvaluation(
                 graph, obj, max_collection_size=self.options.max_collection_size
             ),
-            inventory=inventory,
         )
         failure = ""
         try:
@@ -265,37 +264,16 @@ class GraphReconciler:
         username = str(status.get("appliedServiceAccount") or "") or service_account_username(
             namespace, str((obj.get("spec") or {}).get("serviceAccountName") or "")
         )
-        inventory = StatusInventory(
-            kro_client=self.client,
-            client=self.clients.client_for(username),
-            graph=obj,
-            field_manager=template_field_manager(str(_meta(obj).get("uid") or "")),
-            concurrency=1,
+        step = await teardown_step(
+            self.ownership(obj, username), self.client, obj, GRAPHS, GRAPH_FINALIZER
         )
-        errors: list[str] = []
-        for entry in reversed(entries_of(obj)):
-            try:
-                target = await inventory.proven(entry)
-                if target is not None:
-                    await inventory.delete(target)
-            except KubeError as error:
-                errors.append(f"{entry.kind} {entry.namespace}/{entry.name}: {error}")
-        for contribution in contributions_of(obj):
-            try:
-                await inventory.release(contribution)
-            except KubeError as error:
-                errors.append(
-                    f"release {contribution.kind} {contribution.namespace}/"
-                    f"{contribution.name}: {error}"
-                )
-        if errors:
-            await self._report(obj, verdict=Verdict(False, REASON_DELETE_FAILED, "; ".join(errors)))
+        if not step.done:
+            await self._report(obj, verdict=Verdict(False, REASON_DELETE_FAILED, step.blocked))
             return Result(requeue=True)
         await self.watches.forget(ref)
         uid = str(_meta(obj).get("uid") or "")
         self._compiled.pop(uid, None)
         self._streaks.pop(uid, None)
-        await remove_finalizer(self.client, GRAPHS, obj, GRAPH_FINALIZER)
         log.info("graph.deleted", namespace=namespace, name=_meta(obj).get("name"))
         return Result()
 

@@ -125,6 +125,11 @@ class ApplierWatches:
         return allowed
 
     def cached_object(self, request: ScalarWatch) -> tuple[bool, Mapping[str, Any] | None]:
+        """The informer cache answers only for a kind this ServiceAccount may watch (the
+        cache is kro's: it must not tell the Graph what its identity may not see)."""
+        key = (self._username, request.gvr, request.namespace or "")
+        if key in self._refused or self._answers.get(key) is not True:
+            return False, None
         return self._coordinator.cached_object(request)
 
     def declared(self, parent: ObjectRef, request: WatchRequest) -> bool:

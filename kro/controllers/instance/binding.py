@@ -34,6 +34,10 @@ class InstanceBinding:
     def foreign_managers(self) -> tuple[str, ...]:
         return (FIELD_MANAGER_TEMPLATE_PREFIX,)  # V-18: a standalone Graph's objects
 
+    @property
+    def reads_in_namespace(self) -> bool:
+        return False  # kro reads as itself, cluster-wide
+
     def child_annotations(self, owner: Mapping[str, Any], node_id: str) -> dict[str, str]:
         return child_annotations(owner, self.api)
 

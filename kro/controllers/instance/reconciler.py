@@ -55,11 +55,7 @@ from kro.api.names import (
     STATUS_UNKNOWN,
 )
 from kro.api.objects import status_update
-from kro.applyset import (
-    Applier,
-    ApplySetError,
-    Contest,
-)
+from kro.applyset import Applier, ApplySetError, Contest
 from kro.controllers.events import record_condition_changes
 from kro.controllers.failures import Failure, FailureReporter
 from kro.controllers.instance import contests
@@ -91,6 +87,7 @@ from kro.controllers.metrics import (
 from kro.controllers.registry import RevisionRegistry, RevisionState
 from kro.dynamic import ObjectRef, ScalarWatch, WatchCoordinator
 from kro.dynamic.watches import Versions, WatchRequest
+from kro.engine.applyset_ownership import ApplySetOwnership
 from kro.engine.graph_pass import GraphPass
 from kro.engine.results import PassCounts, PassResult
 from kro.engine.teardown import teardown_step
@@ -339,7 +336,7 @@ class InstanceReconciler:
             owner_obj=instance,
             binding=InstanceBinding(self.gvr, parent, graph.instance),
             client=self.client,
-            applier=self.applier,
+            ownership=self._ownership(),
             watches=self.watches,
             evaluation=evaluation,
         )
@@ -653,7 +650,7 @@ class InstanceReconciler:
             await self._forget(parent)
             return Result()
         status = InstanceStatus(instance)
-        step = await teardown_step(self.client, instance, self.gvr, FINALIZER)
+        step = await teardown_step(self._ownership(), self.client, instance, self.gvr, FINALIZER)
         if step.blocked and not step.transient:  # an inventory we cannot trust: wait for a fix
             await self._deletion_blocked(instance, status, step.blocked)
             return self._wait(parent_key(parent), "deletion_blocked")
@@ -672,6 +669,10 @@ class InstanceReconciler:
         if not self._waits.enabled:  # no timed requeues asked for, but a wave must be followed
             return Result(requeue_after_s=1.0)
         return self._wait(parent_key(parent), "deletion_in_progress")
+
+    def _ownership(self) -> ApplySetOwnership:
+        """How an instance keeps its children: as its ApplySet (kro.engine.ownership)."""
+        return ApplySetOwnership(applier=self.applier, client=self.client, gvr=self.gvr)
 
     async def _deletion_blocked(
         self, instance: Mapping[str, Any], status: InstanceStatus, reason: str
