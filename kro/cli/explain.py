@@ -23,9 +23,9 @@ Exit codes: 0 explained (whatever the state), 1 cannot explain (unknown kind, no
 readable, cluster unreachable), 2 usage errors.
 
 Modules: `explain_cluster` (reads an instance), `explain_rgd` (reads an RGD), `explain_source`
-(the graph kro runs), `explain_dryrun` (per-node state: the engine's pass, dry), `explain_cause`
-(root cause),
-`explain_deletion` (deletion waves), `explain_format` (printing), `explain_mask` (Secrets).
+(the graph kro runs), `explain_dryrun` (per-node state: the engine's pass, dry; and the
+teardown's plan of a deleting instance), `explain_cause` (root cause), `explain_format`
+(printing), `explain_mask` (Secrets).
 """
 
 from __future__ import annotations

@@ -10,11 +10,18 @@ the instance from being ACTIVE. An instance-wide problem (no graph, not managed,
 deleting) comes before node problems; among nodes, an error comes before anything else, then
 the first node in topological order that has a problem of its own (a node waiting on another
 node only echoes it).
+
+A deleting instance is summarised from the teardown's own plan (`explain_dryrun.
+planned_deletion`): the wave in progress, and what holds it up (a member terminating but held
+by someone else's finalizer, a delete kro recorded as failed, an inventory kro will not trust,
+others' finalizers on the instance once kro's own is gone). Members whose object says
+`deletionPolicy: Orphaned` are released, never deleted, so they hold nothing up.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from kro.api.conditions import conditions_of, get_condition
@@ -24,13 +31,20 @@ from kro.api.names import (
     CONDITION_INSTANCE_MANAGED,
     CONDITION_READY,
     CONDITION_RESOURCES_READY,
+    FINALIZER,
     INSTANCE_STATE_ACTIVE,
     RECONCILE_DISABLED,
     RECONCILE_SUSPENDED,
     STATUS_FALSE,
     STATUS_TRUE,
 )
-from kro.cli.explain_report import ConditionReport, DeletionReport, NodeReport, NodeStatus
+from kro.cli.explain_report import (
+    ConditionReport,
+    DeletionReport,
+    MemberReport,
+    NodeReport,
+    NodeStatus,
+)
 from kro.controllers.instance.status import PASS_FAILED_PREFIX
 
 _PHRASES: Final = {
@@ -174,3 +188,66 @@ def deletion_cause(deletion: DeletionReport) -> str:
     if deletion.wave is None:
         return "deletion: every child is gone; kro removes its finalizer next"
     return f"deletion in progress: kro is deleting apply-order wave {deletion.wave}"
+
+
+BLOCKED_PREFIX: Final = "deletion blocked: "
+
+
+@dataclass(frozen=True, slots=True)
+class LiveMembers:
+    """The members found, and what could not be listed (then the picture is incomplete)."""
+
+    members: tuple[MemberReport, ...] = ()
+    errors: tuple[str, ...] = ()
+    inventory_error: str = ""
+
+
+def recorded_blocker(instance: Mapping[str, Any]) -> str:
+    """What kro wrote when a delete failed (`deletion blocked: <error>`), or ""."""
+    condition = get_condition(instance.get("status"), CONDITION_RESOURCES_READY)
+    message = str((condition or {}).get("message") or "")
+    return message.removeprefix(BLOCKED_PREFIX) if message.startswith(BLOCKED_PREFIX) else ""
+
+
+def summarize_deletion(instance: Mapping[str, Any], live: LiveMembers) -> DeletionReport:
+    """The wave in progress and its blockers, from the listed members (pure)."""
+    finalizers = tuple(str(f) for f in (instance.get("metadata") or {}).get("finalizers") or ())
+    recorded = recorded_blocker(instance)
+    blockers: list[str] = []
+    if live.inventory_error:
+        blockers.append(
+            f"kro does not trust the instance's ApplySet inventory and will not delete on a "
+            f"guess: {live.inventory_error}"
+        )
+    wave = max((m.wave for m in live.members), default=None)
+    current = [m for m in live.members if m.wave == wave]
+    for member in current:
+        blockers += _member_blockers(member, recorded)
+    if recorded and not blockers:
+        blockers.append(f"kro could not delete a child: {recorded}")
+    blockers += [f"the picture is incomplete: {e}" for e in live.errors]
+    foreign = [f for f in finalizers if f != FINALIZER]
+    if foreign and FINALIZER not in finalizers:
+        blockers.append(
+            f"kro is done, but the instance itself is held by finalizer(s) {', '.join(foreign)}"
+        )
+    return DeletionReport(
+        wave=wave,
+        members=live.members,
+        blockers=tuple(blockers),
+        instance_finalizers=finalizers,
+        recorded=recorded,
+    )
+
+
+def _member_blockers(member: MemberReport, recorded: str) -> list[str]:
+    node = f' (node "{member.node}")' if member.node else ""
+    if member.terminating and member.finalizers:
+        return [
+            f"{member.obj}{node} is terminating but held by finalizer(s) "
+            f"{', '.join(member.finalizers)}, which kro does not own: whoever added them must "
+            "finish (or remove them) before kro can delete the next wave"
+        ]
+    if not member.terminating and recorded:
+        return [f"{member.obj}{node} could not be deleted: {recorded}"]
+    return []

@@ -8,7 +8,7 @@ Reads, in order: discovery (the kind given on the command line), the instance, i
 graph kro runs (`explain_source`), then the engine's pass over the instance in dry-run
 mode (`explain_dryrun`: the controller's own reads, GET per object and a LIST by kro's labels
 per collection, and no write), and last the Warning Events about the instance and its
-children. A deleting instance is explained from its ApplySet members (`explain_deletion`)
+children. A deleting instance is explained from its teardown's own plan (`explain_dryrun`)
 instead, as kro deletes without the graph. With sharded replicas, the member Leases say which
 replica owns the instance (`explain_shard`).
 """
@@ -20,9 +20,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from kro.api.objects import metadata as _meta
-from kro.cli.explain_cause import condition_reports, root_cause
-from kro.cli.explain_deletion import read_members, summarize_deletion
-from kro.cli.explain_dryrun import ReadingClient, dry_run
+from kro.cli.explain_cause import condition_reports, root_cause, summarize_deletion
+from kro.cli.explain_dryrun import ReadingClient, dry_run, planned_deletion
 from kro.cli.explain_mask import SecretMask
 from kro.cli.explain_report import EventReport, InstanceReport, NodeReport
 from kro.cli.explain_shard import read_shard_owners
@@ -146,7 +145,7 @@ async def explain_instance(client: Client, target: Target, mask: SecretMask) -> 
     would_write: tuple[str, ...] = ()
     loaded = LoadedGraph()
     if _meta(instance).get("deletionTimestamp"):
-        deletion = summarize_deletion(instance, await read_members(client, instance, info.gvr))
+        deletion = summarize_deletion(instance, await planned_deletion(client, instance, info.gvr))
     elif rgd_name:
         loaded = await load_graph(client, rgd_name)
         notes += loaded.notes

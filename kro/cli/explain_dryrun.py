@@ -23,6 +23,7 @@ from typing import Any, cast
 
 from kro.api.objects import metadata as _meta
 from kro.applyset import Applier, ApplierOptions
+from kro.cli.explain_cause import LiveMembers
 from kro.cli.explain_mask import SecretMask
 from kro.cli.explain_report import NodeReport, NodeStatus
 from kro.controllers.graph.binding import GraphBinding
@@ -204,3 +205,21 @@ def _worded(node: Node, found: NodeResult) -> tuple[NodeStatus, str, str]:  # no
         case NodeReason.READ_FAILED:
             return NodeStatus.UNKNOWN, found.message, ""
     return NodeStatus.UNKNOWN, found.message, ""
+
+
+async def planned_deletion(
+    client: Client, instance: Mapping[str, Any], gvr: GVR
+) -> LiveMembers:
+    """The members the controller's next teardown step of `instance` would act on, as that
+    step plans it (the recording ownership over the instance's ApplySet: reads only)."""
+    ownership = ApplySetOwnership(
+        applier=Applier(client, ApplierOptions(tooling="kro explain")), client=client, gvr=gvr
+    )
+    step = await RecordingOwnership(ownership).teardown(dict(instance))
+    if step.blocked and not step.transient:
+        return LiveMembers(inventory_error=step.blocked)
+    if step.blocked:
+        return LiveMembers(errors=(f"cannot list the members: {step.blocked}",))
+    return LiveMembers(step.held)
+
+

@@ -1,6 +1,6 @@
 """kro.cli.explain_report: what `kro explain` found, as plain frozen values.
 
-The cluster readers (`explain_cluster`, `explain_deletion`, `explain_rgd`) fill these in, the
+The cluster readers (`explain_cluster`, `explain_dryrun`, `explain_rgd`) fill these in, the
 engine's dry run (`explain_dryrun`) decides each node's state, and the formatter
 (`explain_format`) prints them as text, JSON or YAML. Keeping the findings as data, apart
 from both the I/O and the printing, is what lets the state classification be tested with

@@ -327,9 +327,10 @@ async def test_explain_shows_the_wave_deletion_works_on(
     api: FakeApiServer, client: Client, applier: Applier
 ) -> None:
     """`kro explain` lists members as deletion does: a retained member is no part of a wave."""
-    from kro.cli.explain_deletion import read_members, summarize_deletion
+    from kro.cli.explain_cause import summarize_deletion
+    from kro.cli.explain_dryrun import planned_deletion
 
     parent = await _three(api, applier)
-    live_members = await read_members(client, parent, WEBAPPS)
+    live_members = await planned_deletion(client, parent, WEBAPPS)
     assert [m.obj.name for m in live_members.members] == ["scratch"]
     assert summarize_deletion(parent, live_members).wave == 2

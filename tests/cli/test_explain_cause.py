@@ -1,5 +1,5 @@
 """`kro explain`: the root cause line and deletion blockers (kro.cli.explain_cause,
-kro.cli.explain_deletion's pure part)."""
+kro.cli.explain_cause's deletion summary)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from kro.cli.explain_cause import root_cause
-from kro.cli.explain_deletion import LiveMembers, summarize_deletion
+from kro.cli.explain_cause import LiveMembers, root_cause, summarize_deletion
 from kro.cli.explain_report import MemberReport, NodeReport, NodeStatus, ObjectId
 
 
