@@ -15,8 +15,10 @@ from typing import Any, cast
 from kro.api.graph import patch_field_manager, template_field_manager
 from kro.applyset import Desired
 from kro.controllers.graph.inventory import StatusInventory
+from kro.engine.ownership import PruneScope
 from kro.runtime.client import Client
 from kro.runtime.gvk import GVR
+from kro.runtime.memory import ObjectMemory
 
 UID = "7d1f3e0a-graph"
 MANAGER = template_field_manager(UID)
@@ -76,7 +78,13 @@ class Server:
         return dict(GRAPH)
 
 
-def inventory(server: Server, *, skip: bool = True, patches: Mapping[str, str] = {}) -> Any:
+def inventory(
+    server: Server,
+    *,
+    skip: bool = True,
+    patches: Mapping[str, str] = {},
+    memory: ObjectMemory | None = None,
+) -> Any:
     return StatusInventory(
         kro_client=cast(Client, server),
         client=cast(Client, server),
@@ -85,6 +93,7 @@ def inventory(server: Server, *, skip: bool = True, patches: Mapping[str, str] =
         concurrency=4,
         patches=patches,
         skip_unchanged=skip,
+        memory=memory,
     )
 
 
@@ -132,3 +141,38 @@ async def test_a_contribution_already_made_is_not_patched_again() -> None:
     desired = Desired("stamp", changed, CONFIGMAPS, True, observed=holds)
     await inventory(server, patches={"stamp": ""}).apply(dict(GRAPH), [desired])
     assert server.applies == [("settings", manager)]
+
+
+async def test_the_skip_memory_remembers_what_an_apply_left_and_vouches_for_it() -> None:
+    """After an apply, the Graph's ownership vouches for the object at the version the apply
+    left (so a metadata cache may answer the next read) and skips the next apply on the
+    remembered digest alone, even with no managedFields to prove it; a newer version is not
+    vouched for; a memory switched off vouches for nothing."""
+    memory = ObjectMemory()
+    server = Server()
+    first = inventory(server, memory=memory)
+    await first.apply(dict(GRAPH), [Desired("cm", BODY, CONFIGMAPS, True, observed=None)])
+    assert server.applies == [("settings", MANAGER)]
+    metadata_only = {
+        "apiVersion": "meta.k8s.io/v1",
+        "kind": "PartialObjectMetadata",
+        "metadata": {"name": "settings", "namespace": "team", "uid": "cm-uid",
+                     "resourceVersion": "6"},
+    }  # fmt: skip
+    again = inventory(server, memory=memory)
+    assert again.vouches_for(metadata_only)
+    assert not again.vouches_for({"metadata": {"uid": "cm-uid", "resourceVersion": "7"}})
+    desired = Desired("cm", BODY, CONFIGMAPS, True, observed=metadata_only)
+    _, (result,) = await again.apply(dict(GRAPH), [desired])
+    assert server.applies == [("settings", MANAGER)]  # not applied a second time
+    assert result.error is None
+    assert not result.changed
+    # What is recorded as applied is named as rendered, not as the metadata-only copy: the
+    # prune that follows keeps it.
+    scope = PruneScope(failed=False, pending=frozenset(), positions={})
+    _, outcome = await again.prune(dict(GRAPH), scope)
+    assert not outcome.deleted
+    assert [e.kind for e in again.entries] == ["ConfigMap"]
+    off = inventory(server, memory=ObjectMemory(enabled=False))
+    assert not off.remembers
+    assert not off.vouches_for(metadata_only)

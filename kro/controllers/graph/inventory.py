@@ -322,7 +322,9 @@ class StatusInventory:
                     self._contributed.append(self._contribution(desired))
                 continue
             if result.error is None and result.obj is not None:
-                entry = Entry.of(_node_of(desired), result.obj, result.uid)
+                # Named as rendered: an apply proven unneeded answers with the object as the
+                # pass read it, maybe a metadata-only copy from a cache (PartialObjectMetadata).
+                entry = Entry.of(_node_of(desired), desired.obj, result.uid)
                 self._applied[entry.identity] = entry
                 done.append(entry)
         self.entries = _union(self.entries, done)
