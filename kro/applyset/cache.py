@@ -48,10 +48,18 @@ class AppliedCache:
     """uid -> (resourceVersion after our apply, digest of the body applied), as the `APPLIED`
     fact of one `ObjectMemory` (kro.runtime.memory): exact versions only."""
 
-    def __init__(self, max_entries: int = 16384, *, memory: ObjectMemory | None = None) -> None:
+    def __init__(
+        self,
+        max_entries: int = 16384,
+        *,
+        memory: ObjectMemory | None = None,
+        fact: str = "applied",
+    ) -> None:
+        """`fact`: the name the facts are kept under, one per identity that applies (an RGD
+        instance's ApplySet, a `Graph`): one must never vouch for what the other applied."""
         if max_entries < 1:
             raise ValueError("max_entries must be at least 1")
-        self._fact: Fact[str] = Fact("applied", max_entries, exact=True)
+        self._fact: Fact[str] = Fact(fact, max_entries, exact=True)
         self.memory = memory if memory is not None else ObjectMemory()
 
     def __len__(self) -> int:

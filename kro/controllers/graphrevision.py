@@ -37,7 +37,6 @@ from kro.api.names import (
     STATUS_TRUE,
     V1ALPHA1,
 )
-from kro.api.objects import status_update
 from kro.applyset import remove_finalizer
 from kro.controllers.instance.status import now_rfc3339
 from kro.controllers.leadership import WriteGate
@@ -51,6 +50,7 @@ from kro.runtime.client import Client
 from kro.runtime.errors import KubeError, NotFound
 from kro.runtime.gvk import GVR
 from kro.runtime.reconcile import Request, Result
+from kro.runtime.status import StatusWriter
 
 log = structlog.get_logger(__name__)
 
@@ -73,6 +73,7 @@ class GraphRevisionReconciler:
     ) -> None:
         """`writes`: whether this replica may write GraphRevisions (default: always)."""
         self.client = client
+        self._status = StatusWriter(client, method="update")  # preconditioned on the read
         self.registry = registry
         self.resolver = resolver
         self.options = options
@@ -239,12 +240,11 @@ class GraphRevisionReconciler:
 
     async def _write_status(self, revision: dict[str, Any], status: dict[str, Any]) -> None:
         status["conditions"] = ordered_conditions(conditions_of(status))
-        if revision.get("status") == status:
+        if not self._status.changed(revision, status):
             return
         self.writes.check("graphrevision status")
-        body = status_update(revision, status)
         try:
-            await self.client.update_status(GRAPH_REVISIONS, body)
+            await self._status.write(GRAPH_REVISIONS, revision, status)
         except KubeError:
             self.metrics.status_update_errors.inc()
             raise

@@ -100,7 +100,6 @@ from kro.api.names import (
     V1ALPHA1,
 )
 from kro.api.objects import metadata as _meta
-from kro.api.objects import status_update
 from kro.applyset import Applier, remove_finalizer
 from kro.controllers.crd import (
     CRDError,
@@ -148,6 +147,7 @@ from kro.runtime.client import Client
 from kro.runtime.errors import Conflict, KubeError, NotFound
 from kro.runtime.gvk import GVR
 from kro.runtime.reconcile import Request, Result
+from kro.runtime.status import StatusWriter
 
 log = structlog.get_logger(__name__)
 
@@ -198,6 +198,7 @@ class RGDReconciler:
         self.writes = writes or WriteGate()
         self.permissions = permissions or PermissionChecker(client)
         self.client = client
+        self._status = StatusWriter(client, method="update")  # preconditioned on the read
         self.registry = registry
         self.resolver = resolver
         self.dynamic = dynamic
@@ -663,12 +664,11 @@ class RGDReconciler:
             status.pop("topologicalOrder", None) if not is_condition_true(
                 status, CONDITION_GRAPH_ACCEPTED
             ) else None
-        if rgd.get("status") == status:
+        if not self._status.changed(rgd, status):
             return
-        body = status_update(rgd, status)
         self.writes.check("rgd status")
         try:
-            await self.client.update_status(RGDS, body)
+            await self._status.write(RGDS, rgd, status)
         except NotFound:
             return
         previous = str((rgd.get("status") or {}).get("state") or "")

@@ -69,9 +69,14 @@ class Server:
     async def delete(self, gvr: GVR, name: str, **options: Any) -> None:
         self.deleted.append((name, options["preconditions"]["uid"]))
 
-    async def patch(self, gvr: GVR, name: str, body: Mapping[str, Any], **options: Any) -> Any:
-        self.status = body["status"]
-        return {**GRAPH, "status": body["status"]}
+    async def patch(self, gvr: GVR, name: str, body: Any, **options: Any) -> Any:
+        """The status write: a JSON patch that sets `/status` whole."""
+        assert options["patch_type"] == "json"
+        assert options["subresource"] == "status"
+        (operation,) = body
+        assert operation["path"] == "/status"
+        self.status = operation["value"]
+        return {**GRAPH, "status": self.status}
 
 
 async def test_prune_deletes_what_it_proves_and_forgets_the_rest() -> None:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from kro.api.graph import patch_field_manager, template_field_manager
-from kro.applyset import Desired
+from kro.applyset import Applier, ApplierOptions, Desired
 from kro.controllers.graph.inventory import StatusInventory
 from kro.engine.ownership import PruneScope
 from kro.runtime.client import Client
@@ -176,3 +176,16 @@ async def test_the_skip_memory_remembers_what_an_apply_left_and_vouches_for_it()
     off = inventory(server, memory=ObjectMemory(enabled=False))
     assert not off.remembers
     assert not off.vouches_for(metadata_only)
+
+
+async def test_an_applyset_never_vouches_for_what_a_graph_applied() -> None:
+    """The process has one skip memory; what a Graph applied must not pass for what an RGD
+    instance applied (V-18: the instance would take the Graph's object as its own)."""
+    memory = ObjectMemory()
+    server = Server()
+    graph = inventory(server, memory=memory)
+    await graph.apply(dict(GRAPH), [Desired("cm", BODY, CONFIGMAPS, True, observed=None)])
+    applied = {"metadata": {"uid": "cm-uid", "resourceVersion": "6"}}
+    assert graph.vouches_for(applied)
+    applier = Applier(cast(Client, server), ApplierOptions(tooling="kro/test"), memory=memory)
+    assert not applier.vouches_for(applied)

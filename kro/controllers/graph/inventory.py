@@ -64,6 +64,7 @@ from kro.runtime.client import Client
 from kro.runtime.errors import Conflict, KubeError, NotFound
 from kro.runtime.gvk import GVK, GVR
 from kro.runtime.memory import ObjectMemory
+from kro.runtime.status import StatusWriter
 
 __all__ = [
     "GRAPHS",
@@ -224,11 +225,15 @@ class StatusInventory:
         patches: Mapping[str, str] | None = None,
         skip_unchanged: bool = False,
         memory: ObjectMemory | None = None,
+        status: StatusWriter | None = None,
     ) -> None:
         """`skip_unchanged`: the skip memory may save reads and applies (only while the Graph
-        applies as the identity that applied last). `memory`: the process's skip memory."""
-        self._kro = kro_client
-        self._cache = AppliedCache(memory=memory if memory is not None else ObjectMemory())
+        applies as the identity that applied last). `memory`: the process's skip memory.
+        `status`: the Graph controller's status writer (kro's own identity)."""
+        self._status = status if status is not None else StatusWriter(kro_client)
+        self._cache = AppliedCache(
+            memory=memory if memory is not None else ObjectMemory(), fact="graph-applied"
+        )
         self._skip_unchanged = skip_unchanged and self._cache.memory.enabled
         self._client = client
         self._manager = field_manager
@@ -257,6 +262,7 @@ class StatusInventory:
         concurrency: int = 1,
         skip_unchanged: bool = False,
         memory: ObjectMemory | None = None,
+        status: StatusWriter | None = None,
     ) -> StatusInventory:
         """The ownership of `graph_obj`, whose compiled `program` says which nodes are
         patches (None for a teardown, which compiles nothing: contributions come from the
@@ -271,6 +277,7 @@ class StatusInventory:
             patches={n.id: patch_endpoint(n.template) for n in nodes if n.type is NodeType.PATCH},
             skip_unchanged=skip_unchanged,
             memory=memory,
+            status=status,
         )
 
     # -- the skip memory -------------------------------------------------------------------
@@ -598,20 +605,13 @@ class StatusInventory:
         entries: Sequence[Entry],
         contributions: Sequence[Contribution],
     ) -> dict[str, Any]:
-        meta = _meta(owner_obj)
-        patch = {
-            "status": {
-                "managedResources": [e.as_status() for e in entries],
-                "contributions": [c.as_status() for c in contributions],
-            }
+        status = {
+            **(owner_obj.get("status") or {}),
+            "managedResources": [e.as_status() for e in entries],
+            "contributions": [c.as_status() for c in contributions],
         }
-        return await self._kro.patch(
-            GRAPHS,
-            str(meta.get("name")),
-            patch,
-            namespace=str(meta.get("namespace")),
-            subresource="status",
-        )
+        written = await self._status.write(GRAPHS, owner_obj, status)
+        return written if written is not None else owner_obj
 
 
 def _entry_name(item: Entry | Contribution) -> str:

@@ -70,6 +70,7 @@ from kro.runtime.errors import KubeError, NotFound
 from kro.runtime.events import EventRecorder
 from kro.runtime.finalizers import add_finalizer
 from kro.runtime.reconcile import Request, Result
+from kro.runtime.status import StatusWriter
 
 __all__ = ["GraphOptions", "GraphReconciler"]
 
@@ -113,6 +114,8 @@ class GraphReconciler:
         self._compiled: dict[str, tuple[str, Graph]] = {}  # uid -> (generation, program)
         self._streaks: dict[str, int] = {}
         self._answers = AccessAnswers()  # may a Graph's ServiceAccount watch a kind (V-54)
+        self.status = StatusWriter(client)
+        """Every write of a Graph's status, its record's and its conditions', when it changed."""
 
     async def reconcile(self, request: Request) -> Result:
         try:
@@ -197,6 +200,7 @@ class GraphReconciler:
             concurrency=self.options.apply_concurrency,
             skip_unchanged=self.options.skip_unchanged and username == applied_as,
             memory=self.applier.memory,
+            status=self.status,
         )
 
     async def _apply(
@@ -295,7 +299,7 @@ class GraphReconciler:
     ) -> None:
         """Write what this reconcile found to the Graph's status (kro's own identity)."""
         previous = (obj.get("status") or {}).get("conditions") or []
-        status: dict[str, Any] = {"conditions": list(previous)}
+        status: dict[str, Any] = {**(obj.get("status") or {}), "conditions": list(previous)}
         generation = _meta(obj).get("generation")
         now = now_rfc3339()
 
@@ -339,14 +343,7 @@ class GraphReconciler:
             status["contributions"] = contributions
         if applied_as:
             status["appliedServiceAccount"] = applied_as
-        meta = _meta(obj)
         try:
-            await self.client.patch(
-                GRAPHS,
-                str(meta.get("name")),
-                {"status": status},
-                namespace=str(meta.get("namespace")),
-                subresource="status",
-            )
+            await self.status.write(GRAPHS, obj, status)
         except NotFound:
             return

@@ -54,7 +54,6 @@ from kro.api.names import (
     STATUS_TRUE,
     STATUS_UNKNOWN,
 )
-from kro.api.objects import status_update
 from kro.applyset import Applier, ApplySetError, Contest
 from kro.controllers.events import record_condition_changes
 from kro.controllers.failures import Failure, FailureReporter
@@ -72,7 +71,6 @@ from kro.controllers.instance.status import (
     InstanceStatus,
     node_reasons,
     node_state_summary,
-    status_changed,
 )
 from kro.controllers.metrics import (
     RESOLUTION_FAILED,
@@ -98,6 +96,7 @@ from kro.runtime.errors import Conflict, KubeError, NotFound
 from kro.runtime.events import EventRecorder
 from kro.runtime.gvk import GVR
 from kro.runtime.reconcile import Request, Result
+from kro.runtime.status import StatusWriter
 
 log = structlog.get_logger(__name__)
 
@@ -204,6 +203,9 @@ class InstanceReconciler:
         self._settled = SettledPasses(watches, gvr, applier.memory)
         self._known = KnownInstances(watches, gvr, applier.memory)
         self._waits = waits or RequeueBackoff.of(self.options)
+        self._status = StatusWriter(
+            client, field_manager=FIELD_MANAGER_INSTANCE_STATUS, method="apply"
+        )
 
     def _wait(self, key: Key, reason: str) -> Result:
         """The instance waits on the cluster or failed in a way a later pass may fix (V-08):
@@ -705,19 +707,11 @@ class InstanceReconciler:
         self._track(instance, str(desired.get("state") or ""), desired.get("conditions") or [])
         for attempt in (1, 2):
             fresh = attempt == 1
-            if not status_changed(current.get("status"), desired):
-                return None
-            body = status_update(current, desired)
             namespace = (current.get("metadata") or {}).get("namespace") or None
             try:
-                written = await self.client.apply(
-                    self.gvr,
-                    body,
-                    field_manager=FIELD_MANAGER_INSTANCE_STATUS,
-                    force=True,
-                    namespace=namespace,
-                    subresource="status",
-                )
+                written = await self._status.write(self.gvr, current, desired)
+                if written is None:
+                    return None
                 self._report(instance, desired)
                 # After a conflict the pass's input was stale: nothing to vouch for.
                 return written if fresh else None

@@ -225,11 +225,6 @@ class InstanceStatus:
         return out, degraded
 
 
-def status_changed(live: Mapping[str, Any] | None, desired: Mapping[str, Any]) -> bool:
-    """Compare as JSON values would (3 == 3.0); any difference means a write (R-18)."""
-    return dict(live or {}) != dict(desired)
-
-
 def node_state_summary(states: Sequence[str], terminal: Sequence[str]) -> str:
     """ERROR if any node errored, ACTIVE if all are terminal, else IN_PROGRESS (R-15)."""
     if any(s == NODE_STATE_ERROR for s in states):
