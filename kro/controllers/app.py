@@ -64,6 +64,7 @@ from kro.controllers.metrics import (
     RuntimeMetrics,
     SchemaResolverMetrics,
 )
+from kro.controllers.programs import ProgramCache
 from kro.controllers.registry import RevisionRegistry
 from kro.controllers.rgd import RGDS, RGDOptions, RGDReconciler
 from kro.controllers.schemas import LiveSchemaResolver
@@ -215,7 +216,10 @@ class KroApp:
             enqueue_rgd=self.enqueue_rgd,
             writes=self.writes,
         )
+        self.programs = ProgramCache()
+        """The one cache of compiled programs: GraphRevisions' and Graphs'."""
         self.gr_reconciler = GraphRevisionReconciler(
+            programs=self.programs,
             client=client,
             registry=self.registry,
             resolver=self.resolver,
@@ -286,6 +290,7 @@ class KroApp:
             self.graph_controller.queue.add(Request(ref.namespace, ref.name))
 
         self.graph_reconciler = GraphReconciler(
+            programs=self.programs,
             client=self.client,
             resolver=self.resolver,
             watches=self.dynamic.coordinator(enqueue, GraphRouterMetrics(self.graph_metrics)),
@@ -366,10 +371,10 @@ class KroApp:
         reconcile; a Ready Graph is not woken for it (what it applied is unchanged)."""
         self.client.mapper.invalidate()
         self.schemas.invalidate()
+        spec = crd.get("spec") or {}
+        group, kind = str(spec.get("group") or ""), str((spec.get("names") or {}).get("kind"))
+        self.programs.kind_changed(group, kind)
         if self.graph_metrics is not None:
-            spec = crd.get("spec") or {}
-            group, kind = str(spec.get("group") or ""), str((spec.get("names") or {}).get("kind"))
-            self.graph_reconciler.kind_changed(group, kind)
             for graph in self.cache.informer(GRAPHS).store.list():
                 if not is_condition_true(graph.get("status"), CONDITION_READY):
                     meta = graph.get("metadata") or {}

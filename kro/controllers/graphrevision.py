@@ -33,6 +33,7 @@ from kro.api.names import (
     REASON_INVALID_GRAPH,
     REASON_READY,
     REASON_VERIFIED,
+    RGD_KIND,
     STATUS_FALSE,
     STATUS_TRUE,
     V1ALPHA1,
@@ -41,6 +42,7 @@ from kro.applyset import remove_finalizer
 from kro.controllers.instance.status import now_rfc3339
 from kro.controllers.leadership import WriteGate
 from kro.controllers.metrics import COMPILE_FAILED, COMPILE_SUCCESS, GraphRevisionMetrics
+from kro.controllers.programs import ProgramCache
 from kro.controllers.registry import RevisionRegistry, RevisionState
 from kro.graph.errors import GraphError
 from kro.graph.model import Graph
@@ -70,8 +72,11 @@ class GraphRevisionReconciler:
         notify_rgd: Callable[[str], None],
         metrics: GraphRevisionMetrics | None = None,
         writes: WriteGate | None = None,
+        programs: ProgramCache | None = None,
     ) -> None:
-        """`writes`: whether this replica may write GraphRevisions (default: always)."""
+        """`writes`: whether this replica may write GraphRevisions (default: always).
+        `programs`: the process's one cache of compiled programs (default: its own)."""
+        self.programs = programs if programs is not None else ProgramCache()
         self.client = client
         self._status = StatusWriter(client, method="update")  # preconditioned on the read
         self.registry = registry
@@ -137,7 +142,7 @@ class GraphRevisionReconciler:
         self.registry.put_pending(rgd_name, number, spec_hash)
         started = time.monotonic()
         try:
-            graph = await self._build(revision, rgd_name)
+            graph = await self._build(revision, rgd_name, spec_hash)
         except GraphError as error:
             self._count(COMPILE_FAILED, started)
             # The leader compiled it: what we lack is probably a schema we have not seen yet
@@ -152,12 +157,20 @@ class GraphRevisionReconciler:
         self.notify_rgd(rgd_name)
         return Result()
 
-    async def _build(self, revision: dict[str, Any], rgd_name: str) -> Graph:
+    async def _build(self, revision: dict[str, Any], rgd_name: str, spec_hash: str) -> Graph:
+        """The revision's program, from the process's program cache (kro.controllers.programs):
+        a revision compiled before, by this replica as a follower say, is not compiled again."""
         snapshot = (revision.get("spec") or {}).get("snapshot") or {}
         rgd = {"metadata": {"name": rgd_name}, "spec": snapshot.get("spec") or {}}
         from kro.graph.builder import build_graph_async  # the compiler: with the first RGD
 
-        return await build_graph_async(rgd, self.resolver, options=self.options)
+        return await self.programs.program(
+            RGD_KIND,
+            "",
+            rgd_name,
+            spec_hash,
+            lambda: build_graph_async(rgd, self.resolver, options=self.options),
+        )
 
     async def _ensure_finalizer(self, revision: dict[str, Any]) -> dict[str, Any]:
         finalizers = list((revision.get("metadata") or {}).get("finalizers") or [])
@@ -180,7 +193,7 @@ class GraphRevisionReconciler:
         generation = (revision.get("metadata") or {}).get("generation")
         started = time.monotonic()
         try:
-            graph = await self._build(revision, rgd_name)
+            graph = await self._build(revision, rgd_name, spec_hash)
         except GraphError as error:
             self._count(COMPILE_FAILED, started)
             message = f'failed to compile graph revision "{revision["metadata"]["name"]}": {error}'

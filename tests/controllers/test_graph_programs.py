@@ -95,16 +95,16 @@ async def test_a_changed_crd_recompiles_the_graphs_typed_against_it() -> None:
     resolver.add_crd(_crd("shape"))  # the CRD drops `colour`
     assert await reconciler._compile(graph) is first  # same generation, nothing changed yet
 
-    reconciler.kind_changed("other.example.com", "Widget")
-    reconciler.kind_changed(GROUP, "Gadget")
+    reconciler.programs.kind_changed("other.example.com", "Widget")
+    reconciler.programs.kind_changed(GROUP, "Gadget")
     assert await reconciler._compile(graph) is first  # other kinds keep the program
 
-    reconciler.kind_changed(GROUP, "Widget")
+    reconciler.programs.kind_changed(GROUP, "Widget")
     with pytest.raises(GraphError, match="colour"):
         await reconciler._compile(graph)
 
     resolver.add_crd(_crd("colour", "shape"))
-    reconciler.kind_changed(GROUP, "Widget")
+    reconciler.programs.kind_changed(GROUP, "Widget")
     again = await reconciler._compile(graph)
     assert again is not first
     assert list(again.topological_order) == ["source", "copy"]

@@ -1,6 +1,7 @@
 """kro.controllers.graph.reconciler: the Graph controller (V-40..V-64, behind `GraphKind`).
 
-One reconcile of one Graph:
+The Graph kind's adapter of the owner reconcile (kro.controllers.owner); one reconcile of one
+Graph:
 
 1. Deleted: tear down from the status alone (the spec is not compiled, so an invalid spec still
    cleans up), as the identity that last applied (`status.appliedServiceAccount`): DELETE every
@@ -39,6 +40,7 @@ from kro.api.graph import (
     EVENT_NODE_ID_ENCODED,
     GRAPH_DEPENDENT_CONDITIONS,
     GRAPH_FINALIZER,
+    GRAPH_KIND,
     REASON_COMPILED,
     REASON_DELETE_FAILED,
     REASON_INVALID_GRAPH,
@@ -49,27 +51,31 @@ from kro.api.graph import (
 )
 from kro.api.names import STATUS_FALSE, STATUS_TRUE
 from kro.api.objects import metadata as _meta
-from kro.applyset import Applier, ApplySetError
+from kro.applyset import Applier
 from kro.controllers.graph.binding import GraphBinding
 from kro.controllers.graph.conditions import Verdict, converged
 from kro.controllers.graph.identity import ImpersonatedClients
 from kro.controllers.graph.inventory import GRAPHS, StatusInventory
 from kro.controllers.graph.watch_access import ANSWER_TTL_S, AccessAnswers, ApplierWatches
+from kro.controllers.owner import OwnerReconciler
+from kro.controllers.programs import ProgramCache
+from kro.controllers.requeue import RequeueBackoff
 from kro.dynamic import ObjectRef
 from kro.dynamic.watches import WatchCoordinator
 from kro.engine import GraphPass
-from kro.engine.teardown import teardown_step
+from kro.engine.ownership import TeardownStep
 from kro.graph.errors import GraphError
-from kro.graph.evaluate import EvaluationError, InstanceEvaluation
+from kro.graph.evaluate import InstanceEvaluation
 from kro.graph.graph_kind import compile_graph_async
+from kro.graph.hashing import spec_hash
 from kro.graph.model import Graph
 from kro.graph.options import BuildOptions
 from kro.graph.resolver import SchemaResolver
 from kro.runtime.client import Client
-from kro.runtime.errors import KubeError, NotFound
+from kro.runtime.errors import NotFound
 from kro.runtime.events import EventRecorder
 from kro.runtime.finalizers import add_finalizer
-from kro.runtime.reconcile import Request, Result
+from kro.runtime.reconcile import Result
 from kro.runtime.status import StatusWriter
 
 __all__ = ["GraphOptions", "GraphReconciler"]
@@ -93,7 +99,7 @@ class GraphOptions:
     is not applied again (only while the Graph applies as the identity that applied last)."""
 
 
-class GraphReconciler:
+class GraphReconciler(OwnerReconciler):
     def __init__(
         self,
         *,
@@ -103,30 +109,33 @@ class GraphReconciler:
         applier: Applier,
         options: GraphOptions,
         events: EventRecorder | None = None,
+        programs: ProgramCache | None = None,
     ) -> None:
+        """`programs`: the process's one cache of compiled programs (default: its own)."""
         self.client = client
+        self.gvr = GRAPHS
+        self.finalizer = GRAPH_FINALIZER
         self.events = events
         self.resolver = resolver
         self.watches = watches
         self.applier = applier  # its skip memory is the process's, shared with the Graphs
         self.options = options
         self.clients = ImpersonatedClients(client)
-        self._compiled: dict[str, tuple[str, Graph]] = {}  # uid -> (generation, program)
-        self._streaks: dict[str, int] = {}
+        self.programs = programs if programs is not None else ProgramCache()
+        self.waits = RequeueBackoff(BACKOFF_FIRST_S, BACKOFF_MAX_S)
         self._answers = AccessAnswers()  # may a Graph's ServiceAccount watch a kind (V-54)
         self.status = StatusWriter(client)
         """Every write of a Graph's status, its record's and its conditions', when it changed."""
 
-    async def reconcile(self, request: Request) -> Result:
+    async def load(self, ref: ObjectRef) -> dict[str, Any] | None:
         try:
-            obj = await self.client.get(GRAPHS, request.name, namespace=request.namespace)
+            return await self.client.get(GRAPHS, ref.name, namespace=ref.namespace)
         except NotFound:
-            return Result()
-        ref = ObjectRef(GRAPHS, request.namespace, request.name)
-        if _meta(obj).get("deletionTimestamp"):
-            return await self._teardown(obj, ref)
+            return None
+
+    async def sync(self, obj: dict[str, Any], ref: ObjectRef) -> Result:
         username = service_account_username(
-            request.namespace, str((obj.get("spec") or {}).get("serviceAccountName") or "")
+            ref.namespace, str((obj.get("spec") or {}).get("serviceAccountName") or "")
         )
         if username == self.options.controller_username:
             await self._refuse(obj, own_identity_refusal(username))
@@ -153,34 +162,21 @@ class GraphReconciler:
 
     # -- compile ---------------------------------------------------------------------------
 
-    def kind_changed(self, group: str, kind: str) -> None:
-        """A CRD of `group`/`kind` appeared, changed or vanished: forget every program typed
-        against it, so the next reconcile of those Graphs compiles against the schema as it is
-        now (V-64: programs are recompiled on a spec or a schema change)."""
-        stale = [
-            uid
-            for uid, (_, graph) in self._compiled.items()
-            if any(
-                n.gvk.group == group and n.gvk.kind == kind and not n.dynamic_type
-                for n in graph.nodes.values()
-            )
-        ]
-        for uid in stale:
-            del self._compiled[uid]
-
     async def _compile(self, obj: Mapping[str, Any]) -> Graph:
-        uid = str(_meta(obj).get("uid") or "")
-        key = str(_meta(obj).get("generation") or "")
-        cached = self._compiled.get(uid)
-        if cached is not None and cached[0] == key:
-            return cached[1]
+        """The Graph's program, from the process's program cache (recompiled on a spec or a
+        schema change, V-64: kro.controllers.programs)."""
         options = BuildOptions(
             max_collection_size=self.options.max_collection_size,
             cel_cost_limit=self.options.cel_cost_limit,
         )
-        graph = await compile_graph_async(obj, self.resolver, options=options)
-        self._compiled[uid] = (key, graph)
-        return graph
+        meta = _meta(obj)
+        return await self.programs.program(
+            GRAPH_KIND,
+            str(meta.get("namespace") or ""),
+            str(meta.get("name") or ""),
+            spec_hash(obj.get("spec") or {}),
+            lambda: compile_graph_async(obj, self.resolver, options=options),
+        )
 
     # -- apply -----------------------------------------------------------------------------
 
@@ -220,14 +216,8 @@ class GraphReconciler:
                 graph, obj, max_collection_size=self.options.max_collection_size
             ),
         )
-        failure = ""
-        try:
-            await work.run()
-        except (EvaluationError, ApplySetError, KubeError) as error:
-            await self.watches.done(ref, commit=False)
-            failure = str(error)
-        else:
-            await self.watches.done(ref, commit=True)
+        error = await self.run_pass(work, ref)
+        failure = "" if error is None else str(error)
         health = self.watches.health(ref)
         nodes = [work.result.nodes[n] for n in graph.topological_order if n in work.result.nodes]
         verdict = converged(
@@ -243,43 +233,39 @@ class GraphReconciler:
             applied_as=applied_as,
             watches=watches_healthy(health.blocked, health.pending),
         )
-        return self._next(str(_meta(obj).get("uid") or ""), verdict, watches.skipped)
+        return self._next(ref, verdict, watches.skipped)
 
-    def _next(self, uid: str, verdict: Verdict, unwatched: bool = False) -> Result:
+    def _next(self, ref: ObjectRef, verdict: Verdict, unwatched: bool = False) -> Result:
         """V-60: waiting backs off per Graph, 1 s doubling to 5 min; failures are retried by
         the rate limiter; a converged Graph waits for events, or, when a watch was skipped
         (V-54: no event would come), comes back in a minute to ask again."""
         if verdict.waiting:
-            streak = self._streaks.get(uid, 0)
-            self._streaks[uid] = streak + 1
-            return Result(requeue_after_s=min(BACKOFF_FIRST_S * 2**streak, BACKOFF_MAX_S))
-        self._streaks.pop(uid, None)
+            return self.wait(ref, verdict.reason)
+        self.settled(ref)
         if verdict.ok and unwatched:
             return Result(requeue_after_s=ANSWER_TTL_S)
         return Result(requeue=not verdict.ok)
 
     # -- teardown --------------------------------------------------------------------------
 
-    async def _teardown(self, obj: dict[str, Any], ref: ObjectRef) -> Result:
-        if GRAPH_FINALIZER not in (_meta(obj).get("finalizers") or ()):
-            return Result()
+    def teardown_ownership(self, obj: dict[str, Any]) -> StatusInventory:
+        """From the status alone (the spec is not compiled), as the identity that applied
+        last."""
         status = obj.get("status") or {}
         namespace = str(_meta(obj).get("namespace") or "")
         username = str(status.get("appliedServiceAccount") or "") or service_account_username(
             namespace, str((obj.get("spec") or {}).get("serviceAccountName") or "")
         )
-        step = await teardown_step(
-            self.ownership(obj, username), self.client, obj, GRAPHS, GRAPH_FINALIZER
-        )
-        if not step.done:
-            await self._report(obj, verdict=Verdict(False, REASON_DELETE_FAILED, step.blocked))
-            return Result(requeue=True)
-        await self.watches.forget(ref)
-        uid = str(_meta(obj).get("uid") or "")
-        self._compiled.pop(uid, None)
-        self._streaks.pop(uid, None)
-        log.info("graph.deleted", namespace=namespace, name=_meta(obj).get("name"))
-        return Result()
+        return self.ownership(obj, username)
+
+    async def tearing_down(self, obj: dict[str, Any], ref: ObjectRef, step: TeardownStep) -> Result:
+        """A Graph deletes everything in one step: what is left failed (V-64)."""
+        await self._report(obj, verdict=Verdict(False, REASON_DELETE_FAILED, step.blocked))
+        return Result(requeue=True)
+
+    async def forget(self, ref: ObjectRef) -> None:
+        await super().forget(ref)
+        self.programs.forget(GRAPH_KIND, ref.namespace, ref.name)
 
     # -- status ----------------------------------------------------------------------------
 

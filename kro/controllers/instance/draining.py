@@ -61,7 +61,7 @@ class DrainingReconciler(InstanceReconciler):
         labelled ahead of a read."""
         return None
 
-    async def _reconcile(self, instance: dict[str, Any], parent: ObjectRef) -> Result:
+    async def sync(self, instance: dict[str, Any], parent: ObjectRef) -> Result:
         await self.watches.forget(parent)  # no graph any more: children are not followed
         status = InstanceStatus(instance)
         status.set(
@@ -74,7 +74,7 @@ class DrainingReconciler(InstanceReconciler):
         log.debug("instance.rgd_deleted")
         return Result()
 
-    async def _forget(self, parent: ObjectRef) -> None:
+    async def forget(self, parent: ObjectRef) -> None:
         """The instance is gone (or its deletion done): one fewer to wait for."""
-        await super()._forget(parent)
+        await super().forget(parent)
         self._on_instance_gone()

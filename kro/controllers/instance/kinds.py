@@ -33,7 +33,7 @@ from kro.applyset import Applier
 from kro.controllers.crd import CRDS
 from kro.controllers.events import RecorderPool, recorder_name
 from kro.controllers.failures import FailureReporter
-from kro.controllers.instance.options import InstanceOptions, RequeueBackoff
+from kro.controllers.instance.options import InstanceOptions, requeue_backoff
 from kro.controllers.metrics import (
     INSTANCE_FAILURES,
     CelMetrics,
@@ -43,6 +43,7 @@ from kro.controllers.metrics import (
     gvr_string,
 )
 from kro.controllers.registry import RevisionRegistry
+from kro.controllers.requeue import RequeueBackoff
 from kro.dynamic import DynamicController
 from kro.runtime.client import Client
 from kro.runtime.errors import Forbidden, NotFound
@@ -293,5 +294,5 @@ class InstanceControllers:
             "events": recorder if self._options.condition_events else None,
             "warnings": recorder,
             "failures": self._failures_of(kind, recorder),
-            "waits": self._waits.setdefault(kind.gvr, RequeueBackoff.of(self._options)),
+            "waits": self._waits.setdefault(kind.gvr, requeue_backoff(self._options)),
         }

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kro.runtime.ratelimit import ItemExponentialBackoff
+from kro.controllers.requeue import RequeueBackoff
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -27,36 +27,7 @@ class InstanceOptions:
     condition_events: bool = False
 
 
-Key = tuple[str, str]
-"""An instance's (namespace, name)."""
-
-
-class RequeueBackoff:
-    """The delays of instances that wait or fail (V-08): `--instance-requeue-interval` first,
-    doubled per consecutive wait up to the cap, forgotten when a pass makes progress. None of
-    it when the interval is 0 (watch events only)."""
-
-    def __init__(self, interval_s: float, cap_s: float) -> None:
-        self._delays: ItemExponentialBackoff[Key] | None = (
-            ItemExponentialBackoff(base_s=interval_s, cap_s=max(interval_s, cap_s))
-            if interval_s > 0
-            else None
-        )
-
-    @classmethod
-    def of(cls, options: InstanceOptions) -> RequeueBackoff:
-        return cls(options.requeue_interval_s, options.requeue_max_interval_s)
-
-    @property
-    def enabled(self) -> bool:
-        return self._delays is not None
-
-    def next(self, key: Key) -> tuple[float, int] | None:
-        """The delay of `key`'s next wait and how many waits in a row that makes."""
-        if self._delays is None:
-            return None
-        return self._delays.when(key), self._delays.num_requeues(key)
-
-    def reset(self, key: Key) -> None:
-        if self._delays is not None:
-            self._delays.forget(key)
+def requeue_backoff(options: InstanceOptions) -> RequeueBackoff:
+    """The delays of an RGD's instances that wait or fail (V-08): `--instance-requeue-interval`
+    first, doubled per consecutive wait up to the cap; none when the interval is 0."""
+    return RequeueBackoff(options.requeue_interval_s, options.requeue_max_interval_s)

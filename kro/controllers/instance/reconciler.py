@@ -62,7 +62,7 @@ from kro.controllers.instance.binding import InstanceBinding
 from kro.controllers.instance.known_instances import KnownInstances
 from kro.controllers.instance.labels import instance_labels, labeller_body
 from kro.controllers.instance.options import InstanceOptions as InstanceOptions  # noqa: PLC0414
-from kro.controllers.instance.options import RequeueBackoff
+from kro.controllers.instance.options import requeue_backoff
 from kro.controllers.instance.settled import SettledPasses
 from kro.controllers.instance.status import (
     AWAITING_PREFIX,
@@ -82,13 +82,15 @@ from kro.controllers.metrics import (
     RuntimeMetrics,
     gvr_string,
 )
+from kro.controllers.owner import OwnerReconciler
 from kro.controllers.registry import RevisionRegistry, RevisionState
+from kro.controllers.requeue import RequeueBackoff
 from kro.dynamic import ObjectRef, ScalarWatch, WatchCoordinator
 from kro.dynamic.watches import Versions, WatchRequest
 from kro.engine.applyset_ownership import ApplySetOwnership
 from kro.engine.graph_pass import GraphPass
+from kro.engine.ownership import TeardownStep
 from kro.engine.results import PassCounts, PassResult
-from kro.engine.teardown import teardown_step
 from kro.graph.evaluate import EvaluationError, InstanceEvaluation
 from kro.graph.model import Graph
 from kro.runtime.client import Client
@@ -148,8 +150,9 @@ def probably_settled(instance: Mapping[str, Any]) -> bool:
     return FINALIZER in (meta.get("finalizers") or []) and not meta.get("deletionTimestamp")
 
 
-class InstanceReconciler:
-    """Reconciles the instances of one RGD; registered with the dynamic controller."""
+class InstanceReconciler(OwnerReconciler):
+    """Reconciles the instances of one RGD; registered with the dynamic controller. The RGD
+    instance kind's adapter of the owner reconcile (kro.controllers.owner)."""
 
     def __init__(
         self,
@@ -202,34 +205,18 @@ class InstanceReconciler:
         self._gvr_label = gvr_string(gvr)
         self._settled = SettledPasses(watches, gvr, applier.memory)
         self._known = KnownInstances(watches, gvr, applier.memory)
-        self._waits = waits or RequeueBackoff.of(self.options)
+        self.finalizer = FINALIZER
+        self.waits = waits or requeue_backoff(self.options)
         self._status = StatusWriter(
             client, field_manager=FIELD_MANAGER_INSTANCE_STATUS, method="apply"
         )
 
-    def _wait(self, key: Key, reason: str) -> Result:
-        """The instance waits on the cluster or failed in a way a later pass may fix (V-08):
-        come back after `--instance-requeue-interval`, doubled with each consecutive wait up to
-        the cap. Watch events still bring it back at once; the delay only bounds how long a
-        wait that no event ends can last, and a failure that does not heal costs one retry per
-        cap instead of one every interval."""
-        scheduled = self._waits.next(key)
-        if scheduled is None:
-            return Result()
-        delay, attempt = scheduled
-        log.debug("instance.requeue_scheduled", delay_s=delay, attempt=attempt, reason=reason)
-        return Result(requeue_after_s=delay)
-
-    def _progressed(self, key: Key) -> Result:
+    def _progressed(self, parent: ObjectRef) -> Result:
         """The pass changed the cluster: the streak of waits ends, and the instance is looked
         at again after the first delay (its children may be on their way to ready)."""
-        self._end_streak(key)
+        self.settled(parent)
         interval = self.options.requeue_interval_s
         return Result(requeue_after_s=interval) if interval > 0 else Result()
-
-    def _end_streak(self, key: Key) -> None:
-        """A clean pass: the next wait starts again from the first delay."""
-        self._waits.reset(key)
 
     async def reconcile(self, request: Request) -> Result:
         """One reconcile, counted and timed in the instance_* metrics (rows 31-33).
@@ -240,7 +227,10 @@ class InstanceReconciler:
         self.metrics.reconcile_total.inc(gvr=self._gvr_label)
         started = time.monotonic()
         try:
-            return await self._reconcile_request(request)
+            with structlog.contextvars.bound_contextvars(
+                rgd=self.rgd_name, namespace=request.namespace, name=request.name
+            ):
+                return await super().reconcile(request)
         except Exception as error:
             self._settled.forget((request.namespace, request.name))
             self._known.forget((request.namespace, request.name))
@@ -267,36 +257,30 @@ class InstanceReconciler:
                 Failure(EVENT_RECONCILE_FAILED, f"reconcile failed: {error}"),
             )
 
-    async def _reconcile_request(self, request: Request) -> Result:
-        parent = ObjectRef(self.gvr, request.namespace, request.name)
-        with structlog.contextvars.bound_contextvars(
-            rgd=self.rgd_name, namespace=request.namespace, name=request.name
-        ):
-            key = parent_key(parent)
-            if self._settled.unchanged(key, self._active_graph()):
-                # Nothing this instance's last pass read has changed (the caches say so by
-                # resourceVersion): that pass's outcome stands, and costs no request.
-                log.debug("instance.unchanged")
-                return Result()
-            self._settled.forget(key)
-            instance = self._known.take(key)
-            if instance is None:
-                instance = await self._managed_at_once(parent)
-            if instance is None:
-                try:
-                    instance = await self.client.get(
-                        self.gvr, request.name, namespace=request.namespace or None
-                    )
-                except NotFound:
-                    await self._forget(parent)
-                    return Result()
-            if (instance.get("metadata") or {}).get("deletionTimestamp"):
-                return await self._delete(instance, parent)
-            return await self._reconcile(instance, parent)
+    async def load(self, ref: ObjectRef) -> dict[str, Any] | Result | None:
+        """The instance: kro's last write of it, the labeller's answer for a new one, or a
+        read; a settled instance whose inputs did not change ends the reconcile here."""
+        key = parent_key(ref)
+        if self._settled.unchanged(key, self._active_graph()):
+            # Nothing this instance's last pass read has changed (the caches say so by
+            # resourceVersion): that pass's outcome stands, and costs no request.
+            log.debug("instance.unchanged")
+            return Result()
+        self._settled.forget(key)
+        instance = self._known.take(key)
+        if instance is None:
+            instance = await self._managed_at_once(ref)
+        if instance is None:
+            try:
+                namespace = ref.namespace or None
+                instance = await self.client.get(self.gvr, ref.name, namespace=namespace)
+            except NotFound:
+                return None
+        return instance
 
     # -- normal path -------------------------------------------------------------------------
 
-    async def _reconcile(self, instance: dict[str, Any], parent: ObjectRef) -> Result:
+    async def sync(self, instance: dict[str, Any], parent: ObjectRef) -> Result:
         status = InstanceStatus(instance)
         graph, failure = self._resolve_graph()
         if graph is None:
@@ -308,7 +292,7 @@ class InstanceReconciler:
                 )
                 return Result()
             log.debug("instance.graph_unresolved", reason=failure)  # warming up, compiling
-            return self._wait(parent_key(parent), "graph_unresolved")
+            return self.wait(parent, "graph_unresolved")
         status.set(
             CONDITION_GRAPH_RESOLVED,
             STATUS_TRUE,
@@ -325,7 +309,7 @@ class InstanceReconciler:
             )
             await self._write_status(instance, status.build(INSTANCE_STATE_ACTIVE, None))
             self.failures.clear(parent_key(parent))
-            self._end_streak(parent_key(parent))
+            self.settled(parent)
             return Result()
         started = time.monotonic()
         evaluation = InstanceEvaluation(
@@ -384,7 +368,7 @@ class InstanceReconciler:
                 outcome.deleting.message,
             )
             await self._write_status(work.owner_obj, status.build(INSTANCE_STATE_IN_PROGRESS, None))
-            return self._wait(parent_key(parent), "child_deleting")
+            return self.wait(parent, "child_deleting")
         return await self._finish(
             work.owner_obj,
             graph,
@@ -596,13 +580,13 @@ class InstanceReconciler:
             self._settled.record(object_key(instance), graph, version, reads)
         else:  # the next pass starts from it, if nobody writes the instance meanwhile
             self._known.keep(object_key(instance), final)
-        key = object_key(instance)
+        parent = ObjectRef(self.gvr, *object_key(instance))
         if outcome.apply_errors or outcome.retry:
             reason = "apply_failed" if outcome.apply_errors else "prune_incomplete"
-            return self._wait(key, reason)
+            return self.wait(parent, reason)
         if outcome.mutated:
-            return self._progressed(key)
-        self._end_streak(key)
+            return self._progressed(parent)
+        self.settled(parent)
         if outcome.retry_after_s is not None:
             return Result(requeue_after_s=outcome.retry_after_s)
         return Result()
@@ -645,32 +629,29 @@ class InstanceReconciler:
 
     # -- deletion ----------------------------------------------------------------------------
 
-    async def _delete(self, instance: dict[str, Any], parent: ObjectRef) -> Result:
-        """Delete children wave by wave from the inventory, then drop the finalizer (§1.L):
-        one step of the engine's teardown per reconcile."""
-        if FINALIZER not in ((instance.get("metadata") or {}).get("finalizers") or []):
-            await self._forget(parent)
-            return Result()
+    def teardown_ownership(self, obj: dict[str, Any]) -> ApplySetOwnership:
+        """Children go wave by wave from the instance's ApplySet inventory (§1.L)."""
+        return self._ownership()
+
+    async def tearing_down(
+        self, instance: dict[str, Any], parent: ObjectRef, step: TeardownStep
+    ) -> Result:
+        """A wave is being deleted, or the teardown is blocked: the user sees which."""
         status = InstanceStatus(instance)
-        step = await teardown_step(self._ownership(), self.client, instance, self.gvr, FINALIZER)
         if step.blocked and not step.transient:  # an inventory we cannot trust: wait for a fix
             await self._deletion_blocked(instance, status, step.blocked)
-            return self._wait(parent_key(parent), "deletion_blocked")
+            return self.wait(parent, "deletion_blocked")
         if step.blocked:  # a list or delete failed (e.g. Forbidden): retry with backoff
             await self._deletion_blocked(instance, status, step.blocked)
             raise ReconcileFailed(f"deletion blocked: {step.blocked}")
-        if step.done:
-            await self._forget(parent)
-            log.info("instance.deleted")
-            return Result()
         self.failures.clear(parent_key(parent))
         status.set(
             CONDITION_RESOURCES_READY, STATUS_UNKNOWN, REASON_UNDER_DELETION, "deleting resources"
         )
         await self._write_status(instance, status.build(INSTANCE_STATE_DELETING, None))
-        if not self._waits.enabled:  # no timed requeues asked for, but a wave must be followed
+        if not self.waits.enabled:  # no timed requeues asked for, but a wave must be followed
             return Result(requeue_after_s=1.0)
-        return self._wait(parent_key(parent), "deletion_in_progress")
+        return self.wait(parent, "deletion_in_progress")
 
     def _ownership(self) -> ApplySetOwnership:
         """How an instance keeps its children: as its ApplySet (kro.engine.ownership)."""
@@ -737,12 +718,11 @@ class InstanceReconciler:
                 conditions,
             )
 
-    async def _forget(self, parent: ObjectRef) -> None:
+    async def forget(self, parent: ObjectRef) -> None:
         """The instance is gone (or no longer ours): drop its watches and metric series."""
-        self._end_streak(parent_key(parent))
+        await super().forget(parent)
         self._settled.forget(parent_key(parent))
         self._known.forget(parent_key(parent))
-        await self.watches.forget(parent)
         self.failures.forget(parent_key(parent))
         self.metrics.states.forget(parent_key(parent), self.rgd_name)
         if self.condition_durations is not None:

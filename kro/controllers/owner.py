@@ -1,0 +1,133 @@
+"""kro.controllers.owner: the reconcile every owner kind takes, and what each kind fills in.
+
+An owner is an object whose graph kro runs: an RGD instance, a `Graph`. Each reconcile of one:
+
+1. load it (`load`; gone: forget it);
+2. being deleted: one teardown step through its ownership (kro.engine.teardown: delete and
+   release in reverse order, then the finalizer), reported by the kind (`tearing_down`);
+3. otherwise the kind's `sync`: its program (kro.controllers.programs, or an RGD's active
+   revision), its finalizer and marks, one engine pass (`run_pass`), its conditions and status
+   (kro.runtime.StatusWriter: only what changed is written);
+4. come back as the outcome says, with one backoff for every kind
+   (kro.controllers.requeue: `wait`, `progressed`, `settled`).
+
+The kinds differ in what they are (an instance follows its RGD's revisions and is labelled as
+an ApplySet parent; a Graph compiles its own spec and applies as its ServiceAccount), never in
+these steps.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Hashable
+from typing import Any
+
+import structlog
+
+from kro.api.objects import metadata as _meta
+from kro.applyset import ApplySetError
+from kro.controllers.requeue import RequeueBackoff
+from kro.dynamic import ObjectRef
+from kro.dynamic.watches import WatchCoordinator
+from kro.engine.graph_pass import GraphPass
+from kro.engine.ownership import Ownership, TeardownStep
+from kro.engine.teardown import teardown_step
+from kro.graph.evaluate import EvaluationError
+from kro.runtime.client import Client
+from kro.runtime.errors import KubeError
+from kro.runtime.gvk import GVR
+from kro.runtime.reconcile import Request, Result
+
+__all__ = ["OwnerReconciler"]
+
+log = structlog.get_logger(__name__)
+
+PASS_ERRORS = (EvaluationError, ApplySetError, KubeError)
+"""What ends a pass early: an expression, the owner's record, or the API server."""
+
+
+class OwnerReconciler(ABC):
+    """The steps of an owner's reconcile; the kind's adapter fills in the abstract ones."""
+
+    gvr: GVR
+    finalizer: str
+    client: Client
+    watches: WatchCoordinator
+    waits: RequeueBackoff
+
+    async def reconcile(self, request: Request) -> Result:
+        ref = ObjectRef(self.gvr, request.namespace, request.name)
+        loaded = await self.load(ref)
+        if isinstance(loaded, Result):  # settled: nothing to do
+            return loaded
+        if loaded is None:
+            await self.forget(ref)
+            return Result()
+        if _meta(loaded).get("deletionTimestamp"):
+            return await self.teardown(loaded, ref)
+        return await self.sync(loaded, ref)
+
+    # -- what a kind fills in ----------------------------------------------------------------
+
+    @abstractmethod
+    async def load(self, ref: ObjectRef) -> dict[str, Any] | Result | None:
+        """The owner as it now stands; None when it is gone; a Result to end here (a
+        settled owner whose inputs did not change)."""
+
+    @abstractmethod
+    async def sync(self, obj: dict[str, Any], ref: ObjectRef) -> Result:
+        """Program, marks, pass, status, requeue: an owner that is not being deleted."""
+
+    @abstractmethod
+    def teardown_ownership(self, obj: dict[str, Any]) -> Ownership:
+        """What keeps the owner's objects, for its teardown (from the owner alone: its
+        program may be gone or broken)."""
+
+    @abstractmethod
+    async def tearing_down(self, obj: dict[str, Any], ref: ObjectRef, step: TeardownStep) -> Result:
+        """Report a teardown step that did not finish (still deleting, or blocked)."""
+
+    async def forget(self, ref: ObjectRef) -> None:
+        """The owner is gone (or no longer kro's): its watches and its backoff go with it."""
+        self.waits.reset(self.key(ref))
+        await self.watches.forget(ref)
+
+    # -- the shared steps --------------------------------------------------------------------
+
+    @staticmethod
+    def key(ref: ObjectRef) -> Hashable:
+        return (ref.namespace, ref.name)
+
+    async def teardown(self, obj: dict[str, Any], ref: ObjectRef) -> Result:
+        """One teardown step; once nothing is left, the finalizer goes and the owner is
+        forgotten."""
+        if self.finalizer not in (_meta(obj).get("finalizers") or ()):
+            await self.forget(ref)
+            return Result()
+        step = await teardown_step(
+            self.teardown_ownership(obj), self.client, obj, self.gvr, self.finalizer
+        )
+        if step.done:
+            await self.forget(ref)
+            log.info("owner.deleted", resource=self.gvr.resource)
+            return Result()
+        return await self.tearing_down(obj, ref, step)
+
+    async def run_pass(self, work: GraphPass, ref: ObjectRef) -> BaseException | None:
+        """One engine pass; the watches it declared are kept when it went through, rolled
+        back when it failed (the error is returned for the kind to report)."""
+        try:
+            await work.run()
+        except PASS_ERRORS as error:
+            await self.watches.done(ref, commit=False)
+            return error
+        await self.watches.done(ref, commit=True)
+        return None
+
+    def wait(self, ref: ObjectRef, reason: str) -> Result:
+        """The owner waits on the cluster, or failed in a way a later pass may fix."""
+        return self.waits.wait(self.key(ref), reason)
+
+    def settled(self, ref: ObjectRef) -> None:
+        """A clean pass: the next wait starts again from the first delay."""
+        self.waits.reset(self.key(ref))

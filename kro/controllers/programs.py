@@ -1,0 +1,88 @@
+"""kro.controllers.programs: the one cache of compiled programs, for every owner kind.
+
+Compiling a graph (type-checking every expression against the schemas of the kinds it names)
+is the most expensive thing kro does for an owner, and its result depends only on what is
+compiled: the owner's kind, its name (which error messages quote) and its spec. So programs are
+kept by (owner kind, name, spec hash): a GraphRevision compiled again on another replica or
+after a leadership change, and a `Graph` reconciled again, reuse theirs; an edit makes a new
+key. A program is typed against the schemas of the kinds it names literally, so when such a
+kind's CRD appears, changes or goes, every program that names it is dropped and compiled again
+on its next use (V-64). Bounded: the oldest program is dropped first, which costs one compile.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from typing import Final
+
+import structlog
+
+from kro.graph.model import Graph
+
+__all__ = ["ProgramCache"]
+
+log = structlog.get_logger(__name__)
+
+MAX_PROGRAMS: Final = 4096
+
+Key = tuple[str, str, str, str]
+"""(owner kind, namespace, name, spec hash)."""
+
+
+class ProgramCache:
+    """Compiled programs by owner kind, owner and spec hash (see the module doc)."""
+
+    def __init__(self, max_entries: int = MAX_PROGRAMS) -> None:
+        self._programs: OrderedDict[Key, Graph] = OrderedDict()
+        self._max = max(1, max_entries)
+
+    def __len__(self) -> int:
+        return len(self._programs)
+
+    async def program(
+        self,
+        kind: str,
+        namespace: str,
+        name: str,
+        spec_hash: str,
+        compile_: Callable[[], Awaitable[Graph]],
+    ) -> Graph:
+        """The program of this owner's spec: remembered, or compiled now (a compile error
+        propagates and nothing is remembered: the next use compiles again)."""
+        key = (kind, namespace, name, spec_hash)
+        found = self._programs.get(key)
+        if found is not None:
+            self._programs.move_to_end(key)
+            return found
+        program = await compile_()
+        self._forget_owner(kind, namespace, name)  # an older spec of it will not be back
+        self._programs[key] = program
+        while len(self._programs) > self._max:
+            self._programs.popitem(last=False)
+        return program
+
+    def _forget_owner(self, kind: str, namespace: str, name: str) -> None:
+        for key in [k for k in self._programs if k[:3] == (kind, namespace, name)]:
+            del self._programs[key]
+
+    def forget(self, kind: str, namespace: str, name: str) -> None:
+        """The owner is gone: its programs with it."""
+        self._forget_owner(kind, namespace, name)
+
+    def kind_changed(self, group: str, kind: str) -> int:
+        """A CRD of `group`/`kind` appeared, changed or vanished: drop every program typed
+        against it (a node naming it literally). Returns how many were dropped."""
+        stale = [
+            key
+            for key, program in self._programs.items()
+            if any(
+                n.gvk.group == group and n.gvk.kind == kind and not n.dynamic_type
+                for n in program.nodes.values()
+            )
+        ]
+        for key in stale:
+            del self._programs[key]
+        if stale:
+            log.debug("programs.dropped", group=group, kind=kind, programs=len(stale))
+        return len(stale)
