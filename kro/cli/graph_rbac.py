@@ -1,36 +1,45 @@
-"""kro.cli.graph_rbac: `kro generate rbac` for a Graph: what its ServiceAccount and kro need.
+"""kro.cli.graph_rbac: the RBAC a compiled graph needs, for an RGD's and for a Graph's.
 
-A Graph applies as a ServiceAccount of its own namespace (`spec.serviceAccountName`, else
-`default`), never as kro; so its RBAC is not kro's but the applier's: `get`, `list`, `watch` on
-every kind it reads (its `ref` nodes) and creates (its `template` nodes), and the write verbs
-`create`, `update`, `patch`, `delete` on what it creates (server-side apply, prune and teardown).
-A `patch` contributes fields to an object it does not own: it reads the target (get, list,
-watch) and applies to it (`patch`, and `update` as upstream's examples grant), on the object
-itself or, for a status patch, on `<resource>/status`; it never creates or deletes. A `def` is
-computed in kro and needs nothing. A node whose apiVersion or kind is an expression names its
-kinds only at run time: it gets no rule, and a warning says to grant what it resolves to.
+Both compile into one model (kro.graph.model.Graph), and `kro generate rbac` reads both the
+same way: each node needs something of the API server according to what it does with its kind
+(`access_of`): it reads it (a `ref` or externalRef), applies it (a template), patches it (a
+`patch` contributes fields to an object it does not own), or needs nothing (a `def`, computed
+in kro). A node whose apiVersion or kind is an expression names its kind only at run time: no
+rule can name it, and a warning says to grant what it resolves to. A node that writes RBAC
+objects gets a warning too: the API server lets an identity grant only what it holds itself.
 
-Where those rules apply decides the role's kind. When every object lives in a namespace the
-Graph names literally (its own by default), a Role and a RoleBinding per namespace are enough;
-a cluster-scoped kind, a namespace computed by an expression (a decorator writing into every
-matching Namespace) or a selector `ref` without a namespace (which lists across all
-namespaces) needs a ClusterRole and a ClusterRoleBinding.
+What differs is the owner, an adapter each (`Owner`):
 
-kro's own watches are not impersonated (they run as kro, cluster-wide), so kro itself needs
-`list` and `watch` on every kind the Graph reads or creates: one more ClusterRole, labelled
-`rbac.kro.run/aggregate-to-controller: "true"` with `--mode aggregation` so that the chart's
-aggregated role picks it up. kro's `impersonate` grant comes from the chart with `GraphKind`.
+* an RGD is served by kro itself. Its rules are the table the RGD controller's pre-flight
+  checks (kro.controllers.permissions, so the printed role and the `PermissionsGranted`
+  condition never disagree): one ClusterRole, `<fullname>:controller:<rgd>`.
+* a Graph applies as a ServiceAccount of its own namespace (`spec.serviceAccountName`, else
+  `default`), never as kro: `get`, `list`, `watch` on every kind it reads and applies, the write
+  verbs `create`, `update`, `patch`, `delete` on what it applies (server-side apply, prune and
+  teardown), and on what it patches `get`, `update`, `patch` (as upstream's examples grant) of
+  the object itself or, for a status patch, of `<resource>/status`. When every object lives in
+  a namespace the Graph names literally (its own by default), a Role and a RoleBinding per
+  namespace are enough; a cluster-scoped kind, a namespace computed by an expression (a
+  decorator writing into every matching Namespace) or a selector `ref` without a namespace
+  (which lists across all namespaces) needs a ClusterRole and a ClusterRoleBinding. kro's own
+  watches are not impersonated (they run as kro, cluster-wide), so kro itself needs `list` and
+  `watch` on those kinds: one more ClusterRole. kro's `impersonate` grant comes from the chart
+  with `GraphKind`.
+
+With `aggregation`, kro's ClusterRoles carry the label the chart's aggregated role selects
+(`rbac.kro.run/aggregate-to-controller: "true"`), so applying them is enough.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import enum
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from kro.api.graph import DEFAULT_SERVICE_ACCOUNT
 from kro.api.names import AGGREGATE_TO_CONTROLLER_VALUE, LABEL_AGGREGATE_TO_CONTROLLER
-from kro.controllers.permissions import Permission, rules_for
+from kro.controllers.permissions import Permission, PolicyRule, required_rules, rules_for
 from kro.graph.graph_kind import patch_endpoint
 from kro.graph.model import Graph, Node, NodeType
 
@@ -38,12 +47,19 @@ __all__ = [
     "APPLIER_VERBS",
     "READ_VERBS",
     "WATCH_VERBS",
+    "Access",
+    "GraphOwner",
     "GraphScope",
+    "Owner",
+    "RgdOwner",
+    "access_of",
     "applier_of",
-    "cluster_wide_reasons",
-    "computed_kinds",
-    "graph_roles",
+    "applier_permissions",
+    "cluster_role",
+    "node_warnings",
+    "role_and_binding",
     "scope_of",
+    "writes_rbac",
 ]
 
 RBAC_GROUP: Final = "rbac.authorization.k8s.io"
@@ -55,6 +71,74 @@ CONTRIBUTOR_VERBS: Final = ("get", "update", "patch")
 WATCH_VERBS: Final = ("list", "watch")
 CLUSTER: Final = ""
 """The scope of a rule that must hold in every namespace (or for a cluster-scoped kind)."""
+_GRANTING_KINDS: Final = frozenset({"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"})
+
+
+# --- what each node needs ----------------------------------------------------------------------
+
+
+class Access(enum.Enum):
+    """What a node does with its kind, which decides the verbs it needs."""
+
+    NONE = "none"  # a def: computed in kro, never sent
+    COMPUTED = "computed"  # its kind is an expression: no rule can name it in advance
+    READ = "read"  # a ref / externalRef
+    APPLY = "apply"  # a template: created, applied, pruned, deleted
+    PATCH = "patch"  # fields contributed to an object the graph does not own
+
+
+def access_of(node: Node) -> Access:
+    if node.type.is_value:
+        return Access.NONE
+    if node.dynamic_type:
+        return Access.COMPUTED
+    if node.type.is_external:
+        return Access.READ
+    return Access.PATCH if node.type is NodeType.PATCH else Access.APPLY
+
+
+def applier_permissions(node: Node) -> set[Permission]:
+    """What the identity that applies the graph's objects needs for one node (a Graph's)."""
+    access = access_of(node)
+    group, resource = node.gvk.group, node.resource
+    if access is Access.PATCH:
+        target = f"{resource}/status" if patch_endpoint(node.template) else resource
+        return {Permission(group, resource, v) for v in READ_VERBS} | {
+            Permission(group, target, v) for v in CONTRIBUTOR_VERBS
+        }
+    if access in (Access.READ, Access.APPLY):
+        verbs = READ_VERBS if access is Access.READ else APPLIER_VERBS
+        return {Permission(group, resource, v) for v in verbs}
+    return set()
+
+
+def writes_rbac(node: Node) -> bool:
+    """Does the node write Roles or bindings (the API server's escalation check applies)?"""
+    return (
+        access_of(node) in (Access.APPLY, Access.PATCH)
+        and node.gvk.group == RBAC_GROUP
+        and node.gvk.kind in _GRANTING_KINDS
+    )
+
+
+def node_warnings(graph: Graph, *, noun: str, applier: str, pronoun: str) -> list[str]:
+    """What no rule can grant, one line per node: kinds only known at run time, then RBAC
+    objects written (the applier may grant only what it holds). `noun` is what the owner's
+    document calls a node, `applier` names who applies, `pronoun` refers back to it."""
+    computed = [
+        f"node {node_id!r} computes its apiVersion or kind: no rule names it; grant "
+        f"{applier} what it resolves to"
+        for node_id, node in graph.nodes.items()
+        if access_of(node) is Access.COMPUTED
+    ]
+    escalating = [
+        f"{noun} {node_id!r} creates {node.gvk.kind} objects: the API server lets {applier} "
+        f"grant only permissions {pronoun} holds itself (or the escalate/bind verbs); grant "
+        "those too"
+        for node_id, node in graph.nodes.items()
+        if writes_rbac(node)
+    ]
+    return computed + escalating
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,85 +167,30 @@ def scope_of(node: Node, graph_namespace: str) -> GraphScope:
     return GraphScope(graph_namespace)
 
 
-def applier_of(graph_obj: Mapping[str, Any]) -> str:
-    """The ServiceAccount a Graph applies as: `spec.serviceAccountName`, else `default`."""
-    spec = graph_obj.get("spec")
-    name = spec.get("serviceAccountName") if isinstance(spec, Mapping) else None
-    return str(name or DEFAULT_SERVICE_ACCOUNT)
+# --- the documents -----------------------------------------------------------------------------
 
 
-def _permissions(node: Node) -> set[Permission]:
-    """What the applier needs for one node (nothing for a def or a computed kind)."""
-    if node.type.is_value or node.dynamic_type:
-        return set()
-    group, resource = node.gvk.group, node.resource
-    if node.type is NodeType.PATCH:
-        target = f"{resource}/status" if patch_endpoint(node.template) else resource
-        return {Permission(group, resource, v) for v in READ_VERBS} | {
-            Permission(group, target, v) for v in CONTRIBUTOR_VERBS
-        }
-    verbs = READ_VERBS if node.type.is_external else APPLIER_VERBS
-    return {Permission(group, resource, v) for v in verbs}
+def cluster_role(name: str, rules: Iterable[PolicyRule], *, aggregation: bool) -> dict[str, Any]:
+    """A ClusterRole kro holds, labelled for the chart's aggregated role with `aggregation`."""
+    metadata: dict[str, Any] = {"name": name}
+    if aggregation:
+        metadata["labels"] = {LABEL_AGGREGATE_TO_CONTROLLER: AGGREGATE_TO_CONTROLLER_VALUE}
+    return {
+        "apiVersion": RBAC_API_VERSION,
+        "kind": "ClusterRole",
+        "metadata": metadata,
+        "rules": [rule.to_dict() for rule in rules],
+    }
 
 
-def computed_kinds(graph: Graph) -> list[str]:
-    """The nodes whose kind is an expression: no rule can name it in advance."""
-    return [node.id for node in graph.nodes.values() if node.dynamic_type]
-
-
-def graph_roles(
-    graph: Graph,
-    namespace: str,
-    service_account: str,
-    *,
-    aggregation: bool,
-    fullname: str,
-) -> list[dict[str, Any]]:
-    """The applier's role(s) and binding(s), then kro's list/watch ClusterRole."""
-    by_scope: dict[str, set[Permission]] = {}
-    watched: set[Permission] = set()
-    for node in graph.nodes.values():
-        needed = _permissions(node)
-        if not needed:
-            continue
-        scope = scope_of(node, namespace).namespace
-        by_scope.setdefault(scope, set()).update(needed)
-        watched.update(Permission(node.gvk.group, node.resource, v) for v in WATCH_VERBS)
-    subject = {"kind": "ServiceAccount", "name": service_account, "namespace": namespace}
-    documents: list[dict[str, Any]] = []
-    if CLUSTER in by_scope:  # one ClusterRole covers every namespace the Graph writes
-        permissions = set().union(*by_scope.values())
-        name = f"{fullname}:graph:{namespace}:{graph.rgd_name}"
-        documents += _role_and_binding("ClusterRole", name, None, permissions, subject)
-    else:
-        for where, permissions in sorted(by_scope.items()):
-            name = f"{fullname}:graph:{graph.rgd_name}"
-            if where != namespace:
-                name = f"{fullname}:graph:{namespace}:{graph.rgd_name}"
-            documents += _role_and_binding("Role", name, where, permissions, subject)
-    if watched:
-        watcher = f"{fullname}:controller:graph:{namespace}:{graph.rgd_name}"
-        metadata: dict[str, Any] = {"name": watcher}
-        if aggregation:
-            metadata["labels"] = {LABEL_AGGREGATE_TO_CONTROLLER: AGGREGATE_TO_CONTROLLER_VALUE}
-        documents.append(
-            {
-                "apiVersion": RBAC_API_VERSION,
-                "kind": "ClusterRole",
-                "metadata": metadata,
-                "rules": [r.to_dict() for r in rules_for(watched)],
-            }
-        )
-    return documents
-
-
-def _role_and_binding(
+def role_and_binding(
     kind: str,
     name: str,
     namespace: str | None,
-    permissions: set[Permission],
+    permissions: Iterable[Permission],
     subject: Mapping[str, str],
 ) -> list[dict[str, Any]]:
+    """A Role (or ClusterRole, `namespace` None) and the binding that grants it to `subject`."""
     metadata: dict[str, Any] = {"name": name}
     if namespace is not None:
         metadata["namespace"] = namespace
@@ -181,12 +210,105 @@ def _role_and_binding(
     return [role, binding]
 
 
-def cluster_wide_reasons(graph: Graph, namespace: str) -> list[str]:
-    """Why the applier needs a ClusterRole, one line per node that reaches past a namespace."""
-    return [
-        f'node "{node.id}": {scope.why}'
-        for node in graph.nodes.values()
-        if _permissions(node)
-        for scope in (scope_of(node, namespace),)
-        if scope.namespace == CLUSTER
-    ]
+# --- the owners --------------------------------------------------------------------------------
+
+
+class Owner(Protocol):
+    """Who applies a compiled graph's objects, and the RBAC documents that let it."""
+
+    def warnings(self, graph: Graph) -> list[str]:
+        """Lines for stderr: what the roles cannot cover, and why they are shaped as they are."""
+        ...
+
+    def roles(self, graph: Graph) -> list[dict[str, Any]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RgdOwner:
+    """An RGD: kro applies its resources, with the rules the pre-flight checks."""
+
+    aggregation: bool
+    fullname: str
+
+    def warnings(self, graph: Graph) -> list[str]:
+        lines = node_warnings(graph, noun="resource", applier="kro", pronoun="kro")
+        return [f"warning: {graph.rgd_name}: {line}" for line in lines]
+
+    def roles(self, graph: Graph) -> list[dict[str, Any]]:
+        name = f"{self.fullname}:controller:{graph.rgd_name}"
+        return [cluster_role(name, required_rules(graph), aggregation=self.aggregation)]
+
+
+@dataclass(frozen=True, slots=True)
+class GraphOwner:
+    """A Graph: its ServiceAccount applies, in the Graph's namespace; kro only watches."""
+
+    namespace: str
+    service_account: str
+    aggregation: bool
+    fullname: str
+
+    @property
+    def applier(self) -> str:
+        return f"ServiceAccount {self.namespace}/{self.service_account}"
+
+    def warnings(self, graph: Graph) -> list[str]:
+        where = f'Graph "{graph.rgd_name}"'
+        reasons = [
+            f"{where}: a ClusterRole is needed: {reason}"
+            for reason in self._cluster_wide_reasons(graph)
+        ]
+        lines = node_warnings(graph, noun="node", applier=self.applier, pronoun="it")
+        return reasons + [f"{where}: warning: {line}" for line in lines]
+
+    def roles(self, graph: Graph) -> list[dict[str, Any]]:
+        """The applier's role(s) and binding(s), then kro's list/watch ClusterRole."""
+        by_scope: dict[str, set[Permission]] = {}
+        watched: set[Permission] = set()
+        for node in graph.nodes.values():
+            needed = applier_permissions(node)
+            if not needed:
+                continue
+            scope = scope_of(node, self.namespace).namespace
+            by_scope.setdefault(scope, set()).update(needed)
+            watched.update(Permission(node.gvk.group, node.resource, v) for v in WATCH_VERBS)
+        subject = {
+            "kind": "ServiceAccount",
+            "name": self.service_account,
+            "namespace": self.namespace,
+        }
+        prefix = f"{self.fullname}:graph"
+        documents: list[dict[str, Any]] = []
+        if CLUSTER in by_scope:  # one ClusterRole covers every namespace the Graph writes
+            permissions = set().union(*by_scope.values())
+            name = f"{prefix}:{self.namespace}:{graph.rgd_name}"
+            documents += role_and_binding("ClusterRole", name, None, permissions, subject)
+        else:
+            for where, permissions in sorted(by_scope.items()):
+                name = f"{prefix}:{graph.rgd_name}"
+                if where != self.namespace:
+                    name = f"{prefix}:{self.namespace}:{graph.rgd_name}"
+                documents += role_and_binding("Role", name, where, permissions, subject)
+        if watched:
+            watcher = f"{self.fullname}:controller:graph:{self.namespace}:{graph.rgd_name}"
+            documents.append(
+                cluster_role(watcher, rules_for(watched), aggregation=self.aggregation)
+            )
+        return documents
+
+    def _cluster_wide_reasons(self, graph: Graph) -> list[str]:
+        """Why the applier needs a ClusterRole, one line per node that reaches past a namespace."""
+        return [
+            f'node "{node.id}": {scope.why}'
+            for node in graph.nodes.values()
+            if applier_permissions(node)
+            for scope in (scope_of(node, self.namespace),)
+            if scope.namespace == CLUSTER
+        ]
+
+
+def applier_of(graph_obj: Mapping[str, Any]) -> str:
+    """The ServiceAccount a Graph applies as: `spec.serviceAccountName`, else `default`."""
+    spec = graph_obj.get("spec")
+    name = spec.get("serviceAccountName") if isinstance(spec, Mapping) else None
+    return str(name or DEFAULT_SERVICE_ACCOUNT)

@@ -7,7 +7,8 @@ can be checked in CI. `kro validate --kubeconfig K` also resolves kinds from a l
 OpenAPI, for RGDs that use CRDs installed there; the bundle and `--crd` files come first.
 
 What "valid" means is `rgds` (strict decoding, admission, build, CRD rules); where input
-comes from is `inputs`; how results look is here (text) and in `output` (`-o json|yaml`).
+comes from is `inputs`, and the flags, build and failure report every offline command shares
+are `offline_io`'s; how results look is here (text) and in `output` (`-o json|yaml`).
 Exit codes: 0 ok, 1 invalid input, 2 usage errors (argparse's own, and unknown formats).
 Heavy modules (the graph builder, the CEL engine, the HTTP client) are imported inside the
 handlers, so `kro --help` stays fast.
@@ -17,17 +18,28 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from kro.cli import output
 from kro.cli.build_result import BuildResult
-from kro.cli.flags import parse_feature_gates
 from kro.cli.inputs import InputError
+from kro.cli.offline_io import (
+    EXIT_INVALID,
+    EXIT_OK,
+    EXIT_USAGE,
+    Inputs,
+    Prefixes,
+    add_input_flags,
+    build_all,
+    build_options,
+    format_documents,
+    load_inputs,
+    report_failures,
+)
+from kro.cli.rbac import add_rbac_command
 
 if TYPE_CHECKING:
     from kro.cli.inputs import Document
@@ -35,6 +47,8 @@ if TYPE_CHECKING:
     from kro.graph.model import Graph
     from kro.graph.resolver import OfflineSchemaResolver
 
+# The input plumbing is kro.cli.offline_io's; its names are re-exported here, where the other
+# commands (kro.cli.render) and callers have always imported them.
 __all__ = [
     "EXIT_INVALID",
     "EXIT_OK",
@@ -42,15 +56,19 @@ __all__ = [
     "VALID_MESSAGE",
     "BuildResult",
     "InputError",
+    "Inputs",
+    "Prefixes",
+    "add_input_flags",
     "add_offline_commands",
+    "build_all",
+    "build_options",
     "build_rgds",
     "format_documents",
+    "load_inputs",
     "load_rgds",
+    "report_failures",
 ]
 
-EXIT_OK: Final = 0
-EXIT_INVALID: Final = 1
-EXIT_USAGE: Final = 2
 CLI_VERSION: Final = "dev"
 VALID_MESSAGE: Final = "Validation successful! The ResourceGraphDefinition is valid."
 OUTPUT_FORMATS: Final = ("yaml", "json")
@@ -70,119 +88,6 @@ examples:
   kro validate -f platform/ -R --crd crds/ -o json
   cat rgd.yaml | kro validate -f -
 """
-
-
-# --- input flags --------------------------------------------------------------------------------
-
-
-def add_input_flags(parser: argparse.ArgumentParser, what: str = "ResourceGraphDefinition") -> None:
-    """`-f` (file, directory or `-`), `-R`, `--crd` and the build limits every command shares."""
-    parser.add_argument(
-        "-f",
-        "--filename",
-        "--file",
-        dest="files",
-        action="append",
-        required=True,
-        metavar="PATH",
-        help=f"{what} YAML file, directory, or - for standard input (repeatable)",
-    )
-    parser.add_argument(
-        "-R",
-        "--recursive",
-        action="store_true",
-        help="read directories given with -f (and --crd) recursively",
-    )
-    parser.add_argument(
-        "--crd",
-        action="append",
-        default=[],
-        metavar="PATH",
-        help="CustomResourceDefinition YAML (file or directory) for custom kinds (repeatable)",
-    )
-    parser.add_argument(
-        "--feature-gates",
-        type=parse_feature_gates,
-        default=None,
-        metavar="GATES",
-        help="Name=true|false,... as the controller takes them, e.g. CELOmitFunction=true",
-    )
-    parser.add_argument(
-        "--max-collection-size",
-        type=int,
-        default=1000,
-        metavar="N",
-        help="most items one forEach may expand to (default: 1000)",
-    )
-    parser.add_argument(
-        "--max-collection-dimension-size",
-        type=int,
-        default=10,
-        metavar="N",
-        help="most forEach iterators per resource (default: 10)",
-    )
-
-
-def build_options(args: argparse.Namespace) -> BuildOptions:
-    from kro.api.names import FEATURE_CEL_OMIT_FUNCTION, FEATURE_DELETION_POLICY
-    from kro.graph.builder import BuildOptions
-
-    gates = args.feature_gates or {}
-    return BuildOptions(
-        max_collection_size=args.max_collection_size,
-        max_collection_dimension_size=args.max_collection_dimension_size,
-        omit_function=bool(gates.get(FEATURE_CEL_OMIT_FUNCTION, False)),
-        deletion_policy=bool(gates.get(FEATURE_DELETION_POLICY, False)),
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class Inputs:
-    """What `-f` and `--crd` named: the RGD documents, the Graph documents (for the commands
-    that take them), and the resolver for their kinds."""
-
-    rgds: list[Document]
-    files: list[str]
-    resolver: OfflineSchemaResolver
-    graphs: list[Document] = field(default_factory=list)
-
-
-def load_inputs(args: argparse.Namespace, *, graphs: bool = False) -> Inputs:
-    """Read `-f` and `--crd`; raises InputError with a one-line message naming the file.
-    graphs: also take `Graph` documents (`validate`, `graph`, `render`, `generate rbac`)."""
-    from kro.cli.graph_documents import graph_documents
-    from kro.cli.inputs import expand_sources, read_documents
-    from kro.cli.rgds import rgd_documents
-    from kro.graph.resolver import OfflineSchemaResolver, SchemaSourceError
-
-    files = expand_sources(args.files, recursive=args.recursive)
-    documents = read_documents(files)
-    rgds = rgd_documents(documents)
-    found_graphs = graph_documents(documents) if graphs else []
-    if not rgds and not found_graphs:
-        what = "ResourceGraphDefinition or Graph" if graphs else "ResourceGraphDefinition"
-        raise InputError(f"no {what} found in {', '.join(args.files)}")
-    resolver = OfflineSchemaResolver.from_files()
-    for document in _crd_documents(args.crd, args.recursive):
-        try:
-            resolver.add_crd(document.body)
-        except SchemaSourceError as error:
-            raise InputError(f"{document.source}: {error}") from error
-    return Inputs(rgds, files, resolver, found_graphs)
-
-
-def _crd_documents(paths: Sequence[str], recursive: bool) -> list[Document]:
-    """The CustomResourceDefinitions of `--crd`, read like `-f` (files, dirs, `-`)."""
-    from kro.cli.inputs import expand_sources, read_documents
-
-    found: list[Document] = []
-    for path in paths:
-        documents = read_documents(expand_sources([path], recursive=recursive))
-        crds = [d for d in documents if d.body.get("kind") == "CustomResourceDefinition"]
-        if not crds:
-            raise InputError(f"no CustomResourceDefinition found in {path}")
-        found += crds
-    return found
 
 
 def load_rgds(paths: Sequence[Path | str]) -> list[dict[str, Any]]:
@@ -206,15 +111,6 @@ def build_rgds(
     from kro.cli import rgds as pipeline
 
     return pipeline.build_rgds(rgds, resolver, options)
-
-
-def build_all(inputs: Inputs, options: BuildOptions) -> list[BuildResult]:
-    """The RGDs, then the Graphs: a Graph may create instances of an RGD given with it."""
-    from kro.cli.graph_documents import build_graphs
-    from kro.cli.rgds import build_rgds as build
-
-    results = build(inputs.rgds, inputs.resolver, options)
-    return results + build_graphs(inputs.graphs, inputs.resolver, options)
 
 
 def _run(
@@ -259,31 +155,6 @@ def _as_rgd(graph: dict[str, Any]) -> dict[str, Any]:
         if isinstance(n, dict)
     ]
     return {"spec": {"resources": resources}}
-
-
-class Prefixes:
-    """`file: name: ` in front of each message, only where the input has several of them."""
-
-    def __init__(self, results: Sequence[BuildResult], files: Sequence[str]) -> None:
-        self._files = len(set(files)) > 1
-        self._names = len(results) > 1
-
-    def __call__(self, result: BuildResult) -> str:
-        name = f"{result.name}: " if self._names and result.name else ""
-        return self.file(result) + name
-
-    def file(self, result: BuildResult) -> str:
-        return f"{result.source}: " if self._files and result.source else ""
-
-
-def report_failures(results: Sequence[BuildResult], prefix: Prefixes) -> bool:
-    """One `validation failed: ...` line on stderr per problem; True if there was any."""
-    failed = False
-    for result in results:
-        for error in result.errors or ((result.error,) if result.error else ()):
-            print(f"{prefix(result)}validation failed: {error}", file=sys.stderr)
-            failed = True
-    return failed
 
 
 # --- validate ----------------------------------------------------------------------------------
@@ -361,19 +232,6 @@ def cli_crd(graph: Graph) -> dict[str, Any]:
     metadata = crd.setdefault("metadata", {})
     metadata.setdefault("annotations", {})[ANNOTATION_CLI_VERSION] = CLI_VERSION
     return crd
-
-
-def format_documents(documents: Sequence[dict[str, Any]], output_format: str) -> str:
-    """YAML (multi-document) or JSON (one object, or a v1 List for several)."""
-    import yaml
-
-    if output_format == "json":
-        body: Any = documents[0]
-        if len(documents) > 1:
-            body = {"apiVersion": "v1", "kind": "List", "items": list(documents)}
-        return json.dumps(body, indent=2) + "\n"
-    text: str = yaml.safe_dump_all(documents, sort_keys=False, default_flow_style=False)
-    return text
 
 
 def _generate_crd(args: argparse.Namespace) -> int:
@@ -465,8 +323,6 @@ def add_generate_command(commands: Any) -> None:
         "-o", "--output", default="yaml", metavar="FORMAT", help="yaml (default) or json"
     )
     crd.set_defaults(handler=_generate_crd)
-    from kro.cli.rbac import add_rbac_command  # it builds on this module's input handling
-
     add_rbac_command(kinds)
 
 

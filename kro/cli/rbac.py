@@ -1,25 +1,22 @@
-"""kro.cli.rbac: `kro generate rbac`, the least-privilege ClusterRole kro needs for an RGD.
+"""kro.cli.rbac: `kro generate rbac`, the least-privilege RBAC for each RGD and Graph given.
 
     kro generate rbac -f rgd.yaml [--mode standalone|aggregation] [--crd FILE] [-o yaml|json]
 
-The graph is built offline, as `kro validate` builds it (kro.cli.offline: `-f` files,
+The graphs are built offline, as `kro validate` builds them (kro.cli.offline_io: `-f` files,
 directories or `-`, the built-in schema bundle, `--crd` files, RGDs in the same input serving
-each other's kinds), and its rules come from `kro.controllers.permissions.required_rules`, the
-very table the controller's pre-flight checks, so the printed role and the RGD's
-`PermissionsGranted` condition never disagree.
+each other's kinds and Graphs' instances). Each built graph then takes one path whatever it came
+from: its owner (kro.cli.graph_rbac: kro for an RGD, a ServiceAccount for a Graph) says what no
+rule can grant, on stderr, and prints the roles that let it apply the graph's objects.
 
-One ClusterRole per RGD, named `<fullname>:controller:<rgd name>` (`--fullname`, default `kro`,
-as the chart's `<fullname>`). `--mode aggregation` adds the label the chart's aggregated role
-selects (`rbac.kro.run/aggregate-to-controller: "true"`), so applying the role is enough;
-`--mode standalone` (default) prints it without the label, to bind to kro's ServiceAccount.
-kro's own needs (RGDs, GraphRevisions, CRDs, leases, events) are not included: the chart's
-static role grants them.
-
-A Graph's RBAC is its ServiceAccount's, not kro's: `kro.cli.graph_rbac` prints the applier's
-Role(s) or ClusterRole with their bindings, and the list/watch ClusterRole kro's own watches need.
-
-A template that creates RBAC objects gets a warning on stderr: the API server lets kro grant
-only permissions it holds itself, so such an RGD needs more than its own rules.
+For an RGD that is one ClusterRole, `<fullname>:controller:<rgd name>` (`--fullname`, default
+`kro`, as the chart's `<fullname>`), with the very rules the controller's pre-flight checks, so
+the printed role and the RGD's `PermissionsGranted` condition never disagree. kro's own needs
+(RGDs, GraphRevisions, CRDs, leases, events) are not included: the chart's static role grants
+them. For a Graph it is the applier's Role(s) or ClusterRole with their bindings, and the
+list/watch ClusterRole kro's own watches need. `--mode aggregation` adds to kro's ClusterRoles
+the label the chart's aggregated role selects (`rbac.kro.run/aggregate-to-controller: "true"`),
+so applying them is enough; `--mode standalone` (default) prints them without it, to bind to
+kro's ServiceAccount.
 
 Exit codes: 0 ok, 1 invalid input (nothing printed), 2 usage. The graph builder, the CEL
 engine and kro.controllers are imported inside the handler, so `kro --help` stays fast.
@@ -36,9 +33,8 @@ import yaml
 
 from kro.api.graph import GRAPH_KIND
 from kro.cli import output
-from kro.cli.build_result import BuildResult
 from kro.cli.inputs import InputError
-from kro.cli.offline import (
+from kro.cli.offline_io import (
     EXIT_INVALID,
     EXIT_OK,
     EXIT_USAGE,
@@ -52,16 +48,13 @@ from kro.cli.offline import (
 )
 
 if TYPE_CHECKING:
-    from kro.graph.model import Graph, Node
+    from kro.cli.graph_rbac import Owner
 
 MODE_STANDALONE: Final = "standalone"
 MODE_AGGREGATION: Final = "aggregation"
 MODES: Final = (MODE_STANDALONE, MODE_AGGREGATION)
 OUTPUT_FORMATS: Final = ("yaml", "json")
-RBAC_GROUP: Final = "rbac.authorization.k8s.io"
-RBAC_API_VERSION: Final = f"{RBAC_GROUP}/v1"
 DEFAULT_FULLNAME: Final = "kro"
-_GRANTING_KINDS: Final = frozenset({"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"})
 
 DESCRIPTION: Final = """\
 Print the ClusterRole that lets kro serve the given ResourceGraphDefinitions and nothing more:
@@ -84,35 +77,6 @@ examples:
   kro generate rbac -f platform/ -R --crd crds/ --fullname platform-kro
   kro generate rbac -f graph.yaml --mode aggregation | kubectl apply -f -
 """
-
-
-def cluster_role(
-    graph: Graph, *, mode: str = MODE_STANDALONE, fullname: str = DEFAULT_FULLNAME
-) -> dict[str, Any]:
-    """The ClusterRole for one RGD's graph."""
-    from kro.api.names import AGGREGATE_TO_CONTROLLER_VALUE, LABEL_AGGREGATE_TO_CONTROLLER
-    from kro.controllers.permissions import required_rules
-
-    metadata: dict[str, Any] = {"name": f"{fullname}:controller:{graph.rgd_name}"}
-    if mode == MODE_AGGREGATION:
-        metadata["labels"] = {LABEL_AGGREGATE_TO_CONTROLLER: AGGREGATE_TO_CONTROLLER_VALUE}
-    return {
-        "apiVersion": RBAC_API_VERSION,
-        "kind": "ClusterRole",
-        "metadata": metadata,
-        "rules": [rule.to_dict() for rule in required_rules(graph)],
-    }
-
-
-def escalation_warnings(graph: Graph) -> list[str]:
-    """One line per resource that creates RBAC objects (escalation prevention applies)."""
-    return [
-        f"{graph.rgd_name}: resource {node_id!r} creates {node.gvk.kind} objects: the API server "
-        "lets kro grant only permissions kro holds itself (or the escalate/bind verbs); grant "
-        "those too"
-        for node_id, node in graph.nodes.items()
-        if _grants(node)
-    ]
 
 
 class _RoleDumper(yaml.SafeDumper):
@@ -159,61 +123,29 @@ def _generate_rbac(args: argparse.Namespace) -> int:
     for result in results:
         if result.graph is None:  # not reached: report_failures reported it
             continue
-        if result.kind == GRAPH_KIND:
-            roles += _graph_roles(result, next(graph_bodies), args, prefix)
-            continue
-        for warning in escalation_warnings(result.graph):
-            print(f"{prefix.file(result)}warning: {warning}", file=sys.stderr)
-        roles.append(cluster_role(result.graph, mode=args.mode, fullname=args.fullname))
+        body = next(graph_bodies) if result.kind == GRAPH_KIND else None
+        owner = _owner(body, args)
+        for line in owner.warnings(result.graph):
+            print(f"{prefix.file(result)}{line}", file=sys.stderr)
+        roles += owner.roles(result.graph)
     sys.stdout.write(format_roles(roles, args.output))
     return EXIT_OK
 
 
-def _graph_roles(
-    result: BuildResult, body: dict[str, Any], args: argparse.Namespace, prefix: Prefixes
-) -> list[dict[str, Any]]:
-    """A Graph's applier role(s) and kro's watch role (kro.cli.graph_rbac); on stderr, why a
-    ClusterRole is needed and which templates create RBAC objects."""
+def _owner(graph_body: dict[str, Any] | None, args: argparse.Namespace) -> Owner:
+    """Who applies what was built: kro for an RGD; for a Graph (its document given), the
+    ServiceAccount it names, in its namespace (`-n` when its metadata names none)."""
     from kro.cli.graph_documents import graph_namespace
-    from kro.cli.graph_rbac import applier_of, cluster_wide_reasons, computed_kinds, graph_roles
+    from kro.cli.graph_rbac import GraphOwner, RgdOwner, applier_of
 
-    assert result.graph is not None
-    graph = result.graph
-    namespace = graph_namespace(body, args.namespace)
-    applier = applier_of(body)
-    where = f'{prefix.file(result)}Graph "{graph.rgd_name}"'
-    for reason in cluster_wide_reasons(graph, namespace):
-        print(f"{where}: a ClusterRole is needed: {reason}", file=sys.stderr)
-    for node_id in computed_kinds(graph):
-        print(
-            f"{where}: warning: node {node_id!r} computes its apiVersion or kind: no rule names "
-            f"it; grant ServiceAccount {namespace}/{applier} what it resolves to",
-            file=sys.stderr,
-        )
-    for node_id, node in graph.nodes.items():
-        if _grants(node):
-            print(
-                f"{where}: warning: node {node_id!r} creates {node.gvk.kind} objects: the API "
-                f"server lets ServiceAccount {namespace}/{applier} grant only permissions it "
-                "holds itself (or the escalate/bind verbs); grant those too",
-                file=sys.stderr,
-            )
-    return graph_roles(
-        graph,
-        namespace,
-        applier,
-        aggregation=args.mode == MODE_AGGREGATION,
+    aggregation = args.mode == MODE_AGGREGATION
+    if graph_body is None:
+        return RgdOwner(aggregation=aggregation, fullname=args.fullname)
+    return GraphOwner(
+        namespace=graph_namespace(graph_body, args.namespace),
+        service_account=applier_of(graph_body),
+        aggregation=aggregation,
         fullname=args.fullname,
-    )
-
-
-def _grants(node: Node) -> bool:
-    return (
-        node.gvk.group == RBAC_GROUP
-        and node.gvk.kind in _GRANTING_KINDS
-        and not node.type.is_external
-        and not node.type.is_value
-        and not node.dynamic_type
     )
 
 

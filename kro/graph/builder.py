@@ -9,7 +9,7 @@ see `build_errors`):
 3. `resources`     structure, kind, schema, scope, literals              G-05..G-12
 4. `environment`   `schema` + every resource id, typed                   G-18
 5. `nodes`         template/forEach/includeWhen/readyWhen expressions    G-13, G-14, G-19..G-24
-6. `dag`           cycle check, topological order, apply-order waves     G-15..G-17
+6. `ordering`      cycle check, topological order, apply-order waves     G-15..G-17
 7. `status`        projected status fields → inferred status schema      T-01..T-03
 8. `conditions`    author conditions                                     K-01..K-03
 9. `crd`           the instance CRD                                      S-28
@@ -28,7 +28,6 @@ from kro.api.names import KRO_DOMAIN, RGD_KIND, SCOPE_CLUSTER, SCOPE_NAMESPACED
 from kro.cel import CelDeclarationError, CelEnvironment, CelOptions, EvaluationLimits
 from kro.graph.build_errors import (
     ConditionsError,
-    GraphCycleError,
     InstanceSchemaError,
     ResourceBuildError,
     RGDValidationError,
@@ -36,7 +35,6 @@ from kro.graph.build_errors import (
 )
 from kro.graph.conditions import compile_conditions
 from kro.graph.crd import synthesize_crd
-from kro.graph.dag import CycleError, DirectedAcyclicGraph
 from kro.graph.environment import (
     SCHEMA_VARIABLE,
     instance_variable_schema,
@@ -45,9 +43,10 @@ from kro.graph.environment import (
 )
 from kro.graph.errors import GraphError, SchemaError, TemplateError
 from kro.graph.hashing import spec_hash
-from kro.graph.model import Graph, Instance, Node
+from kro.graph.model import Graph, Instance
 from kro.graph.nodes import NodeContext, compile_node
 from kro.graph.options import BuildOptions as BuildOptions  # noqa: PLC0414 (re-exported)
+from kro.graph.ordering import order_nodes
 from kro.graph.plural import resource_plural
 from kro.graph.resolver import GVK, SchemaResolver, referenced_gvks
 from kro.graph.resources import ParsedResource, parse_resource
@@ -121,19 +120,6 @@ def _environment(
     return env
 
 
-def _order(nodes: Sequence[Node], rgd: str) -> tuple[list[str], dict[str, int]]:
-    """G-15..G-17: cycle check, declaration-order topological sort, apply-order waves."""
-    dag = DirectedAcyclicGraph()
-    for node in nodes:
-        dag.add_vertex(node.id, node.index)
-    for node in nodes:
-        dag.add_dependencies(node.id, node.dependencies)
-    try:
-        return dag.topological_sort(), dag.apply_orders()
-    except CycleError as err:
-        raise GraphCycleError(err.cycle, rgd=rgd) from err
-
-
 def _instance(
     block: Mapping[str, Any],
     kind: str,
@@ -191,7 +177,7 @@ def build_graph(
         instance_namespaced=namespaced,
     )
     nodes = [compile_node(p, ctx) for p in parsed]
-    order, apply_orders = _order(nodes, name)
+    order, apply_orders = order_nodes(nodes, name)
     ids = ctx.resource_ids
     status = compile_status(section.fields, env, resource_ids=ids, rgd=name)
     conditions = compile_conditions(section.conditions or (), env, resource_ids=ids, rgd=name)

@@ -49,12 +49,12 @@ from kro.api.graph import (
     node_id_problem,
 )
 from kro.cel import CelDeclarationError, CelEnvironment, CelOptions, EvaluationLimits
-from kro.graph.builder import _order
 from kro.graph.errors import GraphError
 from kro.graph.hashing import spec_hash
 from kro.graph.model import Graph, Instance, Node, NodeType
 from kro.graph.nodes import NodeContext, compile_node
 from kro.graph.options import BuildOptions
+from kro.graph.ordering import order_nodes
 from kro.graph.resolver import GVK, ResolvedSchema, SchemaResolver, referenced_gvks
 from kro.graph.resources import (
     ParsedResource,
@@ -63,7 +63,7 @@ from kro.graph.resources import (
     serialize_external_ref,
 )
 from kro.graph.templatecheck import parse_template_fields
-from kro.graph.validation import ResourceInput, _check_selector
+from kro.graph.validation import ResourceInput, check_selector
 
 __all__ = ["GraphCompileError", "compile_graph", "compile_graph_async"]
 
@@ -182,7 +182,7 @@ def _ref(raw: Any, node_id: str) -> Mapping[str, Any]:
     has_name = metadata.get("name") not in (None, "")
     if has_name == (metadata.get("selector") is not None):
         raise _fail("ref.metadata needs exactly one of name or selector", node_id)
-    _check_selector(metadata.get("selector"), node_id, "")
+    check_selector(metadata.get("selector"), node_id, "")
     assert isinstance(raw, Mapping)
     return raw
 
@@ -484,7 +484,7 @@ def compile_graph(
             environments[item.qualified] = ctx.base
         nodes.append(node)
     _check_unread([n.id for n in nodes if n.type is NodeType.PATCH], nodes)
-    order, apply_orders = _order(nodes, name)
+    order, apply_orders = order_nodes(nodes, name)
     by_id = {n.id: dataclasses.replace(n, apply_order=apply_orders[n.id]) for n in nodes}
     return Graph(
         rgd_name=name,

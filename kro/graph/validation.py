@@ -188,12 +188,12 @@ def _external_ref(raw: Any, resource_id: str, rgd: str) -> Mapping[str, Any]:
             rgd,
             resource_id,
         )
-    _check_selector(metadata.get("selector"), resource_id, rgd)
+    check_selector(metadata.get("selector"), resource_id, rgd)
     assert isinstance(raw, Mapping)
     return raw
 
 
-def _check_selector(selector: Any, resource_id: str, rgd: str) -> None:
+def check_selector(selector: Any, resource_id: str, rgd: str) -> None:
     """V-12: a selector is a literal label selector or one `${...}` expression.
 
     What a literal says is judged here (strings still holding `${...}` excepted); what an

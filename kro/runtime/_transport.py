@@ -25,20 +25,18 @@ import ssl
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 import aiohttp
 import orjson
 import structlog
 
+from kro.runtime.clientoptions import ClientOptions
 from kro.runtime.clock import Clock, RealClock
 from kro.runtime.config import ConnectionConfig
 from kro.runtime.errors import ApiError, RequestTimeout, TransportError, error_from_status
 from kro.runtime.throttle import TokenBucket
-
-if TYPE_CHECKING:
-    from kro.runtime.client import ClientOptions
 
 log = structlog.get_logger(__name__)
 

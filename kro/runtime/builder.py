@@ -40,28 +40,30 @@ it; the reconciler itself only sees live objects that need it (kro.runtime.final
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, Self, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, Self, TypeVar, cast, overload
 
 from .adapters import FunctionReconciler, ObjectFn, ObjectReconciler, ReconcileFn
+from .cache import InformerCache
 from .clock import Clock
 from .controller import Controller
 from .errors import NoKindMatch
 from .finalizers import Cleanup, Finalizer, Needed
 from .gvk import GVK, GVR
 from .handlers import EnqueueForObject, EnqueueForOwner, EnqueueFromMap, MapFunc
+from .managerclient import ManagerClient
+from .metrics import MetricsProvider
 from .predicates import Predicate, and_
 from .ratelimit import ItemExponentialBackoff, MaxOf, RateLimiter, TokenBucket
-from .reader import Kind, gvr_of, resolve_gvr
+from .reader import CachedReader, Kind, gvr_of, resolve_gvr
 from .reconcile import Reconciler, Request
 from .workqueue import WorkQueue
 
 if TYPE_CHECKING:  # typed models are pydantic (8 MiB): loaded by the code that defines one
-    from .manager import Manager
     from .typed import KubeModel
 
-__all__ = ["SAME_NAMESPACE", "ControllerBuilder"]
+__all__ = ["SAME_NAMESPACE", "ControllerBuilder", "ControllerHost"]
 
 ObjT = TypeVar("ObjT")
 M = TypeVar("M", bound="KubeModel")
@@ -74,6 +76,40 @@ class _Namespace(enum.Enum):
 
 SAME_NAMESPACE: Literal[_Namespace.SAME] = _Namespace.SAME
 """`watches(..., namespace=SAME_NAMESPACE)`: the builder's namespace (the default)."""
+
+
+class _HostOptions(Protocol):
+    @property
+    def namespace(self) -> str | None: ...
+
+
+class ControllerHost(Protocol):
+    """What a builder needs of the manager its controller joins (a kro.runtime.manager.Manager).
+
+    Described by shape rather than imported: `Manager.controller()` starts a builder, so the
+    manager imports this module, and this module must not import the manager back.
+    """
+
+    @property
+    def options(self) -> _HostOptions: ...
+
+    @property
+    def cache(self) -> InformerCache: ...
+
+    @property
+    def reader(self) -> CachedReader: ...
+
+    @property
+    def client(self) -> ManagerClient: ...
+
+    @property
+    def metrics(self) -> MetricsProvider: ...
+
+    def add_prestart(self, hook: Callable[[], Coroutine[Any, Any, None]]) -> None: ...
+
+    def add_controller(
+        self, controller: Controller[Request], *, leader_only: bool = True
+    ) -> None: ...
 
 
 def _as_list(predicates: Predicates) -> list[Predicate]:
@@ -99,7 +135,7 @@ class ControllerBuilder(Generic[ObjT]):
     """
 
     def __init__(
-        self, manager: Manager, *, name: str | None = None, clock: Clock | None = None
+        self, manager: ControllerHost, *, name: str | None = None, clock: Clock | None = None
     ) -> None:
         self._manager = manager
         self._name = name

@@ -7,7 +7,8 @@ and `trust_env` lookups dominate; bench/bench_client.py measures ours. That matt
 controller's CPU goes mostly to decoding.
 
 Neighbours: `_transport` (sessions, throttling, retries, metrics), `_watch` (the watch stream),
-`config` (where the server is), `discovery` (the RESTMapper this client carries).
+`clientoptions` (how it behaves), `config` (where the server is), `discovery` (the RESTMapper
+this client carries).
 
     async with await Client.from_kubeconfig() as client:
         cm = await client.get(GVR("", "v1", "configmaps"), "kube-root-ca.crt", namespace="default")
@@ -18,7 +19,6 @@ from __future__ import annotations
 import builtins
 import contextlib
 from collections.abc import AsyncGenerator, Callable, Mapping
-from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Final, Literal, Self
 
@@ -34,12 +34,11 @@ from kro.runtime._paths import (
 )
 from kro.runtime._transport import Transport, decode_json
 from kro.runtime._watch import WatchEvent, decode_event, iter_lines
-from kro.runtime.clock import Clock
+from kro.runtime.clientoptions import ClientOptions
 from kro.runtime.config import ConnectionConfig, load_default
 from kro.runtime.discovery import RESTMapper
 from kro.runtime.errors import Gone, TransportError
 from kro.runtime.gvk import GVR
-from kro.runtime.metrics import NOOP, MetricsProvider
 
 __all__ = ["Client", "ClientOptions", "WatchEvent", "resource_path"]
 
@@ -54,44 +53,6 @@ PATCH_TYPES: Final[Mapping[str, str]] = {
     "strategic": "application/strategic-merge-patch+json",
 }
 APPLY_PATCH: Final = "application/apply-patch+yaml"  # JSON is YAML; the server accepts it as-is
-
-
-@dataclass(frozen=True, kw_only=True)
-class ClientOptions:
-    """How the client behaves; defaults follow client-go unless noted.
-
-    qps, burst: client-side token bucket (client-go defaults are 5/10, far too low for a
-        controller; kro Go runs 100/150). Watches take one token per (re)connect.
-    request_timeout_s: total time for one non-watch request attempt, headers and body.
-    connect_timeout_s: TCP + TLS connect, for requests and watches.
-    watch_idle_timeout_s: a watch that yields no bytes for this long is treated as dead and
-        reconnected by its owner. The API server sends a bookmark about every minute when
-        bookmarks are requested, so two minutes of silence means a stalled connection.
-    max_retries: retries of 429/503 (honouring Retry-After), and of failed connections for GET.
-    max_retry_wait_s: cap on one Retry-After wait, so a server asking for minutes cannot park us.
-    user_agent: sent on every request; shows up in audit logs and APF flow schemas.
-    metrics: where rest_client_* metrics go (client-go names); the default drops them.
-    pool_size: connections for ordinary requests (shared by all concurrent requests).
-    watch_pool_size: connections for watches; 0 = unbounded, one per open watch (HTTP/1.1).
-    keepalive_timeout_s: idle pooled connections are closed after this long.
-    max_line_bytes: the largest watch event accepted (etcd's limit is ~1.5 MiB per object).
-    clock: time source for throttling and retry waits; tests pass a FakeClock.
-    """
-
-    qps: float = 50.0
-    burst: int = 100
-    request_timeout_s: float = 30.0
-    connect_timeout_s: float = 10.0
-    watch_idle_timeout_s: float = 120.0
-    max_retries: int = 5
-    max_retry_wait_s: float = 30.0
-    user_agent: str = "kro-python"
-    metrics: MetricsProvider = field(default=NOOP)
-    pool_size: int = 64
-    watch_pool_size: int = 0
-    keepalive_timeout_s: float = 30.0
-    max_line_bytes: int = 16 * 2**20
-    clock: Clock | None = None
 
 
 class Client:

@@ -60,11 +60,12 @@ import gc
 import signal
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import structlog
 from aiohttp import web
 
+from .builder import ControllerBuilder
 from .cache import InformerCache, Source
 from .client import Client
 from .clock import Clock, RealClock, wait_with_timeout
@@ -73,9 +74,6 @@ from .managerclient import ManagerClient
 from .prometheus import CONTENT_TYPE, PrometheusProvider
 from .reader import CachedReader
 from .sharding import ShardView
-
-if TYPE_CHECKING:
-    from .builder import ControllerBuilder
 
 log = structlog.get_logger(__name__)
 
@@ -277,8 +275,6 @@ class Manager:
 
     def controller(self, name: str | None = None) -> ControllerBuilder[Any]:
         """A ControllerBuilder on this manager (kro.runtime.builder)."""
-        from .builder import ControllerBuilder
-
         return ControllerBuilder(self, name=name)
 
     def add_health_check(self, name: str, check: Check) -> None:

@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from kro.testing.binarycache import cache_root
+
 _PR_SET_PDEATHSIG = 1
 
 
@@ -200,8 +202,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     --no-processes      only the temp folder check (the run reused someone else's cluster).
     """
     import argparse
-
-    from kro.testing.testbin import cache_root
 
     parser = argparse.ArgumentParser(prog="python -m kro.testing.processes")
     parser.add_argument("--run-dirs-file", type=Path, default=None)

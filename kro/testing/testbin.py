@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kro.testing import progress
+from kro.testing.binarycache import cache_root as cache_root  # noqa: PLC0414 (re-exported)
 from kro.testing.lockfile import Holder, LockFile
 
 GOMOD_DIR = Path(__file__).resolve().parent / "gomod"
@@ -131,12 +132,6 @@ BINARY_NAMES: tuple[str, ...] = tuple(
 )
 """What `ensure()` builds by default: everything but the optional components."""
 ALL_BINARY_NAMES: tuple[str, ...] = tuple(b for c in COMPONENTS for b, _ in c.binaries)
-
-
-def cache_root() -> Path:
-    """Where built binaries live: $KRO_TESTBIN_CACHE or ~/.cache/kro-testbin."""
-    override = os.environ.get("KRO_TESTBIN_CACHE")
-    return Path(override) if override else Path.home() / ".cache" / "kro-testbin"
 
 
 def _go_env() -> dict[str, str]:
