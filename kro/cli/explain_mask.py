@@ -18,7 +18,7 @@ import binascii
 from collections.abc import Mapping
 from typing import Any, Final
 
-from kro._redact import REDACTED, scrub
+from kro.runtime.redact import REDACTED, scrub
 
 MIN_MASKED_LENGTH: Final = 3
 

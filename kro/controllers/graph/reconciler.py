@@ -24,7 +24,6 @@ from typing import Any, Final
 
 import structlog
 
-from kro._conditions import now_rfc3339
 from kro.api.conditions import (
     Condition,
     aggregate_ready,
@@ -72,6 +71,7 @@ from kro.graph.model import Graph
 from kro.graph.options import BuildOptions
 from kro.graph.resolver import SchemaResolver
 from kro.runtime.client import Client
+from kro.runtime.conditions import now_rfc3339
 from kro.runtime.errors import NotFound
 from kro.runtime.events import EventRecorder
 from kro.runtime.finalizers import add_finalizer
