@@ -21,13 +21,13 @@ from kro.api.names import (
     LABEL_RGD_ID,
     LABEL_RGD_NAME,
 )
-from kro.api.objects import status_update
 from kro.applyset import Inventory, Parent
 from kro.applyset.identity import GroupKind
 from kro.applyset.inventory import render
 from kro.controllers.instance.labels import instance_labels, labeller_body
 from kro.runtime.client import Client
 from kro.runtime.gvk import GVR
+from kro.runtime.status import status_body
 
 from .benchapp import INSTANCES, Children, new_instance
 from .harness import control_plane_cpu, cpu_between, create_namespace
@@ -191,7 +191,7 @@ async def run_floor(
             status = _swap(shape.status, shape, created, parent.id)
         await asyncio.gather(*(child(g, b) for g, b in made))
         await write(
-            client.update_status(INSTANCES, status_update(latest, status), namespace=namespace)
+            client.update_status(INSTANCES, status_body(latest, status), namespace=namespace)
         )
 
     started = time.monotonic()

@@ -37,6 +37,9 @@ from kro.api.names import (
     STATUS_UNKNOWN,
 )
 
+now_rfc3339 = _shared.now_rfc3339
+"""The current time as metav1.Time writes it, for every condition and timestamp kro writes."""
+
 CONDITION_MESSAGE_LIMIT: Final = _LIMIT
 """Bytes a condition message may take; longer ones are cut and end in " [truncated]"."""
 

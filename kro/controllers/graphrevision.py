@@ -22,7 +22,13 @@ from typing import Any
 
 import structlog
 
-from kro.api.conditions import conditions_of, get_condition, ordered_conditions, set_condition
+from kro.api.conditions import (
+    conditions_of,
+    get_condition,
+    now_rfc3339,
+    ordered_conditions,
+    set_condition,
+)
 from kro.api.names import (
     CONDITION_GRAPH_VERIFIED,
     CONDITION_READY,
@@ -39,7 +45,6 @@ from kro.api.names import (
     V1ALPHA1,
 )
 from kro.applyset import remove_finalizer
-from kro.controllers.instance.status import now_rfc3339
 from kro.controllers.leadership import WriteGate
 from kro.controllers.metrics import COMPILE_FAILED, COMPILE_SUCCESS, GraphRevisionMetrics
 from kro.controllers.programs import ProgramCache

@@ -57,6 +57,7 @@ from kro.api.conditions import (
     first_of_each_type,
     initialise_missing,
     is_condition_true,
+    now_rfc3339,
     ordered_conditions,
     set_condition,
 )
@@ -113,7 +114,6 @@ from kro.controllers.graphrevision import GRAPH_REVISIONS
 from kro.controllers.instance.kinds import InstanceControllers, Kind
 from kro.controllers.instance.labels import KRO_VERSION
 from kro.controllers.instance.options import InstanceOptions
-from kro.controllers.instance.status import now_rfc3339
 from kro.controllers.leadership import NotLeader, WriteGate
 from kro.controllers.metrics import (
     ISSUE_NO_REVISION,

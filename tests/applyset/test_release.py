@@ -35,6 +35,7 @@ from kro.applyset.release import (
     release_patch,
 )
 from kro.engine.applyset_ownership import ApplySetOwnership
+from kro.engine.ownership import TeardownStep
 from kro.engine.teardown import teardown_step
 from kro.runtime.client import Client
 from kro.runtime.gvk import GVK
@@ -227,17 +228,17 @@ async def _finalized_parent(api: FakeApiServer, applier: Applier) -> dict[str, A
     return api.modify(WEBAPPS, parent)
 
 
+async def _teardown(client: Client, applier: Applier, parent: dict[str, Any]) -> TeardownStep:
+    """One step of the parent's teardown, as an instance takes it."""
+    ownership = ApplySetOwnership(applier=applier, client=client, gvr=WEBAPPS)
+    return await teardown_step(ownership, client, parent, WEBAPPS, "test.kro.run/finalizer")
+
+
 async def test_releasing_the_last_members_is_done_in_the_same_step(
     api: FakeApiServer, client: Client, applier: Applier
 ) -> None:
     parent = await _finalized_parent(api, applier)
-    step = await teardown_step(
-        ApplySetOwnership(applier=applier, client=client, gvr=WEBAPPS),
-        client,
-        parent,
-        WEBAPPS,
-        "test.kro.run/finalizer",
-    )
+    step = await _teardown(client, applier, parent)
     assert step.done
     assert (live(api, WEBAPPS, "app", NS) or {})["metadata"].get("finalizers") in (None, [])
     assert live(api, CONFIGMAPS, "keep", NS) is not None
@@ -248,13 +249,7 @@ async def test_a_failed_release_keeps_the_finalizer(
 ) -> None:
     parent = await _finalized_parent(api, applier)
     api.inject(status_fault("PATCH", "/configmaps/keep", 403, "Forbidden", "no patch for you"))
-    step = await teardown_step(
-        ApplySetOwnership(applier=applier, client=client, gvr=WEBAPPS),
-        client,
-        parent,
-        WEBAPPS,
-        "test.kro.run/finalizer",
-    )
+    step = await _teardown(client, applier, parent)
     assert not step.done
     assert step.transient
     assert "release orphaned resource" in step.blocked

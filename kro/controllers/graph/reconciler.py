@@ -27,6 +27,7 @@ import structlog
 from kro.api.conditions import (
     Condition,
     aggregate_ready,
+    now_rfc3339,
     ordered_conditions,
     set_condition,
     watches_healthy,
@@ -71,7 +72,6 @@ from kro.graph.model import Graph
 from kro.graph.options import BuildOptions
 from kro.graph.resolver import SchemaResolver
 from kro.runtime.client import Client
-from kro.runtime.conditions import now_rfc3339
 from kro.runtime.errors import NotFound
 from kro.runtime.events import EventRecorder
 from kro.runtime.finalizers import add_finalizer

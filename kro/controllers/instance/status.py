@@ -12,7 +12,6 @@ per K-06..K-09. The write is an UpdateStatus of the whole status, skipped when e
 from __future__ import annotations
 
 import copy
-import datetime as dt
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, cast
@@ -22,6 +21,7 @@ from kro.api.conditions import (
     aggregate_ready,
     awaiting_reconciliation,
     get_condition,
+    now_rfc3339,
     ordered_conditions,
     set_condition,
 )
@@ -42,10 +42,6 @@ from kro.api.names import (
 if TYPE_CHECKING:  # annotations only: the evaluator loads the CEL engine
     from kro.engine.results import NodeResult
     from kro.graph.evaluate import ConditionResults
-
-
-def now_rfc3339() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _generation(instance: Mapping[str, Any]) -> int | None:
