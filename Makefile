@@ -34,13 +34,14 @@ types: $(STAMP)
 
 # Two passes, each test in exactly one (the `needs_binaries` mark, tests/conftest.py): the tests
 # that need no built binary never wait for the testbin build lock, which `.ci/run`'s background
-# build holds for minutes on a fresh machine; the others run once `testbin` has the binaries.
+# build holds for minutes on a fresh machine. The others build (or wait for) what they run
+# through their fixtures; `make test` runs them after `testbin`, so the wait shows its progress.
 unit: unit-quick unit-binaries
 
 unit-quick: $(STAMP)
 	$(BIN)/pytest tests -q -m "not needs_binaries"
 
-unit-binaries: $(STAMP) testbin
+unit-binaries: $(STAMP)
 	$(BIN)/pytest tests -q -m needs_binaries
 
 testbin: $(STAMP)
@@ -62,7 +63,7 @@ check-no-leaks: $(STAMP)
 	  $(PY) -m kro.testing.processes --temp-before $(TEMP_BEFORE) --no-processes; \
 	else $(PY) -m kro.testing.processes --run-dirs-file $(RUN_DIRS) --temp-before $(TEMP_BEFORE); fi
 
-test: lint types unit e2e
+test: lint types unit-quick testbin unit-binaries e2e
 
 cluster-up: $(STAMP)
 	$(PY) -m kro.testing.cluster up
