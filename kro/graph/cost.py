@@ -30,6 +30,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from kro.api.graph import GRAPH_GROUP, GRAPH_KIND
 from kro.cel import CompiledExpression
 from kro.cel.checked_ast import Call, Comprehension, Const, Ident, ListLit, Node, Select, children
 from kro.cel.limits import DEFAULT_LIMITS, ENGINE_MAX_ITERATIONS, describe_bytes
@@ -45,16 +46,22 @@ _OPTIONAL_SELECT: Final = "_?._"
 
 @dataclass(frozen=True, slots=True)
 class CostWarning:
-    """One expression whose cost the schema does not bound, and where it is."""
+    """One expression whose cost the schema does not bound, and where it is.
+
+    rgd: the name of the RGD or Graph the expression is in (`Graph.rgd_name` holds either);
+    owner_kind says which, as the message names it (`rgd "x"`, `graph "x"`), so that a Graph's
+    author is not told of an RGD.
+    """
 
     rgd: str
     resource_id: str
     field_path: str
     expression: str
     reason: str
+    owner_kind: str = "rgd"
 
     def __str__(self) -> str:
-        where = [f'rgd "{self.rgd}"'] if self.rgd else []
+        where = [f'{self.owner_kind} "{self.rgd}"'] if self.rgd else []
         if self.resource_id:
             where.append(f'resource "{self.resource_id}"')
         where.append(f'field "{self.field_path}"')
@@ -89,23 +96,36 @@ def expression_warnings(
 def graph_warnings(graph: Graph) -> list[CostWarning]:
     """Every warning for every expression of `graph`, in document order."""
     base = _variables(graph)
+    owner, kind = graph.rgd_name, _owner_kind(graph)
     out: list[CostWarning] = []
     for node in graph.nodes.values():
         for field_path, compiled, scope in _node_expressions(node, graph, base):
             for reason in expression_warnings(compiled, scope):
                 out.append(
-                    CostWarning(graph.rgd_name, node.id, field_path, compiled.expression, reason)
+                    CostWarning(owner, node.id, field_path, compiled.expression, reason, kind)
                 )
     for template_field in graph.status_fields:
         for compiled in template_field.expressions:
             for reason in expression_warnings(compiled, base):
                 path = f"status.{template_field.path}"
-                out.append(CostWarning(graph.rgd_name, "", path, compiled.expression, reason))
+                out.append(CostWarning(owner, "", path, compiled.expression, reason, kind))
     for index, compiled in enumerate(graph.conditions):
         for reason in expression_warnings(compiled, base):
             path = f"status.conditions[{index}]"
-            out.append(CostWarning(graph.rgd_name, "", path, compiled.expression, reason))
+            out.append(CostWarning(owner, "", path, compiled.expression, reason, kind))
     return out
+
+
+def _owner_kind(graph: Graph) -> str:
+    """`graph` for a compiled `Graph` document, `rgd` for an RGD's program.
+
+    `graph.rgd_name` holds either one's name; what tells them apart is the instance: a Graph
+    compiles to the fixed `kro.run` `Graph` instance with no CRD (the test
+    `kro.cli.graph_documents.is_graph` makes, which this layer cannot import), while an RGD's
+    program always carries the CRD it generates."""
+    instance = graph.instance
+    is_graph = instance.kind == GRAPH_KIND and instance.group == GRAPH_GROUP and not instance.crd
+    return "graph" if is_graph else "rgd"
 
 
 # ------------------------------------------------------------------------ graph contexts

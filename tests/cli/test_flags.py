@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
 
@@ -89,15 +90,11 @@ def test_unknown_feature_gate_names_the_known_ones() -> None:
         parse_feature_gates("Nope=true")
 
 
-def test_the_helm_chart_renders_arguments_the_controller_accepts() -> None:
+def test_the_helm_chart_renders_arguments_the_controller_accepts(helm: Path) -> None:
     import subprocess
-    from pathlib import Path
 
     import yaml
 
-    from kro.testing.testbin import ensure
-
-    helm = ensure(["helm"])["helm"]
     chart = Path(__file__).resolve().parents[2] / "charts" / "kro"
     rendered = subprocess.run(
         [str(helm), "template", "kro", str(chart), "--set", "config.allowCRDDeletion=true"],

@@ -1,6 +1,7 @@
 """`kro validate` warns about expressions whose run-time cost the schema does not bound
 (kro.graph.cost): one `warning: ...` line on stderr per finding, naming the RGD, resource,
-field path and expression; the RGD stays valid and the exit code stays 0."""
+field path and expression (a Graph document's name as `graph "<name>"`); the RGD stays valid
+and the exit code stays 0."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kro.cli.main import main
 from kro.cli.offline import EXIT_OK, VALID_MESSAGE, add_offline_commands
 
 
@@ -151,4 +153,51 @@ def test_status_expressions_are_checked_too(
     assert err.startswith(
         f'warning: rgd "costly" field "status.pairs": expression "{expression}": nested '
         "comprehensions over collections of unbounded size (config.data)"
+    )
+
+
+def test_a_graph_warning_names_the_graph_not_an_rgd(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Graph's author reads `graph "<name>"`: there is no RGD to look for."""
+    pairs = "string(services.map(a, services.map(b, a.metadata.name + b.metadata.name)).size())"
+    graph = {
+        "apiVersion": "kro.run/v1alpha1",
+        "kind": "Graph",
+        "metadata": {"name": "costly", "namespace": "web"},
+        "spec": {
+            "nodes": [
+                {
+                    "id": "services",
+                    "ref": {
+                        "apiVersion": "v1",
+                        "kind": "Service",
+                        "metadata": {
+                            "namespace": "web",
+                            "selector": {"matchLabels": {"route": "yes"}},
+                        },
+                    },
+                },
+                {
+                    "id": "config",
+                    "template": {
+                        "apiVersion": "v1",
+                        "kind": "ConfigMap",
+                        "metadata": {"name": "pairs", "namespace": "web"},
+                        "data": {"pairs": "${" + pairs + "}"},
+                    },
+                },
+            ]
+        },
+    }
+    path = tmp_path / "graph.yaml"
+    path.write_text(yaml.safe_dump(graph), encoding="utf-8")
+    assert main(["validate", "-f", str(path)]) == EXIT_OK
+    out, err = capsys.readouterr()
+    assert out == "Validation successful! The Graph is valid: compiled 2 nodes.\n"
+    # A selector ref holds at most --max-collection-size (1000) objects: 1000 x 1000.
+    assert err == (
+        f'warning: graph "costly" resource "config" field "data.pairs": expression "{pairs}": '
+        "nested comprehensions may run 1000000 iterations (1000 x 1000); an evaluation stops "
+        "after 10000\n"
     )
