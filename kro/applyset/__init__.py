@@ -15,8 +15,8 @@ Entry points, in the order an instance reconcile uses them:
   Per-resource outcomes in `ApplyResult.resources`; long-lived, so steady state writes nothing.
 * `prune(client, result, positions=..., all_resolved=...)` — deletes orphans (R-13); after a
   clean prune write `PruneResult.inventory` with `Applier.ensure_inventory`.
-* `delete_next_wave(client, parent_obj, parent_gvr)` until `done`, then
-  `remove_finalizer(client, parent_gvr, parent_obj, FINALIZER)` (D-02..D-05).
+* `delete_next_wave(client, parent_obj, parent_gvr)` until `done` (D-02..D-05); the owner's
+  finalizer is then its teardown's to remove (kro.engine.teardown).
 
 Example (one reconcile pass of a namespaced instance with one ConfigMap child):
 
@@ -54,7 +54,6 @@ from kro.applyset.contest import ContestPolicy as ContestPolicy
 from kro.applyset.deletion import DeletionProgress as DeletionProgress
 from kro.applyset.deletion import apply_order as apply_order
 from kro.applyset.deletion import delete_next_wave as delete_next_wave
-from kro.applyset.deletion import remove_finalizer as remove_finalizer
 from kro.applyset.errors import ApplySetError as ApplySetError
 from kro.applyset.errors import DuplicateResources as DuplicateResources
 from kro.applyset.errors import InvalidInventory as InvalidInventory
@@ -120,7 +119,6 @@ __all__ = [
     "project",
     "prune",
     "read_inventory",
-    "remove_finalizer",
     "render",
     "tooling_for",
 ]

@@ -15,8 +15,8 @@ One call deletes one wave: the highest apply-order still present (dependents bef
 dependencies; a missing, invalid or non-positive annotation means wave 0, the last). Members of
 that wave already terminating are not deleted again, and lower waves are not touched until the
 whole wave has disappeared — including objects held by someone else's finalizer. The caller
-requeues while `done` is False, and when it is True removes its own finalizer with
-`remove_finalizer` (a JSON merge patch carrying resourceVersion, N-12: unlike SSA it cannot
+requeues while `done` is False, and when it is True removes its own finalizer
+(kro.engine.teardown: a JSON merge patch carrying resourceVersion, N-12: unlike SSA it cannot
 leave the finalizer owned by another field manager).
 """
 
@@ -37,7 +37,6 @@ from kro.applyset.inventory import read_inventory
 from kro.applyset.members import DeleteOutcome, Failure, Member, delete_member, list_members
 from kro.applyset.release import ON_DELETION, is_orphaned, release_orphans
 from kro.runtime.client import Client
-from kro.runtime.errors import Conflict, NotFound
 from kro.runtime.gvk import GVR
 
 __all__ = [
@@ -46,7 +45,6 @@ __all__ = [
     "apply_order",
     "delete_next_wave",
     "plan_next_wave",
-    "remove_finalizer",
 ]
 
 log = structlog.get_logger(__name__)
@@ -197,45 +195,3 @@ async def delete_next_wave(
         failures=releases.failures + tuple(o for o in outcomes if isinstance(o, Failure)),
         remaining=len(members) + unreleased,
     )
-
-
-async def remove_finalizer(
-    client: Client,
-    gvr: GVR,
-    obj: Mapping[str, Any],
-    finalizer: str,
-    *,
-    attempts: int = 5,
-) -> dict[str, Any] | None:
-    """Remove `finalizer` from `obj` with a JSON merge patch that carries the resourceVersion,
-    re-reading and retrying on Conflict (up to `attempts` patches).
-
-    Returns the object as the server answered (it may be gone right after), the object itself
-    if the finalizer was not there, or None if the object no longer exists.
-    """
-    current: Mapping[str, Any] = obj
-    meta = current.get("metadata") or {}
-    name, namespace = str(meta.get("name") or ""), str(meta.get("namespace") or "")
-    for attempt in range(1, attempts + 1):
-        meta = current.get("metadata") or {}
-        finalizers = [str(f) for f in meta.get("finalizers") or ()]
-        if finalizer not in finalizers:
-            return dict(current)
-        patch = {
-            "metadata": {
-                "resourceVersion": meta.get("resourceVersion"),
-                "finalizers": [f for f in finalizers if f != finalizer],
-            }
-        }
-        try:
-            return await client.patch(gvr, name, patch, namespace=namespace, patch_type="merge")
-        except NotFound:
-            return None
-        except Conflict:
-            if attempt == attempts:
-                raise
-        try:
-            current = await client.get(gvr, name, namespace=namespace)
-        except NotFound:
-            return None
-    raise AssertionError("unreachable")

@@ -44,17 +44,18 @@ from kro.api.names import (
     STATUS_TRUE,
     V1ALPHA1,
 )
-from kro.applyset import remove_finalizer
 from kro.controllers.leadership import WriteGate
 from kro.controllers.metrics import COMPILE_FAILED, COMPILE_SUCCESS, GraphRevisionMetrics
 from kro.controllers.programs import ProgramCache
 from kro.controllers.registry import RevisionRegistry, RevisionState
+from kro.engine.teardown import FINALIZER_ATTEMPTS
 from kro.graph.errors import GraphError
 from kro.graph.model import Graph
 from kro.graph.options import BuildOptions
 from kro.graph.resolver import SchemaResolver
 from kro.runtime.client import Client
 from kro.runtime.errors import KubeError, NotFound
+from kro.runtime.finalizers import remove_finalizer
 from kro.runtime.gvk import GVR
 from kro.runtime.reconcile import Request, Result
 from kro.runtime.status import StatusWriter
@@ -110,7 +111,13 @@ class GraphRevisionReconciler:
                     self.metrics.finalizer_evictions.inc()
                 self.registry.evict(rgd_name, number)
                 if self.writes.allowed():  # a follower leaves the finalizer to the leader
-                    await remove_finalizer(self.client, GRAPH_REVISIONS, revision, FINALIZER)
+                    await remove_finalizer(
+                        self.client,
+                        GRAPH_REVISIONS,
+                        revision,
+                        FINALIZER,
+                        attempts=FINALIZER_ATTEMPTS,
+                    )
                 self.notify_rgd(rgd_name)
                 return Result()
             if not self.writes.allowed():

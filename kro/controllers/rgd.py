@@ -101,7 +101,7 @@ from kro.api.names import (
     V1ALPHA1,
 )
 from kro.api.objects import metadata as _meta
-from kro.applyset import Applier, remove_finalizer
+from kro.applyset import Applier
 from kro.controllers.crd import (
     CRDError,
     crd_is_current,
@@ -138,6 +138,7 @@ from kro.controllers.permissions import PermissionChecker, ready_dependents, rep
 from kro.controllers.registry import RevisionRegistry, RevisionState
 from kro.controllers.revisions import collect_revisions, list_revisions, revision_manifest
 from kro.dynamic import DynamicController, WatchForbidden
+from kro.engine.teardown import FINALIZER_ATTEMPTS
 from kro.graph.errors import GraphError
 from kro.graph.hashing import spec_hash
 from kro.graph.model import Graph
@@ -145,6 +146,7 @@ from kro.graph.options import BuildOptions
 from kro.graph.resolver import SchemaResolver
 from kro.runtime.client import Client
 from kro.runtime.errors import Conflict, KubeError, NotFound
+from kro.runtime.finalizers import remove_finalizer
 from kro.runtime.gvk import GVR
 from kro.runtime.reconcile import Request, Result
 from kro.runtime.status import StatusWriter
@@ -608,7 +610,9 @@ class RGDReconciler:
         await self.kinds.release(name)
         self._forget(name)
         self.writes.check("rgd finalizer")
-        await remove_finalizer(self.client, RGDS, rgd, FINALIZER)
+        await remove_finalizer(
+            self.client, RGDS, rgd, FINALIZER, attempts=FINALIZER_ATTEMPTS
+        )
         self.metrics.deletions.inc(name=name)
         self.metrics.deletion_duration.observe(time.monotonic() - started, name=name)
         log.info("rgd.deleted")

@@ -38,7 +38,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from .client import Client
-from .errors import NotFound
+from .errors import Conflict, NotFound
+from .gvk import GVR
 from .reader import Kind, resolve_gvr
 
 if TYPE_CHECKING:  # typed models are pydantic (8 MiB): loaded by the code that defines one
@@ -78,6 +79,11 @@ def is_being_deleted(obj: Mapping[str, Any] | BaseModel) -> bool:
     return bool(_meta(obj).get("deletionTimestamp"))
 
 
+async def _gvr(client: Client | ManagerClient, kind: Kind) -> GVR:
+    """The kind's resource; a GVR needs no discovery (nor a client that has it)."""
+    return kind if isinstance(kind, GVR) else await resolve_gvr(kind, client.mapper)
+
+
 async def _write_finalizers(
     client: Client | ManagerClient,
     kind: Kind,
@@ -89,7 +95,7 @@ async def _write_finalizers(
     if meta.get("resourceVersion"):
         patch["metadata"]["resourceVersion"] = meta["resourceVersion"]
     return await client.patch(
-        await resolve_gvr(kind, client.mapper),
+        await _gvr(client, kind),
         str(meta.get("name")),
         patch,
         namespace=meta.get("namespace") or None,
@@ -108,19 +114,44 @@ async def add_finalizer(
 
 
 async def remove_finalizer(
-    client: Client | ManagerClient, kind: Kind, obj: Mapping[str, Any] | BaseModel, name: str
+    client: Client | ManagerClient,
+    kind: Kind,
+    obj: Mapping[str, Any] | BaseModel,
+    name: str,
+    *,
+    attempts: int = 1,
 ) -> Mapping[str, Any] | None:
     """Remove `name` from the object's finalizers; returns the object as written, or None
-    when that released it (the server deleted it) or it was gone already."""
-    if not has_finalizer(obj, name):
-        return as_dict(obj)
-    finalizers = [f for f in _meta(obj).get("finalizers") or () if f != name]
-    try:
-        written = await _write_finalizers(client, kind, obj, finalizers)
-    except NotFound:
-        return None
-    # The reply to the last finalizer's removal may already be the deleted object.
-    return None if is_being_deleted(written) and not finalizers else written
+    when that released it (the server deleted it) or it was gone already.
+
+    `attempts`: how many writes to try; after a Conflict (someone wrote the object since it
+    was read) the object is read again and, if it still carries `name`, written again. The
+    last Conflict is raised."""
+    current: Mapping[str, Any] | BaseModel = obj
+    for attempt in range(1, max(attempts, 1) + 1):
+        if not has_finalizer(current, name):
+            return as_dict(current)
+        finalizers = [f for f in _meta(current).get("finalizers") or () if f != name]
+        try:
+            written = await _write_finalizers(client, kind, current, finalizers)
+        except NotFound:
+            return None
+        except Conflict:
+            if attempt >= attempts:
+                raise
+            meta = _meta(current)
+            try:
+                current = await client.get(
+                    await _gvr(client, kind),
+                    str(meta.get("name")),
+                    namespace=meta.get("namespace") or None,
+                )
+            except NotFound:
+                return None
+            continue
+        # The reply to the last finalizer's removal may already be the deleted object.
+        return None if is_being_deleted(written) and not finalizers else written
+    raise AssertionError("unreachable")
 
 
 @dataclass(frozen=True, slots=True)

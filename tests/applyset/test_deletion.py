@@ -31,9 +31,10 @@ from kro.applyset import (
     ObjectRef,
     apply_order,
     delete_next_wave,
-    remove_finalizer,
 )
+from kro.engine.teardown import FINALIZER_ATTEMPTS
 from kro.runtime.client import Client
+from kro.runtime.finalizers import remove_finalizer
 from kro.runtime.gvk import GVK
 
 
@@ -195,7 +196,7 @@ async def test_remove_finalizer_retries_on_conflict(api: FakeApiServer, client: 
     stale = api.modify(WEBAPPS, parent)
     newer = dict(stale) | {"spec": {"replicas": 2}}
     api.modify(WEBAPPS, newer)  # our copy is now stale
-    out = await remove_finalizer(client, WEBAPPS, stale, FINALIZER)
+    out = await remove_finalizer(client, WEBAPPS, stale, FINALIZER, attempts=FINALIZER_ATTEMPTS)
     assert out is not None
     assert not out["metadata"].get("finalizers")
     assert live(api, WEBAPPS, "app", NS)["spec"] == {"replicas": 2}  # type: ignore[index]
