@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
@@ -355,39 +355,19 @@ class StatusInventory:
         return AppliedResource(desired.resource_id, dict(live), changed=False)
 
     async def _apply_one(self, desired: Desired) -> AppliedResource:
-        unchanged = self._unchanged(desired, self._manager)
-        if unchanged is not None:
-            return unchanged
-        async with self._limit:
-            try:
-                obj = await self._send(desired, force=False)
-            except Conflict as error:
-                theirs = sorted(
-                    m
-                    for m in _conflicting_managers(error)
-                    if m.startswith(FIELD_MANAGER_TEMPLATE_PREFIX)
-                    and m != self._manager
-                    and not m.startswith(self._manager + ".")  # OQ-6: our own older manager
-                )
-                if theirs:
-                    message = (
-                        f"{desired.gvk.kind} {_where(desired)}: fields are managed by another "
-                        f"Graph ({', '.join(theirs)})"
-                    )
-                    return AppliedResource(
-                        desired.resource_id, None, error=FieldManagerConflict(message)
-                    )
-                try:  # drift by someone else: take the fields back
-                    obj = await self._send(desired, force=True)
-                except KubeError as forced:
-                    return AppliedResource(desired.resource_id, None, error=forced)
-            except KubeError as error:
-                return AppliedResource(desired.resource_id, None, error=error)
-        self.reached_cluster = True
-        self._cache.remember(obj, digest(desired.obj))
-        before = _meta(desired.observed).get("resourceVersion") if desired.observed else None
-        changed = before != _meta(obj).get("resourceVersion")
-        return AppliedResource(desired.resource_id, obj, changed=changed)
+        """A template object: unforced; a field another Graph's template manager holds is a
+        `FieldManagerConflict` (V-62), anyone else's is drift and taken back."""
+
+        def others(managers: set[str]) -> list[str]:
+            return sorted(
+                m
+                for m in managers
+                if m.startswith(FIELD_MANAGER_TEMPLATE_PREFIX)
+                and m != self._manager
+                and not m.startswith(self._manager + ".")  # OQ-6: our own older manager
+            )
+
+        return await self._apply_as(desired, self._manager, "", others, "another Graph ({})")
 
     def _contribution(self, desired: Desired) -> Contribution:
         node = _patch_node(desired)
@@ -404,44 +384,51 @@ class StatusInventory:
         """Apply a patch: status forced; the object itself unforced, taking back only from
         this Graph's own older patch identity (V-62)."""
         contribution = self._contribution(desired)
-        unchanged = self._unchanged(desired, contribution.field_manager, contribution.subresource)
+        ours = f"{FIELD_MANAGER_PATCH_PREFIX}{graph_hash(self._uid)}"
+
+        def foreign(managers: set[str]) -> list[str]:
+            return sorted(m for m in managers if not m.startswith(ours))
+
+        return await self._apply_as(
+            desired, contribution.field_manager, contribution.subresource, foreign, "{}"
+        )
+
+    async def _apply_as(
+        self,
+        desired: Desired,
+        manager: str,
+        subresource: str,
+        holders: Callable[[set[str]], list[str]],
+        whose: str,
+    ) -> AppliedResource:
+        """Apply `desired` as `manager` (through `subresource`: forced, a status belongs to its
+        writer); on a conflict, the managers `holders` names make it a `FieldManagerConflict`
+        (`whose` words them), anyone else's fields are taken back by a forced apply."""
+        unchanged = self._unchanged(desired, manager, subresource)
         if unchanged is not None:
             return unchanged
-        status = bool(contribution.subresource)
-        ours = f"{FIELD_MANAGER_PATCH_PREFIX}{graph_hash(self._uid)}"
         async with self._limit:
             try:
-                obj = await self._client.apply(
-                    desired.gvr,
-                    desired.obj,
-                    field_manager=contribution.field_manager,
-                    force=status,
-                    namespace=desired.namespace or None,
-                    subresource=contribution.subresource or None,
-                )
+                obj = await self._send(desired, manager, subresource, force=bool(subresource))
             except Conflict as error:
-                foreign = sorted(m for m in _conflicting_managers(error) if not m.startswith(ours))
-                if foreign:
+                held = holders(_conflicting_managers(error))
+                if held:
                     message = (
                         f"{desired.gvk.kind} {_where(desired)}: fields are managed by "
-                        f"{', '.join(foreign)}"
+                        f"{whose.format(', '.join(held))}"
                     )
                     return AppliedResource(
                         desired.resource_id, None, error=FieldManagerConflict(message)
                     )
-                try:
-                    obj = await self._client.apply(
-                        desired.gvr,
-                        desired.obj,
-                        field_manager=contribution.field_manager,
-                        force=True,
-                        namespace=desired.namespace or None,
-                    )
+                try:  # drift by someone else: take the fields back
+                    obj = await self._send(desired, manager, "", force=True)
                 except KubeError as forced:
                     return AppliedResource(desired.resource_id, None, error=forced)
             except KubeError as error:
                 return AppliedResource(desired.resource_id, None, error=error)
         self.reached_cluster = True
+        if manager == self._manager:
+            self._cache.remember(obj, digest(desired.obj))
         before = _meta(desired.observed).get("resourceVersion") if desired.observed else None
         return AppliedResource(
             desired.resource_id, obj, changed=before != _meta(obj).get("resourceVersion")
@@ -463,13 +450,16 @@ class StatusInventory:
         except NotFound:
             return
 
-    async def _send(self, desired: Desired, *, force: bool) -> dict[str, Any]:
+    async def _send(
+        self, desired: Desired, manager: str, subresource: str, *, force: bool
+    ) -> dict[str, Any]:
         return await self._client.apply(
             desired.gvr,
             desired.obj,
-            field_manager=self._manager,
+            field_manager=manager,
             force=force,
             namespace=desired.namespace or None,
+            subresource=subresource or None,
         )
 
     # -- prune -----------------------------------------------------------------------------
