@@ -1,29 +1,34 @@
-"""_engine_compat.loop_scopes: which loops of a program can run as evaluations of their own.
+"""_engine_compat.loop_scopes: which parts of a program can run as evaluations of their own.
 
 The engine stops an evaluation after 10,000 comprehension iterations in total, and nested
 loops multiply: `claims.filter(c, claims.exists(d, d.priority > c.priority))` over 150
 claims needs 22,500. Upstream (cel-go) has no such cap. `split` evaluates such a program
-again with each inner loop moved into an evaluation of its own, so that no single engine
-evaluation runs more than one loop's iterations. This module decides which loops can move,
-from the program's tree and the checker's types, without changing any result:
+again with the loops that run once per iteration of another loop *moved* into evaluations of
+their own, so that no single engine evaluation runs more than one loop's iterations. This
+module decides what can move, from the program's tree and the checker's types, so that no
+result changes:
 
-- *the values a moved loop reads from the loops around it* never cross into Python: they
-  are re-derived in the loop's own evaluation, from the bound variables, by evaluating the
+- *what moves*: each loop inside another loop's condition or step, or failing that the
+  nearest expression around it (still inside that loop's body) that can: in
+  `items.map(c, items.filter(d, d.p > c.p).size())` the `filter` returns objects, which
+  cannot cross, and its `size()` moves instead;
+- *the values a moved expression reads from the loops around it* never cross into Python:
+  they are re-derived in its own evaluation, from the bound variables, by evaluating the
   outer loop's range again and indexing it. Only the position crosses: a list index or a map
-  key, a scalar that converts both ways exactly. Maps cannot cross at all (their iteration
-  order changes on the way back into the engine). A `cel.bind` variable is re-derived by
-  evaluating its initialiser again. So a loop can move when the ranges and initialisers it
-  depends on are *loop-free* (evaluating them again costs no iteration and no cost-limit
-  unit, and reproduces an error exactly);
-- *its result* does cross back: a moved loop's type must be one whose values convert both
-  ways exactly: scalars other than uint, timestamps and durations (which lose their type or
-  their nanoseconds), lists of them, library values (quantities, semvers, ...). A `dyn` type
-  also qualifies if nothing in the expression makes a uint or an optional (the runtime then
-  checks each value before it crosses: `split`).
+  key, a scalar that converts both ways exactly. A `cel.bind` variable is re-derived by
+  evaluating its initialiser again. So an expression can move when the ranges and
+  initialisers it depends on are *loop-free* (evaluating them again costs no iteration and no
+  cost-limit unit, and reproduces an error exactly);
+- *its result* does cross back: its type must be one whose values convert both ways
+  exactly: scalars other than uint, timestamps and durations (which lose their type or their
+  nanoseconds), lists of them, library values (quantities, semvers, ...). Maps never do (the
+  engine iterates a map converted back in another order). `dyn` qualifies if nothing in the
+  expression makes a uint or an optional; the runtime then checks each value before it
+  crosses and refuses a map (`split`), and that expression is pinned in place.
 
 A loop's accumulator (other than `cel.bind`'s) depends on every earlier iteration and is
-never re-derived; a loop reading one stays where it is. So do loops that read a variable
-whose position variable another loop in between shadows.
+never re-derived; an expression reading one stays where it is. So does one that reads a
+position variable that another loop in between shadows.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from kro.cel.types import CelType
 
 Role = Literal["iter", "iter2", "accu"]
 Mode = Literal["two_var", "map_key", "list", "dyn"]
-"""How a loop's iteration variable is found again in a moved loop's evaluation:
+"""How a loop's iteration variable is found again in a moved expression's evaluation:
 
 - two_var: the loop already has a position variable (index or key), the element is
   `range[position]`;
@@ -65,44 +70,37 @@ class Binder:
 
 @dataclass(slots=True)
 class Loop:
-    """One comprehension: `depth` counts the comprehensions around it, `scope` is what
-    names mean where it is evaluated (its range and initialiser are evaluated there)."""
+    """One comprehension: `depth` counts the comprehensions around it."""
 
     node: Node
     kind: Comprehension
     depth: int
     is_bind: bool
-    scope: dict[str, Binder]
-    per_iteration: bool
-    """It sits in the condition or step of another (non-bind) loop: it runs once per
-    iteration of that loop, which is how iterations multiply."""
 
 
 @dataclass(slots=True)
 class Needs:
-    """What a moved loop's evaluation must bind before its body: per outer loop (by id),
-    the roles of its variables it reads, directly or to re-derive another one."""
+    """What a moved expression's evaluation binds before it: per outer loop (by id), the
+    roles of its variables the expression reads, directly or to re-derive another one."""
 
     roles: dict[int, set[Role]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
 class Analysis:
-    """The loops of a program and the ones that can move (`moved`: loop id -> its needs)."""
+    """The loops of a program and what moves (`moved`: node id -> its needs)."""
 
     loops: dict[int, Loop]
     modes: dict[int, Mode]
     moved: dict[int, Needs]
-    walk_results: dict[int, bool]
-    """Per moved loop: its result type involves `dyn`, so each value is checked at run
-    time before it crosses back."""
+    checked_results: set[int]
+    """Moved expressions typed `dyn` somewhere: each value is checked at run time before
+    it crosses back."""
 
     def atom(self, loop: int) -> str:
         """The variable holding loop `loop`'s position (index or key) where it runs."""
-        info = self.loops[loop]
-        mode = self.modes[loop]
-        if mode in ("two_var", "map_key"):
-            return info.kind.iter_var
+        if self.modes[loop] in ("two_var", "map_key"):
+            return self.loops[loop].kind.iter_var
         return f"@kro_k{loop}"
 
     def rewritten(self) -> set[int]:
@@ -139,37 +137,36 @@ def is_bind(kind: Comprehension) -> bool:
 
 
 class _Scopes:
-    """Every identifier resolved to the comprehension variable it reads (or to a bound
-    variable: None), and per comprehension the variables it reads from outside itself."""
+    """Every identifier resolved to the comprehension variable it reads (None: a bound
+    variable); per node its parent, the names it sees, and the loop whose condition or step
+    it is in (None: it runs once per evaluation)."""
 
     def __init__(self, root: Node) -> None:
         self.loops: dict[int, Loop] = {}
         self.resolved: dict[int, Binder | None] = {}
-        self.free: dict[int, set[Binder]] = {}
-        self._stack: list[int] = []
-        self._bodies = 0  # loop conditions and steps around the node being visited
+        self.parent: dict[int, int] = {}
+        self.scope: dict[int, dict[str, Binder]] = {}
+        self.body_of: dict[int, int | None] = {}
+        self._depth = 0
+        self._bodies: list[int] = []
         self._visit(root, {})
 
     def _visit(self, node: Node, scope: dict[str, Binder]) -> None:
+        self.scope[node.id] = scope
+        self.body_of[node.id] = self._bodies[-1] if self._bodies else None
         kind = node.kind
         if isinstance(kind, Ident):
-            binder = scope.get(kind.name)
-            self.resolved[node.id] = binder
-            if binder is not None:
-                position = self._stack.index(binder.loop)
-                for loop in self._stack[position + 1 :]:
-                    self.free[loop].add(binder)
+            self.resolved[node.id] = scope.get(kind.name)
             return
+        for child in children(node):
+            self.parent[child.id] = node.id
         if not isinstance(kind, Comprehension):
             for child in children(node):
                 self._visit(child, scope)
             return
         binding = is_bind(kind)
-        self.loops[node.id] = Loop(
-            node, kind, len(self._stack), binding, dict(scope), self._bodies > 0
-        )
-        self.free[node.id] = set()
-        self._stack.append(node.id)
+        self.loops[node.id] = Loop(node, kind, self._depth, binding)
+        self._depth += 1
         self._visit(kind.iter_range, scope)
         self._visit(kind.accu_init, scope)
         accu = {kind.accu_var: Binder(node.id, "accu")}
@@ -178,20 +175,25 @@ class _Scopes:
             inner[kind.iter_var] = Binder(node.id, "iter")
         if kind.iter_var2:
             inner[kind.iter_var2] = Binder(node.id, "iter2")
-        self._bodies += not binding
+        if not binding:
+            self._bodies.append(node.id)
         self._visit(kind.loop_condition, inner)
         self._visit(kind.loop_step, inner)
-        self._bodies -= not binding
+        if not binding:
+            self._bodies.pop()
         self._visit(kind.result, {**scope, **accu})
-        self._stack.pop()
+        self._depth -= 1
 
 
 class _Analyzer:
     def __init__(self, tree: Tree, types: Mapping[int, CelType], pinned: frozenset[int]) -> None:
         self.scopes = _Scopes(tree.root)
+        self.nodes = {n.id: n for n in walk(tree.root)}
         self.types = types
         self.pinned = pinned
-        functions = frozenset(n.kind.function for n in walk(tree.root) if isinstance(n.kind, Call))
+        functions = frozenset(
+            n.kind.function for n in self.nodes.values() if isinstance(n.kind, Call)
+        )
         self.dyn_ok = not creates_optionals(functions) and not any(
             contains(t, "uint") or contains(t, "optional") for t in types.values()
         )
@@ -275,24 +277,26 @@ class _Analyzer:
         known = self._derivable.get(binder)
         if known is not None:
             return known
-        self._derivable[binder] = False  # a cycle cannot happen; be safe if it did
+        self._derivable[binder] = False  # sources are outside their loop: no cycle
         loop = self.scopes.loops[binder.loop]
         if loop.is_bind:
             ok = binder.role == "accu"
         else:
             ok = binder.role != "accu" and self.modes.get(binder.loop) is not None
-        source = self.sources(binder) if ok else None
-        if source is not None:
-            ok = self.loop_free(source) and all(self.derivable(b) for b in self.free(source))
+        source_node = self.sources(binder) if ok else None
+        if source_node is not None:
+            ok = self.loop_free(source_node) and all(
+                self.derivable(b) for b in self.free(source_node)
+            )
         self._derivable[binder] = ok
         return ok
 
     # --------------------------------------------------------------------- moving
 
-    def needs(self, loop_id: int) -> Needs | None:
-        """What moving loop `loop_id` needs, or None if it cannot move."""
+    def needs(self, node: Node) -> Needs | None:
+        """What moving `node` needs, or None if it cannot move."""
         needs = Needs()
-        pending = list(self.scopes.free[loop_id])
+        pending = list(self.free(node))
         while pending:
             binder = pending.pop()
             if not self.derivable(binder):
@@ -301,41 +305,77 @@ class _Analyzer:
             if binder.role in roles:
                 continue
             roles.add(binder.role)
-            source = self.sources(binder)
-            if source is not None:
-                pending.extend(self.free(source))
-        scope = self.scopes.loops[loop_id].scope
+            source_node = self.sources(binder)
+            if source_node is not None:
+                pending.extend(self.free(source_node))
+        scope = self.scopes.scope[node.id]
         for outer in needs.roles:
-            if self.scopes.loops[outer].is_bind:
-                continue
-            if self.modes[outer] in ("two_var", "map_key"):
-                # The position variable is passed by name where the loop sits.
+            if not self.scopes.loops[outer].is_bind and self.modes[outer] in (
+                "two_var",
+                "map_key",
+            ):
+                # The position variable is passed by its own name where `node` sits.
                 name = self.scopes.loops[outer].kind.iter_var
                 if scope.get(name) != Binder(outer, "iter"):
                     return None
         return needs
 
-    def analysis(self) -> Analysis:
-        moved: dict[int, Needs] = {}
-        walks: dict[int, bool] = {}
-        for loop_id, loop in self.scopes.loops.items():
-            if loop.is_bind or not loop.per_iteration or loop_id in self.pinned:
+    def _candidates(self, loop_id: int) -> list[int]:
+        """A loop run per iteration of another, then the expressions around it up to that
+        loop's condition or step."""
+        boundary = self.scopes.body_of[loop_id]
+        out: list[int] = []
+        node_id: int | None = loop_id
+        while node_id is not None:
+            out.append(node_id)
+            node_id = self.scopes.parent.get(node_id)
+            if node_id is None or node_id == boundary:
+                break
+            found = self.scopes.loops.get(node_id)
+            if found is not None and not found.is_bind:
+                break
+        return out
+
+    def _choose(
+        self, candidates: list[int], moved: Mapping[int, Needs]
+    ) -> tuple[int, Needs, bool] | None:
+        """The first candidate that can move, or a later one whose type needs no check at
+        run time (`items.filter(...).size()` over `dyn` items: the `filter` would hand back
+        the items, which the check refuses; its `size()` crosses as it is)."""
+        first: tuple[int, Needs, bool] | None = None
+        for node_id in candidates:
+            if node_id in moved:
+                return None
+            if node_id in self.pinned:
                 continue
-            ok, walk_result = self.crossable(self.types.get(loop_id))
-            if not ok:
-                continue
-            needs = self.needs(loop_id)
+            ok, check = self.crossable(self.types.get(node_id))
+            needs = self.needs(self.nodes[node_id]) if ok else None
             if needs is None:
                 continue
-            moved[loop_id] = needs
-            walks[loop_id] = walk_result
+            if not check:
+                return node_id, needs, check
+            first = first or (node_id, needs, check)
+        return first
+
+    def analysis(self) -> Analysis:
+        moved: dict[int, Needs] = {}
+        checked: set[int] = set()
+        for loop_id, loop in self.scopes.loops.items():
+            if loop.is_bind or self.scopes.body_of[loop_id] is None:
+                continue
+            chosen = self._choose(self._candidates(loop_id), moved)
+            if chosen is not None:
+                node_id, needs, check = chosen
+                moved[node_id] = needs
+                if check:
+                    checked.add(node_id)
         modes = {k: v for k, v in self.modes.items() if v is not None}
-        return Analysis(self.scopes.loops, modes, moved, walks)
+        return Analysis(self.scopes.loops, modes, moved, checked)
 
 
 def analyze(
     tree: Tree, types: Mapping[int, CelType], pinned: frozenset[int] = frozenset()
 ) -> Analysis:
-    """Which loops of the program `tree` (checked types `types`, by node id) can move;
-    `pinned` loops stay where they are."""
+    """What of the program `tree` (checked types `types`, by node id) moves; `pinned`
+    expressions stay where they are."""
     return _Analyzer(tree, types, pinned).analysis()

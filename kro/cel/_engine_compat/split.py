@@ -77,7 +77,7 @@ _CROSSING: Final[tuple[type, ...]] = (
 class _Inner:
     program: Any
     check: bool  # the result type says dyn: look at each value before it crosses
-    loop: int  # the moved loop's node id
+    node: int  # the moved expression's node id
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +126,10 @@ class Splitter:
                 self._built = None
         return self._built
 
+    def moves_loops(self) -> bool:
+        """True if the split form, pins aside, evaluates some loop on its own (diagnostics)."""
+        return build(self._program, self._eval_env) is not None
+
     def pin(self, loop_id: int) -> None:
         """Leave loop `loop_id` in place from now on."""
         self._pinned |= {loop_id}
@@ -145,7 +149,7 @@ def build(
     for loop_id in builder.order:
         serialized = replace_root(program, _constant(builder.program_expr(loop_id)))
         inner.append(
-            _Inner(eval_env.deserialize(serialized), analysis.walk_results[loop_id], loop_id)
+            _Inner(eval_env.deserialize(serialized), loop_id in analysis.checked_results, loop_id)
         )
     return SplitProgram(eval_env.deserialize(main), tuple(inner))
 
@@ -177,13 +181,11 @@ class _Builder:
     def hook(self, node_id: int, kind: int, payload: bytes) -> bytes | None:
         if node_id in self._wanted:  # loop-free: the pass leaves it as it is
             self.sources[node_id] = expr_of(node_id, kind, payload)
-        if kind != COMPREHENSION or node_id not in self.analysis.loops:
-            return None
         expr = None
-        if node_id in self._rewritten:
+        if node_id in self._rewritten:  # a loop
             expr = self._with_position(node_id, payload)
         if node_id in self.analysis.moved:
-            self.bodies[node_id] = expr or expr_of(node_id, COMPREHENSION, payload)
+            self.bodies[node_id] = expr or expr_of(node_id, kind, payload)
             self.order.append(node_id)
             atoms = [ident(self.ids, self.analysis.atom(n)) for n in self._positions(node_id)]
             index = const_int(self.ids, len(self.order) - 1)
@@ -359,7 +361,7 @@ def _nested(index: int, positions: list[Any]) -> Any:
         if inner.check:
             _check_crossing(value)
     except (Refused, SystemError, RuntimeError, TypeError):
-        current.refused = Refused(inner.loop)
+        current.refused = Refused(inner.node)
         raise RuntimeError("kro: a value cannot cross between split evaluations") from None
     return value
 
