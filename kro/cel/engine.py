@@ -333,31 +333,47 @@ class CompiledExpression:
             return ExpressionError(
                 expression=self.expression, message=f"{BUDGET_EXCEEDED}: {message}", code=LIMIT_CODE
             )
-        if self.limits is None:
+        if self.limits is None:  # no loop: the iteration cap cannot stop it
             return self._evaluate(activation)
         activation.prepare(self.roots)
         previous = budget.begin(self.limits, activation._memory, self.fixed_cost)
         try:
-            return self._evaluate(activation)
+            splitter = self._program.split
+            if splitter.needed:  # the cap stopped an earlier evaluation: skip that attempt
+                retried = self._evaluate_split(activation)
+                if not isinstance(retried, split.Unavailable):
+                    return self._finish(retried, activation)
+            outcome = self._evaluate(activation)
+            if type(outcome) is ExpressionError and outcome.message == ITERATION_LIMIT_MESSAGE:
+                retried = self._evaluate_split(activation)
+                if not isinstance(retried, split.Unavailable):
+                    splitter.needed = True
+                    return self._finish(retried, activation)
+            return outcome
         finally:
             if budget.end(previous):
                 activation.release()
 
     def _evaluate(self, activation: Activation) -> EvalResult:
         program = self._program
-        outcome: EvalResult | split.Unavailable | None = split.UNAVAILABLE
-        if program.split.needed:  # the cap stopped an earlier evaluation: skip that attempt
-            outcome = self._evaluate_split(activation)
-        if isinstance(outcome, split.Unavailable):
-            outcome = self._run(program.main, activation)
-            if isinstance(outcome, ExpressionError) and outcome.message == ITERATION_LIMIT_MESSAGE:
-                retried = self._evaluate_split(activation)
-                if not isinstance(retried, split.Unavailable):
-                    program.split.needed = True
-                    outcome = retried
+        outcome = run(
+            program.main,
+            activation._engine,
+            self.expression,
+            string_result=self._string_result,
+            check=program.check_nested,
+        )
         if outcome is None:  # an optional somewhere inside a dyn result
             return self._evaluate_unwrapping(activation)
         if program.as_list and isinstance(outcome, Value):
+            return Value(outcome.value[0] if outcome.value else None)
+        return outcome
+
+    def _finish(self, outcome: EvalResult | None, activation: Activation) -> EvalResult:
+        """`_evaluate`'s last steps, for an outcome of the split form."""
+        if outcome is None:
+            return self._evaluate_unwrapping(activation)
+        if self._program.as_list and isinstance(outcome, Value):
             return Value(outcome.value[0] if outcome.value else None)
         return outcome
 
