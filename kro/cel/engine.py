@@ -403,9 +403,9 @@ class CompiledExpression:
                     lambda program: self._run(program, activation),
                 )
             except split.Refused as refused:
-                if refused.loop is None:
+                if refused.node is None:
                     break
-                splitter.pin(refused.loop)
+                splitter.pin(refused.node)
         return split.UNAVAILABLE
 
     def _evaluate_unwrapping(self, activation: Activation) -> EvalResult:

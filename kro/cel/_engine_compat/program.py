@@ -149,7 +149,7 @@ def build(
             or lowered is not serialized
             or not functions.isdisjoint(toolkit.python_functions)
         ),
-        split=Splitter(program, toolkit.eval_env),
+        split=Splitter(main, toolkit.eval_env),
     )
 
 

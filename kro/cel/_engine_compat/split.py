@@ -7,16 +7,17 @@ data (a `filter` with an `exists` over the same 150 items runs 22,500 iterations
 expression that hits it is evaluated once more in split form, where no single engine
 evaluation runs more than one loop's iterations:
 
-- every loop `loop_scopes` allows to move is replaced by `kro.@nested(k, [positions])`,
-  whose Python implementation evaluates program `k` (that loop, with its own inner loops
-  moved in turn) against the same engine Activation (the engine allows re-entering it from
-  a callback, and the bound objects it already converted are shared) and hands the result
+- every expression `loop_scopes` moves (an inner loop, or the nearest expression around it
+  that can cross) is replaced by `kro.@nested(k, [positions])`, whose Python
+  implementation evaluates program `k` (that expression, with the loops inside it moved in
+  turn) against the same engine Activation (the engine allows re-entering it from a
+  callback, and the bound objects it already converted are shared) and hands the result
   back. Its variables from the loops around it are re-derived in that evaluation from the
   positions (`kro.@var(i)`): the outer range evaluated again and indexed;
 - a one-variable loop whose position is needed gets a position variable (it becomes a
   two-variable loop, which iterates the same elements in the same order);
-- a moved loop's error reaches the enclosing evaluation at the same place, standing for
-  the original text (an exception raised in a callback becomes an error value with a
+- a moved expression's error reaches the enclosing evaluation at the same place, standing
+  for the original text (an exception raised in a callback becomes an error value with a
   status prefix of its own), and is restored when it is the result, so the outcome is
   classified exactly as the single evaluation's would be.
 
@@ -47,6 +48,7 @@ from kro.cel._engine_compat.rewrite import (
     ITER_VAR2,
     LOOP_CONDITION,
     LOOP_STEP,
+    STRUCT,
     Ids,
     bind,
     call,
@@ -82,7 +84,7 @@ class _Inner:
 
 @dataclass(frozen=True, slots=True)
 class SplitProgram:
-    """The split form: the main program and the programs of the moved loops."""
+    """The split form: the main program and the programs of the moved expressions."""
 
     main: Any
     inner: tuple[_Inner, ...]
@@ -100,40 +102,44 @@ UNAVAILABLE: Final = Unavailable()
 class Splitter:
     """The split form of one program, built on first need (None: nothing can move).
 
-    A moved loop whose `dyn` result once could not cross exactly (it held a map) is pinned:
-    the form is built again with it left in place, its inner loops still moved.
+    It keeps only the engine program, whose serialized form it reads back when needed:
+    most programs never hit the cap, and compiled expressions are cached by the thousand.
+    An expression whose `dyn` result once could not cross exactly (it held a map) is pinned:
+    the form is built again with it left in place, the loops inside it still moved.
     """
 
-    __slots__ = ("_built", "_eval_env", "_pinned", "_program", "_tried", "needed")
+    __slots__ = ("_built", "_eval_env", "_main", "_pinned", "needed")
 
-    def __init__(self, program: bytes, eval_env: Any) -> None:
-        self._program = program
+    def __init__(self, main: Any, eval_env: Any) -> None:
+        self._main = main
         self._eval_env = eval_env
         self._pinned: frozenset[int] = frozenset()
-        self._built: SplitProgram | None = None
-        self._tried = False
+        self._built: SplitProgram | Unavailable | None = None  # None: not built yet
         self.needed = False
         """The cap stopped an evaluation of this program and the split form stood in: later
         evaluations (the next reconcile, over data of about the same size) start with the
         split form instead of running into the cap first."""
 
     def get(self) -> SplitProgram | None:
-        if not self._tried:
-            self._tried = True
-            try:
-                self._built = build(self._program, self._eval_env, self._pinned)
-            except (RecursionError, *ENGINE_FAILURES):  # nests deeper than the engine reads
-                self._built = None
-        return self._built
+        found = self._built
+        if found is None:  # two threads may both build it; either result is the same
+            found = self._built = self._build(self._pinned) or UNAVAILABLE
+        return None if isinstance(found, Unavailable) else found
 
     def moves_loops(self) -> bool:
         """True if the split form, pins aside, evaluates some loop on its own (diagnostics)."""
-        return build(self._program, self._eval_env) is not None
+        return self._build(frozenset()) is not None
 
-    def pin(self, loop_id: int) -> None:
-        """Leave loop `loop_id` in place from now on."""
-        self._pinned |= {loop_id}
-        self._built, self._tried = None, False
+    def pin(self, node_id: int) -> None:
+        """Leave the expression `node_id` in place from now on."""
+        self._pinned |= {node_id}
+        self._built = None
+
+    def _build(self, pinned: frozenset[int]) -> SplitProgram | None:
+        try:
+            return build(self._main.serialize(), self._eval_env, pinned)
+        except (RecursionError, *ENGINE_FAILURES):  # nests deeper than the engine reads
+            return None
 
 
 def build(
@@ -146,19 +152,20 @@ def build(
     builder = _Builder(analysis, Ids(max_id(root_expr(program))))
     main = replace_root(program, lambda expr: transform(expr, builder.hook))
     inner = []
-    for loop_id in builder.order:
-        serialized = replace_root(program, _constant(builder.program_expr(loop_id)))
+    for node_id in builder.order:
+        serialized = replace_root(program, _constant(builder.program_expr(node_id)))
         inner.append(
-            _Inner(eval_env.deserialize(serialized), loop_id in analysis.checked_results, loop_id)
+            _Inner(eval_env.deserialize(serialized), node_id in analysis.checked_results, node_id)
         )
     return SplitProgram(eval_env.deserialize(main), tuple(inner))
 
 
 @dataclass(slots=True)
 class _Builder:
-    """One post-order pass over the program: moved loops become `kro.@nested` calls (their
-    rewritten bytes kept as the bodies of their programs), loops whose position is needed
-    get a position variable, and the ranges and initialisers to re-derive from are kept."""
+    """One post-order pass over the program: moved expressions become `kro.@nested` calls
+    (their rewritten bytes kept as the bodies of their programs), loops whose position is
+    needed get a position variable, and the ranges and initialisers to re-derive from are
+    kept."""
 
     analysis: Analysis
     ids: Ids
@@ -192,9 +199,9 @@ class _Builder:
             return call(self.ids, NESTED, [index, list_of(self.ids, atoms)])
         return expr
 
-    def _positions(self, loop_id: int) -> list[int]:
-        """The loops whose positions a moved loop receives, outermost first."""
-        roles = self.analysis.moved[loop_id].roles
+    def _positions(self, node_id: int) -> list[int]:
+        """The loops whose positions a moved expression receives, outermost first."""
+        roles = self.analysis.moved[node_id].roles
         loops = self.analysis.loops
         return sorted((n for n in roles if not loops[n].is_bind), key=lambda n: loops[n].depth)
 
@@ -230,12 +237,13 @@ class _Builder:
         body = expr_of(loop_id, COMPREHENSION, _set_fields(payload, changed))
         return bind(ids, range_var, fields[ITER_RANGE], body)
 
-    def program_expr(self, loop_id: int) -> bytes:
-        """A moved loop's program: its outer variables bound, outermost first, then the loop."""
+    def program_expr(self, node_id: int) -> bytes:
+        """A moved expression's program: the variables it reads from the loops around it
+        bound, outermost first, then the expression."""
         ids = self.ids
         analysis = self.analysis
-        needs = analysis.moved[loop_id].roles
-        positions = self._positions(loop_id)
+        needs = analysis.moved[node_id].roles
+        positions = self._positions(node_id)
         steps: list[tuple[str, bytes]] = []
         for outer_id in sorted(needs, key=lambda n: analysis.loops[n].depth):
             outer = analysis.loops[outer_id]
@@ -259,7 +267,7 @@ class _Builder:
                 element = call(ids, _INDEX, [ident(ids, range_var), ident(ids, atom)])
                 picked = _by_range_type(ids, range_var, ident(ids, atom), element)
                 steps.append((outer.kind.iter_var, picked))
-        expr = self.bodies[loop_id]
+        expr = self.bodies[node_id]
         for name, init in reversed(steps):
             expr = bind(ids, name, init, expr)
         return expr
@@ -270,8 +278,10 @@ def _constant(expr: bytes) -> Callable[[bytes], bytes]:
 
 
 def _by_range_type(ids: Ids, range_var: str, if_map: bytes, if_list: bytes) -> bytes:
-    """`type(range) == map ? if_map : if_list`."""
-    is_map = call(ids, _EQ, [call(ids, "type", [ident(ids, range_var)]), ident(ids, "map")])
+    """`type(range) == type({}) ? if_map : if_list` (not `== map`: a bound variable of
+    that name would be read instead of the type)."""
+    map_type = call(ids, "type", [expr_of(ids.next(), STRUCT, b"")])
+    is_map = call(ids, _EQ, [call(ids, "type", [ident(ids, range_var)]), map_type])
     return call(ids, _TERNARY, [is_map, if_map, if_list])
 
 
@@ -289,12 +299,12 @@ def _set_fields(payload: bytes, changed: dict[int, bytes]) -> bytes:
 
 
 class Refused(Exception):
-    """The split form cannot stand in for the single evaluation: the result of moved loop
-    `loop` (a node id, None if unknown) could not cross exactly."""
+    """The split form cannot stand in for the single evaluation: the result of the moved
+    expression `node` (its node id, None if unknown) could not cross exactly."""
 
-    def __init__(self, loop: int | None = None) -> None:
-        super().__init__(loop)
-        self.loop = loop
+    def __init__(self, node: int | None = None) -> None:
+        super().__init__(node)
+        self.node = node
 
 
 @dataclass(slots=True)
