@@ -21,7 +21,8 @@ Entry points:
   `bind(values)` makes one from raw values (upstream's readyWhen context).
 - `compiled.evaluate(activation)` / `compiled.evaluate_json(activation)` ->
   `Value | DataPending | ExpressionError`; `to_json_value()` is the C-35 output conversion
-  and `OMIT` the marker `omit()` produces.
+  and `OMIT` the marker `omit()` produces; `to_cel_value()` makes an `evaluate` result
+  bindable again as it is (a forEach row: bytes stay bytes).
 - `EvaluationLimits` (set through `CelOptions(limits=...)`): what one evaluation may cost
   (time, memory, sizes of generated values). Going over a limit is an `ExpressionError`
   with code `RESOURCE_EXHAUSTED` whose message names the limit; upstream has no limits.
@@ -49,6 +50,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from kro.cel.convert import InputConverter as InputConverter
+    from kro.cel.convert import to_cel_value as to_cel_value
     from kro.cel.convert import to_json_value as to_json_value
     from kro.cel.deps import Dependency as Dependency
     from kro.cel.engine import Activation as Activation
@@ -79,7 +81,7 @@ else:
     __getattr__, __dir__ = lazy_exports(
         __name__,
         {
-            ".convert": ("InputConverter", "to_json_value"),
+            ".convert": ("InputConverter", "to_cel_value", "to_json_value"),
             ".deps": ("Dependency",),
             ".engine": (
                 "Activation",
@@ -131,5 +133,6 @@ __all__ = [
     "Value",
     "bind",
     "evaluate",
+    "to_cel_value",
     "to_json_value",
 ]

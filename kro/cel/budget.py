@@ -189,6 +189,14 @@ def end(previous: Budget | None) -> bool:
     return budget is not None and budget.exceeded is not None
 
 
+def rewind_cost(cost: int) -> None:
+    """Set this thread's evaluation back to `cost` units spent: the expression is evaluated
+    again (`engine`, split form) and each attempt is charged what it costs, not the sum."""
+    budget: Budget | None = getattr(_local, "budget", None)
+    if budget is not None:
+        budget.cost = cost
+
+
 def current_limits() -> EvaluationLimits:
     """The limits of this thread's evaluation, or the defaults outside one."""
     budget: Budget | None = getattr(_local, "budget", None)

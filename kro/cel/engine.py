@@ -61,9 +61,20 @@ from kro.cel import (
     lib_url,
     runtime_cost,
 )
-from kro.cel._engine_compat import instrument, lib_comprehensions, lowering, optionals, syntax
+from kro.cel._engine_compat import (
+    instrument,
+    lib_comprehensions,
+    lowering,
+    optionals,
+    split,
+    syntax,
+)
 from kro.cel._engine_compat.ast_decode import decode
-from kro.cel._engine_compat.error_text import ENGINE_FAILURES, compile_error
+from kro.cel._engine_compat.error_text import (
+    ENGINE_FAILURES,
+    ITERATION_LIMIT_MESSAGE,
+    compile_error,
+)
 from kro.cel._engine_compat.program import (
     TOO_DEEP,
     UNCONVERTIBLE,
@@ -161,6 +172,7 @@ class _Engine:
             extensions=[
                 runtime_extension("kro-runtime", (*LIBRARY_OVERLOADS, *RUNTIME_OVERLOADS)),
                 instrument.extension(),
+                split.extension(),
             ],
         )
         self.toolkit = Toolkit(
@@ -321,12 +333,23 @@ class CompiledExpression:
             return ExpressionError(
                 expression=self.expression, message=f"{BUDGET_EXCEEDED}: {message}", code=LIMIT_CODE
             )
-        if self.limits is None:
+        if self.limits is None:  # no loop: the iteration cap cannot stop it
             return self._evaluate(activation)
         activation.prepare(self.roots)
         previous = budget.begin(self.limits, activation._memory, self.fixed_cost)
         try:
-            return self._evaluate(activation)
+            splitter = self._program.split
+            if splitter.needed:  # the cap stopped an earlier evaluation: skip that attempt
+                retried = self._evaluate_split(activation)
+                if not isinstance(retried, split.Unavailable):
+                    return self._finish(retried, activation)
+            outcome = self._evaluate(activation)
+            if type(outcome) is ExpressionError and outcome.message == ITERATION_LIMIT_MESSAGE:
+                retried = self._evaluate_split(activation)
+                if not isinstance(retried, split.Unavailable):
+                    splitter.needed = True
+                    return self._finish(retried, activation)
+            return outcome
         finally:
             if budget.end(previous):
                 activation.release()
@@ -345,6 +368,45 @@ class CompiledExpression:
         if program.as_list and isinstance(outcome, Value):
             return Value(outcome.value[0] if outcome.value else None)
         return outcome
+
+    def _finish(self, outcome: EvalResult | None, activation: Activation) -> EvalResult:
+        """`_evaluate`'s last steps, for an outcome of the split form."""
+        if outcome is None:
+            return self._evaluate_unwrapping(activation)
+        if self._program.as_list and isinstance(outcome, Value):
+            return Value(outcome.value[0] if outcome.value else None)
+        return outcome
+
+    def _run(self, program: Any, activation: Activation) -> EvalResult | None:
+        return run(
+            program,
+            activation._engine,
+            self.expression,
+            string_result=self._string_result,
+            check=self._program.check_nested,
+        )
+
+    def _evaluate_split(self, activation: Activation) -> EvalResult | split.Unavailable | None:
+        """The evaluation in split form (`split`): upstream has no iteration cap, and the
+        engine's stopped this expression. Runs under the same budget: the time and memory an
+        attempt before used stay spent, its CEL cost units are given back (the split form
+        counts the same iterations again). UNAVAILABLE if nothing can move or a value cannot
+        cross between the evaluations exactly."""
+        splitter = self._program.split
+        while (split_program := splitter.get()) is not None:
+            budget.rewind_cost(self.fixed_cost)
+            try:
+                return split.run_split(
+                    split_program,
+                    activation._engine,
+                    self.expression,
+                    lambda program: self._run(program, activation),
+                )
+            except split.Refused as refused:
+                if refused.node is None:
+                    break
+                splitter.pin(refused.node)
+        return split.UNAVAILABLE
 
     def _evaluate_unwrapping(self, activation: Activation) -> EvalResult:
         """Run the program that unwraps nested optionals (it rebuilds the whole result, so

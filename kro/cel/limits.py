@@ -27,7 +27,10 @@ from typing import Final
 MIB: Final = 1024 * 1024
 ENGINE_MAX_ITERATIONS: Final = 10_000
 """cel-expr-python 0.1.3 stops an evaluation after this many comprehension iterations in
-total (its `comprehension_max_iterations`, not settable through the binding)."""
+total (its `comprehension_max_iterations`, not settable through the binding). Upstream has no
+such cap: an expression it stops is evaluated again with each inner loop in an evaluation of
+its own (`_engine_compat.split`), so only a single loop over more items, or nested loops
+whose values cannot be handed between evaluations exactly, still stop here."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -31,6 +31,7 @@ from kro.cel import (
     ExpressionError,
     Value,
     bind,
+    to_cel_value,
 )
 from kro.graph.errors import GraphError
 from kro.graph.model import Graph, Node, NodeType, TemplateField
@@ -250,7 +251,10 @@ class InstanceEvaluation:
         dimensions: list[list[Any]] = []
         size = 1
         for dimension in node.for_each:
-            result = self._eval(dimension.expression, activation)
+            # The rows are bound again, not written into an object: they keep their CEL
+            # values as upstream iterates them (a Secret's `data` stays bytes). The rule
+            # against bytes applies where a row's value lands in a template (`_field_value`).
+            result = self._eval(dimension.expression, activation, as_json=False)
             if isinstance(result, DataPending):
                 return Pending(node.id, f"waiting for unresolved resource: {result.message}")
             value = _checked(result, node, "forEach")
@@ -273,7 +277,7 @@ class InstanceEvaluation:
                     f"{self.max_collection_size}",
                     resource_id=node.id,
                 )
-            dimensions.append(value)
+            dimensions.append([to_cel_value(item) for item in value])
         names = [d.name for d in node.for_each]
         return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*dimensions)]
 

@@ -32,6 +32,10 @@ Changing what the engine runs (between checking and evaluating, on the serialize
   on one passed to a Python function), so results are unwrapped in CEL before they cross;
 - `instrument`: the binding offers no time, memory or cost limit, only a fixed total of
   10,000 comprehension iterations, so budget hooks are planted in every loop;
+- `loop_scopes` and `split`: that fixed total stops nested loops upstream runs (150 x 150
+  is 22,500), so an expression it stops is evaluated again with its inner loops in
+  evaluations of their own (`loop_scopes` decides what can move without changing a result,
+  `split` builds and runs the split form);
 - `program`: assembles the rewrites into the program that runs, and runs it.
 
 Filling gaps in the engine's library and parser:

@@ -23,6 +23,7 @@ from kro.cel._engine_compat.ast_decode import decode
 from kro.cel._engine_compat.checked_types import contains
 from kro.cel._engine_compat.error_text import ENGINE_FAILURES, classify
 from kro.cel._engine_compat.rewrite import Ids, max_id, replace_root, root_expr
+from kro.cel._engine_compat.split import Splitter
 from kro.cel.checked_ast import Tree
 from kro.cel.errors import CelCompileError
 from kro.cel.results import EvalResult, Value
@@ -82,6 +83,8 @@ class Program:
         converting it, see `run`).
     nested: the fallback that unwraps them.
     loops_or_calls: the program loops or calls Python: it runs under a budget.
+    split: `main` with its inner loops in evaluations of their own, for when the engine's
+        iteration cap stops it (`split`).
     """
 
     main: Any
@@ -89,6 +92,7 @@ class Program:
     check_nested: bool
     nested: NestedOptionals
     loops_or_calls: bool
+    split: Splitter
 
 
 def build(
@@ -145,6 +149,7 @@ def build(
             or lowered is not serialized
             or not functions.isdisjoint(toolkit.python_functions)
         ),
+        split=Splitter(main, toolkit.eval_env),
     )
 
 
