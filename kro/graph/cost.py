@@ -3,7 +3,7 @@
 Kubernetes estimates the worst-case cost of every CEL rule from the schema (`maxItems`,
 `maxLength`, ...) and refuses rules that could exceed its budget; upstream kro estimates
 nothing. kro-py bounds every evaluation at run time instead (`kro.cel.limits`: a time
-budget, a memory budget, value sizes, and the engine's 10,000 comprehension iterations), so
+budget, a memory budget, value sizes, and 10,000 iterations of any one comprehension), so
 an expensive expression fails with a clear message rather than stalling the controller. This
 module tells authors *before* that happens, without rejecting anything: it reads the checked
 tree of each expression of a built `Graph` and reports what can grow without bound.
@@ -16,7 +16,8 @@ The model is deliberately small (it warns; it never decides):
   from a variable, an iterator or a comprehension variable), or a forEach collection /
   selector externalRef (at most `max_collection_size` items). Anything else is unbounded.
 - comprehensions nested in the loop of another multiply. A nest with an unbounded level is
-  reported, and so is a bounded one whose product exceeds the engine's iteration limit.
+  reported, and so is a bounded one whose product is more than an evaluation's time budget
+  runs (`BUDGET_ITERATIONS`).
   A single comprehension over an unbounded list is not: its cost is linear in data that
   the API server already bounds.
 - `random.seededString` and `lists.range` build values whose size is their argument: a
@@ -33,10 +34,15 @@ from typing import Any, Final
 from kro.api.graph import GRAPH_GROUP, GRAPH_KIND
 from kro.cel import CompiledExpression
 from kro.cel.checked_ast import Call, Comprehension, Const, Ident, ListLit, Node, Select, children
-from kro.cel.limits import DEFAULT_LIMITS, ENGINE_MAX_ITERATIONS, describe_bytes
+from kro.cel.limits import DEFAULT_LIMITS, describe_bytes
 from kro.graph.environment import EACH_VARIABLE, SCHEMA_VARIABLE
 from kro.graph.model import Graph
 from kro.graph.model import Node as GraphNode
+
+BUDGET_ITERATIONS: Final = 100_000
+"""About how many comprehension iterations one evaluation's time budget (100 ms) runs here:
+nested loops are evaluated past the engine's own per-evaluation cap (kro.cel.limits), so the
+time budget is what stops them."""
 
 Schema = Mapping[str, Any]
 _LENGTH_FUNCTIONS: Final = {"random.seededString": "length", "lists.range": "length"}
@@ -220,17 +226,17 @@ def _check_nest(nest: tuple[_Range, ...], state: _Walk) -> None:
         state.reasons[
             f"nested comprehensions over collections of unbounded size ({', '.join(unbounded)}):"
             " bound them with maxItems (maxProperties for maps) in the schema; an evaluation "
-            f"stops after {ENGINE_MAX_ITERATIONS} iterations or its time budget"
+            "stops at its time budget"
         ] = None
         return
     total = 1
     for r in nest:
         total *= r.size or 1
-    if total > ENGINE_MAX_ITERATIONS:
+    if total > BUDGET_ITERATIONS:
         state.reasons[
             f"nested comprehensions may run {total} iterations "
-            f"({' x '.join(str(r.size) for r in nest)}); an evaluation stops after "
-            f"{ENGINE_MAX_ITERATIONS}"
+            f"({' x '.join(str(r.size) for r in nest)}); an evaluation stops at its time "
+            f"budget (about {BUDGET_ITERATIONS} iterations)"
         ] = None
 
 
