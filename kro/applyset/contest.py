@@ -99,6 +99,10 @@ class _Field:
     last_version: str = ""
     yielded: bool = False
     display: str = ""
+    reapplied: bool = True
+    """kro's last apply held the field: another manager holding it since is a new round. One
+    left out (backing off) is not taken back, so a later write by that manager (a status
+    update of a Deployment, say) is no round of the fight."""
 
 
 @dataclass(slots=True)
@@ -160,8 +164,8 @@ class FieldContests:
                     display=display_path(path),
                 ),
             )
-            if tracked.yielded or tracked.last_version == version:
-                continue  # a takeover already counted (or given up on): no new round
+            if tracked.yielded or tracked.last_version == version or not tracked.reapplied:
+                continue  # counted already, given up on, or not taken back since: no round
             if tracked.rounds and now - tracked.first_round > self._policy.window_s:
                 tracked.rounds = 0  # the last rounds were long ago: not a fight
             tracked.rounds += 1
@@ -182,6 +186,7 @@ class FieldContests:
                 if path in takeovers and now < due:
                     omit.append(path)
                     retry.append(due - now)
+            tracked.reapplied = path not in omit
             if tracked.rounds:
                 contests.append(
                     Contest(

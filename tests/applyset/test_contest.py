@@ -166,3 +166,20 @@ def test_leaving_a_field_out_keeps_everything_else() -> None:
     out = without_paths(body(), [PATH])
     assert out["metadata"]["annotations"] == {"team": "a"}
     assert out["spec"] == body()["spec"]
+
+
+def test_a_write_while_kro_backs_off_is_no_new_round() -> None:
+    """While kro leaves a contested field out (backing off), the other manager still holds it:
+    its next write (a Deployment's status update, say) is no round of the fight. Only once kro
+    applied the field again does another takeover count."""
+    clock = Clock()
+    contests = FieldContests(KRO, ContestPolicy(limit=3, backoff_s=2.0), clock=clock)
+    contests.review("deployment", body(), live("10"))
+    second = contests.review("deployment", body(), live("12"))
+    assert second.omit == (PATH,)  # round 2: backing off
+    during = contests.review("deployment", body(), live("13"))  # kube-controller-manager again
+    assert [(c.rounds, c.yielded, c.fresh) for c in during.contests] == [(2, False, False)]
+    clock.now += 2.0
+    assert contests.review("deployment", body(), live("13")).omit == ()  # kro takes it back
+    third = contests.review("deployment", body(), live("15"))  # and loses it again: round 3
+    assert [(c.rounds, c.yielded) for c in third.contests] == [(3, True)]
