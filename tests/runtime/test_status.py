@@ -4,7 +4,7 @@ after its own write, while the cache still shows the object as it was before."""
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from fakeapi import FakeApiServer, FakeResource
@@ -124,3 +124,59 @@ async def test_typed_objects_and_statuses(
         "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": T0}],
     }
     assert not await writer.update(Website, fresh, status)
+
+
+class _Recorder:
+    """Answers every status write with the object at a new version, and records how it came."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    async def update_status(self, gvr: GVR, body: dict[str, Any], **options: Any) -> Any:
+        self.calls.append(("update", {"body": body, **options}))
+        return {**body, "metadata": {**body["metadata"], "resourceVersion": "2"}}
+
+    async def apply(self, gvr: GVR, body: dict[str, Any], **options: Any) -> Any:
+        self.calls.append(("apply", {"body": body, **options}))
+        return {**body, "metadata": {**body["metadata"], "resourceVersion": "2"}}
+
+
+@pytest.mark.parametrize("method", ["update", "apply"])
+async def test_an_update_or_an_apply_carries_the_read_version_as_a_precondition(
+    method: Any,
+) -> None:
+    """kro's own controllers write a status computed from a read: the write carries that read's
+    uid and resourceVersion (a newer object refuses it), sends nothing but the status, and is
+    skipped when the status is what was just written, even from the stale read."""
+    recorder = _Recorder()
+    writer = StatusWriter(cast(Client, recorder), field_manager="kro.run/test", method=method)
+    obj = {
+        "apiVersion": "example.com/v1",
+        "kind": "Website",
+        "metadata": {"name": "site", "namespace": "web", "uid": "u1", "resourceVersion": "1",
+                     "managedFields": [{"manager": "someone"}]},
+        "spec": {"replicas": 3},
+        "status": {"ready": False},
+    }  # fmt: skip
+    written = await writer.write(WEBSITES, obj, {"ready": True})
+    assert written is not None
+    ((how, call),) = recorder.calls
+    assert how == method
+    assert call["body"]["metadata"] == {
+        "name": "site", "namespace": "web", "uid": "u1", "resourceVersion": "1"
+    }  # fmt: skip
+    assert call["body"]["status"] == {"ready": True}
+    assert "spec" not in call["body"]
+    if method == "apply":
+        assert (call["field_manager"], call["force"], call["subresource"]) == (
+            "kro.run/test",
+            True,
+            "status",
+        )
+    assert await writer.write(WEBSITES, obj, {"ready": True}) is None  # the stale read
+    assert len(recorder.calls) == 1
+
+
+def test_a_status_apply_needs_a_field_manager() -> None:
+    with pytest.raises(ValueError, match="field manager"):
+        StatusWriter(cast(Client, None), method="apply")
