@@ -4,10 +4,10 @@ In topological order, per node: includeWhen (a skip is contagious: a node that d
 skipped one is skipped too) → render the desired objects → read the live ones (GET for a
 resource and an external reference by name, LIST for a collection and a reference by selector),
 declaring each read to the watch coordinator so that a change brings the owner back → for an
-external reference, readiness. What rendered is applied in one ApplySet batch (server-side
-apply, the items of a collection at most `--apply-concurrency` at a time), the server's answers
-are observed and readiness decided; finally what is no longer rendered is pruned, but only when
-every node resolved and nothing failed.
+external reference, readiness. What rendered is applied in one batch through the owner's
+ownership (server-side apply, the items of a collection at most `--apply-concurrency` at a
+time), the server's answers are observed and readiness decided; finally the ownership prunes
+what is no longer rendered, as far as what the pass resolved allows.
 
 Upstream renders every node once per pass, so a node that reads another's data (a ConfigMap
 copying one the same pass creates) waits for the next pass: a second trip through the queue, an
@@ -241,7 +241,7 @@ class GraphPass:
         )
 
     def _failed(self, node: Node, error: EvaluationError) -> None:
-        """An expression failed: a controller pass stops (raises); a dry run goes on."""
+        """An expression failed: a controller pass stops (raises); a diagnosing one goes on."""
         self.result.counts.node_eval_errors += 1
         found = NodeResult(
             id=node.id,
