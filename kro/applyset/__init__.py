@@ -18,21 +18,8 @@ Entry points, in the order an instance reconcile uses them:
 * `delete_next_wave(client, parent_obj, parent_gvr)` until `done` (D-02..D-05); the owner's
   finalizer is then its teardown's to remove (kro.engine.teardown).
 
-Example (one reconcile pass of a namespaced instance with one ConfigMap child):
-
-    applier = Applier(client, ApplierOptions(tooling=tooling_for("v0.9.3")))
-    cm = {"apiVersion": "v1", "kind": "ConfigMap",
-          "metadata": {"name": "app-config", "namespace": "team-a",
-                       "labels": {"kro.run/node-id": "config"},
-                       "annotations": {"internal.kro.run/apply-order": "1"}},
-          "data": {"k": "v"}}
-    result = await applier.apply(instance, instance_gvr, [
-        Desired("config", cm, GVR("", "v1", "configmaps"), namespaced=True, observed=live_cm),
-    ])
-    if not result.has_errors:
-        pruned = await prune(client, result, positions={"config": 0}, all_resolved=True)
-        if pruned.inventory is not None:
-            await applier.ensure_inventory(result.parent, result.parent_obj, pruned.inventory)
+`kro.engine.applyset_ownership.ApplySetOwnership` is these steps in order, as the engine's
+ownership of an RGD instance: it is the example to read.
 
 Modules: `identity` (ID and hash formulas, Parent, GroupKind), `inventory` (parent metadata),
 `cache` (skip-unchanged proof), `contest` (fields another controller keeps rewriting: counted,
@@ -50,8 +37,6 @@ from kro.applyset.applier import check_duplicates as check_duplicates
 from kro.applyset.applier import combined as combined
 from kro.applyset.cache import AppliedCache as AppliedCache
 from kro.applyset.contest import Contest as Contest
-from kro.applyset.contest import ContestPolicy as ContestPolicy
-from kro.applyset.deletion import DeletionProgress as DeletionProgress
 from kro.applyset.deletion import apply_order as apply_order
 from kro.applyset.deletion import delete_next_wave as delete_next_wave
 from kro.applyset.errors import ApplySetError as ApplySetError
@@ -73,11 +58,9 @@ from kro.applyset.inventory import read_inventory as read_inventory
 from kro.applyset.inventory import render as render
 from kro.applyset.inventory import tooling_for as tooling_for
 from kro.applyset.ledger import MemberLedger as MemberLedger
-from kro.applyset.members import DeleteOutcome as DeleteOutcome
 from kro.applyset.members import Failure as Failure
 from kro.applyset.members import Member as Member
 from kro.applyset.members import list_members as list_members
-from kro.applyset.prune import PruneResult as PruneResult
 from kro.applyset.prune import orphan_waves as orphan_waves
 from kro.applyset.prune import prune as prune
 
@@ -89,9 +72,6 @@ __all__ = [
     "ApplyResult",
     "ApplySetError",
     "Contest",
-    "ContestPolicy",
-    "DeleteOutcome",
-    "DeletionProgress",
     "Desired",
     "DuplicateResources",
     "Failure",
@@ -103,7 +83,6 @@ __all__ = [
     "ObjectRef",
     "OwnershipConflict",
     "Parent",
-    "PruneResult",
     "ReleaseFailed",
     "apply_order",
     "applyset_id",
