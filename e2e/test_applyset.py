@@ -38,11 +38,11 @@ from kro.applyset import (
     delete_next_wave,
     inventory_hash,
     prune,
-    remove_finalizer,
     tooling_for,
 )
 from kro.runtime.client import Client
 from kro.runtime.errors import NotFound
+from kro.runtime.finalizers import remove_finalizer
 from kro.runtime.gvk import GVK, GVR
 from kro.testing.pytest_plugin import ClusterHandle
 
