@@ -48,15 +48,19 @@ def _secrets() -> list[dict[str, Any]]:
     ]
 
 
+CLUSTERS: dict[str, Any] = {
+    "id": "clusters",
+    "externalRef": {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"namespace": "team", "selector": {"matchLabels": {"fleet": "member"}}},
+    },
+}
+"""The registry's Secrets, by label: the rows of every forEach here."""
+
+
 def _graph(template_extra: dict[str, Any] | None = None) -> Graph:
-    clusters = {
-        "id": "clusters",
-        "externalRef": {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "metadata": {"namespace": "team", "selector": {"matchLabels": {"fleet": "member"}}},
-        },
-    }
+    clusters = CLUSTERS
     configs = configmap("configs", name="${c.metadata.name}-config", forEach=[{"c": "${clusters}"}])
     configs["template"].update(template_extra or {})
     return build(rgd(clusters, configs))
@@ -132,14 +136,7 @@ def test_a_whole_secret_data_map_in_a_template_fails_naming_the_key() -> None:
 
 
 def rgd_with_data(expression: str) -> dict[str, Any]:
-    clusters = {
-        "id": "clusters",
-        "externalRef": {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "metadata": {"namespace": "team", "selector": {"matchLabels": {"fleet": "member"}}},
-        },
-    }
+    clusters = CLUSTERS
     configs = configmap(
         "configs",
         name="${c.metadata.name}-config",
