@@ -96,53 +96,35 @@ class ReadingClient:
 
 async def dry_run(
     graph: Graph,
-    instance: Mapping[str, Any],
+    owner_obj: Mapping[str, Any],
     gvr: GVR,
     reader: ReadingClient,
     recorded: Mapping[str, str],
 ) -> DryRun:
-    """One report per node, in topological order, and what the pass would write."""
-    owner = dict(instance)
-    binding = InstanceBinding(gvr, _ref(gvr, owner), graph.instance)
-    client = cast(Client, reader)  # a dry run only reads: get and list_all
-    applier = Applier(client, ApplierOptions(tooling="kro explain"))  # never applies
-    ownership = ApplySetOwnership(applier=applier, client=client, gvr=gvr)
-    return await _dry_run(graph, owner, binding, reader, recorded, ownership=ownership)
-
-
-async def graph_dry_run(
-    graph: Graph, graph_obj: Mapping[str, Any], reader: ReadingClient, recorded: Mapping[str, str]
-) -> DryRun:
-    """The same for a `Graph` object: its objects carry the Graph's marks (GraphBinding) and
-    are kept by its status inventory, whose field managers (one for its templates, one per
-    patch node, through the endpoint the patch targets) an apply is judged by."""
-    owner = dict(graph_obj)
-    binding = GraphBinding(GRAPHS, _ref(GRAPHS, owner), graph)
-    client = cast(Client, reader)
-    ownership = StatusInventory.of(owner, graph, kro_client=client, client=client)
-    return await _dry_run(graph, owner, binding, reader, recorded, ownership=ownership)
-
-
-def _ref(gvr: GVR, owner: Mapping[str, Any]) -> ObjectRef:
+    """One report per node, in topological order, and what the pass would write, for an owner
+    of resource `gvr`: a `Graph`'s objects carry its marks and are kept by its status
+    inventory (one field manager for its templates, one per patch node through the endpoint
+    the patch targets), an RGD instance's by its ApplySet; either is what an apply is judged
+    by."""
+    owner = dict(owner_obj)
     meta = _meta(owner)
-    return ObjectRef(gvr, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
-
-
-async def _dry_run(
-    graph: Graph,
-    owner: dict[str, Any],
-    binding: OwnerBinding,
-    reader: ReadingClient,
-    recorded: Mapping[str, str],
-    *,
-    ownership: Ownership,
-) -> DryRun:
+    ref = ObjectRef(gvr, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+    client = cast(Client, reader)  # a dry run only reads: get and list_all
+    binding: OwnerBinding
+    ownership: Ownership
+    if gvr == GRAPHS:
+        binding = GraphBinding(GRAPHS, ref, graph)
+        ownership = StatusInventory.of(owner, graph, kro_client=client, client=client)
+    else:
+        binding = InstanceBinding(gvr, ref, graph.instance)
+        applier = Applier(client, ApplierOptions(tooling="kro explain"))  # never applies
+        ownership = ApplySetOwnership(applier=applier, client=client, gvr=gvr)
     recording = RecordingOwnership(ownership, recorded)
     work = GraphPass(
         graph=graph,
         owner_obj=owner,
         binding=binding,
-        client=cast(Client, reader),  # a dry run only reads: get and list_all
+        client=client,
         ownership=recording,
         watches=NoWatches(),
         evaluation=InstanceEvaluation(graph, owner, max_collection_size=graph.max_collection_size),

@@ -34,7 +34,7 @@ from kro.api.names import STATUS_FALSE, STATUS_TRUE
 from kro.api.objects import metadata as _meta
 from kro.cli.explain_cause import condition_reports, describe_node, first_problem, one_line
 from kro.cli.explain_cluster import ExplainError, read_events
-from kro.cli.explain_dryrun import ReadingClient, graph_dry_run
+from kro.cli.explain_dryrun import ReadingClient, dry_run
 from kro.cli.explain_mask import SecretMask
 from kro.cli.explain_report import GraphReport, NodeReport
 from kro.controllers.graph.inventory import GRAPHS, entries_of
@@ -143,7 +143,7 @@ async def explain_graph(client: Client, name: str, namespace: str, mask: SecretM
             compile_error = compiled
         else:
             reader = ReadingClient(client, obj, mask)
-            dry = await graph_dry_run(compiled, obj, reader, recorded_apply_errors(obj))
+            dry = await dry_run(compiled, obj, GRAPHS, reader, recorded_apply_errors(obj))
             nodes, would_write = dry.nodes, dry.would_write
             uids.update(reader.uids)
     events, note = await read_events(client, namespace, uids)

@@ -14,11 +14,12 @@ import pytest
 from kro.api.graph import patch_field_manager, template_field_manager
 from kro.cli import explain_graph as explain_graph_module
 from kro.cli.explain import add_explain_command
-from kro.cli.explain_dryrun import ReadingClient, graph_dry_run
+from kro.cli.explain_dryrun import ReadingClient, dry_run
 from kro.cli.explain_format import render
 from kro.cli.explain_graph import explain_graph, graph_root_cause, recorded_apply_errors
 from kro.cli.explain_mask import SecretMask
 from kro.cli.explain_report import GraphReport, NodeReport, NodeStatus
+from kro.controllers.graph.inventory import GRAPHS
 from kro.graph.graph_kind import compile_graph
 from kro.graph.model import Graph
 from kro.graph.resolver import OfflineSchemaResolver
@@ -133,7 +134,7 @@ async def dry(
     obj: dict[str, Any], cluster: Cluster
 ) -> tuple[dict[str, NodeReport], tuple[str, ...]]:
     reader = ReadingClient(cast(Client, cluster), obj, SecretMask())
-    done = await graph_dry_run(compiled(obj), obj, reader, recorded_apply_errors(obj))
+    done = await dry_run(compiled(obj), obj, GRAPHS, reader, recorded_apply_errors(obj))
     return {n.id: n for n in done.nodes}, done.would_write
 
 
