@@ -19,6 +19,7 @@ these steps.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Hashable
 from typing import Any
 
 import structlog
@@ -94,7 +95,7 @@ class OwnerReconciler(ABC):
     # -- the shared steps --------------------------------------------------------------------
 
     @staticmethod
-    def key(ref: ObjectRef) -> tuple[str, str]:
+    def key(ref: ObjectRef) -> Hashable:
         return (ref.namespace, ref.name)
 
     async def teardown(self, obj: dict[str, Any], ref: ObjectRef) -> Result:

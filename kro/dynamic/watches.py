@@ -224,7 +224,6 @@ class WatchCoordinator:
         self._locks: defaultdict[GVR, asyncio.Lock] = defaultdict(asyncio.Lock)  # both slots
         self._request_counts: Counter[tuple[GVR, str]] = Counter()
         self._parent_counts: Counter[GVR] = Counter()
-        self._parent_kinds: dict[GVR, Informer] = {}
 
     # -- the reconcile-cycle API ----------------------------------------------------------------
 
@@ -289,18 +288,6 @@ class WatchCoordinator:
         """Forget everything and release every informer this coordinator holds."""
         for parent in list(self._parents):
             await self.forget(parent)
-        for informer in self._parent_kinds.values():
-            await self._pool.release(informer)
-        self._parent_kinds.clear()
-
-    async def hold_parent_kind(self, gvr: GVR) -> None:
-        """Keep an informer (metadata) of the parents' own kind, once, until `close`: then
-        `cached_versions` answers for a parent as for what it reads, and a reconcile whose
-        every read, the parent's included, is unchanged can be skipped (kro.controllers.
-        settled). For parents reconciled by another controller, whose kind the dynamic
-        controller does not watch itself. Raises as `InformerPool.acquire` does."""
-        if gvr not in self._parent_kinds:
-            self._parent_kinds[gvr] = await self._pool.acquire(gvr)
 
     # -- introspection --------------------------------------------------------------------------
 
@@ -381,7 +368,7 @@ class WatchCoordinator:
         change of ranges): the caller must ask the API server.
         An empty mapping is an answer too: the cache knows of no such object. Why: a reconcile
         whose every read is unchanged (same resourceVersions) would do exactly what it did last
-        time, so it can be skipped without a single request (kro.controllers.settled).
+        time, so it can be skipped without a single request (kro.controllers.instance.settled).
         """
         # A scalar's "" is a cluster-scoped object; a selector's None or "" every namespace.
         namespace = request.namespace or ("" if isinstance(request, ScalarWatch) else None)

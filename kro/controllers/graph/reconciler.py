@@ -60,9 +60,7 @@ from kro.controllers.graph.watch_access import ANSWER_TTL_S, AccessAnswers, Appl
 from kro.controllers.owner import OwnerReconciler
 from kro.controllers.programs import ProgramCache
 from kro.controllers.requeue import RequeueBackoff
-from kro.controllers.settled import SettledPasses
 from kro.dynamic import ObjectRef
-from kro.dynamic.errors import DynamicError
 from kro.dynamic.watches import WatchCoordinator
 from kro.engine import GraphPass
 from kro.engine.ownership import TeardownStep
@@ -126,23 +124,10 @@ class GraphReconciler(OwnerReconciler):
         self.programs = programs if programs is not None else ProgramCache()
         self.waits = RequeueBackoff(BACKOFF_FIRST_S, BACKOFF_MAX_S)
         self._answers = AccessAnswers()  # may a Graph's ServiceAccount watch a kind (V-54)
-        self._settled = SettledPasses(
-            watches, GRAPHS, applier.memory if applier is not None else None
-        )
-        self._graphs_held = False
         self.status = StatusWriter(client)
         """Every write of a Graph's status, its record's and its conditions', when it changed."""
 
-    async def load(self, ref: ObjectRef) -> dict[str, Any] | Result | None:
-        """The Graph; none of it when its last settled pass still stands (nothing it read,
-        itself included, changed since: the caches say so by resourceVersion)."""
-        await self._hold_graphs()
-        key = self.key(ref)
-        program = self.programs.current(GRAPH_KIND, ref.namespace, ref.name)
-        if self._settled.unchanged(key, program):
-            log.debug("graph.unchanged", namespace=ref.namespace, name=ref.name)
-            return Result()
-        self._settled.forget(key)
+    async def load(self, ref: ObjectRef) -> dict[str, Any] | None:
         try:
             return await self.client.get(GRAPHS, ref.name, namespace=ref.namespace)
         except NotFound:
@@ -239,7 +224,7 @@ class GraphReconciler(OwnerReconciler):
             nodes, inventory.prune_errors, inventory.release_errors, failure=failure
         )
         applied_as = username if inventory.reached_cluster and not failure else ""
-        final = await self._report(
+        await self._report(
             work.owner_obj,
             accepted=(True, REASON_COMPILED, compiled_message(len(graph.nodes))),
             verdict=verdict,
@@ -248,12 +233,6 @@ class GraphReconciler(OwnerReconciler):
             applied_as=applied_as,
             watches=watches_healthy(health.blocked, health.pending),
         )
-        # Nothing pending, failed, pruned or unwatched: until something it read changes, the
-        # next pass would do nothing (kro.controllers.settled).
-        settles = verdict.ok and not failure and work.result.settles() and health.synced
-        if settles and not watches.skipped:
-            version = str(_meta(final).get("resourceVersion") or "")
-            self._settled.record(self.key(ref), graph, version, work.reads)
         return self._next(ref, verdict, watches.skipped)
 
     def _next(self, ref: ObjectRef, verdict: Verdict, unwatched: bool = False) -> Result:
@@ -286,19 +265,7 @@ class GraphReconciler(OwnerReconciler):
 
     async def forget(self, ref: ObjectRef) -> None:
         await super().forget(ref)
-        self._settled.forget(self.key(ref))
         self.programs.forget(GRAPH_KIND, ref.namespace, ref.name)
-
-    async def _hold_graphs(self) -> None:
-        """Once: the Graphs' own informer in the watch coordinator's pool, so a settled pass
-        can be confirmed from the caches. A kind kro may not list keeps every pass."""
-        if self._graphs_held:
-            return
-        self._graphs_held = True
-        try:
-            await self.watches.hold_parent_kind(GRAPHS)
-        except DynamicError as error:
-            log.warning("graph.settled_skip_off", error=str(error))
 
     # -- status ----------------------------------------------------------------------------
 
@@ -315,9 +282,8 @@ class GraphReconciler(OwnerReconciler):
         contributions: list[dict[str, str]] | None = None,
         applied_as: str = "",
         watches: Condition | None = None,
-    ) -> Mapping[str, Any]:
-        """Write what this reconcile found to the Graph's status (kro's own identity); the
-        Graph as the server now holds it (as given when nothing needed writing)."""
+    ) -> None:
+        """Write what this reconcile found to the Graph's status (kro's own identity)."""
         previous = (obj.get("status") or {}).get("conditions") or []
         status: dict[str, Any] = {**(obj.get("status") or {}), "conditions": list(previous)}
         generation = _meta(obj).get("generation")
@@ -364,7 +330,6 @@ class GraphReconciler(OwnerReconciler):
         if applied_as:
             status["appliedServiceAccount"] = applied_as
         try:
-            written = await self.status.write(GRAPHS, obj, status)
+            await self.status.write(GRAPHS, obj, status)
         except NotFound:
-            return obj
-        return obj if written is None else written
+            return
