@@ -56,6 +56,10 @@ Converter = Callable[
 ]
 
 
+class _NoConverter(Exception):
+    """The batch holds a kind this server converts nothing for."""
+
+
 @dataclass(frozen=True, slots=True)
 class ConversionRequest:
     """A batch to convert: every object to `desired_api_version`."""
@@ -122,6 +126,9 @@ async def convert(
         )
         log.error("webhook.conversion_failed", desired=desired, error=message)
         return ConversionResponse(request.uid, failure=message)
+    except _NoConverter as e:
+        log.error("webhook.conversion_failed", desired=desired, error=str(e))
+        return ConversionResponse(request.uid, failure=str(e))
     except Exception as e:
         log.error("webhook.conversion_failed", desired=desired, error=str(e), exc_info=e)
         return ConversionResponse(request.uid, failure=f"{type(e).__name__}: {e}")
@@ -136,7 +143,7 @@ async def _convert_one(
     group, kind = kind_key(obj)
     converter = converters.get((group, kind))
     if converter is None:
-        raise LookupError(f"no conversion is registered for {kind}.{group}")
+        raise _NoConverter(f"no conversion is registered for {kind}.{group}")
     copy: dict[str, Any] = orjson.loads(orjson.dumps(obj))
     result = converter(copy, desired)
     if inspect.isawaitable(result):
