@@ -34,6 +34,7 @@ listens and, with `manage=True`, the configurations are applied.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import time
 from collections.abc import Callable
@@ -177,6 +178,14 @@ class WebhookServer:
         self._ready = False
 
     # -- registration ---------------------------------------------------------------------------
+
+    def configure(self, **changes: Any) -> None:
+        """Change options (WebhookOptions' fields) before the manager runs: how a set-up
+        function run by `run(setup)` picks its certificates, e.g. a local run's
+        `configure(certificates=self_signed(), manage=True)`."""
+        if self._runner is not None:
+            raise RuntimeError("configure webhooks before the manager runs")
+        self.options = dataclasses.replace(self.options, **changes)
 
     def _registration(self, kind: Kind) -> _Registration:
         if self._runner is not None:
