@@ -73,6 +73,8 @@ __all__ = ["WebhookOptions", "WebhookServer", "WebhookService", "webhook_path"]
 log = structlog.get_logger(__name__)
 
 DEFAULT_OPERATIONS: tuple[Operation, ...] = ("CREATE", "UPDATE")
+CONVERSION_TIMEOUT_S = 30.0
+"""What the API server allows a conversion webhook (fixed), for a request that names none."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,7 +89,8 @@ class WebhookOptions:
     url / service: where the API server reaches this server, for managed configurations
         (default: https://<bound host>:<port>, when bound to one address).
     failure_policy, timeout_s: written into managed configurations. `timeout_s` (1-30) is
-        also the handlers' deadline, less a tenth, when a request names no timeout.
+        also the admission handlers' deadline, less a tenth, when a request names no timeout
+        (conversion handlers get the API server's 30 s then).
     max_body_bytes: the largest review accepted.
     """
 
@@ -361,9 +364,9 @@ class WebhookServer:
         if converters:
             app.router.add_post("/convert", self._conversion(converters))
 
-    def _deadline_s(self, request: web.Request) -> float:
+    def _deadline_s(self, request: web.Request, default_s: float) -> float:
         asked = go_duration_s(request.query.get("timeout", ""))
-        return handler_deadline_s(asked if asked is not None else self.options.timeout_s)
+        return handler_deadline_s(asked if asked is not None else default_s)
 
     def _admission(
         self, handlers: list[Handler], resolved: _Resolved, mutating: bool
@@ -377,7 +380,7 @@ class WebhookServer:
                     handlers,
                     mutating=mutating,
                     model=resolved.model,
-                    deadline_s=self._deadline_s(request),
+                    deadline_s=self._deadline_s(request, self.options.timeout_s),
                 )
             except BadReview as e:
                 log.warning("webhook.bad_request", path=request.path, error=str(e))
@@ -406,7 +409,8 @@ class WebhookServer:
             except BadReview as e:
                 log.warning("webhook.bad_request", path=request.path, error=str(e))
                 return web.Response(status=400, text=str(e))
-            answer = await convert(review, converters, deadline_s=self._deadline_s(request))
+            deadline_s = self._deadline_s(request, CONVERSION_TIMEOUT_S)
+            answer = await convert(review, converters, deadline_s=deadline_s)
             log.debug(
                 "webhook.conversion",
                 uid=answer.uid,
