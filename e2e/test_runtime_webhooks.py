@@ -28,7 +28,16 @@ import pytest
 import yaml
 from runtime_e2e_support import EXAMPLES, eventually, example
 
-from kro.runtime import GVK, GVR, AdmissionRequest, Client, Manager, ManagerOptions, errors
+from kro.runtime import (
+    GVK,
+    GVR,
+    AdmissionRequest,
+    Client,
+    Denied,
+    Manager,
+    ManagerOptions,
+    errors,
+)
 from kro.runtime.certs import ServingCertificate
 from kro.runtime.webhook_config import CRDS, MUTATING, VALIDATING
 from kro.runtime.webhook_server import WebhookOptions
@@ -134,6 +143,23 @@ async def test_the_example_rejects_defaults_and_converts_real_requests(
         assert conversion["strategy"] == "Webhook"
         assert conversion["webhook"]["clientConfig"]["caBundle"] == ca
 
+        async def in_use() -> bool:
+            """The API server picks up configurations and CRD changes a moment after they are
+            written: dry runs show when it defaults, converts (a v2 object stored as v1 without
+            the webhook comes back without spec.scale) and validates through the operator."""
+            probe = cache(V2, "probe", scale={"replicas": 2})
+            back = await client.create(CACHES_V2, probe, namespace=ns, dry_run=True)
+            if back["spec"] != {"engine": "redis", "scale": {"replicas": 2}}:
+                return False
+            try:
+                too_big = cache(V2, "probe", scale={"replicas": 9})
+                await client.create(CACHES_V2, too_big, namespace=ns, dry_run=True)
+            except errors.Forbidden:
+                return True
+            return False
+
+        await eventually(in_use, timeout_s=30, what="the API server to call the webhooks")
+
         # Rejecting: through v2, and through v1 (the API server converts to v2 for the handler).
         with pytest.raises(errors.Forbidden) as refused:
             await client.create(CACHES_V2, cache(V2, "big", scale={"replicas": 9}), namespace=ns)
@@ -179,6 +205,8 @@ async def test_a_handler_past_the_timeout_is_judged_by_the_failure_policy(
     write_cert_dir(tmp_path)
 
     async def slow(request: AdmissionRequest[Any]) -> None:
+        if request.name == "probe":  # answers at once: shows the configuration is in use
+            raise Denied("probed")
         await asyncio.sleep(30)
 
     def setup(manager: Manager) -> None:
@@ -193,6 +221,16 @@ async def test_a_handler_past_the_timeout_is_judged_by_the_failure_policy(
             timeout_s=1,
         )
         async with operator(client, setup, ns, webhook):
+
+            async def in_use() -> bool:
+                probe = cache(V1, "probe", replicas=1)
+                try:
+                    await client.create(CACHES_V1, probe, namespace=ns, dry_run=True)
+                except errors.Forbidden:
+                    return True
+                return False
+
+            await eventually(in_use, timeout_s=30, what="the API server to call the webhook")
             started = time.monotonic()
             if policy == "Ignore":
                 await client.create(CACHES_V1, cache(V1, "ignored", replicas=1), namespace=ns)
