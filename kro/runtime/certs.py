@@ -152,7 +152,7 @@ class TlsReloader:
             if certificate == self.certificate:
                 return None
             return certificate, server_context(certificate)
-        except (OSError, ssl.SSLError, ValueError) as e:
+        except Exception as e:  # a source is anyone's code: keep serving what loaded last
             log.warning("webhook.certificate_reload_failed", source=repr(self.source), error=str(e))
             return None
 
