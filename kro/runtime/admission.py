@@ -275,15 +275,23 @@ async def admit(
         return _failed(request, e, where)
     except Exception as e:
         return _failed(request, e, where)
-    patch: tuple[dict[str, Any], ...] = ()
-    if mutating and sent is not None:
-        after = (
-            json_patch.apply(sent, json_patch.diff(before, obj.to_dict()), lenient=True)
-            if model is not None
-            else obj
-        )
-        patch = tuple(json_patch.diff(sent, after))
+    try:
+        patch = _patch(sent, before, request.object, model) if mutating and sent is not None else ()
+    except Exception as e:  # a value that is not JSON, a model that no longer serialises
+        return _failed(request, e, where)
     return AdmissionResponse(uid, True, patch=patch, warnings=tuple(request.warnings))
+
+
+def _patch(
+    sent: dict[str, Any], before: dict[str, Any] | None, after: Any, model: type | None
+) -> tuple[dict[str, Any], ...]:
+    """The JSON patch from the object as sent to the defaulted one (`request.object`, changed
+    in place or replaced); for a model, its own changes replayed onto the object as sent."""
+    if model is not None:
+        after = json_patch.apply(sent, json_patch.diff(before, after.to_dict()), lenient=True)
+    operations = json_patch.diff(sent, after)
+    orjson.dumps(operations)  # fail here, as the handler's error, not while answering
+    return tuple(operations)
 
 
 def _failed(

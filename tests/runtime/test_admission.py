@@ -245,3 +245,21 @@ async def test_defaulters_run_in_order_on_one_object_and_a_denial_stops_them() -
     assert calls == ["first", "second saw 5"]
     assert not answer.allowed
     assert "patch" not in answer.review()["response"]
+
+
+async def test_a_defaulter_may_replace_the_object_rather_than_change_it() -> None:
+    def replace(req: AdmissionRequest[Any]) -> None:
+        req.object = {**req.object, "spec": {"size": 7}}
+
+    sent = widget(size=1)
+    answer = await admit(request(sent), [replace], mutating=True, deadline_s=1)
+    assert patched(sent, answer.review())["spec"] == {"size": 7}
+
+
+async def test_a_defaulter_that_leaves_a_value_json_cannot_hold_fails_with_why() -> None:
+    def bad(req: AdmissionRequest[Any]) -> None:
+        req.object["spec"]["tags"] = {"a", "b"}  # a set
+
+    answer = await admit(request(widget(size=1)), [bad], mutating=True, deadline_s=1)
+    assert (answer.allowed, answer.code) == (False, 500)
+    assert answer.message.startswith("TypeError")
