@@ -2,7 +2,8 @@
 
 Lives here: the thin aiohttp + orjson REST client (plain dicts in and out), discovery and the
 REST mapper, list+watch informers and their stores, rate-limited work queues, controllers with
-N workers, the manager (leader election, health, metrics, graceful shutdown), the event recorder;
+N workers, the manager (leader election, health, metrics, graceful shutdown), the event recorder,
+the HTTPS server for admission and conversion webhooks;
 and for operator authors: the controller builder, predicates, the shared informer cache and a
 reader on it, owner references, finalizers, conditions, status writes that skip no-ops, and
 pydantic models for their own kinds.
@@ -40,8 +41,12 @@ if TYPE_CHECKING:
     from . import predicates as predicates
     from .adapters import FunctionReconciler as FunctionReconciler
     from .adapters import ObjectReconciler as ObjectReconciler
+    from .admission import AdmissionRequest as AdmissionRequest
+    from .admission import Denied as Denied
     from .builder import ControllerBuilder as ControllerBuilder
     from .cache import InformerCache as InformerCache
+    from .certs import CertDir as CertDir
+    from .certs import ServingCertificate as ServingCertificate
     from .client import Client as Client
     from .client import ClientOptions as ClientOptions
     from .client import WatchEvent as WatchEvent
@@ -95,6 +100,9 @@ if TYPE_CHECKING:
     from .typed import KubeModel as KubeModel
     from .typed import ObjectMeta as ObjectMeta
     from .typed import WireModel as WireModel
+    from .webhook_server import WebhookOptions as WebhookOptions
+    from .webhook_server import WebhookServer as WebhookServer
+    from .webhook_server import WebhookService as WebhookService
     from .workqueue import QueueShutDown as QueueShutDown
     from .workqueue import WorkQueue as WorkQueue
 else:
@@ -105,8 +113,10 @@ else:
         {
             ".": ("conditions", "errors", "owners", "predicates"),
             ".adapters": ("FunctionReconciler", "ObjectReconciler"),
+            ".admission": ("AdmissionRequest", "Denied"),
             ".builder": ("ControllerBuilder",),
             ".cache": ("InformerCache",),
+            ".certs": ("CertDir", "ServingCertificate"),
             ".client": ("Client", "ClientOptions", "WatchEvent"),
             ".clock": ("Clock", "FakeClock", "RealClock"),
             ".config": ("ConnectionConfig",),
@@ -138,6 +148,7 @@ else:
             ".status": ("StatusWriter",),
             ".store": ("Store",),
             ".typed": ("Condition", "InvalidObject", "KubeModel", "ObjectMeta", "WireModel"),
+            ".webhook_server": ("WebhookOptions", "WebhookServer", "WebhookService"),
             ".workqueue": ("QueueShutDown", "WorkQueue"),
         },
     )
@@ -145,7 +156,9 @@ else:
 __all__ = [
     "GVK",
     "GVR",
+    "AdmissionRequest",
     "CachedReader",
+    "CertDir",
     "Client",
     "ClientOptions",
     "Clock",
@@ -153,6 +166,7 @@ __all__ = [
     "ConnectionConfig",
     "Controller",
     "ControllerBuilder",
+    "Denied",
     "EventHandler",
     "EventRecorder",
     "EventRecorderOptions",
@@ -190,11 +204,15 @@ __all__ = [
     "Request",
     "Result",
     "RunOptions",
+    "ServingCertificate",
     "StatusWriter",
     "Store",
     "TerminalError",
     "TokenBucket",
     "WatchEvent",
+    "WebhookOptions",
+    "WebhookServer",
+    "WebhookService",
     "WireModel",
     "WorkQueue",
     "conditions",

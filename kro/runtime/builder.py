@@ -35,12 +35,17 @@ resolve is wired when the manager starts (`Manager.add_prestart`), after discove
 `finalize(name, cleanup, needed=...)` puts a finalizer on every primary the reconciler sees and
 runs `cleanup(obj)` once before the object goes (deleted, or no longer `needed`), then releases
 it; the reconciler itself only sees live objects that need it (kro.runtime.finalizers).
+
+`validate(fn)`, `default(fn)` and `convert(fn)` register webhooks for the primary kind with the
+manager's webhook server at once (they need no reconciler, so a builder used only for them is
+never built): admission handlers of kro.runtime.admission, a conversion handler of
+kro.runtime.conversion for the kind's CRD.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, Self, TypeVar, cast, overload
 
@@ -61,7 +66,10 @@ from .reconcile import Reconciler, Request
 from .workqueue import WorkQueue
 
 if TYPE_CHECKING:  # typed models are pydantic (8 MiB): loaded by the code that defines one
+    from .admission import AdmissionRequest, Operation
+    from .conversion import Converter
     from .typed import KubeModel
+    from .webhook_server import WebhookServer
 
 __all__ = ["SAME_NAMESPACE", "ControllerBuilder", "ControllerHost"]
 
@@ -278,6 +286,42 @@ class ControllerBuilder(Generic[ObjT]):
         """Drop a key after this many consecutive failures (None: retry forever, the default)."""
         self._max_retries = count
         return self
+
+    # -- webhooks (kro.runtime.webhook_server) -------------------------------------------------
+
+    def validate(
+        self,
+        fn: Callable[[AdmissionRequest[ObjT]], Awaitable[None] | None],
+        *,
+        operations: tuple[Operation, ...] = ("CREATE", "UPDATE"),
+    ) -> Self:
+        """Validate the primary kind's requests with `fn`: raise `Denied(message)` to refuse
+        one (kro.runtime.admission)."""
+        self._webhook_server().validator(self._require_primary().kind, fn, operations=operations)
+        return self
+
+    def default(
+        self,
+        fn: Callable[[AdmissionRequest[ObjT]], Awaitable[None] | None],
+        *,
+        operations: tuple[Operation, ...] = ("CREATE", "UPDATE"),
+    ) -> Self:
+        """Default (mutate) the primary kind's objects with `fn`, which changes
+        `request.object` in place; the API server gets the JSON patch."""
+        self._webhook_server().defaulter(self._require_primary().kind, fn, operations=operations)
+        return self
+
+    def convert(self, fn: Converter) -> Self:
+        """Convert the objects of the primary kind's CRD between its versions with
+        `fn(obj, api_version)` (kro.runtime.conversion)."""
+        self._webhook_server().converter(self._require_primary().kind, fn)
+        return self
+
+    def _webhook_server(self) -> WebhookServer:
+        server = getattr(self._manager, "webhooks", None)
+        if server is None:
+            raise TypeError("webhooks need a kro.runtime Manager (its `webhooks` server)")
+        return cast("WebhookServer", server)
 
     # -- building -------------------------------------------------------------------------------
 

@@ -24,6 +24,10 @@ The manager owns every long-lived task of the process (controller-runtime's Mana
   raises it, so a broken process never keeps answering probes as if it worked;
 * one aiohttp server answers /healthz, /readyz (informers synced and custom checks pass) and
   /metrics (kro.runtime.prometheus), on one or two addresses;
+* with webhooks registered (`manager.webhooks`, or the builder's `validate`, `default` and
+  `convert`), an HTTPS server answers the API server's admission and conversion reviews
+  (kro.runtime.webhook_server) on every replica, from before the caches start until after the
+  controllers drained;
 * SIGTERM/SIGINT (or `stop()`) begin a graceful stop: readiness fails, controller queues stop
   accepting keys and drain what they hold within `graceful_shutdown_timeout_s`, then the Lease is
   released and everything else is cancelled. A second signal cancels at once.
@@ -60,7 +64,7 @@ import gc
 import signal
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import structlog
 from aiohttp import web
@@ -74,6 +78,9 @@ from .managerclient import ManagerClient
 from .prometheus import CONTENT_TYPE, PrometheusProvider
 from .reader import CachedReader
 from .sharding import ShardView
+
+if TYPE_CHECKING:  # loaded with the first webhook (`Manager.webhooks`): ~13 ms at import
+    from .webhook_server import WebhookOptions, WebhookServer
 
 log = structlog.get_logger(__name__)
 
@@ -155,6 +162,8 @@ class ManagerOptions:
     an embedded manager takes no port unless asked); port 0 picks a free port (see
     `Manager.addresses`); ":8081" binds every interface, as a pod needs. The `kro` binary passes
     upstream's ":8079" / ":8078".
+    webhook: how the admission and conversion webhook server listens and which certificate it
+        serves (kro.runtime.webhook_server); it runs only once a webhook is registered.
     leader_election: None runs controllers unconditionally (a single replica, or tests).
     graceful_shutdown_timeout_s: how long controllers may drain their queues on stop.
     handle_signals: install SIGTERM/SIGINT handlers while `run` runs (main thread only).
@@ -174,6 +183,7 @@ class ManagerOptions:
 
     health_probe_bind_address: str = "0"
     metrics_bind_address: str = "0"
+    webhook: WebhookOptions | None = None
     leader_election: LeaderElectionConfig | None = None
     graceful_shutdown_timeout_s: float = 30.0
     handle_signals: bool = True
@@ -242,6 +252,7 @@ class Manager:
         self._reader: CachedReader | None = None
         self._manager_client: ManagerClient | None = None
         self._prestart: list[Callable[[], Coroutine[Any, Any, None]]] = []
+        self._webhooks: WebhookServer | None = None
         if self.options.leader_election is not None:
             self._health_checks["leaderElection"] = self._elector_healthy
 
@@ -389,6 +400,7 @@ class Manager:
         try:
             for hook in self._prestart:
                 await hook()
+            await self._start_webhooks()
             await self._start_server()
             self._serving.set()
             try:
@@ -425,6 +437,7 @@ class Manager:
             finally:
                 await self._stop_server()
         finally:
+            await self._stop_webhooks()
             self._remove_signal_handlers()
             log.info("manager.stopped", failed=self._fatal is not None)
         if self._fatal is not None:
@@ -541,6 +554,38 @@ class Manager:
             await self._clock.sleep(self.options.sync_poll_s)
         log.info("manager.caches_synced", informers=len(self._cache.informers()))
         tune_gc(tuning)
+
+    # -- webhooks (kro.runtime.webhook_server) --------------------------------------------------
+
+    @property
+    def webhooks(self) -> WebhookServer:
+        """The admission and conversion webhook server (`ManagerOptions.webhook`), on every
+        replica; it listens only once a webhook is registered, before the caches start (a
+        conversion webhook must answer the operator's own lists), and stops last."""
+        if self._webhooks is None:
+            from .webhook_server import WebhookServer
+
+            self._webhooks = WebhookServer(
+                self.options.webhook,
+                name=self.options.name,
+                client=self._client if isinstance(self._client, Client) else None,
+                namespace=self.options.namespace,
+            )
+            self.add_readiness_check("webhooks", self._webhooks_ready)
+        return self._webhooks
+
+    def _webhooks_ready(self) -> bool:
+        return (
+            self._webhooks is None or not self._webhooks.has_webhooks or self._webhooks.is_ready()
+        )
+
+    async def _start_webhooks(self) -> None:
+        if self._webhooks is not None and self._webhooks.has_webhooks:
+            await self._webhooks.start()
+
+    async def _stop_webhooks(self) -> None:
+        if self._webhooks is not None:
+            await self._webhooks.stop()
 
     # -- signals --------------------------------------------------------------------------------
 
