@@ -19,7 +19,7 @@ reads, direct writes, kinds by name), and underneath, `Client.from_kubeconfig`, 
 
     def setup(manager: Manager) -> None:
         async def label(cm: dict) -> None:
-            await manager.client.patch("ConfigMap", cm, {"metadata": {"labels": {"seen": "yes"}}})
+            await manager.client.patch(cm, {"metadata": {"labels": {"seen": "yes"}}})
 
         manager.controller("labeller").for_("ConfigMap").reconcile_objects(label)
 
