@@ -246,7 +246,12 @@ class EventRecorder:
         blocks. `message` is scrubbed of credentials and cut to `MAX_NOTE_BYTES` here, before
         anything can hold it."""
         self._record(
-            regarding, event_type, reason, message, action, self.options.reporting_controller
+            regarding,
+            event_type,
+            reason,
+            message,
+            action=action,
+            reporter=self.options.reporting_controller,
         )
 
     def _record(
@@ -255,6 +260,7 @@ class EventRecorder:
         event_type: EventType,
         reason: str,
         message: str,
+        *,
         action: str,
         reporter: str,
     ) -> None:
@@ -438,7 +444,12 @@ class NamedRecorder:
     ) -> None:
         """`EventRecorder.record`, reported as this view's controller."""
         self._parent._record(
-            regarding, event_type, reason, message, action, self.reporting_controller
+            regarding,
+            event_type,
+            reason,
+            message,
+            action=action,
+            reporter=self.reporting_controller,
         )
 
     def __repr__(self) -> str:

@@ -116,7 +116,7 @@ FLAGS: Final[tuple[Flag, ...]] = (
     ),
     Flag(
         ("--health-probe-bind-address",),
-        'host:port for /healthz and /readyz, or 0 for none',
+        "host:port for /healthz and /readyz, or 0 for none",
         env="HEALTH_PROBE_BIND_ADDRESS",
         default=_probes,
         shown=f"{IN_POD_PROBES} in a pod, else 0",
@@ -124,7 +124,7 @@ FLAGS: Final[tuple[Flag, ...]] = (
     ),
     Flag(
         ("--metrics-bind-address",),
-        'host:port for /metrics, or 0 for none',
+        "host:port for /metrics, or 0 for none",
         env="METRICS_BIND_ADDRESS",
         default=_metrics,
         shown=f"{IN_POD_METRICS} in a pod, else 0",
@@ -192,9 +192,7 @@ FLAGS: Final[tuple[Flag, ...]] = (
 )
 
 
-def parser(
-    name: str, *, with_target: bool, environ: Mapping[str, str]
-) -> argparse.ArgumentParser:
+def parser(name: str, *, with_target: bool, environ: Mapping[str, str]) -> argparse.ArgumentParser:
     """The runner's parser; each flag's default is its variable's value, else `Flag.default`."""
     result = argparse.ArgumentParser(
         prog="python -m kro.runtime" if with_target else None,

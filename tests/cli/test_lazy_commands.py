@@ -22,7 +22,12 @@ def loaded_after(code: str) -> set[str]:
     """Which of HEAVY a fresh interpreter has imported after running `code`."""
     script = f"{code}\nimport sys\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))"
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=ROOT
+        [sys.executable, "-c", script],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
     )
     assert done.returncode == 0, done.stderr
     return set(eval(done.stdout.strip().splitlines()[-1]))

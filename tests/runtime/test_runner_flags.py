@@ -55,9 +55,10 @@ def test_help_lists_every_flag_with_a_description_its_variable_and_default() -> 
         assert "default: " in text
         if flag.env:
             assert f"env {flag.env};" in text
-    assert "(env METRICS_BIND_ADDRESS; default: :8080 in a pod, else 0)" in listed[
-        "--metrics-bind-address"
-    ]
+    assert (
+        "(env METRICS_BIND_ADDRESS; default: :8080 in a pod, else 0)"
+        in listed["--metrics-bind-address"]
+    )
     assert "default: 30.0" in listed["--graceful-shutdown-timeout"]
 
 
