@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 import yaml
-from fakeapi import FakeApiServer, FakeResource
 from pydantic import Field
 
 from kro.runtime import errors
@@ -27,6 +26,7 @@ from kro.runtime.manager import Manager, ManagerOptions
 from kro.runtime.runner import RunOptions, load_setup, options_from, run_manager
 from kro.runtime.typed import Condition, KubeModel, WireModel
 from kro.testing import waiting
+from kro.testing.fakeapi import FakeApiServer, FakeResource
 
 pytestmark = pytest.mark.usefixtures("no_task_leaks")
 

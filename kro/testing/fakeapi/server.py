@@ -24,13 +24,18 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import orjson
-from _fakeapi_discovery import (
+from aiohttp import web
+
+from kro.runtime.client import Client, ClientOptions
+from kro.runtime.config import ConnectionConfig
+from kro.runtime.gvk import GVR
+
+from .discovery import (
     AGGREGATED_CT,
     aggregated,
     legacy_root,
@@ -38,7 +43,7 @@ from _fakeapi_discovery import (
     resource_list,
     selector_matches,
 )
-from _fakeapi_state import (
+from .state import (
     DEFAULT_RESOURCES,
     Event,
     FakeApiError,
@@ -48,11 +53,6 @@ from _fakeapi_state import (
     json_patch,
     merge_patch,
 )
-from aiohttp import web
-
-from kro.runtime.client import Client, ClientOptions
-from kro.runtime.config import ConnectionConfig
-from kro.runtime.gvk import GVR
 
 __all__ = [
     "DEFAULT_RESOURCES",
@@ -700,7 +700,7 @@ def _abort(request: web.Request) -> None:
         transport.abort()
 
 
-async def _serve_forever(port: int) -> None:
+async def serve_forever(port: int) -> None:
     api = FakeApiServer()
     await api.start(port)
     print(api.url, flush=True)
@@ -708,16 +708,6 @@ async def _serve_forever(port: int) -> None:
         await asyncio.Event().wait()
     finally:
         await api.close()
-
-
-if __name__ == "__main__":
-    import argparse
-
-    parser = argparse.ArgumentParser(description="serve the fake API server on 127.0.0.1")
-    parser.add_argument("--port", type=int, default=0)
-    args = parser.parse_args()
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve_forever(args.port))
 
 
 def forbidden(resource: str, group: str = "", *, verb: str = "list") -> Obj:
