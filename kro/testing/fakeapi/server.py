@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -267,6 +268,10 @@ class FakeApiServer:
             return self.state.get(gvr, namespace, name)
         except FakeApiError:
             return None
+
+    def objects(self, gvr: GVR, namespace: str | None = None) -> list[Obj]:
+        """Every object of `gvr` (in `namespace`; None: all), as the server holds it now."""
+        return copy.deepcopy(self.state.items(gvr, namespace))
 
     async def wait_for(self, predicate: Any) -> None:
         """Wait (wrap in a deadline) until `predicate()` holds; re-checked on every request."""
