@@ -53,6 +53,8 @@ if TYPE_CHECKING:
     from .discovery import RESTMapper as RESTMapper
     from .events import EventRecorder as EventRecorder
     from .events import EventRecorderOptions as EventRecorderOptions
+    from .events import NamedRecorder as NamedRecorder
+    from .events import Recorder as Recorder
     from .finalizers import Finalizer as Finalizer
     from .finalizers import FinalizerOutcome as FinalizerOutcome
     from .gvk import GVK as GVK
@@ -112,7 +114,7 @@ else:
             ".config": ("ConnectionConfig",),
             ".controller": ("Controller",),
             ".discovery": ("RESTMapper",),
-            ".events": ("EventRecorder", "EventRecorderOptions"),
+            ".events": ("EventRecorder", "EventRecorderOptions", "NamedRecorder", "Recorder"),
             ".finalizers": ("Finalizer", "FinalizerOutcome"),
             ".gvk": ("GVK", "GVR"),
             ".informer": ("EventHandler", "Informer", "strip_managed_fields"),
@@ -173,6 +175,7 @@ __all__ = [
     "ManagerOptions",
     "MaxOf",
     "MetricsProvider",
+    "NamedRecorder",
     "Object",
     "ObjectKey",
     "ObjectMeta",
@@ -187,6 +190,7 @@ __all__ = [
     "RealClock",
     "ReconcileObserver",
     "Reconciler",
+    "Recorder",
     "Request",
     "Result",
     "RunOptions",
