@@ -223,13 +223,19 @@ class RunningOperator:
         task, self._task = self._task, None
         try:
             if task is not None:
-                if not task.done():
-                    self.manager.stop()
-                try:
-                    await asyncio.wait_for(task, timeout=self._stop_timeout_s)
-                except Exception as error:
+                if not task.done() and self.manager.may_work():  # a failing one stops itself;
+                    self.manager.stop()  # a second stop() would cancel it, hiding the failure
+                done, _ = await asyncio.wait({task}, timeout=self._stop_timeout_s)
+                if not done:
+                    task.cancel()
+                    await asyncio.wait({task})
                     if raise_failure:
-                        raise OperatorFailed(f"the operator failed: {error!r}") from error
+                        raise OperatorFailed(
+                            f"the operator did not stop within {self._stop_timeout_s:g}s"
+                        )
+                error = None if task.cancelled() else task.exception()
+                if error is not None and raise_failure:
+                    raise OperatorFailed(f"the operator failed: {error!r}") from error
         finally:
             if self._given_client is None and self._client is not None:
                 await self._client.close()

@@ -95,6 +95,28 @@ async def test_an_operator_that_dies_fails_the_wait_at_once(
         await wait_while_it_breaks()
 
 
+async def test_leaving_the_block_raises_what_stopped_the_operator(client: Client) -> None:
+    go, crashing = asyncio.Event(), asyncio.Event()
+
+    class Crash:
+        async def run(self) -> None:
+            await go.wait()
+            crashing.set()
+            raise RuntimeError("crashed while the test looked elsewhere")
+
+    def setup(manager: Manager) -> None:
+        labeller(manager)
+        manager.add_runnable(Crash())
+
+    async def look_elsewhere() -> None:
+        async with run_operator(setup, client=client, namespace="ns"):
+            go.set()
+            await asyncio.wait_for(crashing.wait(), timeout=5)  # not through op's waits
+
+    with pytest.raises(OperatorFailed, match="crashed while the test looked elsewhere"):
+        await look_elsewhere()
+
+
 async def test_a_set_up_function_may_be_async(api: FakeApiServer, client: Client) -> None:
     async def setup(manager: Manager) -> None:
         await asyncio.sleep(0)
