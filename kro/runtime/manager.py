@@ -34,6 +34,12 @@ collection walks all of it (184 ms pauses measured at 10k objects; `bench/bench_
 off by default because the collector is process-wide: a library embedded in someone else's
 process must not change it behind their back.
 
+Events: a manager with a Client runs one EventRecorder for the process (core/v1 Events,
+reporting as `name`; `events`), and `event_recorder(name)` is a view of it named after a
+controller (controller-runtime's GetEventRecorderFor), through which the builder's controllers
+post a Warning on the object of each failed reconcile. What was recorded before a graceful stop
+is sent before the manager lets go (kro.runtime.events, kro.runtime.failureevents).
+
 Nothing listens by default either: probes and metrics are served only on the addresses given
 (kubebuilder's conventions are ":8081" for probes and ":8080" for metrics; `kro controller`
 passes upstream kro's ":8079" / ":8078"), so an embedded manager never takes a port, and two
@@ -347,7 +353,7 @@ class Manager:
 
     async def _flush_events(self, timeout_s: float = 2.0) -> None:
         """Send what controllers recorded before they drained (their last failures)."""
-        if self._events is None or not self._events.pending:
+        if self._events is None:
             return
         try:
             await wait_with_timeout(self._clock, self._events.flush(), timeout_s)
