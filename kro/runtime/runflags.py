@@ -198,6 +198,9 @@ def parser(name: str, *, with_target: bool, environ: Mapping[str, str]) -> argpa
         prog="python -m kro.runtime" if with_target else None,
         description="Run a kro.runtime operator. Every flag falls back to an environment "
         "variable, then to a default; both are given with each flag below.",
+        epilog="Also read from the environment: POD_NAME (the leader's identity and the "
+        "Events' reporting instance; else the host name) and KUBERNETES_SERVICE_HOST (set in "
+        "every pod: the in-cluster connection, and the probe and metrics defaults above).",
     )
     if with_target:
         result.add_argument(
