@@ -23,8 +23,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 EXIT_BROKEN_PIPE: Final = 141  # 128 + SIGPIPE, what a shell reports for a killed writer
 EXIT_INTERRUPTED: Final = 130  # 128 + SIGINT
@@ -85,8 +84,7 @@ def _run_controller(argv: Sequence[str]) -> int:
     return _controller(controller_args(argv))
 
 
-@dataclass(frozen=True, slots=True)
-class Command:
+class Command(NamedTuple):
     """A subcommand as `kro --help` lists it, and where its parser is defined.
 
     `adder` ("module:function") adds the full subparser; it is imported only when that command
