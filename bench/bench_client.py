@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_client.py [--objects 1000] [--requests 2000] [--events 1000]
 
-Without KUBECONFIG the fake API server (tests/runtime/fakeapi.py) runs in a child process on
+Without KUBECONFIG the fake API server (kro.testing.fakeapi) runs in a child process on
 127.0.0.1, so the figures are the client's CPU alone (`time.process_time` of this process).
 With KUBECONFIG set, the same measurements run against that API server in a fresh namespace
 (deleted afterwards). Watch events are produced by a separate writer process in both modes, so
@@ -473,7 +473,7 @@ def main() -> None:
         asyncio.run(run(args, None))
     else:
         child = subprocess.Popen(
-            [sys.executable, str(ROOT / "tests/runtime/fakeapi.py")],
+            [sys.executable, "-m", "kro.testing.fakeapi"],
             stdout=subprocess.PIPE,
             text=True,
             cwd=ROOT,

@@ -4,7 +4,7 @@
 
 With KUBECONFIG set, it runs against that API server in a fresh namespace (deleted afterwards)
 and a separate writer process produces the watch events. Without it, the fake API server
-(tests/runtime/fakeapi.py) runs in this process: objects are seeded and changed directly in its
+(kro.testing.fakeapi) runs in this process: objects are seeded and changed directly in its
 state (no HTTP writes), but every LIST page and watch event is still served over loopback HTTP
 and decoded by the informer, so the CPU figures include the fake's own encoding.
 
@@ -273,8 +273,7 @@ async def write(ns: str, events: int, objects: int, tag: str) -> None:
 
 
 async def run_against_fake(args: argparse.Namespace) -> dict[str, Any]:
-    sys.path.insert(0, str(ROOT / "tests" / "runtime"))
-    from fakeapi import FakeApiServer  # the unit tests' fake; not a package
+    from kro.testing.fakeapi import FakeApiServer  # kro[testing]: imported only here
 
     ns = "bench"
     async with FakeApiServer() as api:
@@ -302,7 +301,7 @@ async def run_against_fake(args: argparse.Namespace) -> dict[str, Any]:
             memory = await bench_memory(client, ns, args.objects)
     return {
         "mode": "fake API server (in-process; its encoding CPU is included)",
-        "server": "tests/runtime/fakeapi.py",
+        "server": "kro.testing.fakeapi",
         "sync_s": sync,
         "events": events,
         "memory_mib_per_1000": memory,

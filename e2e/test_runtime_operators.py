@@ -1,7 +1,8 @@
 """The three example operators of examples/runtime/, each on the real control plane.
 
-Each runs in this process on a Manager of its own (no ports, no signal handlers), watching the
-test's namespace, exactly as its `main()` wires it; the tests change objects through the API and
+Each runs in this process for the length of a block (kro.testing.operator.run_operator: a
+Manager of its own, no ports, no signal handlers, ready on entry, drained on exit), watching the
+test's namespace, exactly as `run(setup)` wires it; the tests change objects through the API and
 assert the state of the world, waiting with deadlines. Reconcile counts come from the manager's
 own controller-runtime metrics, the way an operator's dashboard would read them.
 """
@@ -9,18 +10,18 @@ own controller-runtime metrics, the way an operator's dashboard would read them.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 import secrets
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
 import yaml
 from runtime_e2e_support import CONFIGMAPS, EXAMPLES, eventually, example
 
-from kro.runtime import GVR, Client, Manager, ManagerOptions, errors
+from kro.runtime import GVR, Client, Manager, errors
 from kro.testing.adminapi import AdminApi
+from kro.testing.operator import run_operator
 from kro.testing.pytest_plugin import ClusterHandle, create_namespace
 from kro.testing.wait import wait_for
 
@@ -28,6 +29,7 @@ SECRETS = GVR("", "v1", "secrets")
 DEPLOYMENTS = GVR("apps", "v1", "deployments")
 CRDS = GVR("apiextensions.k8s.io", "v1", "customresourcedefinitions")
 WEBSITES = GVR("example.kro.run", "v1alpha1", "websites")
+EVENTS = GVR("", "v1", "events")
 
 
 @pytest.fixture
@@ -36,52 +38,23 @@ async def client(kube_cluster: ClusterHandle) -> AsyncIterator[Client]:
         yield c
 
 
-@contextlib.asynccontextmanager
-async def operator(
-    client: Client, setup: Callable[[Manager], None], namespace: str
-) -> AsyncIterator[Manager]:
-    """Run an example's controllers, ready (caches synced) on entry, drained on exit: the
-    manager the runner builds (kro.runtime.runner), watching `namespace`."""
-    options = ManagerOptions(
-        handle_signals=False, graceful_shutdown_timeout_s=10, namespace=namespace
-    )
-    manager = Manager(options, client=client)
-    setup(manager)
-    task = asyncio.create_task(manager.run(), name="e2e.operator")
-
-    async def ready() -> bool:
-        if task.done():
-            task.result()  # raise what killed it
-        return manager.is_ready()
-
-    try:
-        await eventually(ready, timeout_s=60, what="the operator's caches to sync")
-        yield manager
-    finally:
-        manager.stop()
-        await asyncio.wait_for(task, timeout=30)
-
-
-def reconciles(manager: Manager, controller: str, result: str | None = None) -> int:
-    """controller_runtime_reconcile_total for one controller (every result, or one)."""
-    text = manager.metrics.render().decode()
-    total = 0.0
-    for labels, value in re.findall(
-        r"^controller_runtime_reconcile_total\{(.*)\} (\S+)$", text, re.M
-    ):
-        if f'controller="{controller}"' in labels and (
-            result is None or f'result="{result}"' in labels
-        ):
-            total += float(value)
-    return int(total)
-
-
 def terminal_errors(manager: Manager, controller: str) -> int:
+    """controller_runtime_terminal_reconcile_errors_total of one controller."""
     text = manager.metrics.render().decode()
     name = "controller_runtime_terminal_reconcile_errors_total"
     pattern = rf'^{name}\{{controller="{controller}"\}} (\S+)$'
     found = re.search(pattern, text, re.M)
     return int(float(found.group(1))) if found else 0
+
+
+async def events_about(
+    client: Client, namespace: str, name: str, reason: str
+) -> list[dict[str, Any]]:
+    """The core/v1 Events about object `name` with `reason` (what `kubectl describe` lists)."""
+    found = await client.list(
+        EVENTS, namespace=namespace, field_selector=f"involvedObject.name={name},reason={reason}"
+    )
+    return list(found.get("items") or [])
 
 
 async def get(client: Client, gvr: GVR, name: str, ns: str) -> dict[str, Any] | None:
@@ -113,32 +86,22 @@ async def test_the_labeller_follows_annotations_and_ignores_data_edits(
         cm = await get(client, CONFIGMAPS, name, ns)
         return cm is not None and (cm["metadata"].get("labels") or {}).get(TEAM) == team
 
-    async with operator(client, labeller.setup, ns) as manager:
-        await eventually(
-            lambda: _true(reconciles(manager, "configmap-labeller") >= 1),
-            timeout_s=30,
-            what="the initial list (kube-root-ca.crt) to be reconciled",
-        )
+    async with run_operator(labeller.setup, client=client, namespace=ns) as op:
+        await op.wait_for_reconciles(1, controller="configmap-labeller")  # kube-root-ca.crt
         await client.create(CONFIGMAPS, annotated("a", "payments"), namespace=ns)
         await eventually(lambda: label("a", "payments"), timeout_s=30, what="a's team label")
         # create + the label write's own update (labels changed): 3 with kube-root-ca.crt
-        await eventually(
-            lambda: _true(reconciles(manager, "configmap-labeller") == 3),
-            timeout_s=30,
-            what="three reconciles",
-        )
+        await op.wait_for(lambda: op.reconciles("configmap-labeller") == 3, what="three reconciles")
         for i in range(5):  # data edits: filtered out before the queue
             await client.patch(CONFIGMAPS, "a", {"data": {"n": str(i + 1)}}, namespace=ns)
         # A later event in the same watch: once it is reconciled, the edits above were seen.
         await client.create(CONFIGMAPS, annotated("b", "search"), namespace=ns)
         await eventually(lambda: label("b", "search"), timeout_s=30, what="b's team label")
-        await eventually(
-            lambda: _true(reconciles(manager, "configmap-labeller") == 5),
-            timeout_s=30,
-            what="b's two reconciles",
+        await op.wait_for(
+            lambda: op.reconciles("configmap-labeller") == 5, what="b's two reconciles"
         )
         await asyncio.sleep(0.5)
-        assert reconciles(manager, "configmap-labeller") == 5, "data edits must not reconcile"
+        assert op.reconciles("configmap-labeller") == 5, "data edits must not reconcile"
 
         await client.patch(
             CONFIGMAPS, "a", {"metadata": {"annotations": {TEAM: "risk"}}}, namespace=ns
@@ -156,12 +119,8 @@ async def test_the_labeller_follows_annotations_and_ignores_data_edits(
         await client.create(CONFIGMAPS, annotated("d", "ops"), namespace=ns)
         await eventually(lambda: label("d", "ops"), timeout_s=30, what="d's label (after c)")
         assert await label("c", None), "a ConfigMap labelled example.kro.run/skip is left alone"
-        assert reconciles(manager, "configmap-labeller", "error") == 0
-        assert manager.reader.api_reads == 0, "every read came from the cache"
-
-
-async def _true(value: bool) -> bool:
-    return value
+        assert op.reconciles("configmap-labeller", "error") == 0
+        assert op.manager.reader.api_reads == 0, "every read came from the cache"
 
 
 # -- the Secret replicator: finalizer, watches with a map function ---------------------------------
@@ -200,7 +159,7 @@ async def test_the_replicator_keeps_copies_and_cleans_up_through_its_finalizer(
             return None
         return found if found.get("data") == {"password": "aHVudGVyMg=="} else None
 
-    async with operator(client, replicator.setup, ns) as manager:
+    async with run_operator(replicator.setup, client=client, namespace=ns) as op:
         await client.create(SECRETS, source, namespace=ns)
         first = await eventually(lambda: copy_in(t1), timeout_s=30, what="the copy in t1")
         await eventually(lambda: copy_in(t2), timeout_s=30, what="the copy in t2")
@@ -227,9 +186,9 @@ async def test_the_replicator_keeps_copies_and_cleans_up_through_its_finalizer(
         await client.delete(SECRETS, "creds", namespace=ns)
         await eventually(lambda: gone(t1), timeout_s=30, what="copies deleted with the source")
         await eventually(lambda: gone(ns), timeout_s=30, what="the source released")
-        assert reconciles(manager, "secret-replicator", "error") == 0
+        assert op.reconciles("secret-replicator", "error") == 0
         # Sources and copies (through the label-filtered watch) were all read from the cache.
-        assert manager.reader.api_reads == 0
+        assert op.manager.reader.api_reads == 0
 
 
 # -- the Website operator: typed CRD, owned Deployment, conditions ---------------------------------
@@ -277,7 +236,7 @@ async def test_the_website_operator_owns_its_deployment_and_reports_conditions(
                 return site
         return None
 
-    async with operator(client, operator_module.setup, ns) as manager:
+    async with run_operator(operator_module.setup, client=client, namespace=ns) as op:
         created = await client.create(WEBSITES, website("shop"), namespace=ns)
         deployment = await eventually(
             lambda: client.get(DEPLOYMENTS, "shop", namespace=ns), timeout_s=30, what="deployment"
@@ -291,17 +250,20 @@ async def test_the_website_operator_owns_its_deployment_and_reports_conditions(
         assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.27"
         site = await eventually(lambda: available("shop"), timeout_s=120, what="Available=True")
         assert site["status"]["readyReplicas"] == 1
+        # ... and told `kubectl describe website shop` through the controller's recorder
+        told = await op.wait_for(
+            lambda: events_about(client, ns, "shop", "MinimumReplicasAvailable"),
+            what="the Normal Event of Available=True",
+        )
+        assert (told[0]["type"], told[0]["source"]) == ("Normal", {"component": "website"})
+        assert told[0]["involvedObject"]["uid"] == created["metadata"]["uid"]
 
         # A reconcile that changes nothing writes nothing: the Website keeps its version and
         # its condition keeps its transition time.
-        before = reconciles(manager, "website")
+        before = op.reconciles("website")
         touch = {"metadata": {"annotations": {"example.kro.run/touched": "yes"}}}
         await client.patch(DEPLOYMENTS, "shop", touch, namespace=ns)
-        await eventually(
-            lambda: _true(reconciles(manager, "website") > before),
-            timeout_s=30,
-            what="a reconcile caused by the Deployment's change",
-        )
+        await op.wait_for_reconciles(before + 1, controller="website")  # the Deployment's change
         again = await client.get(WEBSITES, "shop", namespace=ns)
         assert again["metadata"]["resourceVersion"] == site["metadata"]["resourceVersion"]
 
@@ -329,10 +291,16 @@ async def test_the_website_operator_owns_its_deployment_and_reports_conditions(
         # The CRD allows 50 replicas; the operator's pydantic model does not: a terminal error,
         # no Deployment, no retries.
         await client.create(WEBSITES, website("huge", replicas=50), namespace=ns)
-        await eventually(
-            lambda: _true(terminal_errors(manager, "website") >= 1),
-            timeout_s=30,
+        await op.wait_for(
+            lambda: terminal_errors(op.manager, "website") >= 1,
             what="a terminal error for the invalid Website",
         )
         assert await get(client, DEPLOYMENTS, "huge", ns) is None
-        assert manager.reader.api_reads == 0
+        (warning,) = await op.wait_for(
+            lambda: events_about(client, ns, "huge", "ReconcileFailed"),
+            what="the Warning Event of the failed reconcile",
+        )
+        assert warning["type"] == "Warning"
+        assert warning["message"].startswith("InvalidObject: ")
+        assert warning["message"].endswith("(not retried until the object changes)")
+        assert op.manager.reader.api_reads == 0

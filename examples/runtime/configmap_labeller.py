@@ -19,12 +19,12 @@ def setup(manager: Manager) -> None:
     async def label(cm: Object) -> None:
         team = (cm["metadata"].get("annotations") or {}).get(TEAM)
         if (cm["metadata"].get("labels") or {}).get(TEAM) != team:  # a None label removes it
-            await manager.client.patch("ConfigMap", cm, {"metadata": {"labels": {TEAM: team}}})
+            await manager.client.patch(cm, {"metadata": {"labels": {TEAM: team}}})
 
-    tags_changed = annotations_changed() | labels_changed()  # data edits never reach the queue
-    not_skipped = ~has_labels("example.kro.run/skip")
-    controller = manager.controller("configmap-labeller").for_("ConfigMap")
-    controller.with_predicates(tags_changed, not_skipped).reconcile_objects(label)
+    # data edits never reach the queue; ConfigMaps labelled example.kro.run/skip are left alone
+    wanted = (annotations_changed() | labels_changed()) & ~has_labels("example.kro.run/skip")
+    controller = manager.controller("configmap-labeller")
+    controller.for_("ConfigMap", predicates=wanted).reconcile_objects(label)
 
 
 if __name__ == "__main__":

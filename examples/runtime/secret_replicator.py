@@ -44,7 +44,7 @@ def setup(manager: Manager) -> None:
         selector = f"{REPLICA_OF}={replica_label(source)}"
         for copy in await client.list("Secret", label_selector=selector):
             if copy["metadata"]["namespace"] not in (keep or set()):
-                await client.delete("Secret", copy, missing_ok=True)
+                await client.delete(copy, missing_ok=True)
 
     async def replicate(source: Obj) -> None:
         targets = targets_of(source)

@@ -4,9 +4,11 @@ For each Website (examples/runtime/website-crd.yaml) it keeps a Deployment of `s
 `spec.replicas`, owned by the Website: delete or edit the Deployment and it is put back, delete
 the Website and Kubernetes' garbage collector removes the Deployment. The Website's status
 reports `readyReplicas` and an `Available` condition whose lastTransitionTime moves only when it
-flips. The spec is validated by a pydantic model on every read; a Website that does not fit it
-fails once (a terminal error, logged) instead of being retried. docs/runtime.md compares it with
-controller-runtime and kopf.
+flips; each change of it is also an Event on the Website (Normal when available, else Warning),
+through the recorder the manager names after the controller, and so is a failed reconcile (a
+Warning the builder posts by itself). The spec is validated by a pydantic model on every read;
+a Website that does not fit it fails once (a terminal error, logged and posted as a Warning)
+instead of being retried. docs/runtime.md compares it with controller-runtime and kopf.
 
     kubectl apply -f examples/runtime/website-crd.yaml
     python examples/runtime/website_operator.py [--namespace NS]
@@ -55,15 +57,18 @@ def deployment_for(site: Website) -> dict[str, Any]:
 
 
 def setup(manager: Manager) -> None:
+    events = manager.event_recorder("website")  # what `kubectl describe website` lists
+
     async def reconcile(site: Website) -> None:
         deployment = await manager.client.apply(deployment_for(site))
         ready = (deployment.get("status") or {}).get("readyReplicas", 0)
         available = ready >= site.spec.replicas
         site.status.ready_replicas = ready
-        set_condition(site.status, "Available", str(available),
-                      reason="MinimumReplicasAvailable" if available else "ReplicasNotReady",
-                      message=f"{ready}/{site.spec.replicas} replicas ready",
-                      observed_generation=site.metadata.generation)  # fmt: skip
+        reason = "MinimumReplicasAvailable" if available else "ReplicasNotReady"
+        message = f"{ready}/{site.spec.replicas} replicas ready"
+        if set_condition(site.status, "Available", str(available), reason=reason, message=message,
+                         observed_generation=site.metadata.generation):  # fmt: skip
+            events.record(site, "Normal" if available else "Warning", reason, message)
         await manager.client.update_status(site)  # skipped when nothing changed
 
     (

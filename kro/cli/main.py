@@ -5,10 +5,11 @@ Exit codes: 0 ok, 1 invalid input (with messages), 2 usage errors (argparse's ow
 thirty flags would make argparse's usage block a screenful), and exits 1, with one line, when
 its environment is wrong (kro.cli.controller).
 
-Each command lives in its own module and adds itself with one `add_*_command(commands)` call
-below. Modules are imported when the parser is built, but the heavy ones (graph builder, CEL
-engine, HTTP client) only inside the handlers, so `kro --help` and `kro --version` start fast;
-a CI job pays that start-up on every call.
+Each command lives in its own module and adds itself with one `add_*_command(commands)` call,
+listed in `COMMANDS` below with the one-line help `kro --help` shows. Only the module of the
+command being run is imported (`kro --help` imports none), and the heavy ones (graph builder,
+CEL engine, HTTP client) only inside the handlers, so `kro --help` and `kro validate` start
+fast: a CI job pays that start-up on every call (docs/performance.md has the figures).
 
 Process-wide behaviour a command-line tool owes its pipes lives here: a reader that closes
 early (`kro generate crd -f x | head -1`) ends the command quietly, and Ctrl-C exits 130
@@ -18,10 +19,11 @@ without a traceback.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 EXIT_BROKEN_PIPE: Final = 141  # 128 + SIGPIPE, what a shell reports for a killed writer
 EXIT_INTERRUPTED: Final = 130  # 128 + SIGINT
@@ -82,11 +84,59 @@ def _run_controller(argv: Sequence[str]) -> int:
     return _controller(controller_args(argv))
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from kro.cli.explain import add_explain_command
-    from kro.cli.offline import add_generate_command, add_graph_command, add_validate_command
-    from kro.cli.render import add_render_command
+class Command(NamedTuple):
+    """A subcommand as `kro --help` lists it, and where its parser is defined.
 
+    `adder` ("module:function") adds the full subparser; it is imported only when that command
+    runs (or asks for its own --help), so `kro --help` and `kro validate` never load `explain`'s
+    cluster client or the controller's flags (tests/cli/test_lazy_commands.py keeps `help` equal
+    to the subparser's own).
+    """
+
+    name: str
+    help: str
+    adder: str
+
+
+COMMANDS: Final = (
+    Command(
+        "validate",
+        "check ResourceGraphDefinitions as a cluster would (offline)",
+        "kro.cli.offline:add_validate_command",
+    ),
+    Command("generate", "generate artifacts from an RGD", "kro.cli.offline:add_generate_command"),
+    Command(
+        "graph",
+        "print an RGD's resource order, apply-order waves and dependencies",
+        "kro.cli.offline:add_graph_command",
+    ),
+    Command(
+        "render",
+        "print the resources an instance would produce (offline)",
+        "kro.cli.render:add_render_command",
+    ),
+    Command(
+        "explain",
+        "explain why an instance or a ResourceGraphDefinition is not ready (read-only)",
+        "kro.cli.explain:add_explain_command",
+    ),
+    Command(
+        "controller",
+        "run the kro controller against a cluster",
+        "kro.cli.main:add_controller_command",
+    ),
+)
+
+
+def command_of(arguments: Sequence[str]) -> str | None:
+    """The subcommand `arguments` name: the first that is not an option (the top-level parser
+    has only -h and --version, neither of which takes a value)."""
+    return next((a for a in arguments if not a.startswith("-")), None)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The `kro` parser with `command`'s full subparser; the others are listed by name and
+    help only (`COMMANDS`), their modules left unimported."""
     parser = argparse.ArgumentParser(
         prog="kro",
         description=DESCRIPTION,
@@ -95,12 +145,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action=_VersionAction)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    add_validate_command(commands)
-    add_generate_command(commands)
-    add_graph_command(commands)
-    add_render_command(commands)
-    add_explain_command(commands)
-    add_controller_command(commands)
+    for entry in COMMANDS:
+        if entry.name == command:
+            module, _, function = entry.adder.partition(":")
+            getattr(importlib.import_module(module), function)(commands)
+        else:
+            commands.add_parser(entry.name, help=entry.help, add_help=False)
     return parser
 
 
@@ -123,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else list(argv)
     if arguments[:1] == ["controller"]:
         return _run_controller(arguments[1:])
-    parser = build_parser()
+    parser = build_parser(command_of(arguments))
     args = parser.parse_args(arguments)
     try:
         code: int = args.handler(args)

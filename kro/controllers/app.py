@@ -246,6 +246,7 @@ class KroApp:
             .workers(options.graph_revision_workers)
             .rate_limit(default_controller_rate_limiter())
             .leader_only(not sharded)
+            .failure_events(False)  # reported in conditions, as upstream
             .build(self.gr_reconciler)
         )
         self.rgd_controller: Controller[Request] = (
@@ -257,6 +258,7 @@ class KroApp:
             .workers(options.rgd_workers)
             .rate_limit(default_controller_rate_limiter())
             .leader_only(not sharded)
+            .failure_events(False)  # reported in conditions, as upstream
             .build(self.rgd_reconciler)
         )
         manager.add_controller(self.dynamic, leader_only=not sharded)
@@ -311,6 +313,7 @@ class KroApp:
             .workers(options.graph_concurrent_reconciles)
             .rate_limit(default_controller_rate_limiter())
             .leader_only(self.cache.shard is None)
+            .failure_events(False)  # reported in conditions, as upstream
             .build(self.graph_reconciler)
         )
         self.manager.add_runnable(self.graph_reconciler.clients)

@@ -20,7 +20,7 @@ reads, direct writes, kinds by name), and underneath, `Client.from_kubeconfig`, 
 
     def setup(manager: Manager) -> None:
         async def label(cm: dict) -> None:
-            await manager.client.patch("ConfigMap", cm, {"metadata": {"labels": {"seen": "yes"}}})
+            await manager.client.patch(cm, {"metadata": {"labels": {"seen": "yes"}}})
 
         manager.controller("labeller").for_("ConfigMap").reconcile_objects(label)
 
@@ -58,6 +58,8 @@ if TYPE_CHECKING:
     from .discovery import RESTMapper as RESTMapper
     from .events import EventRecorder as EventRecorder
     from .events import EventRecorderOptions as EventRecorderOptions
+    from .events import NamedRecorder as NamedRecorder
+    from .events import Recorder as Recorder
     from .finalizers import Finalizer as Finalizer
     from .finalizers import FinalizerOutcome as FinalizerOutcome
     from .gvk import GVK as GVK
@@ -122,7 +124,7 @@ else:
             ".config": ("ConnectionConfig",),
             ".controller": ("Controller",),
             ".discovery": ("RESTMapper",),
-            ".events": ("EventRecorder", "EventRecorderOptions"),
+            ".events": ("EventRecorder", "EventRecorderOptions", "NamedRecorder", "Recorder"),
             ".finalizers": ("Finalizer", "FinalizerOutcome"),
             ".gvk": ("GVK", "GVR"),
             ".informer": ("EventHandler", "Informer", "strip_managed_fields"),
@@ -187,6 +189,7 @@ __all__ = [
     "ManagerOptions",
     "MaxOf",
     "MetricsProvider",
+    "NamedRecorder",
     "Object",
     "ObjectKey",
     "ObjectMeta",
@@ -201,6 +204,7 @@ __all__ = [
     "RealClock",
     "ReconcileObserver",
     "Reconciler",
+    "Recorder",
     "Request",
     "Result",
     "RunOptions",

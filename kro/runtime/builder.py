@@ -32,6 +32,10 @@ discovery: the plural is looked up, never typed) or a typed model class (kro.run
 which `reconcile_objects` hands the reconciler validated models. A kind that discovery must
 resolve is wired when the manager starts (`Manager.add_prestart`), after discovery is read.
 
+A failed reconcile posts a Warning Event on its object (reason `ReconcileFailed`), through the
+recorder the manager names after the controller, folded and rate limited like client-go's;
+`failure_events(False)` turns that off (kro.runtime.failureevents).
+
 `finalize(name, cleanup, needed=...)` puts a finalizer on every primary the reconciler sees and
 runs `cleanup(obj)` once before the object goes (deleted, or no longer `needed`), then releases
 it; the reconciler itself only sees live objects that need it (kro.runtime.finalizers).
@@ -54,6 +58,8 @@ from .cache import InformerCache
 from .clock import Clock
 from .controller import Controller
 from .errors import NoKindMatch
+from .events import Recorder
+from .failureevents import FailureEvents, cached_object
 from .finalizers import Cleanup, Finalizer, Needed
 from .gvk import GVK, GVR
 from .handlers import EnqueueForObject, EnqueueForOwner, EnqueueFromMap, MapFunc
@@ -118,6 +124,8 @@ class ControllerHost(Protocol):
     def add_controller(
         self, controller: Controller[Request], *, leader_only: bool = True
     ) -> None: ...
+
+    def event_recorder(self, name: str) -> Recorder: ...  # events: failure Warnings
 
 
 def _as_list(predicates: Predicates) -> list[Predicate]:
@@ -323,6 +331,25 @@ class ControllerBuilder(Generic[ObjT]):
             raise TypeError("webhooks need a kro.runtime Manager (its `webhooks` server)")
         return cast("WebhookServer", server)
 
+    # -- events ---------------------------------------------------------------------------------
+
+    _failure_events = True
+
+    def failure_events(self, enabled: bool = True) -> Self:
+        """Post a Warning Event (reason `ReconcileFailed`, the error as message) on the object
+        of each failed reconcile, folded and rate limited (the default; kro.runtime.failureevents);
+        False: only the controller's log says so."""
+        self._failure_events = enabled
+        return self
+
+    def _report_failures(self, controller: Controller[Request], name: str) -> None:
+        """Give `controller` an observer that records its failures on the objects, through the
+        recorder the manager names after it."""
+        manager = self._manager
+        primary = self._require_primary()
+        lookup = cached_object(manager.cache, primary.kind, manager.cache.client.mapper)
+        controller.add_observer(FailureEvents(manager.event_recorder(name), lookup))
+
     # -- building -------------------------------------------------------------------------------
 
     def reconcile_objects(self, fn: ObjectFn[ObjT]) -> Controller[Request]:
@@ -367,6 +394,8 @@ class ControllerBuilder(Generic[ObjT]):
             clock=self._clock,
             metrics=manager.metrics,
         )
+        if self._failure_events:  # events: a Warning Event on the object of a failed reconcile
+            self._report_failures(controller, name)
         manager.add_controller(controller, leader_only=self._leader_only)
         self._built = True
         return controller

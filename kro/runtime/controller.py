@@ -50,7 +50,7 @@ import structlog
 from .clock import Clock, RealClock
 from .failurelog import FailureLog
 from .metrics import NOOP, MetricsProvider
-from .outcomes import Outcome, ReconcileObserver, is_bug
+from .outcomes import Observers, Outcome, ReconcileObserver, is_bug
 from .reconcile import ObjectKey, Reconciler, Result, TerminalError
 from .workqueue import QueueShutDown, WorkQueue
 
@@ -178,6 +178,14 @@ class Controller(Generic[K]):
         self._gate_poll_s = gate_poll_s
         self._shard = shard
         self._observer: ReconcileObserver[K] = observer or ReconcileObserver()
+
+    def add_observer(self, observer: ReconcileObserver[K]) -> None:
+        """Tell `observer` too about every key taken and every judged reconcile (after the
+        observers given before)."""
+        if type(self._observer) is ReconcileObserver:  # the default, which does nothing
+            self._observer = observer
+        else:
+            self._observer = Observers(self._observer, observer)
 
     def set_work_gate(self, gate: Callable[[], bool]) -> None:
         """Ask `gate()` before each reconcile; keys wait in the queue while it says no."""

@@ -38,6 +38,12 @@ collection walks all of it (184 ms pauses measured at 10k objects; `bench/bench_
 off by default because the collector is process-wide: a library embedded in someone else's
 process must not change it behind their back.
 
+Events: a manager with a Client runs one EventRecorder for the process (core/v1 Events,
+reporting as `name`; `events`), and `event_recorder(name)` is a view of it named after a
+controller (controller-runtime's GetEventRecorderFor), through which the builder's controllers
+post a Warning on the object of each failed reconcile. What was recorded before a graceful stop
+is sent before the manager lets go (kro.runtime.events, kro.runtime.failureevents).
+
 Nothing listens by default either: probes and metrics are served only on the addresses given
 (kubebuilder's conventions are ":8081" for probes and ":8080" for metrics; `kro controller`
 passes upstream kro's ":8079" / ":8078"), so an embedded manager never takes a port, and two
@@ -61,7 +67,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import os
 import signal
+import socket
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -73,6 +81,7 @@ from .builder import ControllerBuilder
 from .cache import InformerCache, Source
 from .client import Client
 from .clock import Clock, RealClock, wait_with_timeout
+from .events import EventRecorder, EventRecorderOptions, NamedRecorder
 from .leaderelection import LeaderElectionConfig, LeaderElectionLost, LeaderElector, LeaseClient
 from .managerclient import ManagerClient
 from .prometheus import CONTENT_TYPE, PrometheusProvider
@@ -255,6 +264,8 @@ class Manager:
         self._webhooks: WebhookServer | None = None
         if self.options.leader_election is not None:
             self._health_checks["leaderElection"] = self._elector_healthy
+        # -- events: one recorder for the process (see "events" below) ---------------------
+        self._events = self._new_event_recorder(client)
 
     # -- registration ---------------------------------------------------------------------------
 
@@ -321,6 +332,44 @@ class Manager:
                 self.reader, self.cache.client, field_manager=self.options.name
             )
         return self._manager_client
+
+    # -- events ---------------------------------------------------------------------------------
+    # One EventRecorder for the process (one buffer, one sender, one spam filter per object, as
+    # client-go's broadcaster), run as a runnable and flushed on a graceful stop; controllers
+    # report through named views of it. core/v1 Events, as controller-runtime's recorder
+    # writes them: `kubectl describe` shows them and every API server version takes them.
+
+    def _new_event_recorder(self, client: LeaseClient | None) -> EventRecorder | None:
+        if not isinstance(client, Client):
+            return None
+        instance = os.environ.get("POD_NAME") or socket.gethostname()
+        options = EventRecorderOptions(
+            reporting_controller=self.options.name, reporting_instance=instance[:128], api="v1"
+        )
+        recorder = EventRecorder(client, options, clock=self._clock)
+        self.add_runnable(recorder)
+        return recorder
+
+    @property
+    def events(self) -> EventRecorder:
+        """The process's EventRecorder, reporting as the manager's `name`."""
+        if self._events is None:
+            raise ValueError("Events need Manager(..., client=Client)")
+        return self._events
+
+    def event_recorder(self, name: str) -> NamedRecorder:
+        """A recorder reporting as `name` (controller-runtime's `GetEventRecorderFor`); the
+        builder hands each controller the one named after it, for its failure Warnings."""
+        return self.events.named(name)
+
+    async def _flush_events(self, timeout_s: float = 2.0) -> None:
+        """Send what controllers recorded before they drained (their last failures)."""
+        if self._events is None:
+            return
+        try:
+            await wait_with_timeout(self._clock, self._events.flush(), timeout_s)
+        except TimeoutError:
+            log.warning("manager.events_dropped", pending=self._events.pending)
 
     # -- state ----------------------------------------------------------------------------------
 
@@ -543,6 +592,7 @@ class Manager:
             await wait_with_timeout(self._clock, drained(), timeout_s)
         except TimeoutError:
             log.warning("manager.drain_timed_out", timeout_s=timeout_s)
+        await self._flush_events()  # events: the drained controllers' last Events
         leader.cancel()  # stops what is left; the elector releases the Lease as it unwinds
         await asyncio.wait({leader})
 

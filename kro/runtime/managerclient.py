@@ -10,15 +10,17 @@ manager) and spells every plural in a GVR. `ManagerClient` is that one client:
     copies = await client.list("Secret", label_selector="app=x")    # a kind by name
     await client.apply(deployment)                 # the kind from apiVersion/kind; forced, as
                                                    # the manager's field manager
-    await client.patch("ConfigMap", cm, {"metadata": {"labels": {...}}})   # name from cm
-    await client.delete("Secret", copy, missing_ok=True)
+    await client.patch(cm, {"metadata": {"labels": {...}}})   # kind and name from cm
+    await client.patch("ConfigMap", "settings", {...}, namespace="prod")   # or named
+    await client.delete(copy, missing_ok=True)         # kind and name from the object
     site.status.ready_replicas = 3
     await client.update_status(site)               # typed: written only when it changed
 
 A kind is a GVR, a GVK, a typed model class (kro.runtime.typed, which needs only its `gvk`), or
 a name as kubectl takes it (`"Deployment"`, `"deployments.apps"`, `"deploy"`), resolved through
 the RESTMapper (discovery) once and then from memory. Writes that take an object find its kind
-in the object (`apiVersion`/`kind`, or the model's class). Reads have the cache's semantics
+in the object (`apiVersion`/`kind`, or the model's class): `apply`, `create`, `update`,
+`update_status`, and `patch`/`delete` when given the object alone. Reads have the cache's semantics
 (kro.runtime.reader): shared, read-only dicts that may lag a write by one watch event.
 
 Every method also takes the plain client's form (`patch(gvr, name, body, namespace=...)`), so
@@ -30,7 +32,7 @@ from __future__ import annotations
 import builtins
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, cast, overload
 
 from .client import Client
 from .discovery import RESTMapper
@@ -49,6 +51,8 @@ Obj = dict[str, Any]
 Object = Obj
 """An object as kro.runtime passes it around: a plain dict (controller-runtime's client.Object)."""
 ObjectOrName: TypeAlias = "str | Mapping[str, Any] | BaseModel"
+PatchType: TypeAlias = Literal["merge", "json", "strategic"]
+_NO_BODY: Final = object()  # `patch(obj, body)`: no third argument
 
 
 def _model_class(obj: object) -> type | None:
@@ -76,9 +80,19 @@ def kind_of(obj: Mapping[str, Any] | BaseModel) -> Kind:
     if not body.get("apiVersion") or not body.get("kind"):
         raise TypeError(
             "the object has no apiVersion/kind (objects of built-in kinds listed from the API "
-            "server have none): name the kind, e.g. client.patch('ConfigMap', obj, ...)"
+            "server have none): name the kind, e.g. client.patch('ConfigMap', obj, body)"
         )
     return GVK.from_object(dict(body))
+
+
+def _as_object(value: object, verb: str) -> Mapping[str, Any] | BaseModel:
+    """`value` if it is an object (a dict or a model); a kind alone names no object."""
+    if isinstance(value, Mapping) or _model_class(value) is not None:
+        return cast("Mapping[str, Any] | BaseModel", value)
+    raise TypeError(
+        f"{verb}({value!r}, ...) names a kind but no object: "
+        f"{verb}(kind, name_or_object, ...) or {verb}(obj, ...)"
+    )
 
 
 def _name_and_namespace(target: ObjectOrName, namespace: str | None) -> tuple[str, str | None]:
@@ -166,24 +180,61 @@ class ManagerClient:
         options.setdefault("field_manager", self.field_manager)
         return await self.api.update(gvr, as_dict(obj), **options)
 
+    @overload
+    async def patch(
+        self,
+        obj: Mapping[str, Any] | BaseModel,
+        patch: Any,
+        /,
+        *,
+        namespace: str | None = None,
+        patch_type: PatchType = "merge",
+        subresource: str | None = None,
+        field_manager: str | None = None,
+        dry_run: bool = False,
+    ) -> Obj: ...
+
+    @overload
     async def patch(
         self,
         kind: Kind,
         target: ObjectOrName,
         patch: Any,
+        /,
         *,
         namespace: str | None = None,
-        patch_type: Literal["merge", "json", "strategic"] = "merge",
+        patch_type: PatchType = "merge",
+        subresource: str | None = None,
+        field_manager: str | None = None,
+        dry_run: bool = False,
+    ) -> Obj: ...
+
+    async def patch(
+        self,
+        first: Kind | Mapping[str, Any] | BaseModel,
+        second: Any,
+        third: Any = _NO_BODY,
+        /,
+        *,
+        namespace: str | None = None,
+        patch_type: PatchType = "merge",
         subresource: str | None = None,
         field_manager: str | None = None,
         dry_run: bool = False,
     ) -> Obj:
-        """PATCH the object `target` names (a name, or the object itself)."""
+        """PATCH an object: `patch(obj, body)` (its kind from the object, as `apply` takes
+        it), or `patch(kind, target, body)` with `target` a name or the object itself."""
+        target: ObjectOrName
+        if third is _NO_BODY:
+            target = _as_object(first, "patch")
+            kind, body = kind_of(target), second
+        else:
+            kind, target, body = cast(Kind, first), second, third
         name, ns = _name_and_namespace(target, namespace)
         return await self.api.patch(
             await resolve_gvr(kind, self.mapper),
             name,
-            patch,
+            body,
             namespace=ns,
             patch_type=patch_type,
             subresource=subresource,
@@ -191,17 +242,47 @@ class ManagerClient:
             dry_run=dry_run,
         )
 
+    @overload
+    async def delete(
+        self,
+        obj: Mapping[str, Any] | BaseModel,
+        /,
+        *,
+        namespace: str | None = None,
+        missing_ok: bool = False,
+        **options: Any,
+    ) -> Obj | None: ...
+
+    @overload
     async def delete(
         self,
         kind: Kind,
         target: ObjectOrName,
+        /,
+        *,
+        namespace: str | None = None,
+        missing_ok: bool = False,
+        **options: Any,
+    ) -> Obj | None: ...
+
+    async def delete(
+        self,
+        first: Kind | Mapping[str, Any] | BaseModel,
+        target: ObjectOrName | None = None,
+        /,
         *,
         namespace: str | None = None,
         missing_ok: bool = False,
         **options: Any,
     ) -> Obj | None:
-        """DELETE the object `target` names; `missing_ok`: one already gone is no error
-        (controller-runtime's `client.IgnoreNotFound`)."""
+        """DELETE an object: `delete(obj)` (its kind from the object), or `delete(kind,
+        target)` with `target` a name or the object; `missing_ok`: one already gone is no
+        error (controller-runtime's `client.IgnoreNotFound`)."""
+        if target is None:
+            target = _as_object(first, "delete")
+            kind: Kind = kind_of(target)
+        else:
+            kind = cast(Kind, first)
         name, ns = _name_and_namespace(target, namespace)
         try:
             return await self.api.delete(

@@ -72,3 +72,22 @@ class ReconcileObserver(Generic[K_contra]):
         self, item: K_contra, outcome: Outcome, seconds: float, error: Exception | None
     ) -> None:
         """`item` was reconciled in `seconds` and judged `outcome` (`error`: what it raised)."""
+
+
+class Observers(ReconcileObserver[K_contra]):
+    """Several observers told in turn, so a controller can serve more than one score keeper
+    (its owner's, and the builder's Warning Events on failed reconciles); one that raises is
+    the controller's to log, as for a single observer."""
+
+    def __init__(self, *observers: ReconcileObserver[K_contra]) -> None:
+        self.observers = observers
+
+    def taken(self, item: K_contra) -> None:
+        for observer in self.observers:
+            observer.taken(item)
+
+    def reconciled(
+        self, item: K_contra, outcome: Outcome, seconds: float, error: Exception | None
+    ) -> None:
+        for observer in self.observers:
+            observer.reconciled(item, outcome, seconds, error)

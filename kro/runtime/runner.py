@@ -14,21 +14,11 @@ operator module is its set-up function:
 or, with no `__main__` block at all, `python -m kro.runtime path/to/operator.py` (or
 `package.module`, or `package.module:function`; the function defaults to `setup`).
 
-| flag | environment | default |
-|---|---|---|
-| `--kubeconfig` | `KUBECONFIG` | ~/.kube/config, else in-cluster |
-| `--context` | | the kubeconfig's current context |
-| `-n`, `--namespace` | `WATCH_NAMESPACE` | every namespace |
-| `--name` | `OPERATOR_NAME` | the module's name (`secret_replicator` -> `secret-replicator`) |
-| `--health-probe-bind-address` | `HEALTH_PROBE_BIND_ADDRESS` | `0` (off; `:8081` in a pod) |
-| `--metrics-bind-address` | `METRICS_BIND_ADDRESS` | `0` (off; `:8080` in a pod) |
-| `--leader-elect` | `LEADER_ELECT` (`true`) | off |
-| `--leader-election-id` | `LEADER_ELECTION_ID` | the name |
-| `--leader-election-namespace` | `POD_NAMESPACE` | the pod's namespace, else `default` |
-| `--graceful-shutdown-timeout` | `GRACEFUL_SHUTDOWN_TIMEOUT` | 30 (seconds) |
-| `--qps`, `--burst` | `KUBE_QPS`, `KUBE_BURST` | 50, 100 |
-| `--log-format` | `LOG_FORMAT` | `console` on a terminal, else `json` |
-| `--log-level`, `-v` | `LOG_LEVEL` | `info` (`-v`: `debug`) |
+`--help` lists every flag with its environment variable and default (kro.runtime.runflags
+holds the table): the connection (`--kubeconfig`, `--context`), the scope (`--namespace`,
+`WATCH_NAMESPACE`), the name, the probe and metrics addresses (`:8081` and `:8080` in a pod,
+off elsewhere), leader election, the graceful-shutdown timeout, the client's rate limits and
+logging.
 
 SIGTERM and SIGINT stop the manager gracefully (a second one at once); a fatal error (a lost
 Lease, a cache that never synced, a kind the server does not serve) exits 1 after logging it,
@@ -39,7 +29,6 @@ the same without parsing anything and returns once the manager has stopped.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import dataclasses
 import importlib
@@ -62,6 +51,7 @@ from .config import SERVICE_ACCOUNT_DIR
 from .leaderelection import LeaderElectionConfig
 from .logging import configure
 from .manager import Manager, ManagerOptions
+from .runflags import parser
 
 __all__ = ["RunOptions", "Setup", "load_setup", "main", "options_from", "run", "run_manager"]
 
@@ -118,48 +108,12 @@ def _pod_namespace() -> str:
         return "default"
 
 
-def _truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def _parser(name: str, with_target: bool) -> argparse.ArgumentParser:
-    env = os.environ.get
-    parser = argparse.ArgumentParser(
-        prog=None if not with_target else "python -m kro.runtime",
-        description="Run a kro.runtime operator (flags fall back to the environment).",
-    )
-    if with_target:
-        parser.add_argument("target", help="operator.py, package.module or package.module:setup")
-    add = parser.add_argument
-    add("--kubeconfig", default=env("KUBECONFIG") or None)
-    add("--context", default=None)
-    add("-n", "--namespace", default=env("WATCH_NAMESPACE") or None, help="default: all")
-    add("--name", default=env("OPERATOR_NAME") or name)
-    add("--health-probe-bind-address", default=env("HEALTH_PROBE_BIND_ADDRESS", "0"))
-    add("--metrics-bind-address", default=env("METRICS_BIND_ADDRESS", "0"))
-    add("--leader-elect", action="store_true", default=_truthy(env("LEADER_ELECT")))
-    add("--leader-election-id", default=env("LEADER_ELECTION_ID") or None)
-    add("--leader-election-namespace", default=env("POD_NAMESPACE") or None)
-    add(
-        "--graceful-shutdown-timeout",
-        type=float,
-        default=float(env("GRACEFUL_SHUTDOWN_TIMEOUT", "30")),
-    )
-    add("--qps", type=float, default=float(env("KUBE_QPS", "50")))
-    add("--burst", type=int, default=int(env("KUBE_BURST", "100")))
-    tty = "console" if sys.stderr.isatty() else "json"
-    add("--log-format", choices=["json", "console"], default=env("LOG_FORMAT", tty))
-    add("--log-level", default=env("LOG_LEVEL", "info"))
-    add("-v", "--verbose", action="store_true", help="--log-level=debug")
-    return parser
-
-
 def options_from(
     argv: Sequence[str] | None = None, *, name: str = "kro-runtime", with_target: bool = False
 ) -> tuple[RunOptions, str | None]:
     """RunOptions from flags (`argv`, default sys.argv[1:]) over the environment; with
     `with_target`, also the positional operator to load."""
-    args = _parser(name, with_target).parse_args(argv)
+    args = parser(name, with_target=with_target, environ=os.environ).parse_args(argv)
     options = RunOptions(
         name=args.name,
         kubeconfig=args.kubeconfig,

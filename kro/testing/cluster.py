@@ -610,11 +610,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--dir", type=Path, default=None, help="state directory (default: %(default)s)"
-    )
+    where = "state directory (default: $KRO_CLUSTER_DIR, else ~/.cache/kro-cluster)"
+    parser.add_argument("--dir", type=Path, default=None, help=where)
+    # Also after the subcommand (`up --dir X`), where people write it: SUPPRESS keeps a
+    # subcommand without it from resetting a --dir given before.
+    after = argparse.ArgumentParser(add_help=False)
+    after.add_argument("--dir", type=Path, default=argparse.SUPPRESS, help=where)
     sub = parser.add_subparsers(dest="command", required=True)
-    up = sub.add_parser("up", help="start a detached cluster and print its KUBECONFIG")
+    up = sub.add_parser(
+        "up", parents=[after], help="start a detached cluster and print its KUBECONFIG"
+    )
     up.add_argument("--nodes", type=int, default=1, help="fake nodes (0: no scheduler, no kwok)")
     up.add_argument(
         "--feature-gates",
@@ -623,8 +628,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="kube-apiserver feature gates, NAME=true|false,... ('none': the server defaults; "
         "default: ShardedListAndWatch=true)",
     )
-    sub.add_parser("down", help="stop the detached cluster")
-    sub.add_parser("status", help="say what is running")
+    sub.add_parser("down", parents=[after], help="stop the detached cluster")
+    sub.add_parser("status", parents=[after], help="say what is running")
     args = parser.parse_args(argv)
     run_dir: Path = args.dir or default_state_dir()
     if args.command == "up":

@@ -1,16 +1,15 @@
 """Manifests and shortcuts shared by the kro.applyset unit tests (the fake API server itself is
-tests/runtime/fakeapi.py)."""
+kro.testing.fakeapi)."""
 
 from __future__ import annotations
 
 import copy
 from typing import Any
 
-from fakeapi import FakeApiServer, FakeResource, Fault
-
 from kro.api.names import ANNOTATION_APPLY_ORDER, LABEL_NODE_ID
 from kro.applyset import Desired
 from kro.runtime.gvk import GVR
+from kro.testing.fakeapi import FakeApiServer, FakeResource, Fault
 
 NS = "team-a"
 CONFIGMAPS = GVR("", "v1", "configmaps")

@@ -1,22 +1,17 @@
-"""Fixtures for kro.applyset unit tests: the in-process fake API server (tests/runtime/fakeapi.py)
+"""Fixtures for kro.applyset unit tests: the in-process fake API server (kro.testing.fakeapi)
 with a namespaced CR kind (WebApp, the parent) and a cluster-scoped one (Widget), a real Client
 on it, an Applier, and a task-leak check."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "runtime"))
-
 from applyset_fakes import WEBAPP, WIDGET
-from fakeapi import DEFAULT_RESOURCES, FakeApiServer, unthrottled_client
 
 from kro.applyset import Applier, ApplierOptions, tooling_for
 from kro.runtime.client import Client
+from kro.testing.fakeapi import DEFAULT_RESOURCES, FakeApiServer, unthrottled_client
 
 
 @pytest.fixture(autouse=True)

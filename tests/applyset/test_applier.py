@@ -20,7 +20,6 @@ from applyset_fakes import (
     widget,
     writes,
 )
-from fakeapi import FakeApiServer
 
 from kro.api.names import (
     ANNOTATION_APPLYSET_ADDITIONAL_NAMESPACES,
@@ -43,6 +42,7 @@ from kro.applyset import (
 from kro.runtime.client import Client
 from kro.runtime.errors import Invalid
 from kro.runtime.gvk import GVK, GVR
+from kro.testing.fakeapi import FakeApiServer
 
 APP_ID = applyset_id(name="app", namespace=NS, kind="WebApp", group="example.kro.run")
 

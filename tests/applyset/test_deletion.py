@@ -16,7 +16,6 @@ from applyset_fakes import (
     seed_parent,
     widget,
 )
-from fakeapi import FakeApiServer
 
 from kro.api.names import (
     ANNOTATION_APPLY_ORDER,
@@ -36,6 +35,7 @@ from kro.engine.teardown import FINALIZER_ATTEMPTS
 from kro.runtime.client import Client
 from kro.runtime.finalizers import remove_finalizer
 from kro.runtime.gvk import GVK
+from kro.testing.fakeapi import FakeApiServer
 
 
 @pytest.mark.parametrize(

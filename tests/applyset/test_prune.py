@@ -19,7 +19,6 @@ from applyset_fakes import (
     widget,
     writes,
 )
-from fakeapi import FakeApiServer
 
 from kro.api.names import (
     ANNOTATION_APPLYSET_ADDITIONAL_NAMESPACES,
@@ -40,6 +39,7 @@ from kro.applyset import (
 from kro.runtime.client import Client
 from kro.runtime.errors import Forbidden
 from kro.runtime.gvk import GVK, GVR
+from kro.testing.fakeapi import FakeApiServer
 
 POSITIONS = {"a": 0, "b": 1, "c": 2, "w": 3}
 
@@ -235,7 +235,7 @@ async def test_kinds_no_longer_served_are_skipped(
 async def test_recorded_kinds_at_a_non_preferred_version_are_found(
     api: FakeApiServer, client: Client, applier: Applier
 ) -> None:
-    from fakeapi import FakeResource
+    from kro.testing.fakeapi import FakeResource
 
     api.add_resource(FakeResource("example.kro.run", "v1beta1", "gadgets", "Gadget"))
     gadgets = GVR("example.kro.run", "v1beta1", "gadgets")

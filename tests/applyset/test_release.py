@@ -22,7 +22,6 @@ from applyset_fakes import (
     seed_parent,
     status_fault,
 )
-from fakeapi import FakeApiServer
 
 from kro.applyset import Applier, Member, ObjectRef, delete_next_wave, list_members, prune
 from kro.applyset.identity import Parent
@@ -39,6 +38,7 @@ from kro.engine.ownership import TeardownStep
 from kro.engine.teardown import teardown_step
 from kro.runtime.client import Client
 from kro.runtime.gvk import GVK
+from kro.testing.fakeapi import FakeApiServer
 
 ORPHANED = {"internal.kro.run/deletion-policy": "Orphaned"}
 

@@ -1,5 +1,5 @@
 """Fixtures for the kro.controllers unit tests: the in-process fake API server
-(tests/runtime/fakeapi.py) serving ConfigMaps, Events and the Greeter kind, a real Client on it,
+(kro.testing.fakeapi) serving ConfigMaps, Events and the Greeter kind, a real Client on it,
 an Applier, a dynamic controller, a Prometheus provider to read metrics from, and a task-leak
 check; and the fake API server with kro's own kinds (`kro_api`) with a client on it
 (`kro_client`)."""
@@ -15,7 +15,6 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "runtime"))
 
 from controllers_fakes import GROUP
-from fakeapi import DEFAULT_RESOURCES, FakeApiServer, FakeResource, unthrottled_client
 from rgd_app_fakes import KroFakeApi
 
 from kro.applyset import Applier, ApplierOptions, tooling_for
@@ -23,6 +22,7 @@ from kro.dynamic import DynamicController, DynamicControllerOptions
 from kro.runtime.cache import InformerCache
 from kro.runtime.client import Client
 from kro.runtime.prometheus import PrometheusProvider
+from kro.testing.fakeapi import DEFAULT_RESOURCES, FakeApiServer, FakeResource, unthrottled_client
 
 GREETER = FakeResource(GROUP, "v1alpha1", "greeters", "Greeter")
 

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from controllers_fakes import GREETERS, GROUP, NS, RESOLVER, greeter_reconciler, greeter_rgd
-from fakeapi import FakeApiServer
 
 from kro.applyset import Applier, ApplierOptions, tooling_for
 from kro.controllers.instance import InstanceReconciler
@@ -24,6 +23,7 @@ from kro.runtime.client import Client
 from kro.runtime.gvk import GVR
 from kro.runtime.prometheus import PrometheusProvider
 from kro.runtime.reconcile import Request, Result
+from kro.testing.fakeapi import FakeApiServer
 
 REQUEST = Request(NS, "hi")
 INSTANCE_PATH = f"/apis/{GROUP}/v1alpha1/namespaces/{NS}/greeters/hi"

@@ -11,9 +11,7 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
-from _fakeapi_discovery import parse_selector, selector_matches
 from controllers_fakes import GROUP, RESOLVER, greeter_rgd
-from fakeapi import DEFAULT_RESOURCES, FakeApiServer, FakeResource
 
 from kro.controllers.app import AppOptions, KroApp
 from kro.controllers.graphrevision import GRAPH_REVISIONS
@@ -26,6 +24,13 @@ from kro.runtime.metrics import MetricsProvider
 from kro.runtime.prometheus import PrometheusProvider
 from kro.runtime.sharding import ShardView
 from kro.testing import waiting
+from kro.testing.fakeapi import (
+    DEFAULT_RESOURCES,
+    FakeApiServer,
+    FakeResource,
+    parse_selector,
+    selector_matches,
+)
 
 T = TypeVar("T")
 

@@ -20,7 +20,6 @@ from controllers_fakes import (
     greeter_rgd,
     sample,
 )
-from fakeapi import FakeApiServer
 from fakes_control import RecordingMetrics
 
 from kro.applyset import Applier
@@ -41,6 +40,7 @@ from kro.runtime.client import Client
 from kro.runtime.errors import ApiError
 from kro.runtime.prometheus import PrometheusProvider
 from kro.runtime.reconcile import Request
+from kro.testing.fakeapi import FakeApiServer
 
 HI = Request(NS, "hi")
 

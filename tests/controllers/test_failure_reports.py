@@ -24,7 +24,6 @@ from controllers_fakes import (
     sample,
     unserved_rgd_reconciler,
 )
-from fakeapi import FakeApiServer, Fault
 
 from kro.applyset import Applier
 from kro.controllers.events import RecorderPool
@@ -38,6 +37,7 @@ from kro.runtime.events import CORE_EVENTS
 from kro.runtime.metrics import NOOP
 from kro.runtime.prometheus import PrometheusProvider
 from kro.runtime.reconcile import Request
+from kro.testing.fakeapi import FakeApiServer, Fault
 
 HI = Request(NS, "hi")
 

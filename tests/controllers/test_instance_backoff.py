@@ -15,13 +15,13 @@ from controllers_fakes import (
     greeter_graph,
     greeter_reconciler,
 )
-from fakeapi import FakeApiServer, Fault
 
 from kro.applyset import Applier
 from kro.controllers.instance import InstanceOptions, InstanceReconciler
 from kro.controllers.registry import RevisionRegistry
 from kro.runtime.client import Client
 from kro.runtime.reconcile import Request
+from kro.testing.fakeapi import FakeApiServer, Fault
 
 HI = Request(NS, "hi")
 

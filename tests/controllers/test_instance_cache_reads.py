@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 from controllers_fakes import CONFIGMAPS, GREETERS, NS, greeter, greeter_rgd
-from fakeapi import FakeApiServer
 from kro_process import CHILD_PATH, INSTANCE_PATH, REQUEST, Kro, registry_of, running, sent, stored
 
 from kro.controllers.instance.reconciler import ReconcileFailed
 from kro.dynamic import ScalarWatch
 from kro.runtime.client import Client
 from kro.runtime.reconcile import Result
+from kro.testing.fakeapi import FakeApiServer
 from kro.testing.waiting import eventually
 
 CHILD = ScalarWatch("greeting", CONFIGMAPS, NS, "hi")

@@ -13,7 +13,6 @@ from controllers_fakes import (
     greeter_graph,
     greeter_reconciler,
 )
-from fakeapi import FakeApiServer, Fault, forbidden
 
 from kro.applyset import Applier
 from kro.controllers.instance import InstanceReconciler, should_enqueue_update
@@ -22,6 +21,7 @@ from kro.controllers.registry import RevisionRegistry
 from kro.runtime.client import Client
 from kro.runtime.errors import NotFound
 from kro.runtime.reconcile import Request
+from kro.testing.fakeapi import FakeApiServer, Fault, forbidden
 
 HI = Request(NS, "hi")
 FORBIDDEN = forbidden("configmaps")

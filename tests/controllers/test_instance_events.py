@@ -18,7 +18,6 @@ from controllers_fakes import (
     greeter_graph,
     greeter_reconciler,
 )
-from fakeapi import FakeApiServer
 
 from kro.applyset import Applier
 from kro.cli.controller import app_options
@@ -32,6 +31,7 @@ from kro.runtime.events import CORE_EVENTS, EventRecorder
 from kro.runtime.manager import Manager, ManagerOptions
 from kro.runtime.metrics import NOOP
 from kro.runtime.reconcile import Request
+from kro.testing.fakeapi import FakeApiServer
 
 CRD_NAME = "greeters.unit.kro.run"
 

@@ -8,7 +8,6 @@ import asyncio
 from collections.abc import Callable
 
 from controllers_fakes import CONFIGMAPS, GREETERS, NS, greeter, greeter_graph, greeter_reconciler
-from fakeapi import FakeApiServer
 
 from kro.applyset import Applier
 from kro.controllers.instance.reconciler import probably_settled, should_enqueue_update
@@ -17,6 +16,7 @@ from kro.dynamic import DynamicController
 from kro.runtime.client import Client
 from kro.runtime.informer import Informer
 from kro.runtime.reconcile import Request, Result
+from kro.testing.fakeapi import FakeApiServer
 
 
 async def _until(check: Callable[[], bool]) -> None:

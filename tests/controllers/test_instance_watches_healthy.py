@@ -25,7 +25,6 @@ from controllers_fakes import (
     greeter_reconciler,
     greeter_rgd,
 )
-from fakeapi import FakeApiServer, Fault, forbidden
 
 from kro.applyset import Applier
 from kro.controllers.instance.reconciler import probably_settled, should_enqueue_update
@@ -36,6 +35,7 @@ from kro.graph.model import Graph
 from kro.runtime.client import Client
 from kro.runtime.reconcile import Request
 from kro.runtime.workqueue import QueueEmpty
+from kro.testing.fakeapi import FakeApiServer, Fault, forbidden
 from kro.testing.waiting import eventually
 
 FIVE = ["InstanceManaged", "GraphResolved", "ResourcesReady", "WatchesHealthy", "Ready"]

@@ -11,12 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from controllers_fakes import GROUP
-from fakeapi import Fault, forbidden
 from rgd_app_fakes import KroFakeApi, eventually, kind_rgd, running_app
 
 from kro.controllers.rgd import RGDS
 from kro.runtime.client import Client
 from kro.runtime.prometheus import PrometheusProvider
+from kro.testing.fakeapi import Fault, forbidden
 
 FORBIDDEN = forbidden("blockeds", GROUP)
 

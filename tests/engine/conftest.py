@@ -1,19 +1,14 @@
-"""Fixtures for the kro.engine unit tests: the in-process fake API server (tests/runtime/
-fakeapi.py) serving ConfigMaps and an owner kind, and a real Client on it."""
+"""Fixtures for the kro.engine unit tests: the in-process fake API server (kro.testing.
+fakeapi) serving ConfigMaps and an owner kind, and a real Client on it."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "runtime"))
-
-from fakeapi import DEFAULT_RESOURCES, FakeApiServer, FakeResource, unthrottled_client
-
 from kro.runtime.client import Client
+from kro.testing.fakeapi import DEFAULT_RESOURCES, FakeApiServer, FakeResource, unthrottled_client
 
 OWNERS = FakeResource("engine.kro.run", "v1alpha1", "owners", "Owner")
 

@@ -8,13 +8,13 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from fakeapi import FakeApiServer, Fault
 from test_graph_pass import CONFIGMAPS, NS, OWNERS, graph, owner, run
 
 from kro.applyset import Applier, ApplierOptions, ReleaseFailed
 from kro.engine.decorate import decorate
 from kro.graph.model import Graph
 from kro.runtime.client import Client
+from kro.testing.fakeapi import FakeApiServer, Fault
 
 POLICY = "internal.kro.run/deletion-policy"
 CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}

@@ -12,8 +12,6 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from fakeapi import FakeApiServer
-
 from kro.api.names import (
     LABEL_APPLYSET_PART_OF,
     NODE_STATE_IN_PROGRESS,
@@ -36,6 +34,7 @@ from kro.runtime.client import Client, ClientOptions
 from kro.runtime.config import ConnectionConfig
 from kro.runtime.gvk import GVR
 from kro.runtime.memory import ObjectMemory
+from kro.testing.fakeapi import FakeApiServer
 
 NS = "team"
 OWNERS = GVR("engine.kro.run", "v1alpha1", "owners")

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from fakeapi import FakeApiServer
 from fakeapi_options import FAST
 
 from kro.runtime.client import Client
 from kro.runtime.config import ConnectionConfig
+from kro.testing.fakeapi import FakeApiServer
 
 
 @pytest.fixture

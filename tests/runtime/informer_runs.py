@@ -8,10 +8,9 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from fakeapi import FakeApiServer
-
 from kro.runtime.informer import Informer
 from kro.runtime.sharding import ShardView, fnv1a64
+from kro.testing.fakeapi import FakeApiServer
 from kro.testing.waiting import eventually
 
 

@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-from fakeapi import FakeApiServer, FakeResource
 
 from kro.runtime import errors
 from kro.runtime.builder import ControllerBuilder
@@ -23,6 +22,7 @@ from kro.runtime.predicates import has_labels, labels_changed
 from kro.runtime.ratelimit import ItemExponentialBackoff
 from kro.runtime.reconcile import Request, Result
 from kro.runtime.typed import KubeModel, WireModel
+from kro.testing.fakeapi import FakeApiServer, FakeResource
 
 pytestmark = pytest.mark.usefixtures("no_task_leaks")
 

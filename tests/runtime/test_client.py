@@ -6,11 +6,11 @@ from typing import Any
 
 import orjson
 import pytest
-from fakeapi import FakeApiServer, Fault
 
 from kro.runtime.client import Client, resource_path
 from kro.runtime.errors import AlreadyExists, Conflict, Gone, Invalid, NotFound
 from kro.runtime.gvk import GVR
+from kro.testing.fakeapi import FakeApiServer, Fault
 
 pytestmark = pytest.mark.usefixtures("no_task_leaks")
 

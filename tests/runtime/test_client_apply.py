@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fakeapi import FakeApiServer
 
 from kro.runtime.client import Client
 from kro.runtime.errors import NotFound
 from kro.runtime.gvk import GVK, GVR
+from kro.testing.fakeapi import FakeApiServer
 
 pytestmark = pytest.mark.usefixtures("no_task_leaks")
 

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 import yaml
-from fakeapi import FakeApiServer
 
 from kro.runtime.client import Client
 from kro.runtime.config import (
@@ -25,6 +24,7 @@ from kro.runtime.config import (
 )
 from kro.runtime.errors import TransportError
 from kro.testing import pki
+from kro.testing.fakeapi import FakeApiServer
 
 pytestmark = pytest.mark.usefixtures("no_task_leaks")
 

@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 import yaml
-from fakeapi import FakeApiServer
 
 from kro.runtime.client import Client
 from kro.runtime.config import (
@@ -33,6 +32,7 @@ from kro.runtime.config import (
     load_kubeconfig,
 )
 from kro.testing import pki
+from kro.testing.fakeapi import FakeApiServer
 
 pytestmark = pytest.mark.usefixtures("no_task_leaks")
 

@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from fakeapi import FakeApiServer, Fault
 from fakeapi_options import FAST
 
 from kro.runtime.client import Client, ClientOptions
@@ -24,6 +23,7 @@ from kro.runtime.errors import (
     Unauthorized,
 )
 from kro.runtime.gvk import GVR
+from kro.testing.fakeapi import FakeApiServer, Fault
 
 pytestmark = pytest.mark.usefixtures("no_task_leaks")
 

@@ -6,13 +6,13 @@ import asyncio
 import dataclasses
 
 import pytest
-from fakeapi import FakeApiServer
 from fakeapi_options import FAST
 
 from kro.runtime.client import Client
 from kro.runtime.clock import FakeClock
 from kro.runtime.config import ConnectionConfig
 from kro.runtime.throttle import TokenBucket
+from kro.testing.fakeapi import FakeApiServer
 
 pytestmark = pytest.mark.usefixtures("no_task_leaks")
 

@@ -9,7 +9,6 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 import pytest
-from fakeapi import FakeApiServer, Fault
 from fakeapi_options import FAST
 
 from kro.runtime._watch import decode_event
@@ -17,6 +16,7 @@ from kro.runtime.client import Client, WatchEvent
 from kro.runtime.config import ConnectionConfig
 from kro.runtime.errors import Gone, InternalError, RequestTimeout, TransportError
 from kro.runtime.gvk import GVR
+from kro.testing.fakeapi import FakeApiServer, Fault
 
 pytestmark = pytest.mark.usefixtures("no_task_leaks")
 

@@ -8,7 +8,6 @@ import dataclasses
 from typing import Any
 
 import pytest
-from fakeapi import FakeApiServer, Fault
 from fakeapi_options import FAST
 
 from kro.runtime.client import Client
@@ -17,6 +16,7 @@ from kro.runtime.config import ConnectionConfig
 from kro.runtime.discovery import AGGREGATED_ACCEPT, RESTMapper
 from kro.runtime.errors import InternalError, NoKindMatch
 from kro.runtime.gvk import GVK, GVR
+from kro.testing.fakeapi import FakeApiServer, Fault
 
 pytestmark = pytest.mark.usefixtures("no_task_leaks")
 

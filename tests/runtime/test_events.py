@@ -225,3 +225,84 @@ async def test_long_notes_are_cut_to_the_api_limit() -> None:
 
 def test_events_v1_is_the_default_api() -> None:
     assert EVENTS_V1.group == "events.k8s.io"
+
+
+async def test_a_named_recorder_reports_as_its_controller_through_the_same_sender() -> None:
+    h = Harness(api="v1", burst=2)
+    website = h.recorder.named("website")
+    async with sending(h):
+        website.record(APP, "Warning", "ReconcileFailed", "boom")
+        h.recorder.record(APP, "Normal", "Synced", "ok")
+        website.record(APP, "Normal", "Third", "over the object's burst")
+        await h.settle()
+    by_reason = {e["reason"]: e for e in h.events()}
+    assert set(by_reason) == {"ReconcileFailed", "Synced"}  # one spam filter per object
+    assert by_reason["ReconcileFailed"]["source"] == {"component": "website"}
+    assert by_reason["ReconcileFailed"]["reportingComponent"] == "website"
+    assert by_reason["Synced"]["source"] == {"component": "kro.run/test"}
+
+
+@pytest.mark.parametrize(
+    ("name", "reported"),
+    [
+        ("website", "website"),
+        ("deployments.apps", "deployments.apps"),
+        ("Example.COM/my controller!", "example.com/my-controller"),
+        ("x" * 80, "x" * 63),
+        ("::", "controller"),
+    ],
+)
+def test_reporting_names_are_qualified_names(name: str, reported: str) -> None:
+    h = Harness()
+    assert h.recorder.named(name).reporting_controller == reported
+
+
+async def test_near_repeats_are_combined_into_one_event_with_a_count() -> None:
+    """client-go's EventAggregator: the 10th different message for one object and reason
+    within 10 minutes, and every one after it, fold into one combined Event."""
+    h = Harness(api="v1")
+    async with sending(h):
+        for i in range(13):
+            h.recorder.record(APP, "Warning", "ReconcileFailed", f"conflict at version {i}")
+        await h.settle()
+    events = h.events()
+    assert len(events) == 10
+    [combined] = [e for e in events if e["message"].startswith("(combined from similar")]
+    assert combined["message"] == "(combined from similar events): conflict at version 9"
+    assert combined["count"] == 4
+    assert h.calls("create") == 10
+
+
+async def test_the_aggregation_window_starts_again_after_ten_minutes() -> None:
+    h = Harness(api="v1", aggregate_after=2)
+    async with sending(h):
+        h.recorder.record(APP, "Warning", "Failed", "one")
+        h.recorder.record(APP, "Warning", "Failed", "two")  # combined
+        await h.settle()
+        await h.clock.advance(601.0)
+        h.recorder.record(APP, "Warning", "Failed", "three")  # a new window: its own Event
+        await h.settle()
+    messages = sorted(e["message"] for e in h.events())
+    assert messages == ["(combined from similar events): two", "one", "three"]
+
+
+async def test_a_typed_object_is_regarded_as_its_dict() -> None:
+    from kro.runtime.gvk import GVK
+    from kro.runtime.typed import KubeModel
+
+    class Site(KubeModel):
+        gvk = GVK("example.com", "v1", "Site")
+
+    site = Site.from_object({"metadata": {"name": "shop", "namespace": "web", "uid": "u-9"}})
+    h = Harness()
+    async with sending(h):
+        h.recorder.record(site, "Normal", "Synced", "ok")
+        await h.settle()
+    [event] = h.events()
+    assert event["regarding"] == {
+        "apiVersion": "example.com/v1",
+        "kind": "Site",
+        "namespace": "web",
+        "name": "shop",
+        "uid": "u-9",
+    }

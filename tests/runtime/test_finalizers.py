@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fakeapi import FakeApiServer, Fault
 
 from kro.runtime import errors
 from kro.runtime.client import Client
@@ -19,6 +18,7 @@ from kro.runtime.finalizers import (
     remove_finalizer,
 )
 from kro.runtime.gvk import GVR
+from kro.testing.fakeapi import FakeApiServer, Fault
 
 pytestmark = pytest.mark.usefixtures("no_task_leaks")
 

@@ -12,7 +12,6 @@ from typing import Any, cast
 
 import orjson
 import pytest
-from fakeapi import FakeApiServer, Fault
 from fakeapi_options import FAST
 
 from kro.runtime.client import Client
@@ -20,6 +19,7 @@ from kro.runtime.clock import FakeClock
 from kro.runtime.config import ConnectionConfig
 from kro.runtime.gvk import GVR
 from kro.runtime.informer import SHARED_VALUE_MAX_LEN, Informer, strip_managed_fields
+from kro.testing.fakeapi import FakeApiServer, Fault
 
 pytestmark = pytest.mark.usefixtures("no_task_leaks")
 

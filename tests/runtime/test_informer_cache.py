@@ -10,13 +10,13 @@ import contextlib
 from typing import Any
 
 import pytest
-from fakeapi import FakeApiServer, Fault
 
 from kro.runtime.cache import InformerCache
 from kro.runtime.client import Client
 from kro.runtime.clock import FakeClock
 from kro.runtime.gvk import GVR
 from kro.runtime.informer import Informer
+from kro.testing.fakeapi import FakeApiServer, Fault
 
 pytestmark = pytest.mark.usefixtures("no_task_leaks")
 

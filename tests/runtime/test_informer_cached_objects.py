@@ -5,7 +5,6 @@ watch events they were spared (kro_informer_watch_events_total)."""
 from __future__ import annotations
 
 import pytest
-from fakeapi import FakeApiServer, Fault
 from informer_runs import configmap as obj
 from informer_runs import owning, running, until
 
@@ -14,6 +13,7 @@ from kro.runtime.clock import FakeClock
 from kro.runtime.gvk import GVR
 from kro.runtime.informer import Informer
 from kro.runtime.prometheus import PrometheusProvider
+from kro.testing.fakeapi import FakeApiServer, Fault
 
 pytestmark = pytest.mark.usefixtures("no_task_leaks")
 

@@ -10,7 +10,6 @@ import dataclasses
 from collections.abc import AsyncIterator, Callable
 
 import pytest
-from fakeapi import FakeApiServer, Fault, forbidden
 from fakeapi_options import FAST
 
 from kro.runtime.client import Client
@@ -19,6 +18,7 @@ from kro.runtime.config import ConnectionConfig
 from kro.runtime.errors import Forbidden
 from kro.runtime.gvk import GVR
 from kro.runtime.informer import Informer
+from kro.testing.fakeapi import FakeApiServer, Fault, forbidden
 from kro.testing.waiting import eventually
 
 pytestmark = pytest.mark.usefixtures("no_task_leaks")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from fakeapi import FakeApiServer
 from informer_runs import configmap as cm
 from informer_runs import owning, running, until
 
@@ -15,6 +14,7 @@ from kro.runtime.clock import FakeClock
 from kro.runtime.gvk import GVR
 from kro.runtime.informer import Informer
 from kro.runtime.prometheus import PrometheusProvider
+from kro.testing.fakeapi import FakeApiServer
 
 pytestmark = pytest.mark.usefixtures("no_task_leaks")
 

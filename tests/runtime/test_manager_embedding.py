@@ -9,13 +9,13 @@ import sys
 import textwrap
 
 import pytest
-from fakeapi import FakeApiServer
 
 from kro.runtime.builder import ControllerBuilder
 from kro.runtime.client import Client
 from kro.runtime.gvk import GVR
 from kro.runtime.manager import Manager, ManagerOptions
 from kro.runtime.reconcile import Request, Result
+from kro.testing.fakeapi import FakeApiServer
 
 pytestmark = pytest.mark.usefixtures("no_task_leaks")
 

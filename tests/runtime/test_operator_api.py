@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 import yaml
-from fakeapi import FakeApiServer, FakeResource
 from pydantic import Field
 
 from kro.runtime import errors
@@ -27,6 +26,7 @@ from kro.runtime.manager import Manager, ManagerOptions
 from kro.runtime.runner import RunOptions, load_setup, options_from, run_manager
 from kro.runtime.typed import Condition, KubeModel, WireModel
 from kro.testing import waiting
+from kro.testing.fakeapi import FakeApiServer, FakeResource
 
 pytestmark = pytest.mark.usefixtures("no_task_leaks")
 
@@ -199,6 +199,39 @@ async def test_writes_take_their_kind_from_the_object_or_a_name(
     listed = {"metadata": {"name": "no-kind", "namespace": "ns"}}  # as list items come
     with pytest.raises(TypeError, match="name the kind"):
         await mc.apply(listed)
+
+
+async def test_patch_and_delete_take_the_kind_from_an_object_as_apply_does(
+    fake_api: FakeApiServer, client: Client
+) -> None:
+    mc = make_manager(client).client
+    written = await mc.apply(configmap("inferred"))
+    patched = await mc.patch(written, {"data": {"k": "patched"}})
+    assert patched["data"] == {"k": "patched"}
+    assert (fake_api.object(CM, "inferred", "ns") or {}).get("data") == {"k": "patched"}
+    await mc.delete(patched)
+    assert fake_api.object(CM, "inferred", "ns") is None
+    assert await mc.delete(patched, missing_ok=True) is None
+    with pytest.raises(errors.NotFound):
+        await mc.delete(patched)
+    with pytest.raises(TypeError, match="names a kind but no object"):
+        await mc.patch("ConfigMap", {"data": {}})
+    with pytest.raises(TypeError, match="name the kind"):
+        await mc.delete({"metadata": {"name": "inferred", "namespace": "ns"}})
+
+
+async def test_a_typed_object_is_patched_and_deleted_as_its_model(
+    fake_api: FakeApiServer, client: Client
+) -> None:
+    fake_api.add_resource(FakeResource("example.com", "v1", "sites", "Site"))
+    meta = {"name": "s", "namespace": "ns"}
+    fake_api.seed(SITES, {"apiVersion": "example.com/v1", "kind": "Site", "metadata": meta})
+    mc = make_manager(client).client
+    site = await mc.get(Site, "s", namespace="ns")
+    await mc.patch(site, {"metadata": {"labels": {"tier": "web"}}})
+    assert (fake_api.object(SITES, "s", "ns") or {})["metadata"]["labels"] == {"tier": "web"}
+    await mc.delete(site)
+    assert fake_api.object(SITES, "s", "ns") is None
 
 
 async def test_a_typed_status_is_written_with_the_models_fields_once(

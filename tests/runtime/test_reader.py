@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from fakeapi import FakeApiServer
 
 from kro.runtime import errors
 from kro.runtime.cache import InformerCache
@@ -16,6 +15,7 @@ from kro.runtime.client import Client
 from kro.runtime.gvk import GVK, GVR
 from kro.runtime.reader import CachedReader
 from kro.runtime.typed import InvalidObject, KubeModel, WireModel
+from kro.testing.fakeapi import FakeApiServer
 
 pytestmark = pytest.mark.usefixtures("no_task_leaks")
 

@@ -7,13 +7,13 @@ import copy
 from typing import Any, cast
 
 import pytest
-from fakeapi import FakeApiServer, FakeResource
 
 from kro.runtime.client import Client
 from kro.runtime.conditions import set_condition
 from kro.runtime.gvk import GVK, GVR
 from kro.runtime.status import StatusWriter
 from kro.runtime.typed import Condition, KubeModel, WireModel
+from kro.testing.fakeapi import FakeApiServer, FakeResource
 
 pytestmark = pytest.mark.usefixtures("no_task_leaks")
 

@@ -22,13 +22,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
-from fakeapi import FakeApiServer, Fault
 from fakeapi_options import FAST
 
 from kro.runtime.client import Client
 from kro.runtime.config import ConnectionConfig, StaticAuth
 from kro.runtime.errors import InternalError, KubeError, RequestTimeout, TransportError
 from kro.runtime.gvk import GVR
+from kro.testing.fakeapi import FakeApiServer, Fault
 
 pytestmark = pytest.mark.usefixtures("no_task_leaks")
 

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 import yaml
-from fakeapi import FakeApiServer
 from fakeapi_options import FAST
 
 from kro.runtime.client import Client
@@ -22,6 +21,7 @@ from kro.runtime.config import ConnectionConfig, StaticAuth
 from kro.runtime.errors import RequestTimeout, TransportError
 from kro.runtime.gvk import GVR
 from kro.testing import pki
+from kro.testing.fakeapi import FakeApiServer
 from kro.testing.faultproxy import FaultProxy, Mode, proxied_kubeconfig
 
 pytestmark = pytest.mark.usefixtures("no_task_leaks")

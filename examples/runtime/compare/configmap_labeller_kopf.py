@@ -1,16 +1,12 @@
 import kopf
 
 TEAM = "example.kro.run/team"
+NOT_SKIPPED = {"example.kro.run/skip": kopf.ABSENT}
 
 
-def not_skipped(labels, **_):
-    return "example.kro.run/skip" not in labels
-
-
-@kopf.on.resume("configmaps", when=not_skipped)
-@kopf.on.create("configmaps", when=not_skipped)
-@kopf.on.field("configmaps", field="metadata.annotations", when=not_skipped)
-@kopf.on.field("configmaps", field="metadata.labels", when=not_skipped)
+@kopf.on.resume("configmaps", labels=NOT_SKIPPED)
+@kopf.on.create("configmaps", labels=NOT_SKIPPED)
+@kopf.on.update("configmaps", field="metadata", labels=NOT_SKIPPED)
 def label(meta, patch, **_):
     team = meta.get("annotations", {}).get(TEAM)
     if meta.get("labels", {}).get(TEAM) != team:

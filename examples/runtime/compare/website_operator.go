@@ -49,6 +49,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -58,7 +59,10 @@ import (
 	"example.com/website/api/v1alpha1"
 )
 
-type reconciler struct{ client.Client }
+type reconciler struct {
+	client.Client
+	events record.EventRecorder
+}
 
 func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var site v1alpha1.Website
@@ -87,7 +91,13 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if ready >= site.Spec.Replicas {
 		cond.Status, cond.Reason = metav1.ConditionTrue, "MinimumReplicasAvailable"
 	}
-	meta.SetStatusCondition(&site.Status.Conditions, cond)
+	if meta.SetStatusCondition(&site.Status.Conditions, cond) {
+		kind := corev1.EventTypeWarning
+		if cond.Status == metav1.ConditionTrue {
+			kind = corev1.EventTypeNormal
+		}
+		r.events.Event(&site, kind, cond.Reason, cond.Message)
+	}
 	if equality.Semantic.DeepEqual(old, &site.Status) {
 		return ctrl.Result{}, nil
 	}
@@ -105,7 +115,7 @@ func main() {
 	err = ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Website{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&appsv1.Deployment{}).
-		Complete(&reconciler{mgr.GetClient()})
+		Complete(&reconciler{mgr.GetClient(), mgr.GetEventRecorderFor("website")})
 	if err != nil {
 		panic(err)
 	}

@@ -75,6 +75,9 @@ def on_deployment(type, body, meta, namespace, **_):
                  "observedGeneration": site["metadata"]["generation"],
                  "lastTransitionTime": old.get("lastTransitionTime", now)
                  if old.get("status") == status else now}
+    if condition != old:
+        kopf.event(site, type="Normal" if status == "True" else "Warning",
+                   reason=condition["reason"], message=condition["message"])
     new = {"readyReplicas": ready, "conditions": [condition]}
     if new != site.get("status"):
         api.patch_namespaced_custom_object_status(

@@ -1,6 +1,6 @@
 """The fake API server's state: resources, objects, the event log, and write semantics.
 
-Kept apart from the HTTP layer (fakeapi.py) so the semantics can be read in one place:
+Kept apart from the HTTP layer (server.py) so the semantics can be read in one place:
 
 * one global resourceVersion counter; every write bumps it and appends to an event log that
   watches replay from; `compact()` forgets the log so older versions answer 410;

@@ -1,10 +1,10 @@
-"""The fake API server's discovery documents and label/field selectors (see fakeapi.py)."""
+"""The fake API server's discovery documents and label/field selectors (see server.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from _fakeapi_state import FakeApiError, FakeResource, Obj
+from .state import FakeApiError, FakeResource, Obj
 
 AGGREGATED_CT = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 

@@ -24,13 +24,19 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import orjson
-from _fakeapi_discovery import (
+from aiohttp import web
+
+from kro.runtime.client import Client, ClientOptions
+from kro.runtime.config import ConnectionConfig
+from kro.runtime.gvk import GVR
+
+from .discovery import (
     AGGREGATED_CT,
     aggregated,
     legacy_root,
@@ -38,7 +44,7 @@ from _fakeapi_discovery import (
     resource_list,
     selector_matches,
 )
-from _fakeapi_state import (
+from .state import (
     DEFAULT_RESOURCES,
     Event,
     FakeApiError,
@@ -48,11 +54,6 @@ from _fakeapi_state import (
     json_patch,
     merge_patch,
 )
-from aiohttp import web
-
-from kro.runtime.client import Client, ClientOptions
-from kro.runtime.config import ConnectionConfig
-from kro.runtime.gvk import GVR
 
 __all__ = [
     "DEFAULT_RESOURCES",
@@ -267,6 +268,10 @@ class FakeApiServer:
             return self.state.get(gvr, namespace, name)
         except FakeApiError:
             return None
+
+    def objects(self, gvr: GVR, namespace: str | None = None) -> list[Obj]:
+        """Every object of `gvr` (in `namespace`; None: all), as the server holds it now."""
+        return copy.deepcopy(self.state.items(gvr, namespace))
 
     async def wait_for(self, predicate: Any) -> None:
         """Wait (wrap in a deadline) until `predicate()` holds; re-checked on every request."""
@@ -700,7 +705,7 @@ def _abort(request: web.Request) -> None:
         transport.abort()
 
 
-async def _serve_forever(port: int) -> None:
+async def serve_forever(port: int) -> None:
     api = FakeApiServer()
     await api.start(port)
     print(api.url, flush=True)
@@ -708,16 +713,6 @@ async def _serve_forever(port: int) -> None:
         await asyncio.Event().wait()
     finally:
         await api.close()
-
-
-if __name__ == "__main__":
-    import argparse
-
-    parser = argparse.ArgumentParser(description="serve the fake API server on 127.0.0.1")
-    parser.add_argument("--port", type=int, default=0)
-    args = parser.parse_args()
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve_forever(args.port))
 
 
 def forbidden(resource: str, group: str = "", *, verb: str = "list") -> Obj:
