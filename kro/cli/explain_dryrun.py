@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+from kro.api.names import REASON_SCHEMA_PENDING
 from kro.api.objects import metadata as _meta
 from kro.applyset import Applier, ApplierOptions
 from kro.cli.explain_cause import LiveMembers
@@ -179,7 +180,9 @@ def report(node: Node, found: NodeResult) -> NodeReport:
     )
 
 
-def _worded(node: Node, found: NodeResult) -> tuple[NodeStatus, str, str]:  # noqa: PLR0911
+def _worded(  # noqa: C901, PLR0911 - one case per NodeReason
+    node: Node, found: NodeResult
+) -> tuple[NodeStatus, str, str]:
     """(status, reason, message) of a report: one case per NodeReason."""
     match found.reason:
         case NodeReason.READY:
@@ -189,6 +192,8 @@ def _worded(node: Node, found: NodeResult) -> tuple[NodeStatus, str, str]:  # no
             return NodeStatus.NOT_READY, found.message, ""
         case NodeReason.WAITING | NodeReason.NOT_FOUND:
             return NodeStatus.WAITING, found.message, ""
+        case NodeReason.SCHEMA_PENDING:  # a deferred node: DeferredSchemaResolution
+            return NodeStatus.WAITING, f"{REASON_SCHEMA_PENDING}: {found.message}", ""
         case NodeReason.EXCLUDED:
             return NodeStatus.EXCLUDED, found.message, ""
         case NodeReason.NOT_CREATED:

@@ -44,6 +44,8 @@ __all__ = [
     "ANY_OBJECT",
     "OPTIONAL_FIELD",
     "Deferrals",
+    "deferral_message",
+    "deferral_reason",
     "deferred_kinds",
     "optional_problem",
 ]
@@ -129,6 +131,25 @@ class Deferrals:
         if not optional and not signals:
             raise error
         return replace(node, dynamic_type=True, deferred=True)
+
+
+def deferral_reason(node: Node) -> str:
+    """Why a deferred node may wait: the nodes its includeWhen reads, else `optional: true`."""
+    signals = sorted(
+        {root for e in node.include_when for root in e.roots} & set(node.dependencies)
+    )
+    if signals:
+        return "its includeWhen reads " + ", ".join(f'"{s}"' for s in signals)
+    return f"it is marked {OPTIONAL_FIELD}: true"
+
+
+def deferral_message(node: Node) -> str:
+    """What `kro validate` says of a deferred node (a warning: the graph is valid)."""
+    return (
+        f"kind {node.gvk.kind} of {node.gvk.api_version} is not served (no schema found): "
+        f"deferred, because {deferral_reason(node)}; it waits for its CRD when applied and is "
+        "not type-checked until then (DeferredSchemaResolution)"
+    )
 
 
 def deferred_kinds(nodes: Collection[Node]) -> list[GVK]:
