@@ -44,6 +44,7 @@ from kro.api.names import (
     STATUS_TRUE,
     V1ALPHA1,
 )
+from kro.controllers.kind_waits import served_but_deferred
 from kro.controllers.leadership import WriteGate
 from kro.controllers.metrics import COMPILE_FAILED, COMPILE_SUCCESS, GraphRevisionMetrics
 from kro.controllers.programs import ProgramCache
@@ -126,7 +127,9 @@ class GraphRevisionReconciler:
             known = self.registry.get(rgd_name, number)
             if known is not None and known.state is not RevisionState.PENDING:
                 if _defers(known.graph):
-                    await self._recompile(revision, rgd_name, number, spec_hash, known.graph)
+                    return await self._recompile(
+                        revision, rgd_name, number, spec_hash, known.graph
+                    )
                 return Result()
             self.registry.put_pending(rgd_name, number, spec_hash)
             await self._compile(revision, rgd_name, number, spec_hash)
@@ -180,16 +183,26 @@ class GraphRevisionReconciler:
         number: int,
         spec_hash: str,
         graph: Graph | None,
-    ) -> None:
+    ) -> Result:
         """An Active revision that deferred a kind (DeferredSchemaResolution), queued because a
         CRD of its group changed: compiled again (its program was dropped from the cache, so
         this compiles, typed where the kind is served now) and activated, or failed when the
-        typed check fails, as any compile. Instances take the new graph on their next pass."""
+        typed check fails, as any compile. Instances take the new graph on their next pass.
+        A kind served whose schema was not published yet: compiled again after a backoff."""
         await self._compile(revision, rgd_name, number, spec_hash)
         entry = self.registry.get(rgd_name, number)
         if entry is not None and entry.graph is not graph:
             log.info("graphrevision.recompiled", deferred=_defers(entry.graph))
             self.notify_rgd(rgd_name)
+        compiled = entry.graph if entry is not None else None
+        if (
+            compiled is not None
+            and _defers(compiled)
+            and await served_but_deferred(self.client.mapper, compiled)
+        ):
+            self.programs.forget(RGD_KIND, "", rgd_name)
+            return Result(requeue=True)
+        return Result()
 
     async def _follow_recompile(
         self,

@@ -13,6 +13,9 @@ woken by the CRD event may still find it missing and no further CRD event would 
 seconds after an event in its group, a waiting owner comes back after `RETRY_AFTER_EVENT_S`
 instead of its backoff (`retry_after`).
 
+A program compiled deferred while the kind's schema was not published yet is compiled again
+once it is (`served_but_deferred` tells when a compile came too early).
+
 Keys are the CRD's group only: the CRD informer sees metadata alone, whose name is
 `<plural>.<group>`, and a kind's plural is not known before it is served. Waking an owner of
 another kind of the same group costs one pass.
@@ -27,8 +30,12 @@ from typing import Final
 import structlog
 
 from kro.dynamic import ObjectRef
+from kro.graph.model import Graph
+from kro.runtime.discovery import RESTMapper
+from kro.runtime.errors import NoKindMatch
+from kro.runtime.gvk import GVK as RuntimeGVK
 
-__all__ = ["RECENT_EVENT_S", "RETRY_AFTER_EVENT_S", "KindWaits"]
+__all__ = ["RECENT_EVENT_S", "RETRY_AFTER_EVENT_S", "KindWaits", "served_but_deferred"]
 
 log = structlog.get_logger(__name__)
 
@@ -95,3 +102,18 @@ class KindWaits:
         if owners:
             log.info("kind_waits.woken", group=group, owners=len(owners))
         return len(owners)
+
+
+async def served_but_deferred(mapper: RESTMapper, graph: Graph) -> bool:
+    """Whether a kind `graph` deferred is served now: its program was compiled before the
+    API server published the kind's schema (discovery lists a new kind a moment before its
+    OpenAPI document has it), so it should be compiled again, typed, a little later."""
+    for node in graph.nodes.values():
+        if not node.deferred:
+            continue
+        try:
+            await mapper.resource_for(RuntimeGVK(node.gvk.group, node.gvk.version, node.gvk.kind))
+        except NoKindMatch:
+            continue
+        return True
+    return False

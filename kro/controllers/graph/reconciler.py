@@ -57,7 +57,7 @@ from kro.controllers.graph.conditions import Verdict, converged
 from kro.controllers.graph.identity import ImpersonatedClients
 from kro.controllers.graph.inventory import GRAPHS, StatusInventory
 from kro.controllers.graph.watch_access import ANSWER_TTL_S, AccessAnswers, ApplierWatches
-from kro.controllers.kind_waits import KindWaits
+from kro.controllers.kind_waits import KindWaits, served_but_deferred
 from kro.controllers.owner import OwnerReconciler
 from kro.controllers.programs import ProgramCache
 from kro.controllers.requeue import RequeueBackoff
@@ -85,6 +85,9 @@ log = structlog.get_logger(__name__)
 
 BACKOFF_FIRST_S: Final = 1.0
 BACKOFF_MAX_S: Final = 300.0
+RETYPE_AFTER_S: Final = 1.0
+"""How soon a Graph compiled with a deferred node whose kind is served now is compiled again
+(typed: the kind's schema is published a moment after the kind is served)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,6 +246,11 @@ class GraphReconciler(OwnerReconciler):
             watches=watches_healthy(health.blocked, health.pending),
         )
         retry = self.schema_waits(ref, work.owner_obj, graph, work.result, self.events)
+        if any(n.deferred for n in graph.nodes.values()) and await served_but_deferred(
+            self.client.mapper, graph
+        ):  # compiled before its kind was published: typed on the next reconcile
+            self.programs.forget(GRAPH_KIND, ref.namespace, ref.name)
+            retry = min(retry or RETYPE_AFTER_S, RETYPE_AFTER_S)
         return self.sooner(self._next(ref, verdict, watches.skipped), retry)
 
     def _next(self, ref: ObjectRef, verdict: Verdict, unwatched: bool = False) -> Result:
