@@ -168,7 +168,9 @@ def build_graph(
     namespaced = (block.get("scope") or SCOPE_NAMESPACED) != SCOPE_CLUSTER
     spec_schema = _spec_schema(block, name)
     section = _status_section(block, name)
-    deferrals = Deferrals(enabled=options.deferred_schema_resolution)
+    deferrals = Deferrals(
+        enabled=options.deferred_schema_resolution, instance_namespaced=namespaced
+    )
     parsed = [
         deferrals.parse(
             r, partial(parse_resource, r, resolver, instance_namespaced=namespaced, rgd=name), name

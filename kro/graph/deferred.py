@@ -66,8 +66,10 @@ def _absent_kind(error: BaseException) -> SchemaNotFoundError | None:
     return None
 
 
-def _untyped(resource: ResourceInput, gvk: GVK, rgd: str) -> ParsedResource:
-    """A resource of a kind not served: its literal kind kept, its fields free-form."""
+def _untyped(resource: ResourceInput, gvk: GVK, rgd: str, namespaced: bool) -> ParsedResource:
+    """A resource of a kind not served: its literal kind kept, its fields free-form. Its scope
+    is a guess until the kind is served (`namespaced`: the owner's, so a namespaced owner's
+    object is rendered into its namespace, which the apply drops for a cluster-scoped kind)."""
     if resource.external_ref is not None:
         obj: Mapping[str, Any] = serialize_external_ref(resource.external_ref)
         selector = obj["metadata"].get("selector") is not None
@@ -78,7 +80,8 @@ def _untyped(resource: ResourceInput, gvk: GVK, rgd: str) -> ParsedResource:
         node_type = NodeType.COLLECTION if resource.for_each else NodeType.RESOURCE
     validate_object_structure(obj, resource.id, rgd)
     fields = parse_template_fields(obj, None, resource_id=resource.id, rgd=rgd)
-    resolved = ResolvedSchema(gvk, ANY_OBJECT, namespaced=True, resource=resource_plural(gvk.kind))
+    plural = resource_plural(gvk.kind)
+    resolved = ResolvedSchema(gvk, ANY_OBJECT, namespaced=namespaced, resource=plural)
     return ParsedResource(resource, node_type, gvk, resolved, obj, tuple(fields))
 
 
@@ -87,8 +90,9 @@ class Deferrals:
     confirmed eligible once their includeWhen expressions are compiled (the build error they
     would have had is raised for one that is not)."""
 
-    def __init__(self, *, enabled: bool) -> None:
+    def __init__(self, *, enabled: bool, instance_namespaced: bool = True) -> None:
         self.enabled = enabled
+        self.instance_namespaced = instance_namespaced
         self._errors: dict[str, GraphError] = {}
 
     def parse(
@@ -110,7 +114,7 @@ class Deferrals:
             if not self.enabled or absent is None or not may_wait:
                 raise
             self._errors[key or resource.id] = error
-            return _untyped(resource, absent.gvk, rgd)
+            return _untyped(resource, absent.gvk, rgd, self.instance_namespaced)
 
     @property
     def deferred(self) -> frozenset[str]:
