@@ -99,3 +99,20 @@ def _load(path: str) -> dict[str, object]:
     loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     assert isinstance(loaded, dict)
     return loaded
+
+
+def test_graph_and_rbac_name_a_deferred_kind(capsys: pytest.CaptureFixture[str]) -> None:
+    """A deferred kind is literal: `kro graph` names it (marked deferred) and `kro generate
+    rbac` grants it, unlike a kind computed per object."""
+    assert main(["graph", "-f", GRAPH, *GATE]) == 0
+    out = capsys.readouterr().out
+    assert "claimants: ExternalCollection, deferred.example.com/v1alpha1/Claim (deferred" in out
+    assert main(["graph", "-f", GRAPH, *GATE, "-o", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    nodes = {n["id"]: n for n in data["graphs"][0]["nodes"]}
+    assert (nodes["mark"]["kind"], nodes["mark"]["deferred"]) == ("Claim", True)
+    assert "deferred" not in nodes["crd"]
+    assert main(["generate", "rbac", "-f", GRAPH, *GATE]) == 0
+    rbac = capsys.readouterr().out
+    assert "resources: [claims/status]" in rbac
+    assert "resources: [claims]" in rbac
