@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -235,6 +238,31 @@ async def _events(world: World, name: str, reason: str) -> list[dict[str, Any]]:
     return [e for e in page.get("items") or () if e.get("reason") == reason]
 
 
+EXPLAIN = (
+    "import argparse, sys\n"
+    "from kro.cli.explain import add_explain_command\n"
+    "parser = argparse.ArgumentParser(prog='kro')\n"
+    "add_explain_command(parser.add_subparsers(dest='command', required=True))\n"
+    "args = parser.parse_args(sys.argv[1:])\n"
+    "sys.exit(args.handler(args))\n"
+)
+
+
+def _explain(env: KroEnv, *args: str) -> dict[str, Any]:
+    """`kro explain ... -o json` as a user would run it (a process of its own)."""
+    assert env.controller is not None
+    kubeconfig = f"--kubeconfig={env.controller.kubeconfig}"
+    done = subprocess.run(
+        [sys.executable, "-c", EXPLAIN, "explain", *args, kubeconfig, "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return dict(json.loads(done.stdout))
+
+
 # -- Graphs -------------------------------------------------------------------------------------
 
 
@@ -354,6 +382,10 @@ async def test_a_node_waits_for_its_crd_and_applies_when_it_appears(world: World
     await asyncio.sleep(2)  # more passes: still one Event, counted once
     (again,) = await _events(world, "later", "WaitingForCRD")
     assert again.get("count", 1) == 1
+    explained = await asyncio.to_thread(_explain, world.env, "graph", "later", "-n", namespace)
+    node = {n["id"]: n for n in explained["nodes"]}["widget"]
+    assert node["status"] == "waiting"
+    assert node["reason"].startswith(f"SchemaPending: kind Widget of {group}/v1alpha1")
 
     started = time.monotonic()
     await world.create(CRDS, claim_crd(group, "Widget"))
@@ -533,6 +565,11 @@ async def test_an_instance_waits_for_a_crd_nobody_installed_yet(kro: KroEnv) -> 
 
     (event,) = await eventually(warned, what="a WaitingForCRD Event", timeout_s=TIMEOUT_S)
     assert event["type"] == "Warning"
+    target = f"installers.{kro.group}/two"
+    explained = await asyncio.to_thread(_explain, kro, target, "-n", kro.namespace)
+    node = {n["id"]: n for n in explained["nodes"]}["widget"]
+    assert node["status"] == "waiting"
+    assert node["reason"].startswith(f"SchemaPending: kind Widget of {group}/v1alpha1")
     await kro.client.create(CRDS, claim_crd(group, "Widget"))
     kro.track(CRDS, f"widgets.{group}")
     await kro.wait_instance(gvr, "two")

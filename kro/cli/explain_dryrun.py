@@ -40,6 +40,7 @@ from kro.engine.results import object_id
 from kro.graph.evaluate import InstanceEvaluation
 from kro.graph.model import Graph, Node
 from kro.runtime.client import Client
+from kro.runtime.discovery import RESTMapper
 from kro.runtime.errors import Forbidden
 from kro.runtime.gvk import GVR
 
@@ -63,6 +64,12 @@ class ReadingClient:
         self._namespace = str(_meta(owner).get("namespace") or "") or None
         self.mask = mask
         self.uids: dict[str, str] = {}  # uid -> "Kind ns/name", for matching Events
+
+    @property
+    def mapper(self) -> RESTMapper:
+        """Discovery, for nodes whose kind is looked up when rendered (a computed or a
+        deferred kind): reading it writes nothing."""
+        return self._client.mapper
 
     def _seen(self, obj: Mapping[str, Any]) -> None:
         self.mask.add(obj)
