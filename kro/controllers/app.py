@@ -392,6 +392,8 @@ class KroApp:
         self.programs.kind_changed(group, kind, plural)
         for entry in self.registry.deferring(group):
             self.gr_queue.add(Request("", graph_revision_name(entry.rgd_name, entry.revision)))
+        if self.graph_metrics is not None:
+            self.graph_reconciler.clients.invalidate_discovery()
         self.kind_waits.crd_changed(group)
         if self.graph_metrics is not None:
             for graph in self.cache.informer(GRAPHS).store.list():
