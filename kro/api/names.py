@@ -244,6 +244,9 @@ REASON_UNDER_DELETION: Final = "UnderDeletion"
 REASON_RESOURCE_GRAPH_DEFINITION_DELETED: Final = "ResourceGraphDefinitionDeleted"
 """InstanceManaged=False on an instance whose RGD was deleted: kro only serves its deletion."""
 REASON_FIELD_YIELDED: Final = "FieldYielded"
+REASON_SCHEMA_PENDING: Final = "SchemaPending"
+"""A deferred node (DeferredSchemaResolution) waits for its kind to be served: the
+`ResourcesReady` reason of an instance, the `ResourcesConverged` reason of a Graph."""
 """FieldConflict=True, and the Warning Event: kro stopped applying a contested field."""
 
 # WatchesHealthy (V-14)
@@ -263,6 +266,8 @@ EVENT_RECONCILE_FAILED: Final = "ReconcileFailed"
 EVENT_DELETION_BLOCKED: Final = "DeletionBlocked"
 """An instance's children cannot be deleted, so its finalizer stays."""
 EVENT_CRD_INSTALL_FAILED: Final = "CRDInstallFailed"
+EVENT_WAITING_FOR_CRD: Final = "WaitingForCRD"
+"""Warning Event, once per owner and kind: a deferred node waits for its kind's CRD."""
 """The CRD an RGD generates could not be created or updated (e.g. a breaking change)."""
 
 # --- States ------------------------------------------------------------------------------------
@@ -304,6 +309,9 @@ FEATURE_DELETION_POLICY: Final = "DeletionPolicy"
 """V-30: `spec.resources[].deletionPolicy` (`Orphaned` releases a child instead of deleting it)."""
 FEATURE_GRAPH_KIND: Final = "GraphKind"
 """V-40: run the Graph controller (kro.api.graph); needs the `graphs.kro.run` CRD installed."""
+FEATURE_DEFERRED_SCHEMA_RESOLUTION: Final = "DeferredSchemaResolution"
+"""A resource or node whose literal kind is not served yet compiles untyped and waits for its
+kind, when it is eligible (an includeWhen reading another node, or `optional: true`)."""
 FEATURE_GATE_DEFAULTS: Final[Mapping[str, bool]] = MappingProxyType(
     {
         FEATURE_CEL_OMIT_FUNCTION: False,
@@ -312,6 +320,7 @@ FEATURE_GATE_DEFAULTS: Final[Mapping[str, bool]] = MappingProxyType(
         FEATURE_CONSERVATIVE_CRD_COMPARISON: False,
         FEATURE_DELETION_POLICY: False,
         FEATURE_GRAPH_KIND: False,
+        FEATURE_DEFERRED_SCHEMA_RESOLUTION: False,
     }
 )
 """Every gate upstream knows, with its default; all are Alpha."""

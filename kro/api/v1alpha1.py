@@ -206,6 +206,10 @@ class Resource(KubeModel):
     )
     """V-30 (alpha, feature gate DeletionPolicy): `Orphaned` leaves the object in place when
     kro lets go of it; the builder refuses the field while the gate is off."""
+    optional: bool | None = None
+    """Alpha (feature gate DeferredSchemaResolution): the resource may wait for a kind not
+    served yet without an includeWhen (kro.graph.deferred); the builder refuses `true` while
+    the gate is off."""
 
     @model_validator(mode="after")
     def _template_xor_external_ref(self) -> Resource:
@@ -282,6 +286,7 @@ class ResourceView(TypedDict, total=False):
     includeWhen: list[str]
     forEach: list[dict[str, str]]
     deletionPolicy: str
+    optional: bool
 
 
 class SchemaView(TypedDict, total=False):

@@ -38,6 +38,7 @@ import structlog
 from kro.api.graph import GRAPH_CRD_NAME, GRAPH_GROUP, GRAPH_PLURAL, GRAPH_VERSION
 from kro.api.names import (
     FEATURE_CONSERVATIVE_CRD_COMPARISON,
+    FEATURE_DEFERRED_SCHEMA_RESOLUTION,
     FEATURE_DELETION_POLICY,
     FEATURE_GRAPH_KIND,
     LEADER_ELECTION_LEASE,
@@ -91,6 +92,9 @@ def app_options(config: ControllerConfig) -> AppOptions:
         omit_function=bool(config.feature_gates.get("CELOmitFunction")),
         cel_cost_limit=config.cel_cost_limit,
         deletion_policy=bool(config.feature_gates.get(FEATURE_DELETION_POLICY)),
+        deferred_schema_resolution=bool(
+            config.feature_gates.get(FEATURE_DEFERRED_SCHEMA_RESOLUTION)
+        ),
     )
     return AppOptions(
         rgd=RGDOptions(

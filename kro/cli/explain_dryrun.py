@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+from kro.api.names import REASON_SCHEMA_PENDING
 from kro.api.objects import metadata as _meta
 from kro.applyset import Applier, ApplierOptions
 from kro.cli.explain_cause import LiveMembers
@@ -39,6 +40,7 @@ from kro.engine.results import object_id
 from kro.graph.evaluate import InstanceEvaluation
 from kro.graph.model import Graph, Node
 from kro.runtime.client import Client
+from kro.runtime.discovery import RESTMapper
 from kro.runtime.errors import Forbidden
 from kro.runtime.gvk import GVR
 
@@ -62,6 +64,12 @@ class ReadingClient:
         self._namespace = str(_meta(owner).get("namespace") or "") or None
         self.mask = mask
         self.uids: dict[str, str] = {}  # uid -> "Kind ns/name", for matching Events
+
+    @property
+    def mapper(self) -> RESTMapper:
+        """Discovery, for nodes whose kind is looked up when rendered (a computed or a
+        deferred kind): reading it writes nothing."""
+        return self._client.mapper
 
     def _seen(self, obj: Mapping[str, Any]) -> None:
         self.mask.add(obj)
@@ -161,7 +169,9 @@ def report(node: Node, found: NodeResult) -> NodeReport:
     )
 
 
-def _worded(node: Node, found: NodeResult) -> tuple[NodeStatus, str, str]:  # noqa: PLR0911
+def _worded(  # noqa: C901, PLR0911 - one case per NodeReason
+    node: Node, found: NodeResult
+) -> tuple[NodeStatus, str, str]:
     """(status, reason, message) of a report: one case per NodeReason."""
     match found.reason:
         case NodeReason.READY:
@@ -171,6 +181,8 @@ def _worded(node: Node, found: NodeResult) -> tuple[NodeStatus, str, str]:  # no
             return NodeStatus.NOT_READY, found.message, ""
         case NodeReason.WAITING | NodeReason.NOT_FOUND:
             return NodeStatus.WAITING, found.message, ""
+        case NodeReason.SCHEMA_PENDING:  # a deferred node: DeferredSchemaResolution
+            return NodeStatus.WAITING, f"{REASON_SCHEMA_PENDING}: {found.message}", ""
         case NodeReason.EXCLUDED:
             return NodeStatus.EXCLUDED, found.message, ""
         case NodeReason.NOT_CREATED:

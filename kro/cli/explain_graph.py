@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from kro.api.conditions import get_condition
+from kro.api.conditions import get_condition, is_condition_true
 from kro.api.graph import (
     CONDITION_ACCEPTED,
     CONDITION_READY,
@@ -43,6 +43,7 @@ from kro.engine.results import object_id
 from kro.graph.errors import GraphError
 from kro.graph.graph_kind import compile_graph_async
 from kro.graph.model import Graph
+from kro.graph.options import BuildOptions
 from kro.runtime.client import Client
 from kro.runtime.errors import Forbidden, NotFound
 
@@ -111,8 +112,12 @@ def _status_cause(graph_obj: Mapping[str, Any]) -> str:
 
 
 async def _compile(client: Client, graph_obj: Mapping[str, Any]) -> Graph | str:
+    """Compile as the controller did: a Graph it accepted may defer a kind not served yet
+    (DeferredSchemaResolution), one it refused is compiled without, to show its error."""
+    accepted = is_condition_true(graph_obj.get("status"), CONDITION_ACCEPTED)
+    options = BuildOptions(deferred_schema_resolution=accepted)
     try:
-        return await compile_graph_async(graph_obj, LiveSchemaResolver(client))
+        return await compile_graph_async(graph_obj, LiveSchemaResolver(client), options=options)
     except GraphError as error:
         return one_line(str(error))
 

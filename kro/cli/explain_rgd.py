@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from kro.api.conditions import get_condition
+from kro.api.conditions import get_condition, is_condition_true
 from kro.api.names import (
     CONDITION_CONTROLLER_READY,
     CONDITION_GRAPH_ACCEPTED,
@@ -102,9 +102,10 @@ async def explain_rgd(client: Client, name: str) -> RGDReport:
         ) from None
     revisions, note = await read_revisions(client, name)
     notes = [note] if note else []
-    built = await compile_graph(client, name, rgd.get("spec") or {})
     status = rgd.get("status") or {}
     state = str(status.get("state") or "")
+    accepted = is_condition_true(status, CONDITION_GRAPH_ACCEPTED)
+    built = await compile_graph(client, name, rgd.get("spec") or {}, accepted=accepted)
     build = built if isinstance(built, BuildFailure) else None
     if build is not None and state == RGD_STATE_ACTIVE:
         notes.append(

@@ -118,13 +118,19 @@ async def read_revisions(
 
 
 async def compile_graph(
-    client: Client, rgd_name: str, spec: Mapping[str, Any]
+    client: Client, rgd_name: str, spec: Mapping[str, Any], *, accepted: bool = False
 ) -> Graph | BuildFailure:
-    """Build like the controller does; a build error comes back with its location fields."""
+    """Build like the controller does; a build error comes back with its location fields.
+
+    accepted: the controller compiled this spec (a verified revision, an accepted RGD), so a
+    kind not served yet may be deferred as it deferred it (DeferredSchemaResolution: a graph
+    that needs no deferral compiles the same either way, and one the controller refused is
+    built without, to show the error it gave)."""
     resolver = LiveSchemaResolver(client)
+    options = BuildOptions(deferred_schema_resolution=accepted)
     try:
         return await build_graph_async(
-            {"metadata": {"name": rgd_name}, "spec": spec}, resolver, options=BuildOptions()
+            {"metadata": {"name": rgd_name}, "spec": spec}, resolver, options=options
         )
     except GraphError as error:
         return BuildFailure(
@@ -163,7 +169,8 @@ async def load_graph(client: Client, rgd_name: str) -> LoadedGraph:
     else:
         spec = rgd.get("spec") or {}
         source = GraphSource(rgd_name, state)
-    built = await compile_graph(client, rgd_name, spec)
+    verified = latest is not None and not revision_problem(latest)
+    built = await compile_graph(client, rgd_name, spec, accepted=verified)
     if isinstance(built, BuildFailure):
         problem = (latest is not None and revision_problem(latest)) or (
             f"the graph does not compile: {built.message} (see `kro explain rgd {rgd_name}`)"

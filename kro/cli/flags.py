@@ -54,6 +54,7 @@ FEATURE_GATES: Mapping[str, bool] = {
     "ConservativeCRDComparison": False,
     "DeletionPolicy": False,
     "GraphKind": False,
+    "DeferredSchemaResolution": False,
 }
 
 GRAPH_KIND_FLAGS: Final = {

@@ -38,6 +38,8 @@ def _kind_of(node: Node) -> str:
     kind is an expression has its kind only once rendered."""
     if node.type.is_value:
         return "value"
+    if node.deferred:  # DeferredSchemaResolution: a literal kind not served yet
+        return f"{node.gvk.api_version}/{node.gvk.kind} (deferred: not served yet)"
     if node.dynamic_type:
         return "kind computed per object"
     return f"{node.gvk.api_version}/{node.gvk.kind}"
@@ -46,7 +48,7 @@ def _kind_of(node: Node) -> str:
 def _short_kind(node: Node) -> str:
     if node.type.is_value:
         return "value"
-    return "computed kind" if node.dynamic_type else node.gvk.kind
+    return "computed kind" if node.dynamic_type and not node.deferred else node.gvk.kind
 
 
 def render_text(graph: Graph) -> str:
@@ -157,11 +159,13 @@ def graph_data(graph: Graph) -> dict[str, Any]:
 
 def _node_data(graph: Graph, node_id: str) -> dict[str, Any]:
     node = graph.nodes[node_id]
+    unknown = node.type.is_value or (node.dynamic_type and not node.deferred)
     return {
         "id": node_id,
         "type": node.type.value,
-        "apiVersion": None if node.type.is_value or node.dynamic_type else node.gvk.api_version,
-        "kind": None if node.type.is_value or node.dynamic_type else node.gvk.kind,
+        "apiVersion": None if unknown else node.gvk.api_version,
+        "kind": None if unknown else node.gvk.kind,
+        **({"deferred": True} if node.deferred else {}),
         "applyOrder": node.apply_order,
         "conditional": bool(node.include_when),
         "forEach": [d.name for d in node.for_each],

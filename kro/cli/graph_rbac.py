@@ -90,7 +90,7 @@ class Access(enum.Enum):
 def access_of(node: Node) -> Access:
     if node.type.is_value:
         return Access.NONE
-    if node.dynamic_type:
+    if node.dynamic_type and not node.deferred:  # a deferred kind is literal: it can be named
         return Access.COMPUTED
     if node.type.is_external:
         return Access.READ

@@ -194,12 +194,33 @@ def valid_message(result: BuildResult) -> str:
 
 
 def _warnings(results: Sequence[BuildResult]) -> dict[int, list[str]]:
-    """Expressions whose run-time cost the schema does not bound (advice, not an error)."""
+    """Advice, not errors: resources deferred because their kind is not served
+    (DeferredSchemaResolution), and expressions whose run-time cost the schema does not
+    bound."""
     from kro.graph.cost import graph_warnings
 
     return {
-        id(r): [str(w) for w in graph_warnings(r.graph)] for r in results if r.graph is not None
+        id(r): [*_deferrals(r), *(str(w) for w in graph_warnings(r.graph))]
+        for r in results
+        if r.graph is not None
     }
+
+
+def _deferrals(result: BuildResult) -> list[str]:
+    """One warning per deferred node, naming its owner, the node, the kind and why."""
+    from kro.api.graph import GRAPH_KIND
+    from kro.graph.deferred import deferral_message
+
+    assert result.graph is not None
+    owner = "graph" if result.kind == GRAPH_KIND else "rgd"
+    where, noun = (f'{owner} "{result.name}" ' if result.name else ""), (
+        "node" if result.kind == GRAPH_KIND else "resource"
+    )
+    return [
+        f'{where}{noun} "{node.id}": {deferral_message(node)}'
+        for node in result.graph.nodes.values()
+        if node.deferred
+    ]
 
 
 def _validation_data(

@@ -101,7 +101,11 @@ def add_input_flags(parser: argparse.ArgumentParser, what: str = "ResourceGraphD
 
 
 def build_options(args: argparse.Namespace) -> BuildOptions:
-    from kro.api.names import FEATURE_CEL_OMIT_FUNCTION, FEATURE_DELETION_POLICY
+    from kro.api.names import (
+        FEATURE_CEL_OMIT_FUNCTION,
+        FEATURE_DEFERRED_SCHEMA_RESOLUTION,
+        FEATURE_DELETION_POLICY,
+    )
     from kro.graph.builder import BuildOptions
 
     gates = args.feature_gates or {}
@@ -110,6 +114,7 @@ def build_options(args: argparse.Namespace) -> BuildOptions:
         max_collection_dimension_size=args.max_collection_dimension_size,
         omit_function=bool(gates.get(FEATURE_CEL_OMIT_FUNCTION, False)),
         deletion_policy=bool(gates.get(FEATURE_DELETION_POLICY, False)),
+        deferred_schema_resolution=bool(gates.get(FEATURE_DEFERRED_SCHEMA_RESOLUTION, False)),
     )
 
 

@@ -331,7 +331,7 @@ def _outcome(
         desired = evaluation.desired(node_id)
         if isinstance(desired, Pending):
             return NodeOutcome(node_id, order, "waiting", desired.reason)
-        if node.type.is_value or node.type is NodeType.PATCH:
+        if node.deferred or node.type.is_value or node.type is NodeType.PATCH:
             return _graph_only_outcome(node, evaluation, desired, observed)
         live = [_find(observed, d) for d in desired]
         state = "external" if node.type.value.startswith("External") else "rendered"
@@ -352,6 +352,15 @@ def _outcome(
     return NodeOutcome(node_id, order, state, "", objects, readiness.ready, readiness.reason or "")
 
 
+def _schema_pending(node: Node) -> str:
+    """A deferred node (DeferredSchemaResolution) waits for its kind: what it would apply
+    once the kind is served is shown, not type-checked."""
+    return (
+        f"SchemaPending: kind {node.gvk.kind} of {node.gvk.api_version} is not served; "
+        "waiting for its CRD (give the CRD with --crd to render it typed)"
+    )
+
+
 def _graph_only_outcome(
     node: Node,
     evaluation: InstanceEvaluation,
@@ -360,8 +369,12 @@ def _graph_only_outcome(
 ) -> NodeOutcome:
     """A Graph's `def` is computed, never applied (V-45). A `patch` waits, as in the cluster,
     while a target it contributes to is not known (only `--observed` makes it known offline);
-    what it would contribute is shown either way (V-46)."""
+    what it would contribute is shown either way (V-46). A deferred node's kind is never
+    served offline: it waits for it, as it would in a cluster until its CRD appears."""
     node_id, order = node.id, node.apply_order
+    if node.deferred:
+        objects = tuple(dict(d) for d in desired)
+        return NodeOutcome(node_id, order, "waiting", _schema_pending(node), objects)
     if node.type.is_value:
         value: Any = list(desired) if node.type.is_list else desired[0]
         evaluation.observe(node_id, value)

@@ -51,6 +51,7 @@ from kro.controllers.events import RecorderPool
 from kro.controllers.graph import GRAPHS, GraphOptions, GraphReconciler
 from kro.controllers.graphrevision import GRAPH_REVISIONS, GraphRevisionReconciler
 from kro.controllers.instance.labels import KRO_VERSION
+from kro.controllers.kind_waits import KindWaits
 from kro.controllers.leadership import Promotion, WriteGate
 from kro.controllers.metrics import (
     CelMetrics,
@@ -69,6 +70,7 @@ from kro.controllers.registry import RevisionRegistry
 from kro.controllers.rgd import RGDS, RGDOptions, RGDReconciler
 from kro.controllers.schemas import LiveSchemaResolver
 from kro.dynamic import DynamicController, DynamicControllerOptions, ObjectRef
+from kro.graph.hashing import graph_revision_name
 from kro.graph.resolver import SchemaResolver
 from kro.runtime.controller import Controller
 from kro.runtime.manager import Manager
@@ -191,6 +193,8 @@ class KroApp:
         # per-condition Events (InstanceOptions.condition_events).
         self.recorders: RecorderPool | None = RecorderPool(client)
         self.schemas = LiveSchemaResolver(client, metrics=SchemaResolverMetrics(metrics))
+        self.kind_waits = KindWaits(self._wake)
+        """Owners whose deferred nodes wait for a kind (DeferredSchemaResolution)."""
         self.resolver: SchemaResolver = resolver or self.schemas
         self.dynamic = DynamicController(cache, options=options.dynamic, metrics=metrics)
         self.applier = Applier(
@@ -215,6 +219,7 @@ class KroApp:
             recorders=self.recorders,
             enqueue_rgd=self.enqueue_rgd,
             writes=self.writes,
+            kind_waits=self.kind_waits,
         )
         self.programs = ProgramCache()
         """The one cache of compiled programs: GraphRevisions' and Graphs'."""
@@ -303,8 +308,10 @@ class KroApp:
                 max_collection_size=options.rgd.build.max_collection_size,
                 cel_cost_limit=options.rgd.build.cel_cost_limit,
                 skip_unchanged=options.skip_unchanged,
+                deferred_schema_resolution=options.rgd.build.deferred_schema_resolution,
             ),
             events=self.recorders.recorder(GRAPH_RECORDER) if self.recorders else None,
+            kind_waits=self.kind_waits,
         )
         self.graph_controller: Controller[Request] = (
             self.manager.controller("Graph")
@@ -371,12 +378,26 @@ class KroApp:
         a Graph that is not Ready may have been waiting for exactly this kind (its compile
         needs the schema of every literal kind, a dynamic node waits for its kind: V-48).
         Programs typed against the kind are dropped and compiled again on their next
-        reconcile; a Ready Graph is not woken for it (what it applied is unchanged)."""
+        reconcile; a Ready Graph is not woken for it (what it applied is unchanged).
+
+        Deferred nodes (DeferredSchemaResolution) of the CRD's group: the owners waiting on
+        them are enqueued at once (kro.controllers.kind_waits), and each GraphRevision that
+        deferred such a kind is compiled again, typed if the kind is now served.
+
+        The CRD informer holds metadata alone: the group and plural come from the CRD's name
+        (`<plural>.<group>`), the kind from its spec only when a full object is handed in."""
         self.client.mapper.invalidate()
         self.schemas.invalidate()
         spec = crd.get("spec") or {}
-        group, kind = str(spec.get("group") or ""), str((spec.get("names") or {}).get("kind"))
-        self.programs.kind_changed(group, kind)
+        plural, _, named_group = _name(crd).partition(".")
+        group = str(spec.get("group") or named_group)
+        kind = str((spec.get("names") or {}).get("kind") or "")
+        self.programs.kind_changed(group, kind, plural)
+        for entry in self.registry.deferring(group):
+            self.gr_queue.add(Request("", graph_revision_name(entry.rgd_name, entry.revision)))
+        if self.graph_metrics is not None:
+            self.graph_reconciler.clients.invalidate_discovery()
+        self.kind_waits.crd_changed(group)
         if self.graph_metrics is not None:
             for graph in self.cache.informer(GRAPHS).store.list():
                 if not is_condition_true(graph.get("status"), CONDITION_READY):
@@ -384,6 +405,15 @@ class KroApp:
                     self.graph_controller.queue.add(
                         Request(str(meta.get("namespace") or ""), str(meta.get("name") or ""))
                     )
+
+    def _wake(self, owner: ObjectRef) -> None:
+        """Enqueue an owner a CRD event woke: a Graph on the Graph controller's queue, an RGD
+        instance on the dynamic controller's."""
+        if owner.gvr == GRAPHS:
+            if self.graph_metrics is not None:
+                self.graph_controller.queue.add(Request(owner.namespace, owner.name))
+            return
+        self.dynamic.enqueue(owner)
 
 
 def _revision_rgd(revision: Obj) -> list[Request]:

@@ -44,6 +44,7 @@ from kro.api.names import (
     STATUS_TRUE,
     V1ALPHA1,
 )
+from kro.controllers.kind_waits import served_but_deferred
 from kro.controllers.leadership import WriteGate
 from kro.controllers.metrics import COMPILE_FAILED, COMPILE_SUCCESS, GraphRevisionMetrics
 from kro.controllers.programs import ProgramCache
@@ -125,6 +126,10 @@ class GraphRevisionReconciler:
             revision = await self._ensure_finalizer(revision)
             known = self.registry.get(rgd_name, number)
             if known is not None and known.state is not RevisionState.PENDING:
+                if _defers(known.graph):
+                    return await self._recompile(
+                        revision, rgd_name, number, spec_hash, known.graph
+                    )
                 return Result()
             self.registry.put_pending(rgd_name, number, spec_hash)
             await self._compile(revision, rgd_name, number, spec_hash)
@@ -139,6 +144,8 @@ class GraphRevisionReconciler:
         the revision again when it comes, and when this replica starts leading)."""
         known = self.registry.get(rgd_name, number)
         if known is not None and known.state is not RevisionState.PENDING:
+            if _defers(known.graph):
+                await self._follow_recompile(revision, rgd_name, number, spec_hash, known.graph)
             return Result()
         verdict: Mapping[str, Any] = (
             get_condition(revision.get("status"), CONDITION_GRAPH_VERIFIED) or {}
@@ -168,6 +175,54 @@ class GraphRevisionReconciler:
         log.info("graphrevision.active", nodes=len(graph.nodes), follower=True)
         self.notify_rgd(rgd_name)
         return Result()
+
+    async def _recompile(
+        self,
+        revision: dict[str, Any],
+        rgd_name: str,
+        number: int,
+        spec_hash: str,
+        graph: Graph | None,
+    ) -> Result:
+        """An Active revision that deferred a kind (DeferredSchemaResolution), queued because a
+        CRD of its group changed: compiled again (its program was dropped from the cache, so
+        this compiles, typed where the kind is served now) and activated, or failed when the
+        typed check fails, as any compile. Instances take the new graph on their next pass.
+        A kind served whose schema was not published yet: compiled again after a backoff."""
+        await self._compile(revision, rgd_name, number, spec_hash)
+        entry = self.registry.get(rgd_name, number)
+        if entry is not None and entry.graph is not graph:
+            log.info("graphrevision.recompiled", deferred=_defers(entry.graph))
+            self.notify_rgd(rgd_name)
+        compiled = entry.graph if entry is not None else None
+        if (
+            compiled is not None
+            and _defers(compiled)
+            and await served_but_deferred(self.client.mapper, compiled)
+        ):
+            self.programs.forget(RGD_KIND, "", rgd_name)
+            return Result(requeue=True)
+        return Result()
+
+    async def _follow_recompile(
+        self,
+        revision: dict[str, Any],
+        rgd_name: str,
+        number: int,
+        spec_hash: str,
+        graph: Graph | None,
+    ) -> None:
+        """The follower's `_recompile`: a compile that fails here keeps the revision as it
+        was (the leader's verdict decides; it writes any failure to the revision's status)."""
+        try:
+            compiled = await self._build(revision, rgd_name, spec_hash)
+        except GraphError as error:
+            log.info("graphrevision.recompile_failed", error=str(error), follower=True)
+            return
+        if compiled is not graph:
+            self.registry.activate(rgd_name, number, spec_hash, compiled)
+            log.info("graphrevision.recompiled", deferred=_defers(compiled), follower=True)
+            self.notify_rgd(rgd_name)
 
     async def _build(self, revision: dict[str, Any], rgd_name: str, spec_hash: str) -> Graph:
         """The revision's program, from the process's program cache (kro.controllers.programs):
@@ -273,6 +328,11 @@ class GraphRevisionReconciler:
         except KubeError:
             self.metrics.status_update_errors.inc()
             raise
+
+
+def _defers(graph: Graph | None) -> bool:
+    """The graph has a node whose kind was not served when it compiled (kro.graph.deferred)."""
+    return graph is not None and any(n.deferred for n in graph.nodes.values())
 
 
 class FollowerCompileError(Exception):

@@ -19,22 +19,27 @@ these steps.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 import structlog
 
+from kro.api.names import EVENT_WAITING_FOR_CRD
 from kro.api.objects import metadata as _meta
 from kro.applyset import ApplySetError
+from kro.controllers.kind_waits import KindWaits
 from kro.controllers.requeue import RequeueBackoff
 from kro.dynamic import ObjectRef
 from kro.dynamic.watches import WatchCoordinator
 from kro.engine.graph_pass import GraphPass
 from kro.engine.ownership import Ownership, TeardownStep
+from kro.engine.results import NodeReason, PassResult
 from kro.engine.teardown import teardown_step
 from kro.graph.evaluate import EvaluationError
+from kro.graph.model import Graph
 from kro.runtime.client import Client
 from kro.runtime.errors import KubeError
+from kro.runtime.events import EventRecorder
 from kro.runtime.gvk import GVR
 from kro.runtime.reconcile import Request, Result
 
@@ -54,6 +59,9 @@ class OwnerReconciler(ABC):
     client: Client
     watches: WatchCoordinator
     waits: RequeueBackoff
+    kind_waits: KindWaits | None = None
+    """Owners whose deferred nodes wait for a kind (DeferredSchemaResolution): the kind's CRD
+    wakes them. None: nothing wakes them but their backoff."""
 
     async def reconcile(self, request: Request) -> Result:
         ref = ObjectRef(self.gvr, request.namespace, request.name)
@@ -90,6 +98,8 @@ class OwnerReconciler(ABC):
     async def forget(self, ref: ObjectRef) -> None:
         """The owner is gone (or no longer kro's): its watches and its backoff go with it."""
         self.waits.reset(self.key(ref))
+        if self.kind_waits is not None:
+            self.kind_waits.forget(ref)
         await self.watches.forget(ref)
 
     # -- the shared steps --------------------------------------------------------------------
@@ -123,6 +133,45 @@ class OwnerReconciler(ABC):
             return error
         await self.watches.done(ref, commit=True)
         return None
+
+    def schema_waits(
+        self,
+        ref: ObjectRef,
+        obj: Mapping[str, Any],
+        graph: Graph,
+        result: PassResult,
+        events: EventRecorder | None,
+    ) -> float | None:
+        """After a pass: the kinds its deferred nodes wait for (`SchemaPending`) are
+        remembered so that their CRD wakes the owner (kro.controllers.kind_waits), each new
+        one announced by one Warning Event; how soon to look again when a CRD event of the
+        kind's group has just come (None: as the pass says)."""
+        waiting: dict[tuple[str, str], str] = {}
+        for found in result:
+            if found.reason is NodeReason.SCHEMA_PENDING:
+                gvk = graph.node(found.id).gvk
+                waiting.setdefault((gvk.group, gvk.kind), found.id)
+        if self.kind_waits is None:
+            return None
+        for kind in self.kind_waits.waiting(ref, waiting):
+            node = graph.node(waiting[kind])
+            log.info("owner.waiting_for_crd", node=node.id, kind=kind[1], group=kind[0])
+            if events is not None:
+                message = (
+                    f'node "{node.id}" waits for kind {node.gvk.kind} of '
+                    f"{node.gvk.api_version}: not served yet, waiting for its CRD"
+                )
+                events.record(obj, "Warning", EVENT_WAITING_FOR_CRD, message)
+        return self.kind_waits.retry_after(waiting) if waiting else None
+
+    @staticmethod
+    def sooner(result: Result, delay_s: float | None) -> Result:
+        """`result`, or a requeue after `delay_s` when that comes first."""
+        if delay_s is None:
+            return result
+        if result.requeue_after_s is not None and result.requeue_after_s <= delay_s:
+            return result
+        return Result(requeue_after_s=delay_s)
 
     def wait(self, ref: ObjectRef, reason: str) -> Result:
         """The owner waits on the cluster, or failed in a way a later pass may fix."""

@@ -18,7 +18,7 @@ from typing import Final
 
 import structlog
 
-from kro.graph.model import Graph
+from kro.graph.model import Graph, Node
 
 __all__ = ["ProgramCache"]
 
@@ -70,19 +70,32 @@ class ProgramCache:
         """The owner is gone: its programs with it."""
         self._forget_owner(kind, namespace, name)
 
-    def kind_changed(self, group: str, kind: str) -> int:
-        """A CRD of `group`/`kind` appeared, changed or vanished: drop every program typed
-        against it (a node naming it literally). Returns how many were dropped."""
-        stale = [
+    def kind_changed(self, group: str, kind: str = "", plural: str = "") -> int:
+        """A CRD of `group` appeared, changed or vanished: drop every program typed against
+        its kind (a node naming it literally, matched by `kind` or by the resource `plural`),
+        and every program with a deferred node waiting for a kind of it (DeferredSchemaResolution:
+        compiled again, typed, now that the kind may be served). Without `kind` (the CRD was
+        seen by its metadata alone, whose name is `<plural>.<group>`) a deferred node of any
+        kind of the group counts: one compile too many at worst. Returns how many were dropped."""
+
+        def stale(node: Node) -> bool:
+            if node.gvk.group != group:
+                return False
+            if node.deferred:
+                return not kind or node.gvk.kind == kind
+            if node.dynamic_type:
+                return False
+            return (bool(kind) and node.gvk.kind == kind) or (
+                bool(plural) and node.resource == plural
+            )
+
+        dropped = [
             key
             for key, program in self._programs.items()
-            if any(
-                n.gvk.group == group and n.gvk.kind == kind and not n.dynamic_type
-                for n in program.nodes.values()
-            )
+            if any(map(stale, program.nodes.values()))
         ]
-        for key in stale:
+        for key in dropped:
             del self._programs[key]
-        if stale:
-            log.debug("programs.dropped", group=group, kind=kind, programs=len(stale))
-        return len(stale)
+        if dropped:
+            log.debug("programs.dropped", group=group, kind=kind, programs=len(dropped))
+        return len(dropped)

@@ -102,6 +102,17 @@ class RevisionRegistry:
             return None
         return revisions[max(revisions)]
 
+    def deferring(self, group: str) -> list[RevisionEntry]:
+        """Active revisions with a deferred node waiting for a kind of `group`
+        (DeferredSchemaResolution): compiled again, typed, when a CRD of the group appears."""
+        return [
+            entry
+            for revisions in self._entries.values()
+            for entry in revisions.values()
+            if entry.graph is not None
+            and any(n.deferred and n.gvk.group == group for n in entry.graph.nodes.values())
+        ]
+
     def counts(self) -> dict[RevisionState, int]:
         """Entries per state, for the graph_revision_registry_entries gauge."""
         out = dict.fromkeys(RevisionState, 0)

@@ -114,6 +114,7 @@ from kro.controllers.graphrevision import GRAPH_REVISIONS
 from kro.controllers.instance.kinds import InstanceControllers, Kind
 from kro.controllers.instance.labels import KRO_VERSION
 from kro.controllers.instance.options import InstanceOptions
+from kro.controllers.kind_waits import KindWaits
 from kro.controllers.leadership import NotLeader, WriteGate
 from kro.controllers.metrics import (
     ISSUE_NO_REVISION,
@@ -192,11 +193,14 @@ class RGDReconciler:
         enqueue_rgd: Callable[[str], None] | None = None,
         permissions: PermissionChecker | None = None,
         writes: WriteGate | None = None,
+        kind_waits: KindWaits | None = None,
     ) -> None:
         """`enqueue_rgd(name)` brings an RGD back to this reconciler's queue; the kind of a
         deleted RGD calls it when one of its instances is gone. `permissions` runs the
         pre-flight of each served graph (default: access reviews through `client`). `writes`:
-        whether this replica may write RGDs, GraphRevisions and CRDs (default: always)."""
+        whether this replica may write RGDs, GraphRevisions and CRDs (default: always).
+        `kind_waits`: the owners waiting for a kind (DeferredSchemaResolution), handed to the
+        instance reconcilers."""
         self.writes = writes or WriteGate()
         self.permissions = permissions or PermissionChecker(client)
         self.client = client
@@ -228,6 +232,7 @@ class RGDReconciler:
             condition_durations=condition_durations,
             recorders=recorders,
             enqueue_rgd=enqueue_rgd,
+            kind_waits=kind_waits,
         )
 
     def _wait(self, reason: str) -> Result:

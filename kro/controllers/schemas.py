@@ -146,10 +146,27 @@ class LiveSchemaResolver:
             self._served_empty.discard(group_version)
         self._metrics.size.set(self._size())
 
+    async def _confirm_absent(self, path: str) -> None:
+        """Discovery of the group version answers NotFound (or, oddly, serves it without an
+        OpenAPI document); any other error propagates."""
+        try:
+            await self._client.request("GET", f"/{path}")
+        except NotFound:
+            return
+
     async def _fetch(self, group: str, version: str) -> _Entry:
         path = f"api/{version}" if not group else f"apis/{group}/{version}"
         try:
             document = await self._client.request("GET", f"/openapi/v3/{path}")
+        except NotFound:
+            # No OpenAPI document: absent only if discovery says so too. An aggregated API
+            # whose server is down has no document either, but discovery answers 503 for it:
+            # that outage is raised (retried), never taken for a kind not served, which a
+            # deferred node (kro.graph.deferred) would quietly wait for.
+            await self._confirm_absent(path)
+            log.info("schemas.group_version_missing", group=group, version=version)
+            return _Entry(time.monotonic(), {}, served=False)
+        try:
             discovery = await self._client.request("GET", f"/{path}")
         except NotFound:
             log.info("schemas.group_version_missing", group=group, version=version)

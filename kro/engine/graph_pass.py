@@ -419,8 +419,8 @@ class GraphPass:
 
     async def _look_up_kinds(self, node: Node, desired: list[dict[str, Any]]) -> bool:
         """V-48: find each rendered object's resource; a kind not served yet makes the node
-        wait (its CRD may be on its way). A cluster-scoped object loses the namespace the
-        render gave it by default."""
+        wait (its CRD may be on its way); a deferred node's wait is `SchemaPending`. A
+        cluster-scoped object loses the namespace the render gave it by default."""
         kinds: list[tuple[GVR, bool]] = []
         for obj in desired:
             gvk = RuntimeGVK.from_object(obj)
@@ -428,7 +428,11 @@ class GraphPass:
                 info = await self.client.mapper.resource_for(gvk)
             except NoKindMatch:
                 message = f"kind {obj.get('kind')} of {obj.get('apiVersion')} is not served"
-                self._set(node, NODE_STATE_IN_PROGRESS, NodeReason.WAITING, message)
+                reason = NodeReason.WAITING
+                if node.deferred:  # DeferredSchemaResolution: waits for its CRD, never pruned
+                    message = f"{message} yet (waiting for its CRD)"
+                    reason = NodeReason.SCHEMA_PENDING
+                self._set(node, NODE_STATE_IN_PROGRESS, reason, message)
                 return False
             metadata = obj.get("metadata")
             if not info.namespaced and isinstance(metadata, dict):

@@ -44,6 +44,7 @@ class NodeReason(StrEnum):
     READY = "Ready"  # applied (or found) and every readyWhen holds
     NOT_READY = "NotReady"  # exists, a readyWhen does not hold yet
     WAITING = "Waiting"  # cannot be rendered or decided yet: data it reads does not exist
+    SCHEMA_PENDING = "SchemaPending"  # a deferred node whose kind is not served yet
     EXCLUDED = "Excluded"  # includeWhen is false, or a node it depends on is excluded
     NOT_FOUND = "NotFound"  # an external reference whose object does not exist
     NOT_CREATED = "NotCreated"  # dry run: the object does not exist; a pass would create it

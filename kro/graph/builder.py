@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any, Final
 
 from kro.api.names import KRO_DOMAIN, RGD_KIND, SCOPE_CLUSTER, SCOPE_NAMESPACED
@@ -35,6 +36,7 @@ from kro.graph.build_errors import (
 )
 from kro.graph.conditions import compile_conditions
 from kro.graph.crd import synthesize_crd
+from kro.graph.deferred import Deferrals
 from kro.graph.environment import (
     SCHEMA_VARIABLE,
     instance_variable_schema,
@@ -161,11 +163,20 @@ def build_graph(
         name,
         options.max_collection_dimension_size,
         deletion_policy_gate=options.deletion_policy,
+        deferred_gate=options.deferred_schema_resolution,
     )
     namespaced = (block.get("scope") or SCOPE_NAMESPACED) != SCOPE_CLUSTER
     spec_schema = _spec_schema(block, name)
     section = _status_section(block, name)
-    parsed = [parse_resource(r, resolver, instance_namespaced=namespaced, rgd=name) for r in inputs]
+    deferrals = Deferrals(
+        enabled=options.deferred_schema_resolution, instance_namespaced=namespaced
+    )
+    parsed = [
+        deferrals.parse(
+            r, partial(parse_resource, r, resolver, instance_namespaced=namespaced, rgd=name), name
+        )
+        for r in inputs
+    ]
     instance_schema = instance_variable_schema(
         spec_schema, object_meta_schema(resolver), namespaced=namespaced
     )
@@ -176,7 +187,10 @@ def build_graph(
         index_of={p.id: p.index for p in parsed},
         instance_namespaced=namespaced,
     )
-    nodes = [compile_node(p, ctx) for p in parsed]
+    nodes = [
+        deferrals.confirm(compile_node(p, ctx), ctx.resource_ids, optional=p.input.optional)
+        for p in parsed
+    ]
     order, apply_orders = order_nodes(nodes, name)
     ids = ctx.resource_ids
     status = compile_status(section.fields, env, resource_ids=ids, rgd=name)

@@ -37,6 +37,7 @@ import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final
 
 from kro.api.graph import (
@@ -49,6 +50,7 @@ from kro.api.graph import (
     node_id_problem,
 )
 from kro.cel import CelDeclarationError, CelEnvironment, CelOptions, EvaluationLimits
+from kro.graph.deferred import Deferrals
 from kro.graph.errors import GraphError
 from kro.graph.hashing import spec_hash
 from kro.graph.model import Graph, Instance, Node, NodeType
@@ -63,7 +65,12 @@ from kro.graph.resources import (
     serialize_external_ref,
 )
 from kro.graph.templatecheck import parse_template_fields
-from kro.graph.validation import ResourceInput, check_selector
+from kro.graph.validation import (
+    OPTIONAL_FIELD,
+    ResourceInput,
+    check_selector,
+    optional_problem,
+)
 
 __all__ = ["GraphCompileError", "compile_graph", "compile_graph_async"]
 
@@ -71,6 +78,7 @@ _NAME: Final = re.compile(NODE_ID_PATTERN)  # V-42: node ids and forEach iterato
 NODE_KINDS: Final = ("template", "ref", "def", "graph", "patch")
 _MODIFIERS: Final = {  # V-50: which node kinds accept which modifier
     "includeWhen": frozenset({"template", "ref", "def", "patch"}),
+    OPTIONAL_FIELD: frozenset({"template", "ref", "patch"}),  # kro.graph.deferred
     "readyWhen": frozenset({"template", "ref", "def"}),
     "forEach": frozenset({"template", "def", "patch"}),
 }
@@ -288,7 +296,12 @@ def _resource(
     kind: str,
     ids: frozenset[str],
 ) -> ResourceInput:
+    optional = raw.get(OPTIONAL_FIELD)
+    problem = optional_problem(optional, gate=True)  # the gate: compile_graph's options
+    if problem is not None:
+        raise _fail(problem, node_id)
     return ResourceInput(
+        optional=optional is True,
         id=node_id,
         index=index,
         template=body if kind != "ref" else None,
@@ -311,15 +324,21 @@ def _value(resource: ResourceInput, name: str) -> ParsedResource:
 
 
 def _parse(
-    kind: str, resource: ResourceInput, resolver: SchemaResolver, name: str
+    item: _Input, resolver: SchemaResolver, name: str, deferrals: Deferrals
 ) -> ParsedResource:
+    kind, resource = item.kind, item.resource
     if kind == "def":
         return _value(resource, name)
     body = resource.template if resource.template is not None else resource.external_ref
     if body is not None and _dynamic_type(body):
         parsed = _untyped(resource, name)
     else:
-        parsed = parse_resource(resource, resolver, instance_namespaced=True, rgd=name)
+        parsed = deferrals.parse(
+            resource,
+            partial(parse_resource, resource, resolver, instance_namespaced=True, rgd=name),
+            name,
+            key=item.qualified,
+        )
     if kind == "patch":
         return dataclasses.replace(parsed, type=NodeType.PATCH)
     return parsed
@@ -424,6 +443,16 @@ def _frame_env(options: BuildOptions, visible: Mapping[str, ParsedResource]) -> 
     return env
 
 
+def _check_optional(inputs: Sequence[_Input], *, gate: bool) -> None:
+    """`optional` needs the DeferredSchemaResolution gate (kro.graph.deferred)."""
+    if gate:
+        return
+    for item in inputs:
+        if item.resource.optional:
+            problem = optional_problem(True, gate=False)
+            raise _fail(str(problem), item.qualified)
+
+
 def compile_graph(
     graph: Mapping[str, Any], resolver: SchemaResolver, *, options: BuildOptions | None = None
 ) -> Graph:
@@ -436,12 +465,14 @@ def compile_graph(
     assert isinstance(spec, Mapping)
     inputs: list[_Input] = []
     _collect(spec.get("nodes"), "", {}, inputs)
+    _check_optional(inputs, gate=options.deferred_schema_resolution)
+    deferrals = Deferrals(enabled=options.deferred_schema_resolution)
     parsed: dict[str, ParsedResource] = {}
     for item in inputs:  # a frame's nodes come before its `graph` node
         parsed[item.qualified] = (
             _frame_value(item, parsed, name)
             if item.kind == "graph"
-            else _parse(item.kind, item.resource, resolver, name)
+            else _parse(item, resolver, name, deferrals)
         )
     top = [parsed[i.qualified] for i in inputs if "/" not in i.qualified]
     env = _environment(options, top)
@@ -473,6 +504,9 @@ def compile_graph(
         node = compile_node(item_parsed, ctx)
         if item_parsed.gvk == _VALUE_GVK and not item_parsed.type.is_value:
             node = dataclasses.replace(node, dynamic_type=True)
+        node = deferrals.confirm(
+            node, item.scope, optional=item.resource.optional, key=item.qualified
+        )
         _one_frame(node, item.scope)
         node = dataclasses.replace(
             node,

@@ -121,6 +121,12 @@ class Node:
     """A Graph node whose apiVersion or kind is an expression (V-48): `gvk`, `resource` and
     `namespaced` are placeholders; each rendered object's kind is looked up when it is applied
     or read, and a kind not served yet makes the node wait."""
+    deferred: bool = False
+    """A node whose literal kind was not served when the graph compiled (the
+    DeferredSchemaResolution gate, kro.graph.deferred): `gvk` is that kind, the node is
+    untyped and applied as a `dynamic_type` node, and while its kind is not served it waits
+    with reason `SchemaPending`. The graph is compiled again, typed, once the kind's CRD
+    appears (kro.controllers.programs)."""
 
 
 @dataclass(frozen=True, slots=True)

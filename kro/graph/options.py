@@ -26,6 +26,10 @@ class BuildOptions:
     deletion_policy: the `DeletionPolicy` feature gate (V-30, default off). Off, a resource
         that sets `deletionPolicy` at all is a build error; on, every template resource gets
         a policy (`Delete` unless it says `Orphaned`) that its applies enforce (V-32).
+    deferred_schema_resolution: the `DeferredSchemaResolution` feature gate (default off). On,
+        a resource whose literal kind the API server does not serve compiles untyped and waits
+        for its kind at apply time, when it is eligible (kro.graph.deferred); off, such a kind
+        is a build error, and so is the `optional` field.
     """
 
     max_collection_size: int = 1000
@@ -33,3 +37,4 @@ class BuildOptions:
     omit_function: bool = False
     cel_cost_limit: int = 0
     deletion_policy: bool = False
+    deferred_schema_resolution: bool = False

@@ -14,6 +14,7 @@ on them: resource ids and iterator names become CEL variables, so `my-db` (a sub
 * G-05/G-06 a template has string apiVersion/kind and a map metadata; apiVersion parses as
   group/version; the lowercased kind is a DNS-1035 label.
 * G-08 namespace vs. scope; G-09 no kro-reserved labels/annotations on templates.
+* `optional` (DeferredSchemaResolution, kro.graph.deferred): a boolean, only with the gate.
 * V-30..V-32 `deletionPolicy`: only with the `DeletionPolicy` gate, only on templates, and
   `Orphaned` only where its annotation can go (`metadata.annotations` a map, absent, or one
   `${...}` expression whose result gets it at render).
@@ -33,6 +34,7 @@ from kro.api.names import (
     DELETION_POLICIES,
     DELETION_POLICY_DELETE,
     DELETION_POLICY_ORPHANED,
+    FEATURE_DEFERRED_SCHEMA_RESOLUTION,
     FEATURE_DELETION_POLICY,
     MSG_DELETION_POLICY_TEMPLATE_ONLY,
     RESERVED_LABEL_PREFIXES,
@@ -82,6 +84,9 @@ class ResourceInput:
     deletion_policy: str | None = None
     """`Delete` or `Orphaned` with the DeletionPolicy gate on (for every template resource:
     omitted means `Delete`), None with the gate off and for externalRefs (V-30)."""
+    optional: bool = False
+    """`optional: true` (DeferredSchemaResolution): the resource may wait for a kind the API
+    server does not serve yet without an includeWhen (kro.graph.deferred)."""
 
 
 def _fail(detail: str, rule: str, rgd: str, resource_id: str | None = None) -> RGDValidationError:
@@ -257,6 +262,25 @@ def _deletion_policy(
     return str(declared or DELETION_POLICY_DELETE)
 
 
+OPTIONAL_FIELD: Final = "optional"
+
+
+def optional_problem(value: Any, *, gate: bool) -> str | None:
+    """What is wrong with a resource's (or Graph node's) `optional` field, None when nothing
+    is (kro.graph.deferred). With the DeferredSchemaResolution gate off `optional: true` is
+    refused: it would promise a wait the build cannot give."""
+    if value is None:
+        return None
+    if not isinstance(value, bool):
+        return f"{OPTIONAL_FIELD} must be a boolean"
+    if value and not gate:
+        return (
+            f"{OPTIONAL_FIELD} requires the {FEATURE_DEFERRED_SCHEMA_RESOLUTION} feature gate "
+            f"(--feature-gates={FEATURE_DEFERRED_SCHEMA_RESOLUTION}=true)"
+        )
+    return None
+
+
 def _check_annotation_room(template: Mapping[str, Any], resource_id: str, rgd: str) -> None:
     """V-32: `Orphaned` is recorded as an annotation on every apply, so the template must leave
     room for one: annotations a map (or absent), or a single `${...}` expression whose result
@@ -291,6 +315,7 @@ def _resource(
     max_dims: int,
     rgd: str,
     deletion_policy_gate: bool = False,
+    deferred_gate: bool = False,
 ) -> ResourceInput:
     if not isinstance(raw, Mapping):
         raise _fail(f"resources[{index}] must be a map", "A-14", rgd)
@@ -333,6 +358,10 @@ def _resource(
     if policy == DELETION_POLICY_ORPHANED:
         assert isinstance(template, Mapping)
         _check_annotation_room(template, resource_id, rgd)
+    optional = raw.get("optional")
+    problem = optional_problem(optional, gate=deferred_gate)
+    if problem is not None:
+        raise _fail(f'resource "{resource_id}": {problem}', "A-14", rgd, resource_id)
     return ResourceInput(
         id=resource_id,
         index=index,
@@ -342,11 +371,17 @@ def _resource(
         include_when=_as_list(raw.get("includeWhen"), "includeWhen", rgd, resource_id, "A-19"),
         for_each=for_each,
         deletion_policy=policy,
+        optional=optional is True,
     )
 
 
 def validate_resources(
-    resources: Any, rgd: str, max_dimensions: int, *, deletion_policy_gate: bool = False
+    resources: Any,
+    rgd: str,
+    max_dimensions: int,
+    *,
+    deletion_policy_gate: bool = False,
+    deferred_gate: bool = False,
 ) -> list[ResourceInput]:
     """G-02/G-03/A-14/A-17/V-30..V-32 over `spec.resources`, in declaration order."""
     if resources is None:
@@ -366,6 +401,7 @@ def validate_resources(
             max_dims=max_dimensions,
             rgd=rgd,
             deletion_policy_gate=deletion_policy_gate,
+            deferred_gate=deferred_gate,
         )
         for i, raw in enumerate(resources)
     ]

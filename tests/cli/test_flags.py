@@ -37,6 +37,7 @@ def test_defaults_match_upstream() -> None:
         "ConservativeCRDComparison": False,  # V-81: alpha, default off
         "DeletionPolicy": False,  # V-30: alpha, default off
         "GraphKind": False,  # V-40, V-81: alpha, default off
+        "DeferredSchemaResolution": False,  # kro-py: alpha, default off
     }
     assert config.graph_concurrent_reconciles == 1  # V-80
     assert (config.controller_namespace, config.controller_service_account) == ("", "")

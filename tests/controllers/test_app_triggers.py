@@ -167,3 +167,75 @@ async def test_a_resync_queues_nothing(app: KroApp, kro_client: Client) -> None:
         for obj in informer.store.list():
             informer._dispatch("on_update", obj, obj)  # what the periodic resync delivers
     assert (taken(app.rgd_queue), taken(app.gr_queue)) == (set(), set())
+
+
+def plain_crd(group: str, kind: str) -> dict[str, Any]:
+    """A CRD nobody's RGD generated (a graph installs it, say)."""
+    crd = kro_crd("")
+    plural = kind.lower() + "s"
+    crd["metadata"] = {"name": f"{plural}.{group}"}
+    crd["spec"] = {**crd["spec"], "group": group, "names": {"kind": kind, "plural": plural}}
+    return crd
+
+
+def _deferring_graph() -> Any:
+    """A compiled RGD whose `widget` waits for the kind Widget of deferred.example.com."""
+    from kro.graph.builder import build_graph
+    from kro.graph.options import BuildOptions
+    from kro.graph.resolver import OfflineSchemaResolver
+
+    rgd = {
+        "metadata": {"name": "installer"},
+        "spec": {
+            "schema": {"apiVersion": "v1alpha1", "kind": "Installer"},
+            "resources": [
+                {
+                    "id": "widget",
+                    "optional": True,
+                    "template": {
+                        "apiVersion": "deferred.example.com/v1",
+                        "kind": "Widget",
+                        "metadata": {"name": "w"},
+                    },
+                }
+            ],
+        },
+    }
+    options = BuildOptions(deferred_schema_resolution=True)
+    return build_graph(rgd, OfflineSchemaResolver.from_files(), options=options)
+
+
+async def test_a_crd_of_a_deferred_group_wakes_its_waiters_and_revisions(
+    app: KroApp, kro_client: Client
+) -> None:
+    """DeferredSchemaResolution: a CRD of the group a deferred node waits for enqueues the
+    owners waiting on it (no poll) and the GraphRevision that deferred it (compiled again),
+    and drops the programs that deferred it; a CRD of another group wakes nobody."""
+    from kro.controllers.graph.inventory import GRAPHS
+    from kro.dynamic import ObjectRef
+    from kro.runtime.gvk import GVR
+
+    await queued(app.rgd_queue, "gone")
+    graph = _deferring_graph()
+    app.registry.activate("installer", 1, "h", graph)
+    instance = ObjectRef(GVR("kro.run", "v1alpha1", "installers"), "team", "one")
+    app.kind_waits.waiting(instance, [("deferred.example.com", "Widget")])
+    app.kind_waits.waiting(ObjectRef(GRAPHS, "team", "g"), [("deferred.example.com", "Widget")])
+
+    async def compiled() -> Any:
+        return graph
+
+    await app.programs.program("ResourceGraphDefinition", "", "installer", "h", compiled)
+    await kro_client.create(CRDS, plain_crd("other.example.com", "Gadget"))
+    await nothing_queued(app, kro_client)
+    assert len(app.dynamic.queue) == 0
+    assert len(app.programs) == 1
+    await kro_client.create(CRDS, plain_crd("deferred.example.com", "Widget"))
+    await queued(app.gr_queue, "installer-r00001")
+
+    async def woken() -> bool:
+        return len(app.dynamic.queue) == 1
+
+    await eventually(woken, what="the waiting instance queued")
+    assert app.dynamic.queue.get_nowait() == instance
+    assert len(app.programs) == 0

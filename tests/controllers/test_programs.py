@@ -12,13 +12,17 @@ from kro.graph.model import Graph
 
 
 class _Node:
-    def __init__(self, group: str, kind: str, dynamic: bool = False) -> None:
+    def __init__(
+        self, group: str, kind: str, dynamic: bool = False, deferred: bool = False
+    ) -> None:
         self.gvk = type("GVK", (), {"group": group, "kind": kind})()
-        self.dynamic_type = dynamic
+        self.resource = kind.lower() + "s"
+        self.dynamic_type = dynamic or deferred
+        self.deferred = deferred
 
 
-def program(*kinds: tuple[str, str], dynamic: bool = False) -> Graph:
-    nodes = {f"n{i}": _Node(g, k, dynamic) for i, (g, k) in enumerate(kinds)}
+def program(*kinds: tuple[str, str], dynamic: bool = False, deferred: bool = False) -> Graph:
+    nodes = {f"n{i}": _Node(g, k, dynamic, deferred) for i, (g, k) in enumerate(kinds)}
     return cast(Graph, type("Program", (), {"nodes": nodes})())
 
 
@@ -60,6 +64,26 @@ async def test_a_changed_kind_drops_the_programs_naming_it_literally() -> None:
     await cache.program("Graph", "a", "dynamic", "h", dynamic)
     await cache.program("Graph", "a", "unrelated", "h", unrelated)
     assert (typed.calls, dynamic.calls, unrelated.calls) == (2, 1, 1)
+
+
+async def test_a_kind_seen_by_its_crd_metadata_alone_drops_by_plural_and_group() -> None:
+    """The CRD informer is metadata-only: the CRD's name gives its plural and group, not its
+    kind. Typed programs are matched by the plural; a deferred node (DeferredSchemaResolution)
+    of any kind of the group is dropped, so its program is compiled again, typed."""
+    cache = ProgramCache()
+    typed = Compiler(program(("example.com", "Widget")))
+    deferred = Compiler(program(("example.com", "Gadget"), deferred=True))
+    elsewhere = Compiler(program(("other.example.com", "Gadget"), deferred=True))
+    await cache.program("Graph", "a", "typed", "h", typed)
+    await cache.program("Graph", "a", "deferred", "h", deferred)
+    await cache.program("ResourceGraphDefinition", "", "elsewhere", "h", elsewhere)
+    assert cache.kind_changed("example.com", plural="gizmos") == 1  # the deferred one
+    assert cache.kind_changed("example.com", plural="widgets") == 1
+    assert cache.kind_changed("example.com", "Gadget") == 0  # already dropped
+    await cache.program("Graph", "a", "deferred", "h", deferred)
+    assert cache.kind_changed("example.com", "Gizmo") == 0  # another kind, spec known
+    assert cache.kind_changed("example.com", "Gadget") == 1
+    assert elsewhere.calls == 1
 
 
 async def test_a_failed_compile_is_not_remembered_and_the_cache_is_bounded() -> None:

@@ -409,3 +409,49 @@ async def test_teardown_deletes_in_reverse_order_then_lets_the_owner_go(
         )
     assert order == [{"first", "second"}, {"first"}, set()]
     assert (api.object(OWNERS, "o", NS) or {})["metadata"].get("finalizers") in (None, [])
+
+
+async def test_a_deferred_node_waits_for_its_kind_then_applies(
+    api: FakeApiServer, client: Client
+) -> None:
+    """DeferredSchemaResolution: a node whose kind is not served waits (`SchemaPending`,
+    naming the kind), its dependents wait, nothing is pruned; once the kind is served the same
+    program applies it, as a node of a computed kind."""
+    from fakeapi import FakeResource
+
+    widget = {
+        "id": "widget",
+        "optional": True,
+        "template": {
+            "apiVersion": "deferred.example.com/v1",
+            "kind": "Widget",
+            "metadata": {"name": "${schema.metadata.name}"},
+            "spec": {"size": 3},
+        },
+    }
+    g = graph(
+        [cm("a"), widget, cm("b", {"size": "${string(widget.spec.size)}"})],
+        deferred_schema_resolution=True,
+    )
+    assert g.node("widget").deferred
+    applier = Applier(client, ApplierOptions(tooling="kro/test"))
+    obj = owner(api)
+    result = await run(g, client, obj, applier=applier)
+    found = result.nodes["widget"]
+    assert (found.state, found.reason) == (NODE_STATE_IN_PROGRESS, NodeReason.SCHEMA_PENDING)
+    assert found.message == (
+        "kind Widget of deferred.example.com/v1 is not served yet (waiting for its CRD)"
+    )
+    assert result.nodes["b"].state == NODE_STATE_IN_PROGRESS
+    assert result.nodes["b"].reason is NodeReason.WAITING
+    assert result.pending
+    assert not result.pruned
+    assert api.object(CONFIGMAPS, "o-a", NS) is not None
+
+    widgets = FakeResource("deferred.example.com", "v1", "widgets", "Widget")
+    api.add_resource(widgets)
+    client.mapper.invalidate()  # what the controller does on a CRD event
+    result = await run(g, client, dict(api.object(OWNERS, "o", NS) or obj), applier=applier)
+    assert result.nodes["widget"].state == NODE_STATE_SYNCED
+    assert (api.object(widgets.gvr, "o", NS) or {})["spec"] == {"size": 3}
+    assert (api.object(CONFIGMAPS, "o-b", NS) or {})["data"] == {"size": "3"}

@@ -4,8 +4,10 @@
 node results in topological order:
 1. an error: `FieldManagerConflict` when another manager holds the fields, else `ApplyFailed`;
 2. a failed prune (`PruneFailed`) or release of a contribution (`ReleaseFailed`);
-3. the first waiting node: `DataPending` while an expression reads data not there yet,
-   `WaitingForReadiness` while a readyWhen is false or a referenced object does not exist;
+3. the first waiting node: `SchemaPending` (before any other) while a deferred node waits
+   for its kind to be served (DeferredSchemaResolution), `DataPending` while an expression
+   reads data not there yet, `WaitingForReadiness` while a readyWhen is false or a referenced
+   object does not exist;
 4. else `Applied`.
 `Ready` is True when both are, and otherwise copies the least healthy one. Waiting reasons back
 off per Graph from 1 s to 5 minutes; failures take the rate-limited retry.
@@ -25,6 +27,7 @@ from kro.api.graph import (
     REASON_FIELD_MANAGER_CONFLICT,
     REASON_PRUNE_FAILED,
     REASON_RELEASE_FAILED,
+    REASON_SCHEMA_PENDING,
     REASON_WAITING_FOR_READINESS,
 )
 from kro.api.names import (
@@ -34,12 +37,17 @@ from kro.api.names import (
     NODE_STATE_WAITING_FOR_READINESS,
 )
 from kro.controllers.graph.inventory import FieldManagerConflict
-from kro.engine.results import NodeResult
+from kro.engine.results import NodeReason, NodeResult
 
 __all__ = ["WAITING_REASONS", "Verdict", "converged"]
 
 WAITING_REASONS: Final = frozenset(
-    {REASON_WAITING_FOR_READINESS, REASON_DATA_PENDING, REASON_FIELD_MANAGER_CONFLICT}
+    {
+        REASON_WAITING_FOR_READINESS,
+        REASON_DATA_PENDING,
+        REASON_FIELD_MANAGER_CONFLICT,
+        REASON_SCHEMA_PENDING,
+    }
 )
 """V-60: reasons retried with the Graph's own backoff rather than the error path."""
 
@@ -82,10 +90,19 @@ def converged(
     ):
         if errors:
             return Verdict(False, reason, "; ".join(errors))
+    return _waiting(results) or Verdict(True, REASON_APPLIED, MESSAGE_APPLIED)
+
+
+def _waiting(results: Sequence[NodeResult]) -> Verdict | None:
+    """The first waiting node's verdict, a deferred node's `SchemaPending` first (what waits
+    on data usually waits on that node); None when nothing waits."""
+    for result in results:
+        if result.reason is NodeReason.SCHEMA_PENDING:
+            return Verdict(False, REASON_SCHEMA_PENDING, f'node "{result.id}": {result.message}')
     for result in results:
         if result.state == NODE_STATE_IN_PROGRESS:
             return Verdict(False, REASON_DATA_PENDING, f'node "{result.id}": {result.message}')
         if result.state in (NODE_STATE_WAITING_FOR_READINESS, NODE_STATE_DELETING):
             message = f'node "{result.id}": {result.message}'
             return Verdict(False, REASON_WAITING_FOR_READINESS, message)
-    return Verdict(True, REASON_APPLIED, MESSAGE_APPLIED)
+    return None

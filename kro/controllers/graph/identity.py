@@ -53,6 +53,12 @@ class ImpersonatedClients:
             self._close_later(evicted)
         return client
 
+    def invalidate_discovery(self) -> None:
+        """A CRD changed: each client's kinds are re-read on its next lookup, as kro's own
+        client's are (a Graph's node whose kind was not served finds it at once)."""
+        for client in self._clients.values():
+            client.mapper.invalidate()
+
     def _close_later(self, client: Client) -> None:
         async def close() -> None:
             await asyncio.sleep(_CLOSE_AFTER_S)

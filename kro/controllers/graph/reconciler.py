@@ -57,6 +57,7 @@ from kro.controllers.graph.conditions import Verdict, converged
 from kro.controllers.graph.identity import ImpersonatedClients
 from kro.controllers.graph.inventory import GRAPHS, StatusInventory
 from kro.controllers.graph.watch_access import ANSWER_TTL_S, AccessAnswers, ApplierWatches
+from kro.controllers.kind_waits import KindWaits, served_but_deferred
 from kro.controllers.owner import OwnerReconciler
 from kro.controllers.programs import ProgramCache
 from kro.controllers.requeue import RequeueBackoff
@@ -84,6 +85,9 @@ log = structlog.get_logger(__name__)
 
 BACKOFF_FIRST_S: Final = 1.0
 BACKOFF_MAX_S: Final = 300.0
+RETYPE_AFTER_S: Final = 1.0
+"""How soon a Graph compiled with a deferred node whose kind is served now is compiled again
+(typed: the kind's schema is published a moment after the kind is served)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +101,9 @@ class GraphOptions:
     skip_unchanged: bool = True
     """`--skip-unchanged`: an object the pass read that provably holds what an apply would send
     is not applied again (only while the Graph applies as the identity that applied last)."""
+    deferred_schema_resolution: bool = False
+    """The DeferredSchemaResolution gate: a node whose literal kind is not served yet may
+    compile deferred and wait for it (kro.graph.deferred)."""
 
 
 class GraphReconciler(OwnerReconciler):
@@ -110,8 +117,12 @@ class GraphReconciler(OwnerReconciler):
         options: GraphOptions,
         events: EventRecorder | None = None,
         programs: ProgramCache | None = None,
+        kind_waits: KindWaits | None = None,
     ) -> None:
-        """`programs`: the process's one cache of compiled programs (default: its own)."""
+        """`programs`: the process's one cache of compiled programs (default: its own).
+        `kind_waits`: the owners waiting for a kind (DeferredSchemaResolution), woken by its
+        CRD."""
+        self.kind_waits = kind_waits
         self.client = client
         self.gvr = GRAPHS
         self.finalizer = GRAPH_FINALIZER
@@ -168,6 +179,7 @@ class GraphReconciler(OwnerReconciler):
         options = BuildOptions(
             max_collection_size=self.options.max_collection_size,
             cel_cost_limit=self.options.cel_cost_limit,
+            deferred_schema_resolution=self.options.deferred_schema_resolution,
         )
         meta = _meta(obj)
         return await self.programs.program(
@@ -233,7 +245,13 @@ class GraphReconciler(OwnerReconciler):
             applied_as=applied_as,
             watches=watches_healthy(health.blocked, health.pending),
         )
-        return self._next(ref, verdict, watches.skipped)
+        retry = self.schema_waits(ref, work.owner_obj, graph, work.result, self.events)
+        if any(n.deferred for n in graph.nodes.values()) and await served_but_deferred(
+            self.client.mapper, graph
+        ):  # compiled before its kind was published: typed on the next reconcile
+            self.programs.forget(GRAPH_KIND, ref.namespace, ref.name)
+            retry = min(retry or RETYPE_AFTER_S, RETYPE_AFTER_S)
+        return self.sooner(self._next(ref, verdict, watches.skipped), retry)
 
     def _next(self, ref: ObjectRef, verdict: Verdict, unwatched: bool = False) -> Result:
         """V-60: waiting backs off per Graph, 1 s doubling to 5 min; failures are retried by

@@ -34,6 +34,7 @@ from kro.controllers.crd import CRDS
 from kro.controllers.events import RecorderPool, recorder_name
 from kro.controllers.failures import FailureReporter
 from kro.controllers.instance.options import InstanceOptions, requeue_backoff
+from kro.controllers.kind_waits import KindWaits
 from kro.controllers.metrics import (
     INSTANCE_FAILURES,
     CelMetrics,
@@ -104,9 +105,11 @@ class InstanceControllers:
         condition_durations: ConditionDurations | None = None,
         recorders: RecorderPool | None = None,
         enqueue_rgd: Callable[[str], None] | None = None,
+        kind_waits: KindWaits | None = None,
     ) -> None:
         """`enqueue_rgd(name)`: bring an RGD back to its controller's queue (None: a draining
-        kind is let go of only at that RGD's next reconcile)."""
+        kind is let go of only at that RGD's next reconcile). `kind_waits`: where instances
+        whose deferred nodes wait for a kind are remembered, for its CRD to wake them."""
         self._client = client
         self._registry = registry
         self._applier = applier
@@ -118,6 +121,7 @@ class InstanceControllers:
         self._condition_durations = condition_durations
         self._recorders = recorders
         self._enqueue_rgd = enqueue_rgd
+        self._kind_waits = kind_waits
         self._served: dict[str, _Served] = {}  # rgd uid -> the kind registered for it
         self._draining: dict[GVR, Kind] = {}  # kinds of deleted RGDs that still have instances
         # One per kind, kept across re-registrations (a new revision builds a new reconciler):
@@ -295,4 +299,5 @@ class InstanceControllers:
             "warnings": recorder,
             "failures": self._failures_of(kind, recorder),
             "waits": self._waits.setdefault(kind.gvr, requeue_backoff(self._options)),
+            "kind_waits": self._kind_waits,
         }

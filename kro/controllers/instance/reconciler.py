@@ -47,6 +47,7 @@ from kro.api.names import (
     REASON_RESOLUTION_FAILED,
     REASON_RESOLVED,
     REASON_RESOURCE_DELETING,
+    REASON_SCHEMA_PENDING,
     REASON_UNDER_DELETION,
     RECONCILE_DISABLED,
     RECONCILE_SUSPENDED,
@@ -72,6 +73,7 @@ from kro.controllers.instance.status import (
     node_reasons,
     node_state_summary,
 )
+from kro.controllers.kind_waits import KindWaits
 from kro.controllers.metrics import (
     RESOLUTION_FAILED,
     RESOLUTION_NOT_AVAILABLE,
@@ -90,7 +92,7 @@ from kro.dynamic.watches import Versions, WatchRequest
 from kro.engine.applyset_ownership import ApplySetOwnership
 from kro.engine.graph_pass import GraphPass
 from kro.engine.ownership import TeardownStep
-from kro.engine.results import PassCounts, PassResult
+from kro.engine.results import NodeReason, PassCounts, PassResult
 from kro.graph.evaluate import EvaluationError, InstanceEvaluation
 from kro.graph.model import Graph
 from kro.runtime.client import Client
@@ -174,13 +176,16 @@ class InstanceReconciler(OwnerReconciler):
         warnings: EventRecorder | None = None,
         failures: FailureReporter | None = None,
         waits: RequeueBackoff | None = None,
+        kind_waits: KindWaits | None = None,
     ) -> None:
         """`events`: the recorder of condition-change Events (None: gate off, no Events).
         `warnings`: the recorder of kro-py's own Warnings (a yielded field), whatever the gates.
         `failures`: the kind's FailureReporter, shared by its reconcilers across revisions
         (default: one of this reconciler's own, without Events).
         `waits`: the kind's requeue backoff, shared the same way (default: its own).
+        `kind_waits`: the process's owners waiting for a kind (DeferredSchemaResolution).
         """
+        self.kind_waits = kind_waits
         self.rgd_name = rgd_name
         self.rgd_uid = rgd_uid
         self.gvr = gvr
@@ -369,7 +374,9 @@ class InstanceReconciler(OwnerReconciler):
             )
             await self._write_status(work.owner_obj, status.build(INSTANCE_STATE_IN_PROGRESS, None))
             return self.wait(parent, "child_deleting")
-        return await self._finish(
+        # Deferred nodes waiting for their kind: the kind's CRD wakes the instance.
+        retry = self.schema_waits(parent, work.owner_obj, graph, outcome, self.warnings)
+        result = await self._finish(
             work.owner_obj,
             graph,
             status,
@@ -378,6 +385,7 @@ class InstanceReconciler(OwnerReconciler):
             reads=work.reads,
             watches_synced=watches_synced,
         )
+        return self.sooner(result, retry)
 
     def _report_watches(self, parent: ObjectRef, status: InstanceStatus) -> bool:
         """WatchesHealthy (V-14) from the watches the pass left in place; whether every
@@ -546,10 +554,11 @@ class InstanceReconciler(OwnerReconciler):
                 RESOURCE_ERROR_PREFIX + reasons,
             )
         else:
+            schema_pending = any(r.reason is NodeReason.SCHEMA_PENDING for r in outcome)
             status.set(
                 CONDITION_RESOURCES_READY,
                 STATUS_FALSE,
-                REASON_NOT_READY,
+                REASON_SCHEMA_PENDING if schema_pending else REASON_NOT_READY,
                 AWAITING_PREFIX + reasons,
             )
         self._report_contests(instance, status, outcome.contests)
