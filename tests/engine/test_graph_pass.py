@@ -417,7 +417,7 @@ async def test_a_deferred_node_waits_for_its_kind_then_applies(
     """DeferredSchemaResolution: a node whose kind is not served waits (`SchemaPending`,
     naming the kind), its dependents wait, nothing is pruned; once the kind is served the same
     program applies it, as a node of a computed kind."""
-    from fakeapi import FakeResource
+    from kro.testing.fakeapi import FakeResource
 
     widget = {
         "id": "widget",
