@@ -69,7 +69,8 @@ from kro.controllers.programs import ProgramCache
 from kro.controllers.registry import RevisionRegistry
 from kro.controllers.rgd import RGDS, RGDOptions, RGDReconciler
 from kro.controllers.schemas import LiveSchemaResolver
-from kro.dynamic import DynamicController, DynamicControllerOptions, ObjectRef
+from kro.dynamic import DynamicController, DynamicControllerOptions, ObjectRef, ScalarWatch
+from kro.dynamic.watches import Versions
 from kro.graph.hashing import graph_revision_name
 from kro.graph.resolver import SchemaResolver
 from kro.runtime.controller import Controller
@@ -312,6 +313,7 @@ class KroApp:
             ),
             events=self.recorders.recorder(GRAPH_RECORDER) if self.recorders else None,
             kind_waits=self.kind_waits,
+            graph_versions=self._graph_versions,
         )
         self.graph_controller: Controller[Request] = (
             self.manager.controller("Graph")
@@ -405,6 +407,19 @@ class KroApp:
                     self.graph_controller.queue.add(
                         Request(str(meta.get("namespace") or ""), str(meta.get("name") or ""))
                     )
+
+    def _graph_versions(self, request: ScalarWatch) -> Versions | None:
+        """A Graph's resourceVersion as the Graph controller's informer shows it: the cache
+        whose events enqueue the Graph, so a settled pass is never confirmed by a cache that
+        has yet to see the change that brought the Graph back (None: not listed yet)."""
+        informer = self.cache.informer(GRAPHS)
+        if not informer.has_synced():
+            return None
+        obj = informer.store.get_by(request.namespace or None, request.name)
+        if obj is None:
+            return {}
+        version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        return {(request.namespace, request.name): version}
 
     def _wake(self, owner: ObjectRef) -> None:
         """Enqueue an owner a CRD event woke: a Graph on the Graph controller's queue, an RGD

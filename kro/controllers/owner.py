@@ -19,7 +19,7 @@ these steps.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import structlog
@@ -105,7 +105,7 @@ class OwnerReconciler(ABC):
     # -- the shared steps --------------------------------------------------------------------
 
     @staticmethod
-    def key(ref: ObjectRef) -> Hashable:
+    def key(ref: ObjectRef) -> tuple[str, str]:
         return (ref.namespace, ref.name)
 
     async def teardown(self, obj: dict[str, Any], ref: ObjectRef) -> Result:

@@ -66,6 +66,13 @@ class ProgramCache:
         for key in [k for k in self._programs if k[:3] == (kind, namespace, name)]:
             del self._programs[key]
 
+    def current(self, kind: str, namespace: str, name: str) -> Graph | None:
+        """The program last compiled for this owner (its latest spec), if still kept."""
+        for key, program in reversed(self._programs.items()):
+            if key[:3] == (kind, namespace, name):
+                return program
+        return None
+
     def forget(self, kind: str, namespace: str, name: str) -> None:
         """The owner is gone: its programs with it."""
         self._forget_owner(kind, namespace, name)

@@ -368,7 +368,7 @@ class WatchCoordinator:
         change of ranges): the caller must ask the API server.
         An empty mapping is an answer too: the cache knows of no such object. Why: a reconcile
         whose every read is unchanged (same resourceVersions) would do exactly what it did last
-        time, so it can be skipped without a single request (kro.controllers.instance.settled).
+        time, so it can be skipped without a single request (kro.controllers.settled).
         """
         # A scalar's "" is a cluster-scoped object; a selector's None or "" every namespace.
         namespace = request.namespace or ("" if isinstance(request, ScalarWatch) else None)

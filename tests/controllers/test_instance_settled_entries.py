@@ -9,7 +9,7 @@ from typing import cast
 
 from controllers_fakes import CONFIGMAPS, GREETERS, NS, greeter_graph
 
-from kro.controllers.instance.settled import SETTLED, SettledPasses
+from kro.controllers.settled import SETTLED, SettledPasses
 from kro.dynamic import LabelSelector, ScalarWatch, SelectorWatch, WatchCoordinator
 from kro.dynamic.watches import Versions, WatchRequest
 from kro.engine.graph_pass import node_gvr

@@ -18,7 +18,7 @@ Graph:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -61,8 +61,9 @@ from kro.controllers.kind_waits import KindWaits, served_but_deferred
 from kro.controllers.owner import OwnerReconciler
 from kro.controllers.programs import ProgramCache
 from kro.controllers.requeue import RequeueBackoff
-from kro.dynamic import ObjectRef
-from kro.dynamic.watches import WatchCoordinator
+from kro.controllers.settled import SettledPasses
+from kro.dynamic import ObjectRef, ScalarWatch
+from kro.dynamic.watches import Versions, WatchCoordinator
 from kro.engine import GraphPass
 from kro.engine.ownership import TeardownStep
 from kro.graph.errors import GraphError
@@ -118,10 +119,12 @@ class GraphReconciler(OwnerReconciler):
         events: EventRecorder | None = None,
         programs: ProgramCache | None = None,
         kind_waits: KindWaits | None = None,
+        graph_versions: Callable[[ScalarWatch], Versions | None] | None = None,
     ) -> None:
         """`programs`: the process's one cache of compiled programs (default: its own).
         `kind_waits`: the owners waiting for a kind (DeferredSchemaResolution), woken by its
-        CRD."""
+        CRD. `graph_versions`: a Graph's resourceVersion as the cache whose events enqueue it
+        shows it (None: no settled pass is skipped)."""
         self.kind_waits = kind_waits
         self.client = client
         self.gvr = GRAPHS
@@ -135,10 +138,24 @@ class GraphReconciler(OwnerReconciler):
         self.programs = programs if programs is not None else ProgramCache()
         self.waits = RequeueBackoff(BACKOFF_FIRST_S, BACKOFF_MAX_S)
         self._answers = AccessAnswers()  # may a Graph's ServiceAccount watch a kind (V-54)
+        self._settled = SettledPasses(
+            watches,
+            GRAPHS,
+            applier.memory if applier is not None else None,
+            owners=graph_versions or (lambda _: None),
+        )
         self.status = StatusWriter(client)
         """Every write of a Graph's status, its record's and its conditions', when it changed."""
 
-    async def load(self, ref: ObjectRef) -> dict[str, Any] | None:
+    async def load(self, ref: ObjectRef) -> dict[str, Any] | Result | None:
+        """The Graph; none of it when its last settled pass still stands (nothing it read,
+        itself included, changed since: the caches say so by resourceVersion)."""
+        key = self.key(ref)
+        program = self.programs.current(GRAPH_KIND, ref.namespace, ref.name)
+        if self._settled.unchanged(key, program):
+            log.debug("graph.unchanged", namespace=ref.namespace, name=ref.name)
+            return Result()
+        self._settled.forget(key)
         try:
             return await self.client.get(GRAPHS, ref.name, namespace=ref.namespace)
         except NotFound:
@@ -236,7 +253,7 @@ class GraphReconciler(OwnerReconciler):
             nodes, inventory.prune_errors, inventory.release_errors, failure=failure
         )
         applied_as = username if inventory.reached_cluster and not failure else ""
-        await self._report(
+        final = await self._report(
             work.owner_obj,
             accepted=(True, REASON_COMPILED, compiled_message(len(graph.nodes))),
             verdict=verdict,
@@ -251,6 +268,12 @@ class GraphReconciler(OwnerReconciler):
         ):  # compiled before its kind was published: typed on the next reconcile
             self.programs.forget(GRAPH_KIND, ref.namespace, ref.name)
             retry = min(retry or RETYPE_AFTER_S, RETYPE_AFTER_S)
+        # Nothing pending, failed, pruned, waited for or unwatched: until something it read
+        # changes, the next pass would do nothing (kro.controllers.settled).
+        settles = verdict.ok and not failure and work.result.settles() and health.synced
+        if settles and retry is None and not watches.skipped:
+            version = str(_meta(final).get("resourceVersion") or "")
+            self._settled.record(self.key(ref), graph, version, work.reads)
         return self.sooner(self._next(ref, verdict, watches.skipped), retry)
 
     def _next(self, ref: ObjectRef, verdict: Verdict, unwatched: bool = False) -> Result:
@@ -283,6 +306,7 @@ class GraphReconciler(OwnerReconciler):
 
     async def forget(self, ref: ObjectRef) -> None:
         await super().forget(ref)
+        self._settled.forget(self.key(ref))
         self.programs.forget(GRAPH_KIND, ref.namespace, ref.name)
 
     # -- status ----------------------------------------------------------------------------
@@ -300,8 +324,9 @@ class GraphReconciler(OwnerReconciler):
         contributions: list[dict[str, str]] | None = None,
         applied_as: str = "",
         watches: Condition | None = None,
-    ) -> None:
-        """Write what this reconcile found to the Graph's status (kro's own identity)."""
+    ) -> Mapping[str, Any]:
+        """Write what this reconcile found to the Graph's status (kro's own identity); the
+        Graph as the server now holds it (as given when nothing needed writing)."""
         previous = (obj.get("status") or {}).get("conditions") or []
         status: dict[str, Any] = {**(obj.get("status") or {}), "conditions": list(previous)}
         generation = _meta(obj).get("generation")
@@ -348,6 +373,7 @@ class GraphReconciler(OwnerReconciler):
         if applied_as:
             status["appliedServiceAccount"] = applied_as
         try:
-            await self.status.write(GRAPHS, obj, status)
+            written = await self.status.write(GRAPHS, obj, status)
         except NotFound:
-            return
+            return obj
+        return obj if written is None else written

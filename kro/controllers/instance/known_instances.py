@@ -9,7 +9,7 @@ the next pass needs no GET. A new instance of five
 ConfigMaps converges in two or three passes; this saves one or two GETs of it.
 
 Only instances whose last pass did not settle are kept (a settled one costs nothing already,
-kro.controllers.instance.settled), each until its next pass takes it, without managedFields:
+kro.controllers.settled), each until its next pass takes it, without managedFields:
 the memory is bounded by the instances in flight. A cache that cannot tell, or shows another
 version, means a GET as before.
 """

@@ -64,7 +64,6 @@ from kro.controllers.instance.known_instances import KnownInstances
 from kro.controllers.instance.labels import instance_labels, labeller_body
 from kro.controllers.instance.options import InstanceOptions as InstanceOptions  # noqa: PLC0414
 from kro.controllers.instance.options import requeue_backoff
-from kro.controllers.instance.settled import SettledPasses
 from kro.controllers.instance.status import (
     AWAITING_PREFIX,
     PASS_FAILED_PREFIX,
@@ -87,6 +86,7 @@ from kro.controllers.metrics import (
 from kro.controllers.owner import OwnerReconciler
 from kro.controllers.registry import RevisionRegistry, RevisionState
 from kro.controllers.requeue import RequeueBackoff
+from kro.controllers.settled import SettledPasses
 from kro.dynamic import ObjectRef, ScalarWatch, WatchCoordinator
 from kro.dynamic.watches import Versions, WatchRequest
 from kro.engine.applyset_ownership import ApplySetOwnership

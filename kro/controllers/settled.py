@@ -1,13 +1,13 @@
-"""kro.controllers.instance.settled: skip a reconcile whose every read is unchanged.
+"""kro.controllers.settled: skip an owner's reconcile whose every read is unchanged.
 
-Why: every event of a watched child enqueues its instance, and a full pass re-reads the instance
-and every child (one GET each) even when the event was our own write coming back, a resync, or
-a requeue timer. A pass is a function of what it reads (the instance, its children, external
-references, the graph revision): when none of them changed since a pass that needed no follow-up,
-the next pass would do exactly the same, i.e. nothing. The proof is the resourceVersion, which
-the API server changes on every write: the informers the dynamic controller runs for the parent
-kind and every watched kind (metadata-only, so they are cheap) hold the current versions, and
-comparing them costs no request.
+Why: every event of a watched child enqueues its owner (an RGD instance, a `Graph`), and a full
+pass re-reads the owner and every child (one GET or LIST each) even when the event was our own
+write coming back, a resync, or a requeue timer. A pass is a function of what it reads (the
+owner, its children, external references, its program): when none of them changed since a pass
+that needed no follow-up, the next pass would do exactly the same, i.e. nothing. The proof is the
+resourceVersion, which the API server changes on every write: the informers the dynamic
+controller runs for the owner's kind and every watched kind (metadata-only, so they are cheap)
+hold the current versions, and comparing them costs no request.
 
 What is remembered per instance is small (versions, not objects): the graph it was computed
 with, the instance's resourceVersion after the pass's own writes, and per watch request the
@@ -25,14 +25,13 @@ Only passes that asked for no follow-up are remembered (no requeue, no contested
 failure); anything else forgets the entry, so backoff and retries are unaffected.
 
 This memory goes with the process, and nothing is written anywhere to keep it: the first pass
-of a restarted controller over a converged instance reads the instance and lists its ApplySet's
-members with their bodies (kro.controllers.instance.resources), proves from them that nothing
-needs applying (kro.applyset.noop) and is remembered here.
+of a restarted controller over a converged owner reads what it reads, proves from the bodies that
+nothing needs applying (kro.applyset.noop) and is remembered here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from kro.dynamic import ScalarWatch, WatchCoordinator
@@ -95,11 +94,20 @@ class SettledPasses:
     instance and valid while the instance's resourceVersion is the one the pass left."""
 
     def __init__(
-        self, watches: WatchCoordinator, gvr: GVR, memory: ObjectMemory | None = None
+        self,
+        watches: WatchCoordinator,
+        gvr: GVR,
+        memory: ObjectMemory | None = None,
+        *,
+        owners: Callable[[ScalarWatch], Versions | None] | None = None,
     ) -> None:
+        """`owners`: the owner's own version, from the informer whose events enqueue it (default:
+        the coordinator's, which enqueues RGD instances). Another cache could still show the
+        version a pass left after the owner changed, and the change would be skipped."""
         self._watches = watches
         self._gvr = gvr
         self.memory = memory if memory is not None else ObjectMemory()
+        self._owners = owners if owners is not None else watches.cached_versions
 
     def _parent(self, key: Key) -> ScalarWatch:
         return ScalarWatch("", self._gvr, key[0], key[1])
@@ -130,8 +138,7 @@ class SettledPasses:
         if graph is None:
             return False
         watches = self._watches
-        parent = self._parent(key)
-        shown = (watches.cached_versions(parent) or {}).get(key)
+        shown = (self._owners(self._parent(key)) or {}).get(key)
         entry = self.memory.recall(SETTLED, (self._gvr, *key), shown)
         if entry is None or entry.graph is not graph:
             return False
