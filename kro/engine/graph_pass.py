@@ -549,11 +549,14 @@ class GraphPass:
         """GET the object row `index` of `node` names, watching it; None when it is absent."""
         gvr = self._gvr(node, index)
         namespace, name = _identity(obj)
-        await self.watches.watch(self.binding.ref, ScalarWatch(node.id, gvr, namespace, name))
+        request = ScalarWatch(node.id, gvr, namespace, name)
+        await self.watches.watch(self.binding.ref, request)
         try:
             found: Mapping[str, Any] = await self.client.get(gvr, name, namespace=namespace or None)
         except NotFound:
+            self.reads[request] = {}
             return None
+        self.reads[request] = _versions([found])  # a settled pass must see it change
         return found
 
     def _from_cache(
