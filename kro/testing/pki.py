@@ -41,7 +41,7 @@ class ClusterPKI:
     service_account_key: Path
 
 
-def _key() -> ec.EllipticCurvePrivateKey:
+def new_key() -> ec.EllipticCurvePrivateKey:
     return ec.generate_private_key(ec.SECP256R1())
 
 
@@ -67,7 +67,7 @@ def _name(common_name: str, organization: str | None = None) -> x509.Name:
     return x509.Name(attributes)
 
 
-def _builder(
+def certificate_builder(
     subject: x509.Name, issuer: x509.Name, public: ec.EllipticCurvePublicKey
 ) -> x509.CertificateBuilder:
     now = dt.datetime.now(dt.UTC)
@@ -82,14 +82,15 @@ def _builder(
     )
 
 
-def generate(directory: Path) -> ClusterPKI:
-    """Write a complete PKI for one cluster into `directory`."""
-    directory.mkdir(parents=True, exist_ok=True)
-    ca_key = _key()
-    ca_name = _name("kro-test-ca")
-    ca_cert = (
-        _builder(ca_name, ca_name, ca_key.public_key())
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+def certificate_authority(
+    name: x509.Name, *, path_length: int | None = None
+) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
+    """A new self-signed CA named `name`: its key and certificate (signs certificates and
+    CRLs, valid a week)."""
+    key = new_key()
+    cert = (
+        certificate_builder(name, name, key.public_key())
+        .add_extension(x509.BasicConstraints(ca=True, path_length=path_length), critical=True)
         .add_extension(
             x509.KeyUsage(
                 digital_signature=True,
@@ -104,13 +105,21 @@ def generate(directory: Path) -> ClusterPKI:
             ),
             critical=True,
         )
-        .sign(ca_key, hashes.SHA256())
+        .sign(key, hashes.SHA256())
     )
+    return key, cert
+
+
+def generate(directory: Path) -> ClusterPKI:
+    """Write a complete PKI for one cluster into `directory`."""
+    directory.mkdir(parents=True, exist_ok=True)
+    ca_name = _name("kro-test-ca")
+    ca_key, ca_cert = certificate_authority(ca_name)
     ca = _write(directory / "ca", ca_key, ca_cert)
 
     def leaf(name: str, subject: x509.Name, *, server: bool) -> KeyPair:
-        key = _key()
-        builder = _builder(subject, ca_name, key.public_key()).add_extension(
+        key = new_key()
+        builder = certificate_builder(subject, ca_name, key.public_key()).add_extension(
             x509.ExtendedKeyUsage(
                 [ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH]
             ),
@@ -132,7 +141,7 @@ def generate(directory: Path) -> ClusterPKI:
             )
         return _write(directory / name, key, builder.sign(ca_key, hashes.SHA256()))
 
-    sa_key = _key()
+    sa_key = new_key()
     sa_path = directory / "sa.key"
     sa_path.write_bytes(
         sa_key.private_bytes(

@@ -18,7 +18,6 @@ In a cluster, use a certificate issued for the webhook's Service (cert-manager).
 
 from __future__ import annotations
 
-import datetime as dt
 import ipaddress
 import os
 from collections.abc import Sequence
@@ -30,11 +29,11 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from kro.runtime.certs import ServingCertificate
+from kro.testing.pki import certificate_authority, certificate_builder, new_key
 
 __all__ = ["LOOPBACK", "self_signed", "write_cert_dir"]
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
-_VALIDITY = dt.timedelta(days=7)
 
 
 def _san(host: str) -> x509.GeneralName:
@@ -56,43 +55,12 @@ def self_signed(
     hosts: Sequence[str] = LOOPBACK, *, common_name: str = "kro-runtime-webhook"
 ) -> ServingCertificate:
     """A new CA and a serving certificate for `hosts` (IP addresses or DNS names)."""
-    now = dt.datetime.now(dt.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{common_name}-ca")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + _VALIDITY)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
+    ca_key, ca = certificate_authority(ca_name, path_length=0)
+    key = new_key()
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     leaf = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + _VALIDITY)
+        certificate_builder(subject, ca_name, key.public_key())
         .add_extension(x509.SubjectAlternativeName([_san(h) for h in hosts]), critical=False)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .sign(ca_key, hashes.SHA256())
