@@ -26,15 +26,15 @@ log = structlog.get_logger(__name__)
 
 MAX_PROGRAMS: Final = 4096
 
-Key = tuple[str, str, str, str]
-"""(owner kind, namespace, name, spec hash)."""
+Owner = tuple[str, str, str]
+"""(owner kind, namespace, name): an owner keeps one program, its latest spec's."""
 
 
 class ProgramCache:
     """Compiled programs by owner kind, owner and spec hash (see the module doc)."""
 
     def __init__(self, max_entries: int = MAX_PROGRAMS) -> None:
-        self._programs: OrderedDict[Key, Graph] = OrderedDict()
+        self._programs: OrderedDict[Owner, tuple[str, Graph]] = OrderedDict()
         self._max = max(1, max_entries)
 
     def __len__(self) -> int:
@@ -49,33 +49,28 @@ class ProgramCache:
         compile_: Callable[[], Awaitable[Graph]],
     ) -> Graph:
         """The program of this owner's spec: remembered, or compiled now (a compile error
-        propagates and nothing is remembered: the next use compiles again)."""
-        key = (kind, namespace, name, spec_hash)
-        found = self._programs.get(key)
-        if found is not None:
-            self._programs.move_to_end(key)
-            return found
+        propagates and nothing is remembered: the next use compiles again). A new spec
+        replaces the owner's older one, which will not be back."""
+        owner = (kind, namespace, name)
+        found = self._programs.get(owner)
+        if found is not None and found[0] == spec_hash:
+            self._programs.move_to_end(owner)
+            return found[1]
         program = await compile_()
-        self._forget_owner(kind, namespace, name)  # an older spec of it will not be back
-        self._programs[key] = program
+        self._programs.pop(owner, None)
+        self._programs[owner] = (spec_hash, program)
         while len(self._programs) > self._max:
             self._programs.popitem(last=False)
         return program
 
-    def _forget_owner(self, kind: str, namespace: str, name: str) -> None:
-        for key in [k for k in self._programs if k[:3] == (kind, namespace, name)]:
-            del self._programs[key]
-
     def current(self, kind: str, namespace: str, name: str) -> Graph | None:
         """The program last compiled for this owner (its latest spec), if still kept."""
-        for key, program in reversed(self._programs.items()):
-            if key[:3] == (kind, namespace, name):
-                return program
-        return None
+        found = self._programs.get((kind, namespace, name))
+        return found[1] if found is not None else None
 
     def forget(self, kind: str, namespace: str, name: str) -> None:
-        """The owner is gone: its programs with it."""
-        self._forget_owner(kind, namespace, name)
+        """The owner is gone (or its program must be compiled again)."""
+        self._programs.pop((kind, namespace, name), None)
 
     def kind_changed(self, group: str, kind: str = "", plural: str = "") -> int:
         """A CRD of `group` appeared, changed or vanished: drop every program typed against
@@ -97,12 +92,12 @@ class ProgramCache:
             )
 
         dropped = [
-            key
-            for key, program in self._programs.items()
+            owner
+            for owner, (_, program) in self._programs.items()
             if any(map(stale, program.nodes.values()))
         ]
-        for key in dropped:
-            del self._programs[key]
+        for owner in dropped:
+            del self._programs[owner]
         if dropped:
             log.debug("programs.dropped", group=group, kind=kind, programs=len(dropped))
         return len(dropped)
