@@ -312,6 +312,8 @@ FEATURE_GRAPH_KIND: Final = "GraphKind"
 FEATURE_DEFERRED_SCHEMA_RESOLUTION: Final = "DeferredSchemaResolution"
 """A resource or node whose literal kind is not served yet compiles untyped and waits for its
 kind, when it is eligible (an includeWhen reading another node, or `optional: true`)."""
+FEATURE_MULTI_CLUSTER: Final = "MultiCluster"
+"""M-01: the cluster registry, cluster targets and hub and spokes (kro-py's own, alpha)."""
 FEATURE_GATE_DEFAULTS: Final[Mapping[str, bool]] = MappingProxyType(
     {
         FEATURE_CEL_OMIT_FUNCTION: False,
@@ -321,6 +323,35 @@ FEATURE_GATE_DEFAULTS: Final[Mapping[str, bool]] = MappingProxyType(
         FEATURE_DELETION_POLICY: False,
         FEATURE_GRAPH_KIND: False,
         FEATURE_DEFERRED_SCHEMA_RESOLUTION: False,
+        FEATURE_MULTI_CLUSTER: False,
     }
 )
-"""Every gate upstream knows, with its default; all are Alpha."""
+"""Every gate kro knows (upstream's and MultiCluster), with its default; all are Alpha."""
+
+# --- Fleet: member clusters (M-IDs, docs/fleet.md) ---------------------------------------------
+
+CLUSTER_SECRETS_LABEL_DEFAULT: Final = "multicluster.runtime/cluster=true"
+"""M-02: `--cluster-secrets-label`, the label (key=value) that makes a Secret a member cluster
+(multicluster-runtime's kubeconfig provider uses the same)."""
+CLUSTER_SECRETS_KEY_DEFAULT: Final = "kubeconfig"
+"""M-02: `--cluster-secrets-key`, the Secret data key holding the member's kubeconfig."""
+LOCAL_CLUSTER_NAME_DEFAULT: Final = "local"
+"""M-02: `--local-cluster-name`, the hub's own name as a target; never a Secret."""
+LABEL_HUB: Final = "kro.run/hub"
+"""M-14: on every object kro applies into a member cluster: the hub's cluster name."""
+ANNOTATION_ABANDON_CLUSTER: Final = "kro.run/abandon-cluster"
+"""M-16: on an owner being deleted, `<name>[,<name>]`: give up on those unreachable members
+(their objects are left, a Warning Event lists them)."""
+ANNOTATION_APPLYSET_CLUSTERS: Final = "internal.kro.run/applyset-clusters"
+"""M-15: on an ApplySet parent, the member clusters its children may live in (written ahead of
+an apply into one, shrunk after a clean prune), so prune and teardown list every cluster."""
+LABEL_DISTRIBUTE: Final = "kro.run/distribute"
+"""M-20: `"false"` on an RGD keeps its CRD on the hub only (hub and spokes)."""
+ANNOTATION_ORIGINATING_CLUSTER: Final = "kro.run/originating-cluster"
+"""M-21: on a child a target sends away from its instance's member: where the instance lives."""
+REASON_CLUSTER_NOT_FOUND: Final = "ClusterNotFound"
+"""M-12: a target names no registered, Ready cluster."""
+REASON_CLUSTER_FORBIDDEN: Final = "ClusterForbidden"
+"""M-13: a Graph's ServiceAccount may not `get` the cluster's Secret."""
+REASON_CLUSTER_UNREACHABLE: Final = "ClusterUnreachable"
+"""M-16: a member cannot be reached: the owner's deletion waits for it (or its abandonment)."""

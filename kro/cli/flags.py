@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, NoReturn
 
-from kro.api.names import FEATURE_GRAPH_KIND
+from kro.api.names import FEATURE_GRAPH_KIND, FEATURE_MULTI_CLUSTER
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 _UNIT_S = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -55,6 +55,7 @@ FEATURE_GATES: Mapping[str, bool] = {
     "DeletionPolicy": False,
     "GraphKind": False,
     "DeferredSchemaResolution": False,
+    "MultiCluster": False,
 }
 
 GRAPH_KIND_FLAGS: Final = {
@@ -132,6 +133,16 @@ def parse_bind_address(text: str) -> str:
             "turn it off)"
         )
     return text
+
+
+def parse_label_pair(text: str) -> str:
+    """`key=value`: one label a Secret must carry (`--cluster-secrets-label`)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip() or "," in text:
+        raise argparse.ArgumentTypeError(
+            f"invalid label {text!r} (one key=value, such as multicluster.runtime/cluster=true)"
+        )
+    return f"{key.strip()}={value.strip()}"
 
 
 def _at_least(minimum: int) -> object:
@@ -212,6 +223,11 @@ class ControllerConfig:
     graph_concurrent_reconciles: int = 1
     controller_namespace: str = ""
     controller_service_account: str = ""
+    enable_multicluster: bool = False
+    cluster_secrets_namespace: str = ""  # "": --controller-namespace (M-02)
+    cluster_secrets_label: str = "multicluster.runtime/cluster=true"
+    cluster_secrets_key: str = "kubeconfig"
+    local_cluster_name: str = "local"
     dynamic_concurrent_reconciles: int = 1
     rate_limiter_min_delay_s: float = 0.2
     rate_limiter_max_delay_s: float = 1000.0
@@ -323,6 +339,38 @@ _FLAGS: tuple[tuple[str, str, object, str], ...] = (
         "controller_service_account",
         str,
         "name of kro's own ServiceAccount, which no Graph may impersonate; required with GraphKind",
+    ),
+    (
+        "--enable-multicluster",
+        "enable_multicluster",
+        _bool,
+        "hub and spokes: install every RGD's CRD on the member clusters and reconcile their "
+        "instances there (MultiCluster gate)",
+    ),
+    (
+        "--cluster-secrets-namespace",
+        "cluster_secrets_namespace",
+        str,
+        "namespace of the member clusters' kubeconfig Secrets; empty: --controller-namespace "
+        "(MultiCluster gate)",
+    ),
+    (
+        "--cluster-secrets-label",
+        "cluster_secrets_label",
+        parse_label_pair,
+        "key=value label that makes a Secret a member cluster (MultiCluster gate)",
+    ),
+    (
+        "--cluster-secrets-key",
+        "cluster_secrets_key",
+        str,
+        "Secret data key holding a member cluster's kubeconfig (MultiCluster gate)",
+    ),
+    (
+        "--local-cluster-name",
+        "local_cluster_name",
+        str,
+        "the hub's own cluster name as a target (MultiCluster gate)",
     ),
     (
         "--dynamic-controller-concurrent-reconciles",
@@ -558,10 +606,20 @@ def controller_args(argv: Sequence[str]) -> argparse.Namespace:
     flag exits with status 2 and one line on stderr."""
     parser = controller_parser()
     args = parser.parse_args(list(argv))
-    problem = missing_graph_kind_flags(args)
+    problem = missing_graph_kind_flags(args) or multicluster_without_gate(args)
     if problem is not None:
         parser.error(problem)
     return args
+
+
+def multicluster_without_gate(args: argparse.Namespace) -> str | None:
+    """M-01: hub and spokes needs the MultiCluster gate; a usage error naming it otherwise."""
+    if args.enable_multicluster and not args.feature_gates.get(FEATURE_MULTI_CLUSTER):
+        return (
+            f"--enable-multicluster requires the {FEATURE_MULTI_CLUSTER} feature gate "
+            f"(--feature-gates={FEATURE_MULTI_CLUSTER}=true)"
+        )
+    return None
 
 
 def parse_controller_args(argv: Sequence[str]) -> ControllerConfig:

@@ -38,7 +38,11 @@ def test_defaults_match_upstream() -> None:
         "DeletionPolicy": False,  # V-30: alpha, default off
         "GraphKind": False,  # V-40, V-81: alpha, default off
         "DeferredSchemaResolution": False,  # kro-py: alpha, default off
+        "MultiCluster": False,  # M-01: kro-py, alpha, default off
     }
+    assert (config.enable_multicluster, config.cluster_secrets_namespace) == (False, "")
+    assert config.cluster_secrets_label == "multicluster.runtime/cluster=true"  # M-02
+    assert (config.cluster_secrets_key, config.local_cluster_name) == ("kubeconfig", "local")
     assert config.graph_concurrent_reconciles == 1  # V-80
     assert (config.controller_namespace, config.controller_service_account) == ("", "")
 
@@ -203,3 +207,21 @@ def test_bind_addresses(address: str) -> None:
     assert parse_controller_args([f"--metrics-bind-address={address}"]).metrics_bind_address == (
         address
     )
+
+
+def test_enable_multicluster_needs_the_gate(capsys: pytest.CaptureFixture[str]) -> None:
+    """M-01: the mode is refused, naming the gate, while MultiCluster is off."""
+    with pytest.raises(SystemExit) as exited:
+        parse_controller_args(["--enable-multicluster"])
+    assert exited.value.code == 2
+    assert "MultiCluster feature gate" in capsys.readouterr().err
+    config = parse_controller_args(["--enable-multicluster", "--feature-gates=MultiCluster=true"])
+    assert config.enable_multicluster
+
+
+def test_cluster_secrets_label_is_one_key_value(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse_controller_args(["--cluster-secrets-label=nolabel"])
+    assert "invalid label 'nolabel'" in capsys.readouterr().err
+    config = parse_controller_args(["--cluster-secrets-label=fleet.example.com/member=yes"])
+    assert config.cluster_secrets_label == "fleet.example.com/member=yes"
