@@ -345,6 +345,10 @@ ANNOTATION_ABANDON_CLUSTER: Final = "kro.run/abandon-cluster"
 ANNOTATION_APPLYSET_CLUSTERS: Final = "internal.kro.run/applyset-clusters"
 """M-15: on an ApplySet parent, the member clusters its children may live in (written ahead of
 an apply into one, shrunk after a clean prune), so prune and teardown list every cluster."""
+ANNOTATION_TARGET_CLUSTER: Final = "internal.kro.run/target-cluster"
+"""M-10/M-11: where a node's compiled template carries its target cluster (a literal or a
+`${}` expression, so it is typed, depends and fans out like any field); the pass reads and
+removes it before anything is applied, so no object ever carries it."""
 LABEL_DISTRIBUTE: Final = "kro.run/distribute"
 """M-20: `"false"` on an RGD keeps its CRD on the hub only (hub and spokes)."""
 ANNOTATION_ORIGINATING_CLUSTER: Final = "kro.run/originating-cluster"

@@ -192,6 +192,22 @@ ForEachDimension = Annotated[dict[str, str], Field(min_length=1, max_length=1)]
 """One forEach dimension: exactly one `iterator: "${listExpr}"` pair (A-20)."""
 
 
+class TargetCluster(KubeModel):
+    """A member cluster by its registry Secret (M-10): a literal name or a `${}` expression."""
+
+    kubeconfig_secret_name: str = Field(alias="kubeconfigSecretName", min_length=1)
+    kubeconfig_secret_namespace: str | None = Field(
+        default=None, alias="kubeconfigSecretNamespace"
+    )
+
+
+class Target(KubeModel):
+    """Alpha (feature gate MultiCluster): where a resource, or every resource, is sent
+    (kro.graph.targets); the builder refuses it while the gate is off."""
+
+    cluster: TargetCluster
+
+
 class Resource(KubeModel):
     """One node of the graph: a template kro applies, or an externalRef it reads (A-14)."""
 
@@ -210,6 +226,8 @@ class Resource(KubeModel):
     """Alpha (feature gate DeferredSchemaResolution): the resource may wait for a kind not
     served yet without an includeWhen (kro.graph.deferred); the builder refuses `true` while
     the gate is off."""
+    target: Target | None = None
+    """M-11: this resource's cluster, overriding `spec.target`."""
 
     @model_validator(mode="after")
     def _template_xor_external_ref(self) -> Resource:
@@ -225,6 +243,8 @@ class ResourceGraphDefinitionSpec(KubeModel):
 
     schema_: Schema = Field(alias="schema")
     resources: list[Resource] | None = None
+    target: Target | None = None
+    """M-10: the cluster every resource is sent to (the instance stays where it is)."""
 
 
 class ResourceDependency(KubeModel):

@@ -54,7 +54,8 @@ from kro.graph.resolver import GVK, SchemaResolver, referenced_gvks
 from kro.graph.resources import ParsedResource, parse_resource
 from kro.graph.simpleschema import StatusSection, to_openapi_spec, walk_status
 from kro.graph.status import CompiledStatus, compile_status
-from kro.graph.validation import validate_kind, validate_resources
+from kro.graph.targets import check_schema_only
+from kro.graph.validation import TargetRules, validate_kind, validate_resources
 
 _OBJECT_META_GVK: Final = GVK("", "v1", "ConfigMap")
 
@@ -164,6 +165,9 @@ def build_graph(
         options.max_collection_dimension_size,
         deletion_policy_gate=options.deletion_policy,
         deferred_gate=options.deferred_schema_resolution,
+        targets=TargetRules(
+            gate=options.multi_cluster, secrets_namespace=options.cluster_secrets_namespace
+        ).spec_wide(spec, name),
     )
     namespaced = (block.get("scope") or SCOPE_NAMESPACED) != SCOPE_CLUSTER
     spec_schema = _spec_schema(block, name)
@@ -187,6 +191,7 @@ def build_graph(
         index_of={p.id: p.index for p in parsed},
         instance_namespaced=namespaced,
     )
+    check_schema_only(spec, env, name)
     nodes = [
         deferrals.confirm(compile_node(p, ctx), ctx.resource_ids, optional=p.input.optional)
         for p in parsed

@@ -64,6 +64,7 @@ from kro.graph.resources import (
     parse_resource,
     serialize_external_ref,
 )
+from kro.graph.targets import TARGET_FIELD, TargetProblem, parse_target
 from kro.graph.templatecheck import parse_template_fields
 from kro.graph.validation import (
     OPTIONAL_FIELD,
@@ -81,6 +82,7 @@ _MODIFIERS: Final = {  # V-50: which node kinds accept which modifier
     OPTIONAL_FIELD: frozenset({"template", "ref", "patch"}),  # kro.graph.deferred
     "readyWhen": frozenset({"template", "ref", "def"}),
     "forEach": frozenset({"template", "def", "patch"}),
+    TARGET_FIELD: frozenset({"template", "ref", "patch"}),  # M-11, kro.graph.targets
 }
 MAX_FOREACH_DIMENSIONS: Final = 10
 """V-50: a standalone Graph's fixed limit (the RGD dimension flag does not apply)."""
@@ -230,6 +232,7 @@ class _Input:
     qualified: str
     scope: Mapping[str, str]
     children: tuple[str, ...] = ()  # a `graph` node's own nodes (their own ids)
+    raw_target: Any = None  # the node's `target` block as written (checked by the gate)
 
 
 def _collect(nodes: Any, path: str, outer: Mapping[str, str], out: list[_Input]) -> None:
@@ -283,6 +286,7 @@ def _collect(nodes: Any, path: str, outer: Mapping[str, str], out: list[_Input])
                 _resource(node_id, len(out), raw=raw, body=checked, kind=kind, ids=ids),
                 qualified,
                 scope,
+                raw_target=raw.get(TARGET_FIELD),
             )
         )
 
@@ -300,7 +304,11 @@ def _resource(
     problem = optional_problem(optional, gate=True)  # the gate: compile_graph's options
     if problem is not None:
         raise _fail(problem, node_id)
+    target = parse_target(raw.get(TARGET_FIELD), where="target", gate=True)
+    if isinstance(target, TargetProblem):
+        raise _fail(target.message, node_id)
     return ResourceInput(
+        target=target,
         optional=optional is True,
         id=node_id,
         index=index,
@@ -443,6 +451,22 @@ def _frame_env(options: BuildOptions, visible: Mapping[str, ParsedResource]) -> 
     return env
 
 
+def _check_targets(inputs: Sequence[_Input], options: BuildOptions) -> None:
+    """`target` needs the MultiCluster gate, and names the registry's namespace only (M-11)."""
+    for item in inputs:
+        raw = item.raw_target
+        if raw is None:
+            continue
+        found = parse_target(
+            raw,
+            where="target",
+            gate=options.multi_cluster,
+            secrets_namespace=options.cluster_secrets_namespace,
+        )
+        if isinstance(found, TargetProblem):
+            raise _fail(found.message, item.qualified)
+
+
 def _check_optional(inputs: Sequence[_Input], *, gate: bool) -> None:
     """`optional` needs the DeferredSchemaResolution gate (kro.graph.deferred)."""
     if gate:
@@ -466,6 +490,7 @@ def compile_graph(
     inputs: list[_Input] = []
     _collect(spec.get("nodes"), "", {}, inputs)
     _check_optional(inputs, gate=options.deferred_schema_resolution)
+    _check_targets(inputs, options)
     deferrals = Deferrals(enabled=options.deferred_schema_resolution)
     parsed: dict[str, ParsedResource] = {}
     for item in inputs:  # a frame's nodes come before its `graph` node

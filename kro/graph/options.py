@@ -38,3 +38,8 @@ class BuildOptions:
     cel_cost_limit: int = 0
     deletion_policy: bool = False
     deferred_schema_resolution: bool = False
+    multi_cluster: bool = False
+    """The `MultiCluster` gate (M-01): `target` blocks (kro.graph.targets); off, any is a
+    build error naming the gate."""
+    cluster_secrets_namespace: str = ""
+    """The only namespace a target's `kubeconfigSecretNamespace` may name (M-10)."""

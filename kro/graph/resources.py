@@ -19,6 +19,7 @@ from kro.graph.build_errors import ResourceBuildError
 from kro.graph.errors import GraphError
 from kro.graph.model import NodeType
 from kro.graph.resolver import GVK, ResolvedSchema, SchemaResolver
+from kro.graph.targets import inject_target
 from kro.graph.templatecheck import TypedField, parse_template_fields
 from kro.graph.validation import (
     ResourceInput,
@@ -106,7 +107,7 @@ def parse_resource(
 ) -> ParsedResource:
     """Structure, kind, schema, scope, reserved metadata, then literals vs. schema."""
     if resource.external_ref is not None:
-        obj: Mapping[str, Any] = serialize_external_ref(resource.external_ref)
+        obj: dict[str, Any] = serialize_external_ref(resource.external_ref)
     else:
         assert resource.template is not None
         obj = copy_tree(dict(resource.template))  # the Graph is shared; callers may mutate
@@ -117,6 +118,8 @@ def parse_resource(
     metadata: Mapping[str, Any] = obj["metadata"]
     if not node_type.is_external:
         validate_reserved_metadata(metadata, resource.id, rgd)
+    if resource.target is not None:  # after the reserved-key check: kro's own annotation
+        inject_target(obj, resource.target)
     validate_scope(
         metadata,
         resource_id=resource.id,

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from kro.api.names import (
@@ -42,6 +42,7 @@ from kro.api.names import (
 from kro.graph.build_errors import ResourceBuildError, RGDValidationError
 from kro.graph.errors import TemplateError
 from kro.graph.selectors import json_kind, selector_problem
+from kro.graph.targets import TARGET_FIELD, TargetProblem, parse_target
 from kro.graph.template import is_standalone, parse_template
 
 KIND_NAME: Final = re.compile(r"^[A-Z][a-zA-Z0-9]*$")
@@ -87,6 +88,9 @@ class ResourceInput:
     optional: bool = False
     """`optional: true` (DeferredSchemaResolution): the resource may wait for a kind the API
     server does not serve yet without an includeWhen (kro.graph.deferred)."""
+    target: str | None = None
+    """The cluster the resource is sent to (its own `target`, else the RGD-wide one): a literal
+    or a `${}` text (MultiCluster, kro.graph.targets); None: the owner's own cluster."""
 
 
 def _fail(detail: str, rule: str, rgd: str, resource_id: str | None = None) -> RGDValidationError:
@@ -316,6 +320,7 @@ def _resource(
     rgd: str,
     deletion_policy_gate: bool = False,
     deferred_gate: bool = False,
+    targets: TargetRules | None = None,
 ) -> ResourceInput:
     if not isinstance(raw, Mapping):
         raise _fail(f"resources[{index}] must be a map", "A-14", rgd)
@@ -372,7 +377,49 @@ def _resource(
         for_each=for_each,
         deletion_policy=policy,
         optional=optional is True,
+        target=(targets or TargetRules()).of(raw, resource_id, rgd),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class TargetRules:
+    """How `target` blocks are read (kro.graph.targets): the MultiCluster gate, the registry's
+    namespace, and the RGD-wide target every resource without its own inherits."""
+
+    gate: bool = False
+    secrets_namespace: str = ""
+    default: str | None = None
+
+    def of(self, raw: Mapping[str, Any], resource_id: str, rgd: str) -> str | None:
+        found = parse_target(
+            raw.get(TARGET_FIELD),
+            where="target",
+            gate=self.gate,
+            secrets_namespace=self.secrets_namespace,
+        )
+        if isinstance(found, TargetProblem):
+            raise RGDValidationError(
+                f'resource "{resource_id}": {found.message}',
+                rule="M-11",
+                rgd=rgd,
+                resource_id=resource_id,
+                field_path=found.field_path,
+            )
+        return found if found is not None else self.default
+
+    def spec_wide(self, spec: Mapping[str, Any], rgd: str) -> TargetRules:
+        """These rules with the RGD's `spec.target` as the default (M-10)."""
+        found = parse_target(
+            spec.get(TARGET_FIELD),
+            where="spec.target",
+            gate=self.gate,
+            secrets_namespace=self.secrets_namespace,
+        )
+        if isinstance(found, TargetProblem):
+            raise RGDValidationError(
+                found.message, rule="M-10", rgd=rgd, field_path=found.field_path
+            )
+        return replace(self, default=found)
 
 
 def validate_resources(
@@ -382,6 +429,7 @@ def validate_resources(
     *,
     deletion_policy_gate: bool = False,
     deferred_gate: bool = False,
+    targets: TargetRules | None = None,
 ) -> list[ResourceInput]:
     """G-02/G-03/A-14/A-17/V-30..V-32 over `spec.resources`, in declaration order."""
     if resources is None:
@@ -402,6 +450,7 @@ def validate_resources(
             rgd=rgd,
             deletion_policy_gate=deletion_policy_gate,
             deferred_gate=deferred_gate,
+            targets=targets,
         )
         for i, raw in enumerate(resources)
     ]

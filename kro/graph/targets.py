@@ -1,0 +1,128 @@
+"""kro.graph.targets: the cluster a resource (or a Graph node) is sent to (M-10..M-12).
+
+A `target` block names a member cluster by its registry Secret:
+
+    target:
+      cluster:
+        kubeconfigSecretName: ${schema.spec.cluster}   # or a literal
+        kubeconfigSecretNamespace: kro-system          # optional: the registry's namespace only
+
+`spec.target` applies to every resource of an RGD; a resource's (or a Graph node's) own block
+overrides it. The name is compiled as one more field of the node's template, an annotation kro
+reserves (`internal.kro.run/target-cluster`): it is then type-checked, its dependencies order
+the node, a `forEach` row computes its own target, and `includeWhen` skips it, with no second
+mechanism beside the template's. The engine reads the annotation back from each rendered
+object and removes it before anything is applied.
+
+An RGD-wide target may read `schema` only (the instance's own fields): every resource shares
+it, and a target that depended on one of them would make that resource's place depend on
+itself. Everything here needs the MultiCluster gate; with it off a `target` is a build error
+naming the gate, and nothing else changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from kro.api.names import ANNOTATION_TARGET_CLUSTER, FEATURE_MULTI_CLUSTER
+from kro.cel import CelEnvironment
+from kro.graph.build_errors import RGDValidationError
+from kro.graph.environment import SCHEMA_VARIABLE
+from kro.graph.expressions import ExpressionProblem, compile_checked
+from kro.graph.template import parse_template
+
+__all__ = [
+    "TARGET_FIELD",
+    "TargetProblem",
+    "check_schema_only",
+    "inject_target",
+    "literal_target",
+    "parse_target",
+]
+
+TARGET_FIELD: Final = "target"
+_CLUSTER: Final = "cluster"
+_NAME: Final = "kubeconfigSecretName"
+_NAMESPACE: Final = "kubeconfigSecretNamespace"
+
+
+@dataclass(frozen=True, slots=True)
+class TargetProblem:
+    """What is wrong with a `target` block, and where (a path under the resource or spec)."""
+
+    message: str
+    field_path: str
+
+
+def parse_target(  # noqa: PLR0911 - one return per problem
+    raw: Any, *, where: str, gate: bool, secrets_namespace: str = ""
+) -> str | TargetProblem | None:
+    """The cluster name (a literal or one `${}` text) of a `target` block at `where`, None when
+    there is none, or what is wrong with it."""
+    if raw is None:
+        return None
+    if not gate:
+        return TargetProblem(
+            f"{where} requires the {FEATURE_MULTI_CLUSTER} feature gate "
+            f"(--feature-gates={FEATURE_MULTI_CLUSTER}=true)",
+            where,
+        )
+    if not isinstance(raw, Mapping) or set(raw) != {_CLUSTER}:
+        return TargetProblem(f"{where} must be a map with exactly one key, cluster", where)
+    cluster = raw[_CLUSTER]
+    path = f"{where}.{_CLUSTER}"
+    if not isinstance(cluster, Mapping) or not set(cluster) <= {_NAME, _NAMESPACE}:
+        return TargetProblem(f"{path} may only set {_NAME} and {_NAMESPACE}", path)
+    name = cluster.get(_NAME)
+    if not isinstance(name, str) or not name.strip():
+        return TargetProblem(f"{path}.{_NAME} must be a non-empty string", f"{path}.{_NAME}")
+    namespace = cluster.get(_NAMESPACE)
+    if namespace is not None and (
+        not isinstance(namespace, str) or (secrets_namespace and namespace != secrets_namespace)
+    ):
+        return TargetProblem(
+            f"{path}.{_NAMESPACE} may only name the cluster registry's namespace "
+            f'"{secrets_namespace}" (--cluster-secrets-namespace)',
+            f"{path}.{_NAMESPACE}",
+        )
+    return name.strip()
+
+
+def literal_target(target: str | None) -> str | None:
+    """The cluster a target names when it is a literal (known at build time)."""
+    if target is None or "${" in target:
+        return None
+    return target
+
+
+def inject_target(obj: dict[str, Any], target: str) -> None:
+    """Carry `target` in the object kro renders for the node (see the module docstring)."""
+    metadata = obj.setdefault("metadata", {})
+    annotations = metadata.get("annotations")
+    if not isinstance(annotations, dict):
+        annotations = metadata["annotations"] = {}
+    annotations[ANNOTATION_TARGET_CLUSTER] = target
+
+
+def check_schema_only(spec: Mapping[str, Any], env: CelEnvironment, rgd: str) -> None:
+    """M-10: `spec.target` reads `schema` only (it applies to every resource, so reading one
+    of them would make that resource's place depend on itself); a build error with its path
+    otherwise."""
+    target = spec.get(TARGET_FIELD)
+    cluster = target.get(_CLUSTER) if isinstance(target, Mapping) else None
+    text = cluster.get(_NAME) if isinstance(cluster, Mapping) else None
+    if not isinstance(text, str):
+        return
+    for expression in parse_template(text).expressions:
+        try:
+            compile_checked(env, expression, allowed=frozenset({SCHEMA_VARIABLE}))
+        except ExpressionProblem as problem:
+            raise RGDValidationError(
+                f'spec.target: the target cluster "{text}" may only read schema: {problem}',
+                rule="M-10",
+                rgd=rgd,
+                field_path=f"spec.target.{_CLUSTER}.{_NAME}",
+                expression=expression,
+            ) from None
