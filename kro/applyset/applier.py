@@ -23,7 +23,7 @@ Neighbours: `inventory` (projection and rendering), `cache` (skip proof), `prune
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -73,6 +73,7 @@ class Desired:
     observed: the live object as the caller just read it (GET), or None when it does not exist.
         Used for the ownership check, "changed", and the skip proof; it must not be older than
         a GET made during this reconcile.
+    cluster: the member cluster the object lives in (M-11); "" for the parent's own cluster.
     """
 
     resource_id: str
@@ -80,6 +81,7 @@ class Desired:
     gvr: GVR
     namespaced: bool
     observed: Mapping[str, Any] | None = None
+    cluster: str = ""
 
     def __post_init__(self) -> None:
         if not self.obj.get("apiVersion") or not self.obj.get("kind"):
@@ -107,7 +109,7 @@ class Desired:
     @property
     def key(self) -> tuple[str, str, str, str, str]:
         gvk = self.gvk
-        return (gvk.group, gvk.version, gvk.kind, self.namespace, self.name)
+        return (gvk.group, gvk.version, gvk.kind, self.namespace, f"{self.cluster}/{self.name}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,20 +273,36 @@ class Applier:
         return bool(version) and known == version and not self._contests.tracks(uid)
 
     async def apply(
-        self, parent_obj: Mapping[str, Any], parent_gvr: GVR, desired: Sequence[Desired]
+        self,
+        parent_obj: Mapping[str, Any],
+        parent_gvr: GVR,
+        desired: Sequence[Desired],
+        *,
+        clients: Callable[[str], Client] | None = None,
     ) -> ApplyResult:
         """Project the inventory onto the parent, then apply `desired` concurrently.
 
+        clients: the client of each member cluster an item names (`Desired.cluster`, M-11);
+            the parent and the items of its own cluster use the applier's client. The member
+            clusters are recorded on the parent with the rest of the inventory, ahead (M-15).
         Raises DuplicateResources or InvalidInventory before writing anything, and KubeError if
-        the parent's inventory cannot be written (then no child is applied either).
+        the parent's inventory cannot be written (then no child is applied either); a member
+        cluster that cannot be reached is that item's error.
         """
         parent = Parent.from_object(parent_obj, parent_gvr)
         check_duplicates(desired)
-        batch = Inventory.of(parent, ((GroupKind.of(d.gvk), d.namespace) for d in desired))
+        batch = Inventory.of(
+            parent,
+            ((GroupKind.of(d.gvk), d.namespace) for d in desired),
+            clusters=(d.cluster for d in desired),
+        )
         projected = project(read_inventory(parent_obj, parent), batch)
         written = await self.ensure_inventory(parent, parent_obj, projected)
         resources = await run_all(
-            ((f"applyset.apply:{d.resource_id}", self._apply_one(parent, d)) for d in desired),
+            (
+                (f"applyset.apply:{d.resource_id}", self._apply_one(parent, d, clients))
+                for d in desired
+            ),
             limit=self._options.apply_limit,
         )
         return ApplyResult(
@@ -323,7 +341,9 @@ class Applier:
         )
         return written
 
-    async def _apply_one(self, parent: Parent, item: Desired) -> AppliedResource:
+    async def _apply_one(
+        self, parent: Parent, item: Desired, clients: Callable[[str], Client] | None
+    ) -> AppliedResource:
         observed = item.observed
         owner = str((_meta(observed).get("labels") or {}).get(LABEL_APPLYSET_PART_OF) or "")
         if observed is not None and owner and owner != parent.id:
@@ -348,7 +368,8 @@ class Applier:
             skipped = AppliedResource(item.resource_id, copy.deepcopy(dict(observed)), skipped=True)
             return _reviewed(skipped, review)
         try:
-            applied = await self._client.apply(
+            client = clients(item.cluster) if item.cluster and clients else self._client
+            applied = await client.apply(
                 item.gvr,
                 body,
                 field_manager=FIELD_MANAGER_APPLYSET,

@@ -27,6 +27,7 @@ from typing import Any, Final
 
 from kro.api.names import (
     ANNOTATION_APPLYSET_ADDITIONAL_NAMESPACES,
+    ANNOTATION_APPLYSET_CLUSTERS,
     ANNOTATION_APPLYSET_CONTAINS_GROUP_KINDS,
     ANNOTATION_APPLYSET_INVENTORY_HASH,
     ANNOTATION_APPLYSET_TOOLING,
@@ -77,20 +78,30 @@ class Inventory:
     applyset_id: str
     group_kinds: frozenset[GroupKind] = frozenset()
     additional_namespaces: frozenset[str] = frozenset()
+    clusters: frozenset[str] = frozenset()
+    """Member clusters that may hold members (M-15), besides the parent's own; kro's own
+    annotation, written only when there is one, so an inventory without stays kubectl's."""
 
     @classmethod
     def empty(cls, parent: Parent) -> Inventory:
         return cls(parent.id)
 
     @classmethod
-    def of(cls, parent: Parent, members: Iterable[tuple[GroupKind, str]]) -> Inventory:
+    def of(
+        cls,
+        parent: Parent,
+        members: Iterable[tuple[GroupKind, str]],
+        *,
+        clusters: Iterable[str] = (),
+    ) -> Inventory:
         """The inventory covering exactly `members` — (group-kind, namespace) pairs, namespace
-        "" for cluster-scoped objects."""
+        "" for cluster-scoped objects — in the parent's cluster and `clusters` ("" ignored)."""
         pairs = list(members)
         return cls(
             parent.id,
             frozenset(gk for gk, _ in pairs),
             frozenset(ns for _, ns in pairs if ns and ns != parent.namespace),
+            frozenset(c for c in clusters if c),
         )
 
     @property
@@ -106,6 +117,7 @@ class Inventory:
             self.applyset_id,
             self.group_kinds | other.group_kinds,
             self.additional_namespaces | other.additional_namespaces,
+            self.clusters | other.clusters,
         )
 
     def namespaces(self, parent: Parent) -> list[str]:
@@ -120,18 +132,20 @@ def project(current: Inventory | None, batch: Inventory) -> Inventory:
 
 
 def render(inventory: Inventory, tooling: str) -> dict[str, Any]:
-    """The parent metadata fragment (`labels`, `annotations`) that records `inventory`."""
-    return {
-        "labels": {LABEL_APPLYSET_ID: inventory.applyset_id},
-        "annotations": {
-            ANNOTATION_APPLYSET_TOOLING: tooling,
-            ANNOTATION_APPLYSET_CONTAINS_GROUP_KINDS: format_group_kinds(inventory.group_kinds),
-            ANNOTATION_APPLYSET_ADDITIONAL_NAMESPACES: format_namespaces(
-                inventory.additional_namespaces
-            ),
-            ANNOTATION_APPLYSET_INVENTORY_HASH: inventory.hash,
-        },
+    """The parent metadata fragment (`labels`, `annotations`) that records `inventory`.
+    Without member clusters their annotation is left out: applied by the same field manager,
+    leaving it out removes it once the last member cluster was pruned."""
+    annotations = {
+        ANNOTATION_APPLYSET_TOOLING: tooling,
+        ANNOTATION_APPLYSET_CONTAINS_GROUP_KINDS: format_group_kinds(inventory.group_kinds),
+        ANNOTATION_APPLYSET_ADDITIONAL_NAMESPACES: format_namespaces(
+            inventory.additional_namespaces
+        ),
+        ANNOTATION_APPLYSET_INVENTORY_HASH: inventory.hash,
     }
+    if inventory.clusters:
+        annotations[ANNOTATION_APPLYSET_CLUSTERS] = ",".join(sorted(inventory.clusters))
+    return {"labels": {LABEL_APPLYSET_ID: inventory.applyset_id}, "annotations": annotations}
 
 
 def empty_inventory_metadata(parent: Parent, tooling: str) -> dict[str, Any]:
@@ -153,8 +167,11 @@ def is_rendered(obj: Mapping[str, Any], inventory: Inventory, tooling: str) -> b
     would change nothing."""
     wanted = render(inventory, tooling)
     labels, annotations = _labels(obj), _annotations(obj)
-    return all(labels.get(k) == v for k, v in wanted["labels"].items()) and all(
-        annotations.get(k) == v for k, v in wanted["annotations"].items()
+    clusters = wanted["annotations"].get(ANNOTATION_APPLYSET_CLUSTERS)
+    return (
+        all(labels.get(k) == v for k, v in wanted["labels"].items())
+        and all(annotations.get(k) == v for k, v in wanted["annotations"].items())
+        and annotations.get(ANNOTATION_APPLYSET_CLUSTERS) == clusters
     )
 
 
@@ -214,7 +231,13 @@ def read_inventory(obj: Mapping[str, Any], parent: Parent) -> Inventory | None:
     group_kinds = _parse_group_kinds(_required(obj, ANNOTATION_APPLYSET_CONTAINS_GROUP_KINDS))
     ns_key = ANNOTATION_APPLYSET_ADDITIONAL_NAMESPACES
     namespaces = frozenset(_split(ns_key, _required(obj, ns_key)))
-    inventory = Inventory(found_id, group_kinds, namespaces)
+    clusters = frozenset(
+        _split(
+            ANNOTATION_APPLYSET_CLUSTERS,
+            str(_annotations(obj).get(ANNOTATION_APPLYSET_CLUSTERS) or ""),
+        )
+    )
+    inventory = Inventory(found_id, group_kinds, namespaces, clusters)
     recorded_hash = _annotations(obj).get(ANNOTATION_APPLYSET_INVENTORY_HASH)
     if recorded_hash is not None and recorded_hash != inventory.hash:
         raise InvalidInventory(

@@ -35,6 +35,7 @@ from typing import Any
 import structlog
 
 from kro.api.names import (
+    LABEL_HUB,
     NODE_STATE_DELETING,
     NODE_STATE_ERROR,
     NODE_STATE_IN_PROGRESS,
@@ -50,6 +51,7 @@ from kro.engine.decorate import decorate
 from kro.engine.diagnose import Diagnosis, Diagnostician
 from kro.engine.owner import OwnerBinding
 from kro.engine.ownership import Listed, Ownership, PruneScope
+from kro.engine.places import ClusterUnavailable, OwnCluster, Places, take_target
 from kro.engine.results import NodeReason, NodeResult, PassResult, object_id
 from kro.engine.watches import Watches
 from kro.graph.evaluate import EvaluationError, InstanceEvaluation, Pending, Readiness
@@ -114,6 +116,7 @@ class GraphPass:
         evaluation: InstanceEvaluation,
         diagnose: bool = False,
         recorded: Mapping[str, str] | None = None,
+        places: Places | None = None,
     ) -> None:
         self.graph = graph
         self.owner_obj = owner_obj
@@ -121,6 +124,7 @@ class GraphPass:
         self.client = client
         self.ownership = ownership
         self.watches = watches
+        self.places: Places = places or OwnCluster(client, watches)
         self.evaluation = evaluation
         self.recorded = recorded or {}
         self.result = PassResult()
@@ -134,6 +138,10 @@ class GraphPass:
         self._requests: dict[str, WatchRequest] = {}  # node id -> the request it was read by
         self._listed: Listed = {}
         """What the ownership listed up front (`Ownership.begin`): it answers reads."""
+        self._rows: dict[str, dict[tuple[str, str, str], Mapping[str, Any]]] = {}
+        """Per collection node, its live items by (cluster, namespace, name)."""
+        self._clusters: dict[str, list[str]] = {}
+        """Per node, the cluster of each rendered object ("" for the owner's own, M-11)."""
         self._kinds: dict[str, list[tuple[GVR, bool]]] = {}
         """Per node of a kind known only once rendered (V-48): each object's resource and
         scope, looked up in discovery."""
@@ -285,7 +293,7 @@ class GraphPass:
             self.result.counts.not_ready += 1
         return readiness
 
-    async def _resolve(self, node: Node) -> None:
+    async def _resolve(self, node: Node) -> None:  # noqa: PLR0911 - one return per outcome
         try:
             ignored = self._check_ignored(node)
         except EvaluationError as error:
@@ -302,7 +310,44 @@ class GraphPass:
             return self._failed(node, error)
         if isinstance(desired, Pending):
             return self._pending(node, desired, include_when=False)
+        if not self._placed(node, desired):
+            return None
         return await self._rendered_node(node, desired)
+
+    def _placed(self, node: Node, desired: Sequence[dict[str, Any]]) -> bool:
+        """Take each rendered object's target off it (M-11); whether every target names a
+        usable cluster (M-12/M-13). A node whose cluster cannot be reached is in error (and
+        so nothing may be pruned on this pass: what it applied there stays)."""
+        hub = self.places.hub
+        clusters = self._clusters[node.id] = [take_target(obj, hub) for obj in desired]
+        try:
+            for cluster in dict.fromkeys(c for c in clusters if c):
+                self.places.client(cluster)
+                self.result.remote = True
+        except ClusterUnavailable as error:
+            self._unavailable(node, desired, error)
+            return False
+        return True
+
+    def _unavailable(
+        self, node: Node, desired: Sequence[Mapping[str, Any]], error: ClusterUnavailable
+    ) -> None:
+        reason = (
+            NodeReason.CLUSTER_FORBIDDEN
+            if error.reason == NodeReason.CLUSTER_FORBIDDEN.value
+            else NodeReason.CLUSTER_NOT_FOUND
+        )
+        self._set(node, NODE_STATE_ERROR, reason, str(error), objects=desired)
+
+    def _cluster(self, node: Node, index: int = 0) -> str:
+        clusters = self._clusters.get(node.id) or ()
+        return clusters[index] if index < len(clusters) else ""
+
+    def _client(self, node: Node, index: int = 0) -> Client:
+        return self.places.client(self._cluster(node, index))
+
+    def _watches(self, node: Node, index: int = 0) -> Watches:
+        return self.places.watches(self._cluster(node, index))
 
     async def _rendered_node(  # noqa: PLR0911 - one return per kind of node
         self, node: Node, desired: list[dict[str, Any]]
@@ -422,10 +467,10 @@ class GraphPass:
         wait (its CRD may be on its way); a deferred node's wait is `SchemaPending`. A
         cluster-scoped object loses the namespace the render gave it by default."""
         kinds: list[tuple[GVR, bool]] = []
-        for obj in desired:
+        for index, obj in enumerate(desired):
             gvk = RuntimeGVK.from_object(obj)
             try:
-                info = await self.client.mapper.resource_for(gvk)
+                info = await self._client(node, index).mapper.resource_for(gvk)
             except NoKindMatch:
                 message = f"kind {obj.get('kind')} of {obj.get('apiVersion')} is not served"
                 reason = NodeReason.WAITING
@@ -469,59 +514,94 @@ class GraphPass:
             live.append(found)
         self._queue(node, desired, live)
 
-    async def _observe(  # noqa: PLR0911 - one return per kind of node
-        self, node: Node, desired: Sequence[Mapping[str, Any]]
-    ) -> Any:
+    async def _observe(self, node: Node, desired: Sequence[Mapping[str, Any]]) -> Any:
         if node.type is NodeType.COLLECTION and node.dynamic_type:
             return await self._read_each(node, desired)  # each row its own kind, maybe none
+        if node.type is NodeType.COLLECTION:
+            return await self._observe_collection(node, desired)
+        if node.type is NodeType.EXTERNAL_COLLECTION:
+            return await self._observe_selected(node, desired)
+        return await self._observe_one(node, desired)
+
+    async def _observe_selected(self, node: Node, desired: Sequence[Mapping[str, Any]]) -> Any:
+        """An external reference by selector: every object it selects."""
         gvr = self._gvr(node)
         parent = self.binding.ref
-        if node.type is NodeType.COLLECTION:
-            text = self.binding.collection_selector(self.owner_obj, node.id)
-            request: WatchRequest = SelectorWatch(node.id, gvr, None, LabelSelector.parse(text))
-            await self.watches.watch(parent, request)
-            items, _ = await self.client.list_all(
-                gvr, namespace=self._one_namespace(desired), label_selector=text
-            )
+        metadata = _meta(desired[0])
+        selector = LabelSelector.from_dict(metadata.get("selector") or {})
+        namespace = str(metadata.get("namespace") or "") or None
+        request = SelectorWatch(node.id, gvr, namespace, selector)
+        await self._watches(node).watch(parent, request)
+        items, _ = await self._client(node).list_all(
+            gvr, namespace=namespace, label_selector=str(selector) or None
+        )
+        if not self._cluster(node):
             self.reads[request] = _versions(items)
-            self._requests[node.id] = request
-            by_identity = {_identity(i): i for i in items}
-            if self._deleting(node, desired, items):
-                return _DELETING
-            return [by_identity[_identity(d)] for d in desired if _identity(d) in by_identity]
-        if node.type is NodeType.EXTERNAL_COLLECTION:
-            metadata = _meta(desired[0])
-            selector = LabelSelector.from_dict(metadata.get("selector") or {})
-            namespace = str(metadata.get("namespace") or "") or None
-            request = SelectorWatch(node.id, gvr, namespace, selector)
-            await self.watches.watch(parent, request)
-            items, _ = await self.client.list_all(
-                gvr, namespace=namespace, label_selector=str(selector) or None
-            )
-            self.reads[request] = _versions(items)
-            return items
+        return items
+
+    async def _observe_one(self, node: Node, desired: Sequence[Mapping[str, Any]]) -> Any:
+        """A resource or an external reference by name: the object, or None."""
+        gvr = self._gvr(node)
+        parent = self.binding.ref
         namespace, name = _identity(desired[0])
         request = ScalarWatch(node.id, gvr, namespace, name)
-        self._requests[node.id] = request
-        await self.watches.watch(parent, request)
+        remote = bool(self._cluster(node))
+        if not remote:
+            self._requests[node.id] = request
+        await self._watches(node).watch(parent, request)
         listed = (
             None
-            if node.type.is_external
+            if node.type.is_external or remote
             else self._listed.get((gvr.group, gvr.resource, namespace, name))
         )
         known, live = (True, listed) if listed is not None else self._from_cache(node, request)
         if not known:
             try:
-                live = await self.client.get(gvr, name, namespace=namespace or None)
+                live = await self._client(node).get(gvr, name, namespace=namespace or None)
             except NotFound:
                 live = None
+        if not remote:  # a member's reads are not the settled check's (PassResult.remote)
+            self.reads[request] = _versions([live] if live is not None else [])
         if live is None:
-            self.reads[request] = {}
             return None
-        self.reads[request] = {(namespace, name): str(_meta(live).get("resourceVersion") or "")}
         if not node.type.is_external and self._deleting(node, desired, [live]):
             return _DELETING
         return live
+
+    async def _observe_collection(self, node: Node, desired: Sequence[Mapping[str, Any]]) -> Any:
+        """A collection's existing items, listed by its selector in every cluster its rows
+        live in (the owner's own always: rows it no longer renders are found there too)."""
+        gvr = self._gvr(node)
+        parent = self.binding.ref
+        text = self.binding.collection_selector(self.owner_obj, node.id)
+        request: WatchRequest = SelectorWatch(node.id, gvr, None, LabelSelector.parse(text))
+        by_identity: dict[tuple[str, str, str], Mapping[str, Any]] = {}
+        items = []
+        for cluster, rows in self._by_cluster(node, desired).items():
+            await self.places.watches(cluster).watch(parent, request)
+            found, _ = await self.places.client(cluster).list_all(
+                gvr, namespace=self._one_namespace(rows), label_selector=text
+            )
+            if not cluster:
+                self.reads[request] = _versions(found)
+                self._requests[node.id] = request
+            by_identity.update({(cluster, *_identity(i)): i for i in found})
+            items.extend(found)
+        self._rows[node.id] = by_identity
+        if self._deleting(node, desired, items):
+            return _DELETING
+        keys = [(self._cluster(node, i), *_identity(d)) for i, d in enumerate(desired)]
+        return [by_identity[key] for key in keys if key in by_identity]
+
+    def _by_cluster(
+        self, node: Node, desired: Sequence[Mapping[str, Any]]
+    ) -> dict[str, list[Mapping[str, Any]]]:
+        """The rendered objects of `node` grouped by the cluster each lives in (the owner's own
+        first, also when the node rendered nothing: its existing items are still listed)."""
+        groups: dict[str, list[Mapping[str, Any]]] = {"": []}
+        for index, obj in enumerate(desired):
+            groups.setdefault(self._cluster(node, index), []).append(obj)
+        return groups
 
     def _one_namespace(self, desired: Sequence[Mapping[str, Any]]) -> str | None:
         """The one namespace every item of a collection lives in, when an owner reads as a
@@ -535,10 +615,13 @@ class GraphPass:
     async def _read_each(self, node: Node, desired: Sequence[Mapping[str, Any]]) -> Any:
         """The items of a collection whose rows may differ in kind, read one by one."""
         items: list[Mapping[str, Any]] = []
+        rows: dict[tuple[str, str, str], Mapping[str, Any]] = {}
         for index, obj in enumerate(desired):
             found = await self._read_row(node, index, obj)
             if found is not None:
                 items.append(found)
+                rows[(self._cluster(node, index), *_identity(found))] = found
+        self._rows[node.id] = rows
         if self._deleting(node, desired, items):
             return _DELETING
         return items
@@ -550,13 +633,18 @@ class GraphPass:
         gvr = self._gvr(node, index)
         namespace, name = _identity(obj)
         request = ScalarWatch(node.id, gvr, namespace, name)
-        await self.watches.watch(self.binding.ref, request)
+        await self._watches(node, index).watch(self.binding.ref, request)
+        remote = bool(self._cluster(node, index))
         try:
-            found: Mapping[str, Any] = await self.client.get(gvr, name, namespace=namespace or None)
+            found: Mapping[str, Any] = await self._client(node, index).get(
+                gvr, name, namespace=namespace or None
+            )
         except NotFound:
-            self.reads[request] = {}
+            if not remote:
+                self.reads[request] = {}
             return None
-        self.reads[request] = _versions([found])  # a settled pass must see it change
+        if not remote:
+            self.reads[request] = _versions([found])  # a settled pass must see it change
         return found
 
     def _from_cache(
@@ -577,12 +665,13 @@ class GraphPass:
         """
         if not self.ownership.remembers:
             return False, None  # --skip-unchanged=false, or a dry run
-        known, cached = self.watches.cached_object(request)
+        watches = self._watches(node)
+        known, cached = watches.cached_object(request)
         if not known:
             return False, None
         if cached is None:
             # The last successful pass read it, and may have created it: the cache may lag.
-            declared = self.watches.declared(self.binding.ref, request)
+            declared = watches.declared(self.binding.ref, request)
             return node.type.is_external or not declared, None
         if node.id not in self.graph.metadata_only:
             return False, None
@@ -615,22 +704,27 @@ class GraphPass:
             for index, (obj, live) in enumerate(zip(desired, observed, strict=True)):
                 resource_id = f"{node.id}-{index}" if node.for_each else node.id
                 gvr, namespaced = self._gvr(node, index), self._namespaced(node, index)
-                self._batch.append(Desired(resource_id, obj, gvr, namespaced, observed=live))
+                cluster = self._cluster(node, index)
+                self._batch.append(
+                    Desired(resource_id, obj, gvr, namespaced, observed=live, cluster=cluster)
+                )
                 ids.append(resource_id)
             self._items[node.id] = ids
             return
         labels = self.binding.child_labels(self.owner_obj, node.id)
+        remote_labels = {**labels, LABEL_HUB: self.places.hub}  # M-14
         marks = self.binding.child_annotations(self.owner_obj, node.id)
         if node.type is NodeType.COLLECTION:
-            live = {_identity(o): o for o in observed or []}
+            live = self._rows.pop(node.id, None) or {("", *_identity(o)): o for o in observed or []}
             for index, obj in enumerate(desired):
                 resource_id = f"{node.id}-{index}"
+                cluster = self._cluster(node, index)
                 self._batch.append(
                     Desired(
                         resource_id,
                         decorate(
                             obj,
-                            labels,
+                            remote_labels if cluster else labels,
                             node.apply_order,
                             node_path=node.id,
                             index=index,
@@ -640,17 +734,19 @@ class GraphPass:
                         ),
                         self._gvr(node, index),
                         self._namespaced(node, index),
-                        observed=live.get(_identity(obj)),
+                        observed=live.get((cluster, *_identity(obj))),
+                        cluster=cluster,
                     )
                 )
                 ids.append(resource_id)
         else:
+            cluster = self._cluster(node)
             self._batch.append(
                 Desired(
                     node.id,
                     decorate(
                         desired[0],
-                        labels,
+                        remote_labels if cluster else labels,
                         node.apply_order,
                         node_path=node.id,
                         deletion_policy=node.deletion_policy,
@@ -659,6 +755,7 @@ class GraphPass:
                     self._gvr(node),
                     self._namespaced(node),
                     observed=observed,
+                    cluster=cluster,
                 )
             )
             ids.append(node.id)
@@ -706,7 +803,8 @@ class GraphPass:
                 self._not_created(node, rendered, len(objects))
                 continue
             request = self._requests.get(node_id)
-            if request is not None:  # what a read would find now: the server's answers
+            # what a read would find now: the server's answers
+            if request is not None and not any(self._clusters.get(node_id) or ()):
                 self.reads[request] = {**self.reads.get(request, {}), **_versions(objects)}
             self._observed_applied(node, rendered, objects)
         return changed
@@ -731,9 +829,7 @@ class GraphPass:
         """Objects of the node that an apply would create (a dry run): the node is not there
         yet, and what depends on it waits, as it does in the cluster."""
         counted = (
-            f" ({found} of {len(rendered)} items exist)"
-            if node.type is NodeType.COLLECTION
-            else ""
+            f" ({found} of {len(rendered)} items exist)" if node.type is NodeType.COLLECTION else ""
         )
         self._set(
             node,

@@ -51,6 +51,8 @@ class NodeReason(StrEnum):
     DELETING = "Deleting"  # the live object is terminating; the pass waits for it to go
     EVALUATION_FAILED = "EvaluationFailed"  # an expression failed
     APPLY_FAILED = "ApplyFailed"  # the API server refused the object
+    CLUSTER_NOT_FOUND = "ClusterNotFound"  # the target names no registered, Ready cluster
+    CLUSTER_FORBIDDEN = "ClusterForbidden"  # the owner may not reach the cluster (M-13)
     READ_FAILED = "ReadFailed"  # the live object could not be read (dry run: e.g. Forbidden)
 
 
@@ -148,6 +150,7 @@ class PassResult:
     stale: set[str] = field(default_factory=set)  # rendered from a dependency it then changed
     deleting: NodeResult | None = None  # a child is terminating: the pass stopped there
     failure: NodeResult | None = None  # an evaluation failed: the pass stopped there
+    remote: bool = False  # read or applied in a member cluster, whose caches no one consults
     counts: PassCounts = field(default_factory=PassCounts)
 
     def set(self, result: NodeResult) -> None:
@@ -179,4 +182,5 @@ class PassResult:
             or self.deleting
             or self.failure
             or self.retry_after_s is not None
+            or self.remote
         )

@@ -1,0 +1,85 @@
+"""kro.engine.places: where a node's objects live, the owner's own cluster or a member (M-11).
+
+A pass reads, watches and applies each object in the cluster its node's target names
+(kro.graph.targets): the target is rendered with the object, and the pass takes it off again
+before anything is read or sent. `Places` answers, per cluster name, with that cluster's client
+and watches; "" (and the owner's own cluster's name) is the owner's cluster. An owner kind with
+no member clusters uses `OwnCluster`, and every object lives where the owner does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+from typing import Any, Protocol
+
+from kro.api.names import ANNOTATION_TARGET_CLUSTER
+from kro.engine.watches import Watches
+from kro.runtime.client import Client
+from kro.runtime.errors import KubeError
+
+__all__ = ["ClusterUnavailable", "OwnCluster", "Places", "take_target"]
+
+
+class ClusterUnavailable(KubeError):
+    """A target names a cluster that is not registered, or not Ready (M-12): the node's error,
+    reason `reason` (ClusterNotFound, ClusterForbidden, ...)."""
+
+    def __init__(self, cluster: str, reason: str, detail: str) -> None:
+        self.cluster = cluster
+        self.reason = reason
+        super().__init__(detail)
+
+
+class Places(Protocol):
+    """The clusters a pass may reach, by name ("" is the owner's own)."""
+
+    @property
+    def hub(self) -> str:
+        """The owner's own cluster's name (`--local-cluster-name`): objects kro applies into a
+        member carry it (`kro.run/hub`, M-14); a target naming it is the owner's cluster."""
+
+    def client(self, cluster: str) -> Client:
+        """The client of `cluster`; raises ClusterUnavailable."""
+
+    def watches(self, cluster: str) -> Watches:
+        """The watches of `cluster` (changes there bring the owner back)."""
+
+
+class OwnCluster:
+    """Every object lives in the owner's cluster: the only place without the MultiCluster gate."""
+
+    def __init__(self, client: Client, watches: Watches, hub: str = "") -> None:
+        self._client = client
+        self._watches = watches
+        self._hub = hub
+
+    @property
+    def hub(self) -> str:
+        return self._hub
+
+    def client(self, cluster: str) -> Client:
+        if cluster and cluster != self._hub:
+            raise ClusterUnavailable(
+                cluster,
+                "ClusterNotFound",
+                f'cluster "{cluster}" is not a registered cluster (the MultiCluster gate is off)',
+            )
+        return self._client
+
+    def watches(self, cluster: str) -> Watches:
+        return self._watches
+
+
+def take_target(obj: MutableMapping[str, Any], hub: str) -> str:
+    """The cluster a rendered object targets, "" for the owner's own, taking the annotation
+    off the object (nothing kro applies carries it)."""
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, dict):
+        return ""
+    annotations = metadata.get("annotations")
+    if not isinstance(annotations, dict) or ANNOTATION_TARGET_CLUSTER not in annotations:
+        return ""
+    cluster = str(annotations.pop(ANNOTATION_TARGET_CLUSTER) or "").strip()
+    if not annotations:
+        metadata.pop("annotations")
+    return "" if cluster == hub else cluster
