@@ -132,6 +132,8 @@ class AppliedResource:
     error: KubeError | ApplySetError | None = None
     contests: tuple[Contest, ...] = ()
     retry_after_s: float | None = None
+    cluster: str = ""
+    """The member cluster the object lives in (`Desired.cluster`)."""
 
     @property
     def uid(self) -> str:
@@ -305,6 +307,10 @@ class Applier:
             ),
             limit=self._options.apply_limit,
         )
+        resources = [
+            replace(r, cluster=d.cluster) if d.cluster else r
+            for r, d in zip(resources, desired, strict=True)
+        ]
         return ApplyResult(
             parent=parent,
             parent_obj=written if written is not None else copy.deepcopy(dict(parent_obj)),

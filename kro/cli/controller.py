@@ -41,6 +41,7 @@ from kro.api.names import (
     FEATURE_DEFERRED_SCHEMA_RESOLUTION,
     FEATURE_DELETION_POLICY,
     FEATURE_GRAPH_KIND,
+    FEATURE_MULTI_CLUSTER,
     LEADER_ELECTION_LEASE,
 )
 from kro.cli.flags import ControllerConfig
@@ -95,6 +96,8 @@ def app_options(config: ControllerConfig) -> AppOptions:
         deferred_schema_resolution=bool(
             config.feature_gates.get(FEATURE_DEFERRED_SCHEMA_RESOLUTION)
         ),
+        multi_cluster=bool(config.feature_gates.get(FEATURE_MULTI_CLUSTER)),
+        cluster_secrets_namespace=cluster_secrets_namespace(config),
     )
     return AppOptions(
         rgd=RGDOptions(
@@ -132,6 +135,12 @@ def app_options(config: ControllerConfig) -> AppOptions:
         feature_gates=dict(config.feature_gates),
         state_gauges=os.environ.get("KRO_STATE_GAUGES", "1") != "0",
     )
+
+
+def cluster_secrets_namespace(config: ControllerConfig) -> str:
+    """M-02: where member clusters' Secrets live: `--cluster-secrets-namespace`, else kro's own
+    namespace (`--controller-namespace`)."""
+    return config.cluster_secrets_namespace or config.controller_namespace
 
 
 def resync_period(config: ControllerConfig) -> float | None:

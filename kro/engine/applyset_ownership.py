@@ -15,9 +15,13 @@ the highest apply-order wave still present per step, after releasing what says
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
-from kro.api.names import FIELD_MANAGER_APPLYSET, LABEL_NODE_ID
+import structlog
+
+from kro.api.names import ANNOTATION_ABANDON_CLUSTER, FIELD_MANAGER_APPLYSET, LABEL_NODE_ID
+from kro.api.objects import metadata as _meta
 from kro.applyset import (
     AppliedResource,
     Applier,
@@ -37,7 +41,9 @@ from kro.applyset import (
 from kro.applyset.applier import member_body
 from kro.applyset.deletion import plan_next_wave
 from kro.applyset.noop import already_applied
+from kro.applyset.prune import PruneResult
 from kro.engine.ownership import Held, Listed, PruneOutcome, PruneScope, TeardownStep
+from kro.engine.places import Places
 from kro.engine.results import ObjectId
 from kro.runtime.client import Client
 from kro.runtime.errors import KubeError
@@ -45,15 +51,21 @@ from kro.runtime.gvk import GVR
 
 __all__ = ["ApplySetOwnership"]
 
+log = structlog.get_logger(__name__)
+
 
 class ApplySetOwnership:
     """`Ownership` of one RGD instance (the ApplySet parent, of resource `gvr`), for one pass
     or one teardown step."""
 
-    def __init__(self, *, applier: Applier, client: Client, gvr: GVR) -> None:
+    def __init__(
+        self, *, applier: Applier, client: Client, gvr: GVR, places: Places | None = None
+    ) -> None:
         self.applier = applier
         self.client = client
         self.gvr = gvr
+        self.places = places
+        """The member clusters children may live in (M-11); None: the instance's own only."""
         self._results: list[ApplyResult] = []  # one per wave of the pass
         self._members: list[Member] | None = None
 
@@ -96,7 +108,8 @@ class ApplySetOwnership:
     async def apply(
         self, owner_obj: dict[str, Any], batch: Sequence[Desired]
     ) -> tuple[dict[str, Any], Sequence[AppliedResource]]:
-        result = await self.applier.apply(owner_obj, self.gvr, batch)
+        clients = self.places.client if self.places is not None else None
+        result = await self.applier.apply(owner_obj, self.gvr, batch, clients=clients)
         self._results.append(result)
         return result.parent_obj, result.resources
 
@@ -107,19 +120,33 @@ class ApplySetOwnership:
             return owner_obj, PruneOutcome()
         result = combined(self._results)
         self.applier.members.epoch(scope.shard_version)
+        all_resolved = not scope.pending and not scope.failed
         pruned = await prune(
             self.client,
-            result,
+            _in_cluster(result, ""),
             positions=scope.positions,
-            all_resolved=not scope.pending and not scope.failed,
+            all_resolved=all_resolved,
             ledger=self.applier.members,
             members=self._members,
         )
-        if pruned.inventory is not None:
-            parent = result.parent
-            written = await self.applier.ensure_inventory(parent, owner_obj, pruned.inventory)
+        outcomes = [pruned]
+        for cluster in sorted(result.inventory.clusters):  # M-15: each member's own members
+            outcomes.append(
+                await prune(
+                    self._client(cluster),
+                    _in_cluster(result, cluster),
+                    positions=scope.positions,
+                    all_resolved=all_resolved,
+                )
+            )
+        if all(o.inventory is not None for o in outcomes):  # clean everywhere: shrink
+            written = await self.applier.ensure_inventory(
+                result.parent, owner_obj, result.batch_inventory
+            )
             if written is not None:
                 owner_obj = written
+        if len(outcomes) > 1:
+            pruned = _merged(outcomes)
         unreleased = [f.message for f in pruned.failures if f.action]
         if unreleased:  # V-36: the pass's error; the inventory was kept, so it is retried
             raise ReleaseFailed(unreleased)
@@ -128,7 +155,15 @@ class ApplySetOwnership:
             deleted=pruned.changed, retry=bool(pruned.conflicts or pruned.failures)
         )
 
+    def _client(self, cluster: str) -> Client:
+        if not cluster or self.places is None:
+            return self.client
+        return self.places.client(cluster)
+
     async def teardown(self, owner_obj: dict[str, Any]) -> TeardownStep:
+        clusters = _member_clusters(owner_obj, self.gvr)
+        if clusters:
+            return await self._teardown_across(owner_obj, clusters)
         try:
             progress = await delete_next_wave(self.client, owner_obj, self.gvr)
         except ApplySetError as error:  # an inventory that cannot be trusted: wait for a fix
@@ -142,6 +177,52 @@ class ApplySetOwnership:
             f"release {ref}" for ref in progress.released
         )
         return TeardownStep(progress.done, wave=None if progress.done else progress.wave, plan=plan)
+
+    async def _teardown_across(
+        self, owner_obj: dict[str, Any], clusters: Sequence[str]
+    ) -> TeardownStep:
+        """M-16: one teardown step over the instance's cluster and its member clusters: the
+        highest apply-order wave left anywhere is deleted first (reverse dependency order
+        across clusters). A member that cannot be reached holds the deletion, naming it,
+        unless the instance's `kro.run/abandon-cluster` gives it up (its objects are left)."""
+        abandoned = _abandoned(owner_obj)
+        plans: dict[str, Any] = {}
+        for cluster in ["", *clusters]:
+            if cluster in abandoned:
+                log.warning(
+                    "applyset.cluster_abandoned", cluster=cluster, name=_meta(owner_obj).get("name")
+                )
+                continue
+            try:
+                plans[cluster] = await plan_next_wave(self._client(cluster), owner_obj, self.gvr)
+            except ApplySetError as error:
+                return TeardownStep(False, blocked=str(error))
+            except KubeError as error:
+                where = f'cluster "{cluster}"' if cluster else "the instance's cluster"
+                blocked = f"{where} cannot be reached: {error}"
+                if cluster:
+                    blocked += (
+                        f" (annotate the instance {ANNOTATION_ABANDON_CLUSTER}={cluster}"
+                        " to leave its objects there)"
+                    )
+                return TeardownStep(False, blocked=blocked, transient=True)
+        waves = [p.wave for p in plans.values() if p.wave is not None]
+        if not any(p.members for p in plans.values()):
+            return TeardownStep(True)
+        highest = max(waves) if waves else None
+        plan: list[str] = [f"abandon cluster {c}" for c in clusters if c in abandoned]
+        failures: list[str] = []
+        for cluster, found in plans.items():
+            if not found.members or (found.wave != highest and not found.releases):
+                continue
+            progress = await delete_next_wave(self._client(cluster), owner_obj, self.gvr)
+            failures.extend(f.message for f in progress.failures)
+            where = f"{cluster}: " if cluster else ""
+            plan.extend(f"delete {where}{ref}" for ref in progress.deleted)
+            plan.extend(f"release {where}{ref}" for ref in progress.released)
+        if failures:
+            return TeardownStep(False, wave=highest, blocked="; ".join(failures), transient=True)
+        return TeardownStep(False, wave=highest, plan=tuple(plan))
 
     async def plan_teardown(self, owner_obj: dict[str, Any]) -> TeardownStep:
         try:
@@ -158,6 +239,41 @@ class ApplySetOwnership:
             key=lambda h: (-h.wave, h.obj.kind, h.obj.namespace, h.obj.name),
         )
         return TeardownStep(not found.members, wave=found.wave, plan=plan, held=tuple(held))
+
+
+def _in_cluster(result: ApplyResult, cluster: str) -> ApplyResult:
+    """`result` as one cluster's ApplySet sees it: the resources applied there (the inventory
+    is the whole one: a member cluster without a kind lists nothing of it)."""
+    return replace(
+        result,
+        resources=tuple(r for r in result.resources if r.cluster == cluster),
+    )
+
+
+def _merged(outcomes: Sequence[PruneResult]) -> PruneResult:
+    return PruneResult(
+        skipped=any(o.skipped for o in outcomes),
+        deleted=tuple(r for o in outcomes for r in o.deleted),
+        released=tuple(r for o in outcomes for r in o.released),
+        conflicts=tuple(r for o in outcomes for r in o.conflicts),
+        failures=tuple(f for o in outcomes for f in o.failures),
+    )
+
+
+def _member_clusters(owner_obj: Mapping[str, Any], gvr: GVR) -> list[str]:
+    """The member clusters the instance's inventory records (M-15); none when it records
+    none or cannot be read (the single-cluster teardown reports that)."""
+    try:
+        inventory = read_inventory(owner_obj, Parent.from_object(owner_obj, gvr))
+    except ApplySetError:
+        return []
+    return sorted(inventory.clusters) if inventory is not None else []
+
+
+def _abandoned(owner_obj: Mapping[str, Any]) -> frozenset[str]:
+    annotations = _meta(owner_obj).get("annotations") or {}
+    text = str(annotations.get(ANNOTATION_ABANDON_CLUSTER) or "")
+    return frozenset(c.strip() for c in text.split(",") if c.strip())
 
 
 def _held(member: Member) -> Held:
