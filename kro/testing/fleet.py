@@ -266,22 +266,27 @@ def start_members(clusters: Mapping[str, ControlPlane]) -> list[FleetMember]:
         futures = {pool.submit(clusters[name].start): name for name in names}
         try:
             _await_starts(futures, began)
+            members = [
+                _member(name, clusters[name], future.result().server)
+                for future, name in futures.items()
+            ]
         except BaseException:
             wait(futures)  # a start in flight must end before its stop
             for cluster in clusters.values():
                 cluster.stop()
             raise
-    members = []
-    for future, name in futures.items():
-        cluster = clusters[name]
-        server = future.result().server
-        text = member_kubeconfig(name, server, cluster.run_dir)
-        path = cluster.run_dir / KUBECONFIG_FILE
-        path.touch(0o600)
-        path.write_text(text)
-        members.append(FleetMember(name, path, text, server, cluster))
     _say(f"{len(members)} member(s) ready in {time.monotonic() - began:.1f}s")
     return members
+
+
+def _member(name: str, cluster: ControlPlane, server: str) -> FleetMember:
+    """The handle of a started member, its inline kubeconfig also written (owner-only) into
+    its run directory for kubectl."""
+    text = member_kubeconfig(name, server, cluster.run_dir)
+    path = cluster.run_dir / KUBECONFIG_FILE
+    path.touch(0o600)
+    path.write_text(text)
+    return FleetMember(name, path, text, server, cluster)
 
 
 def _await_starts(futures: Mapping[Future[ControlPlaneState], str], began: float) -> None:

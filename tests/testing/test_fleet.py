@@ -140,9 +140,12 @@ class FakeHub:
         self.objects.discard(path)
 
 
+_NO_PLANE = cast(fleet.ControlPlane, None)  # registry work never touches it
+
+
 def _fleet(hub: FakeHub, *names: str) -> fleet.Fleet:
     members = [
-        fleet.FleetMember(name, Path("unused"), f"config of {name}", SERVER, cluster=None)  # type: ignore[arg-type]
+        fleet.FleetMember(name, Path("unused"), f"config of {name}", SERVER, _NO_PLANE)
         for name in names
     ]
     return fleet.Fleet(cast(AdminApi, hub), members)
@@ -170,3 +173,52 @@ def test_unregister_in_one_namespace_keeps_the_others() -> None:
     the_fleet.unregister()
     assert hub.deleted[-1] == "/api/v1/namespaces/kro-system/secrets/member-1"
     assert "/api/v1/namespaces/kro-system" in hub.objects
+
+
+class FakePlane:
+    """A control plane that starts at once (or fails to), over a run directory with a PKI."""
+
+    def __init__(self, run_dir: Path, port: int, *, fails: bool = False) -> None:
+        self.run_dir = run_dir
+        self.port = port
+        self.fails = fails
+        self.stopped = 0
+        pki.generate(run_dir / "pki")
+
+    def start(self, component: str | None = None, *, timeout_s: float = 0) -> FakeState:
+        if self.fails:
+            raise RuntimeError("etcd did not become ready in time")
+        return FakeState(f"https://127.0.0.1:{self.port}")
+
+    def stop(self, component: str | None = None, *, kill: bool = False, grace_s: float = 0) -> None:
+        self.stopped += 1
+
+
+class FakeState:
+    def __init__(self, server: str) -> None:
+        self.server = server
+
+
+def test_start_members_gives_each_member_its_own_inline_kubeconfig(tmp_path: Path) -> None:
+    planes = {name: FakePlane(tmp_path / name, 7000 + i) for i, name in enumerate(["a", "b"])}
+    members = fleet.start_members(planes)  # type: ignore[arg-type]
+    assert [(m.name, m.server) for m in members] == [
+        ("a", "https://127.0.0.1:7000"),
+        ("b", "https://127.0.0.1:7001"),
+    ]
+    for member in members:
+        assert member.kubeconfig_path == tmp_path / member.name / "fleet.kubeconfig"
+        assert member.kubeconfig_path.read_text() == member.kubeconfig_text
+        assert member.kubeconfig_path.stat().st_mode & 0o077 == 0  # a client key inside
+        assert yaml.safe_load(member.kubeconfig_text)["current-context"] == member.name
+    assert not any(plane.stopped for plane in planes.values())
+
+
+def test_a_member_that_fails_to_start_stops_the_whole_fleet(tmp_path: Path) -> None:
+    planes = {
+        "a": FakePlane(tmp_path / "a", 7000),
+        "b": FakePlane(tmp_path / "b", 7001, fails=True),
+    }
+    with pytest.raises(RuntimeError, match="etcd did not become ready"):
+        fleet.start_members(planes)  # type: ignore[arg-type]
+    assert [plane.stopped for plane in planes.values()] == [1, 1]
