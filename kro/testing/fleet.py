@@ -12,8 +12,9 @@ context, never a file path, so the Secret is inert data that works from any mach
     ...
     fleet.unregister(); fleet.stop()
 
-Members start in parallel (about 7 s each alone; two cores make a fleet start take longer than
-one member but far less than N in a row). Each member keeps its control plane handle, so an
+Members start in parallel: one takes about 7 s, two together about 8 s on two idle cores (a
+member has no nodes, so no kube-scheduler and no kwok), where in a row they would take 14 s.
+Each member keeps its control plane handle, so an
 outage drill can `member.cluster.stop("kube-apiserver")` and `start("kube-apiserver")` later.
 
 This module takes control planes from its caller instead of making them: `python -m

@@ -207,7 +207,7 @@ FLEET_MEMBERS = 2
 def kube_fleet(kube_cluster: ClusterHandle, kube_admin: AdminApi) -> Iterator[fleet.Fleet]:
     """The session cluster as hub and FLEET_MEMBERS member control planes, registered on it.
 
-    Started only when a test asks (a fleet start costs tens of seconds on two cores). Members
+    Started only when a test asks (two members start in about 8 s on two idle cores). Members
     are guarded like `private_cluster`s (stopped at the end, on SIGTERM and at exit; run
     directories recorded for `make e2e`'s check), and the hub is left as found: every registry
     Secret, and a namespace, that the fleet created there is deleted at the end.
