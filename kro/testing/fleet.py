@@ -14,8 +14,8 @@ context, never a file path, so the Secret is inert data that works from any mach
 
 Members start in parallel: one takes about 7 s, two together about 8 s on two idle cores (a
 member has no nodes, so no kube-scheduler and no kwok), where in a row they would take 14 s.
-Each member keeps its control plane handle, so an
-outage drill can `member.cluster.stop("kube-apiserver")` and `start("kube-apiserver")` later.
+Each member keeps its control plane handle, so an outage drill can
+`member.cluster.stop("kube-apiserver")` and `start("kube-apiserver")` later.
 
 This module takes control planes from its caller instead of making them: `python -m
 kro.testing.cluster up --members N` uses it, so it cannot import kro.testing.cluster itself
