@@ -9,6 +9,10 @@ namespace and ServiceAccount, a Ready node) instead of sleeping.
     python -m kro.testing.cluster status
     python -m kro.testing.cluster down
 
+`up --members N` also starts N member control planes without nodes (kro.testing.fleet), each
+under `<state dir>/members/<name>`, and registers them on the hub: one registry Secret each in
+namespace kro-system (M-02). `status` and `down` cover the members too.
+
 `up` detaches: the cluster keeps running until `down`. In-process users (the pytest plugin,
 `make run`) use `LocalCluster` as a context manager and their children die with them.
 `LocalCluster.restart(component)` stops one component and starts it again with the same flags,
@@ -40,11 +44,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kro.testing import pki, processes, progress, testbin
+from kro.testing import fleet, pki, processes, progress, testbin
 from kro.testing.adminapi import AdminApi, ApiStatusError
 
 _STAGES = Path(__file__).resolve().parent / "kwok-stages.yaml"
 NODE_NAME = "kwok-node-0"
+MEMBERS_DIR = "members"
 
 
 def default_state_dir() -> Path:
@@ -578,6 +583,16 @@ def _node_ready(api: AdminApi, name: str) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
+def member_dirs(run_dir: Path) -> list[Path]:
+    """The run directories of the members `up --members` started under `run_dir`."""
+    return sorted(path.parent for path in (run_dir / MEMBERS_DIR).glob("*/cluster.json"))
+
+
+def _alive(run_dir: Path) -> bool:
+    state = ClusterState.load(run_dir)
+    return state is not None and any(processes.is_alive(p) for p in state.pids.values())
+
+
 def stop_detached(run_dir: Path) -> bool:
     """Stop a cluster started by `up`; True when something was running."""
     state = ClusterState.load(run_dir)
@@ -592,16 +607,50 @@ def stop_detached(run_dir: Path) -> bool:
 
 
 def describe(run_dir: Path) -> str:
-    """What `status` prints: each component, its pid and whether it is alive."""
+    """What `status` prints: each component, its pid and whether it is alive; then the same
+    for each member `up --members` started that has not been stopped."""
     state = ClusterState.load(run_dir)
     if state is None or not state.pids:
-        return f"no cluster running in {run_dir}"
-    lines = [f"cluster in {run_dir}: {state.server}", f"export KUBECONFIG={state.kubeconfig}"]
-    for name, pid in state.pids.items():
-        lines.append(
-            f"  {name:<24} pid {pid:<8} {'running' if processes.is_alive(pid) else 'gone'}"
-        )
+        lines = [f"no cluster running in {run_dir}"]
+    else:
+        lines = [f"cluster in {run_dir}: {state.server}", f"export KUBECONFIG={state.kubeconfig}"]
+        for name, pid in state.pids.items():
+            lines.append(
+                f"  {name:<24} pid {pid:<8} {'running' if processes.is_alive(pid) else 'gone'}"
+            )
+    for member in member_dirs(run_dir):
+        member_state = ClusterState.load(member)
+        if member_state is not None and member_state.pids:
+            lines.append(f"member {member.name}: {describe(member)}")
+            kubeconfig = member / fleet.KUBECONFIG_FILE
+            if kubeconfig.exists():
+                lines.append(f"  inline kubeconfig (its registry Secret's): {kubeconfig}")
     return "\n".join(lines)
+
+
+def _up_members(run_dir: Path, hub: ClusterState, count: int, options: ClusterOptions) -> int:
+    """Start `count` detached members and register them on the hub (kro-system); on a failure
+    stop everything `up` started, hub included, as if `up` had never run."""
+    clusters = {
+        name: LocalCluster(run_dir / MEMBERS_DIR / name, options)
+        for name in fleet.member_names(count)
+    }
+    for cluster in clusters.values():
+        cluster.run_dir.mkdir(parents=True)
+    try:
+        members = fleet.start_members(clusters)
+        admin = AdminApi.from_kubeconfig(Path(hub.kubeconfig))
+        fleet.Fleet(admin, members).register()
+    except (StartError, ApiStatusError, OSError) as error:
+        print(str(error), file=sys.stderr)
+        for cluster in clusters.values():
+            cluster.stop()
+        stop_detached(run_dir)
+        return 1
+    for member in members:
+        _say(f"{member.name}: {member.server}, KUBECONFIG={member.kubeconfig_path}")
+    _say(f"registry Secrets {[m.name for m in members]} in namespace {fleet.DEFAULT_NAMESPACE}")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -628,17 +677,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="kube-apiserver feature gates, NAME=true|false,... ('none': the server defaults; "
         "default: ShardedListAndWatch=true)",
     )
-    sub.add_parser("down", parents=[after], help="stop the detached cluster")
+    up.add_argument(
+        "--members",
+        type=int,
+        default=0,
+        help="also start this many member control planes (no nodes) and register each on the "
+        "hub with a registry Secret in kro-system (default: 0)",
+    )
+    sub.add_parser("down", parents=[after], help="stop the detached cluster and its members")
     sub.add_parser("status", parents=[after], help="say what is running")
     args = parser.parse_args(argv)
     run_dir: Path = args.dir or default_state_dir()
     if args.command == "up":
-        existing = ClusterState.load(run_dir)
-        if existing and any(processes.is_alive(p) for p in existing.pids.values()):
+        if args.members < 0:
+            parser.error("--members must be 0 or more")
+        if _alive(run_dir) or any(_alive(member) for member in member_dirs(run_dir)):
             print(describe(run_dir))
             print("a cluster is already running; `down` stops it", file=sys.stderr)
             return 1
         run_dir.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(run_dir / MEMBERS_DIR, ignore_errors=True)  # a stopped fleet's leftovers
         cluster = LocalCluster(
             run_dir,
             ClusterOptions(nodes=args.nodes, detached=True, feature_gates=args.feature_gates),
@@ -648,10 +706,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         except StartError as error:
             print(str(error), file=sys.stderr)
             return 1
+        if args.members:
+            member_options = ClusterOptions(
+                nodes=0, detached=True, feature_gates=args.feature_gates
+            )
+            if _up_members(run_dir, state, args.members, member_options):
+                return 1
         print(f"export KUBECONFIG={state.kubeconfig}")
         return 0
     if args.command == "down":
-        print("stopped" if stop_detached(run_dir) else f"no cluster running in {run_dir}")
+        # Members first: the hub's registry names them, never the other way round.
+        stopped = [stop_detached(member) for member in member_dirs(run_dir)]
+        stopped.append(stop_detached(run_dir))
+        print("stopped" if any(stopped) else f"no cluster running in {run_dir}")
         return 0
     print(describe(run_dir))
     return 0

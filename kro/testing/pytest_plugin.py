@@ -18,6 +18,11 @@ Fixtures:
     kube_namespace   function: a new namespace, settled (see `create_namespace`), deleted after
                      the test
     kubectl          session: run the cached kubectl against the cluster
+    kube_fleet       session: the session cluster as hub plus 2 member control planes (no
+                     nodes), started on first use, each registered on the hub by a registry
+                     Secret in kro-system (a `kro.testing.fleet.Fleet`: `.members`, `.secrets()`
+                     for manifests to create elsewhere, `.register(namespace=...)`); members are
+                     stopped and everything created on the hub is deleted when the session ends
 
 and helpers `service_account_token()` / `service_account_kubeconfig()` for least-privilege
 identities, `create_namespace()` for namespaces a test makes itself, and `private_cluster()` for
@@ -47,7 +52,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from kro.testing import tempdirs, testbin
+from kro.testing import fleet, tempdirs, testbin
 from kro.testing.adminapi import AdminApi
 from kro.testing.cluster import ClusterOptions, ClusterState, LocalCluster, write_kubeconfig
 from kro.testing.wait import wait_for
@@ -192,6 +197,57 @@ def kube_cluster(request: pytest.FixtureRequest) -> Iterator[ClusterHandle]:
         )
     finally:
         _stop_started()
+        signal.signal(signal.SIGTERM, previous)
+
+
+FLEET_MEMBERS = 2
+
+
+@pytest.fixture(scope="session")
+def kube_fleet(kube_cluster: ClusterHandle, kube_admin: AdminApi) -> Iterator[fleet.Fleet]:
+    """The session cluster as hub and FLEET_MEMBERS member control planes, registered on it.
+
+    Started only when a test asks (two members start in about 8 s on two idle cores). Members
+    are guarded like `private_cluster`s (stopped at the end, on SIGTERM and at exit; run
+    directories recorded for `make e2e`'s check), and the hub is left as found: every registry
+    Secret, and a namespace, that the fleet created there is deleted at the end.
+    """
+    clusters = {
+        name: LocalCluster(options=ClusterOptions(nodes=0))
+        for name in fleet.member_names(FLEET_MEMBERS)
+    }
+    atexit.register(_stop_started)
+    previous = signal.signal(signal.SIGTERM, _on_signal)
+    for cluster in clusters.values():
+        _started.append(cluster)
+        _record_run_dir(cluster)
+
+    def forget() -> None:
+        for cluster in clusters.values():
+            with contextlib.suppress(ValueError):
+                _started.remove(cluster)
+
+    began = time.monotonic()
+    try:
+        try:
+            session_fleet = fleet.Fleet(kube_admin, fleet.start_members(clusters))
+        except BaseException:
+            forget()  # start_members stopped them all
+            raise
+        try:
+            session_fleet.register()
+            _report.append(
+                f"fleet of {FLEET_MEMBERS} member control planes started and registered in "
+                f"{time.monotonic() - began:.1f}s"
+            )
+            yield session_fleet
+        finally:
+            try:
+                session_fleet.unregister()
+            finally:
+                forget()
+                session_fleet.stop()
+    finally:
         signal.signal(signal.SIGTERM, previous)
 
 
