@@ -127,9 +127,7 @@ class GraphRevisionReconciler:
             known = self.registry.get(rgd_name, number)
             if known is not None and known.state is not RevisionState.PENDING:
                 if _defers(known.graph):
-                    return await self._recompile(
-                        revision, rgd_name, number, spec_hash, known.graph
-                    )
+                    return await self._recompile(revision, rgd_name, number, spec_hash, known.graph)
                 return Result()
             self.registry.put_pending(rgd_name, number, spec_hash)
             await self._compile(revision, rgd_name, number, spec_hash)

@@ -139,6 +139,7 @@ from kro.controllers.permissions import PermissionChecker, ready_dependents, rep
 from kro.controllers.registry import RevisionRegistry, RevisionState
 from kro.controllers.revisions import collect_revisions, list_revisions, revision_manifest
 from kro.dynamic import DynamicController, WatchForbidden
+from kro.engine.places import MemberClusters
 from kro.engine.teardown import FINALIZER_ATTEMPTS
 from kro.graph.errors import GraphError
 from kro.graph.hashing import spec_hash
@@ -194,11 +195,14 @@ class RGDReconciler:
         permissions: PermissionChecker | None = None,
         writes: WriteGate | None = None,
         kind_waits: KindWaits | None = None,
+        members: MemberClusters | None = None,
     ) -> None:
-        """`enqueue_rgd(name)` brings an RGD back to this reconciler's queue; the kind of a
-        deleted RGD calls it when one of its instances is gone. `permissions` runs the
-        pre-flight of each served graph (default: access reviews through `client`). `writes`:
-        whether this replica may write RGDs, GraphRevisions and CRDs (default: always).
+        """`members`: the registry's member clusters (MultiCluster), where targets send an
+        instance's children. `enqueue_rgd(name)` brings an RGD back to this reconciler's
+        queue; the kind of a deleted RGD calls it when one of its instances is gone.
+        `permissions` runs the pre-flight of each served graph (default: access reviews
+        through `client`). `writes`: whether this replica may write RGDs, GraphRevisions
+        and CRDs (default: always).
         `kind_waits`: the owners waiting for a kind (DeferredSchemaResolution), handed to the
         instance reconcilers."""
         self.writes = writes or WriteGate()
@@ -233,6 +237,7 @@ class RGDReconciler:
             recorders=recorders,
             enqueue_rgd=enqueue_rgd,
             kind_waits=kind_waits,
+            members=members,
         )
 
     def _wait(self, reason: str) -> Result:
@@ -615,9 +620,7 @@ class RGDReconciler:
         await self.kinds.release(name)
         self._forget(name)
         self.writes.check("rgd finalizer")
-        await remove_finalizer(
-            self.client, RGDS, rgd, FINALIZER, attempts=FINALIZER_ATTEMPTS
-        )
+        await remove_finalizer(self.client, RGDS, rgd, FINALIZER, attempts=FINALIZER_ATTEMPTS)
         self.metrics.deletions.inc(name=name)
         self.metrics.deletion_duration.observe(time.monotonic() - started, name=name)
         log.info("rgd.deleted")

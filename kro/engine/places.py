@@ -13,11 +13,18 @@ from collections.abc import MutableMapping
 from typing import Any, Protocol
 
 from kro.api.names import ANNOTATION_TARGET_CLUSTER
-from kro.engine.watches import Watches
+from kro.engine.watches import NoWatches, Watches
 from kro.runtime.client import Client
 from kro.runtime.errors import KubeError
 
-__all__ = ["ClusterUnavailable", "OwnCluster", "Places", "take_target"]
+__all__ = [
+    "ClusterUnavailable",
+    "MemberClusters",
+    "OwnCluster",
+    "Places",
+    "WithMembers",
+    "take_target",
+]
 
 
 class ClusterUnavailable(KubeError):
@@ -68,6 +75,42 @@ class OwnCluster:
 
     def watches(self, cluster: str) -> Watches:
         return self._watches
+
+
+class MemberClusters(Protocol):
+    """The registry's side (kro.fleet): a member cluster's client, by name."""
+
+    @property
+    def hub(self) -> str:
+        """The hub's own name as a target (`--local-cluster-name`)."""
+
+    def client(self, cluster: str) -> Client:
+        """The member's client; raises ClusterUnavailable when it is not registered or not
+        Ready."""
+
+
+class WithMembers:
+    """The owner's cluster and the registry's members. A member's objects are read with a
+    GET each pass (no informer of the member answers reads: NoWatches)."""
+
+    def __init__(self, client: Client, watches: Watches, members: MemberClusters) -> None:
+        self._own = OwnCluster(client, watches, members.hub)
+        self._members = members
+        self._none = NoWatches()
+
+    @property
+    def hub(self) -> str:
+        return self._members.hub
+
+    def client(self, cluster: str) -> Client:
+        if not cluster or cluster == self.hub:
+            return self._own.client("")
+        return self._members.client(cluster)
+
+    def watches(self, cluster: str) -> Watches:
+        if not cluster or cluster == self.hub:
+            return self._own.watches("")
+        return self._none
 
 
 def take_target(obj: MutableMapping[str, Any], hub: str) -> str:

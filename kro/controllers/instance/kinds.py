@@ -46,6 +46,7 @@ from kro.controllers.metrics import (
 from kro.controllers.registry import RevisionRegistry
 from kro.controllers.requeue import RequeueBackoff
 from kro.dynamic import DynamicController
+from kro.engine.places import MemberClusters
 from kro.runtime.client import Client
 from kro.runtime.errors import Forbidden, NotFound
 from kro.runtime.events import EventRecorder
@@ -106,8 +107,10 @@ class InstanceControllers:
         recorders: RecorderPool | None = None,
         enqueue_rgd: Callable[[str], None] | None = None,
         kind_waits: KindWaits | None = None,
+        members: MemberClusters | None = None,
     ) -> None:
-        """`enqueue_rgd(name)`: bring an RGD back to its controller's queue (None: a draining
+        """`members`: the registry's member clusters (MultiCluster), for targets.
+        `enqueue_rgd(name)`: bring an RGD back to its controller's queue (None: a draining
         kind is let go of only at that RGD's next reconcile). `kind_waits`: where instances
         whose deferred nodes wait for a kind are remembered, for its CRD to wake them."""
         self._client = client
@@ -122,6 +125,7 @@ class InstanceControllers:
         self._recorders = recorders
         self._enqueue_rgd = enqueue_rgd
         self._kind_waits = kind_waits
+        self._members = members
         self._served: dict[str, _Served] = {}  # rgd uid -> the kind registered for it
         self._draining: dict[GVR, Kind] = {}  # kinds of deleted RGDs that still have instances
         # One per kind, kept across re-registrations (a new revision builds a new reconciler):
@@ -300,4 +304,5 @@ class InstanceControllers:
             "failures": self._failures_of(kind, recorder),
             "waits": self._waits.setdefault(kind.gvr, requeue_backoff(self._options)),
             "kind_waits": self._kind_waits,
+            "members": self._members,
         }

@@ -92,6 +92,7 @@ from kro.dynamic.watches import Versions, WatchRequest
 from kro.engine.applyset_ownership import ApplySetOwnership
 from kro.engine.graph_pass import GraphPass
 from kro.engine.ownership import TeardownStep
+from kro.engine.places import MemberClusters, Places, WithMembers
 from kro.engine.results import NodeReason, PassCounts, PassResult
 from kro.graph.evaluate import EvaluationError, InstanceEvaluation
 from kro.graph.model import Graph
@@ -177,8 +178,11 @@ class InstanceReconciler(OwnerReconciler):
         failures: FailureReporter | None = None,
         waits: RequeueBackoff | None = None,
         kind_waits: KindWaits | None = None,
+        members: MemberClusters | None = None,
     ) -> None:
-        """`events`: the recorder of condition-change Events (None: gate off, no Events).
+        """`members`: the registry's member clusters (MultiCluster gate), where targets send
+        children (M-10, M-11); None: every child lives with its instance.
+        `events`: the recorder of condition-change Events (None: gate off, no Events).
         `warnings`: the recorder of kro-py's own Warnings (a yielded field), whatever the gates.
         `failures`: the kind's FailureReporter, shared by its reconcilers across revisions
         (default: one of this reconciler's own, without Events).
@@ -186,6 +190,9 @@ class InstanceReconciler(OwnerReconciler):
         `kind_waits`: the process's owners waiting for a kind (DeferredSchemaResolution).
         """
         self.kind_waits = kind_waits
+        self.places: Places | None = (
+            WithMembers(client, watches, members) if members is not None else None
+        )
         self.rgd_name = rgd_name
         self.rgd_uid = rgd_uid
         self.gvr = gvr
@@ -330,6 +337,7 @@ class InstanceReconciler(OwnerReconciler):
             ownership=self._ownership(),
             watches=self.watches,
             evaluation=evaluation,
+            places=self.places,
         )
         try:
             return await self._run_pass(work, parent, graph, status, evaluation)
@@ -664,7 +672,9 @@ class InstanceReconciler(OwnerReconciler):
 
     def _ownership(self) -> ApplySetOwnership:
         """How an instance keeps its children: as its ApplySet (kro.engine.ownership)."""
-        return ApplySetOwnership(applier=self.applier, client=self.client, gvr=self.gvr)
+        return ApplySetOwnership(
+            applier=self.applier, client=self.client, gvr=self.gvr, places=self.places
+        )
 
     async def _deletion_blocked(
         self, instance: Mapping[str, Any], status: InstanceStatus, reason: str
