@@ -81,7 +81,9 @@ REASONS: Final = frozenset(
 _CLUSTER_FILES: Final = ("certificate-authority",)
 _USER_FILES: Final = ("client-certificate", "client-key", "tokenFile")
 _IMPERSONATION: Final = ("as", "as-uid", "as-groups", "as-user-extra")
-_ACCEPTED: Final = "only inline credentials (token, client-certificate-data and client-key-data)"
+_ACCEPTED: Final = (
+    "only inline credentials (token, client-certificate-data and client-key-data) are accepted"
+)
 
 
 @dataclass(frozen=True, kw_only=True)
