@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +24,21 @@ from fleet_fakes import (
 
 from kro.cli.main import main
 from kro.fleet.registry import SECRETS
+from kro.runtime import logging as runtime_logging
 from kro.testing import pki
 from kro.testing.fakeapi import FakeApiServer, Fault, forbidden
 
 pytestmark = pytest.mark.usefixtures("no_task_leaks")
+
+
+@pytest.fixture(autouse=True)
+def logging_left_as_found() -> Iterator[None]:
+    """The command configures logging for the process (errors only, to stderr), as it should;
+    the tests that run after these must find it as it was."""
+    configured = runtime_logging.is_configured()
+    yield
+    if not configured:
+        runtime_logging._reset()
 
 
 @pytest.fixture

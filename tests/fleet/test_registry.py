@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,8 +25,10 @@ from fleet_fakes import (
     token_kubeconfig,
 )
 
+from kro.fleet import registry as registry_module
 from kro.fleet.errors import ClusterNotFound, ClusterNotReady
 from kro.fleet.registry import SECRETS, ClusterEvent, ClusterRegistry
+from kro.runtime import logging as runtime_logging
 from kro.runtime.cache import InformerCache
 from kro.runtime.client import Client
 from kro.runtime.config import ConnectionConfig
@@ -371,6 +373,18 @@ async def test_metrics_per_cluster(certs: pki.ClusterPKI) -> None:
             assert text not in scrape
 
 
+@pytest.fixture
+def registry_logs(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """structlog's defaults and a logger the registry has not used yet: a command run earlier
+    in this process may have configured logging at error level, and loggers cache what they
+    were first used with."""
+    runtime_logging._reset()
+    monkeypatch.setattr(registry_module, "log", structlog.get_logger(registry_module.__name__))
+    yield
+    runtime_logging._reset()
+
+
+@pytest.mark.usefixtures("registry_logs")
 async def test_logs_never_carry_credentials(certs: pki.ClusterPKI) -> None:
     """M-06: added, ready, rotated, refused and removed, logged by name and reason only."""
     async with fleet(certs, tokens={TOKEN, ROTATED_TOKEN}) as f:
