@@ -121,6 +121,11 @@ COMMANDS: Final = (
         "kro.cli.explain:add_explain_command",
     ),
     Command(
+        "clusters",
+        "list the member clusters of the fleet and whether they answer (read-only)",
+        "kro.cli.clusters:add_clusters_command",
+    ),
+    Command(
         "controller",
         "run the kro controller against a cluster",
         "kro.cli.main:add_controller_command",

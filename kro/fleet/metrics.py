@@ -1,0 +1,101 @@
+"""kro.fleet.metrics: the fleet's metrics (M-06), recorded through the hub's provider.
+
+`kro_cluster_ready{cluster}` is 1 while a member answers its probe, 0 otherwise (refused,
+unreachable, forbidden, not probed yet); the hub's local name is always 1.
+`kro_cluster_requests_total{cluster,method,code}` counts each member client's requests.
+
+The second needs no change to kro.runtime: a member's client gets its own provider
+(`member_provider`) that hands the transport the hub's metrics unchanged, except that
+`rest_client_requests_total` also counts into `kro_cluster_requests_total` under the member's
+name. The transport's own series are labelled by host, which says nothing about which Secret
+a request served, and two members may share a host (two ServiceAccounts of one cluster).
+Both families are removed with the member, so a churning fleet does not grow /metrics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from kro.runtime.metrics import Counter, Gauge, Histogram, MetricsProvider
+
+REST_REQUESTS: Final = "rest_client_requests_total"
+"""The transport's per-request counter (kro.runtime._transport), relabelled per member."""
+
+
+class FleetMetrics:
+    """The two families, created once per provider (providers return the same metric for the
+    same name, so several registries may share one)."""
+
+    def __init__(self, provider: MetricsProvider) -> None:
+        self.provider = provider
+        self.ready: Gauge = provider.gauge(
+            "kro_cluster_ready",
+            "1 when the member cluster answers its probe (/version and discovery), else 0.",
+            ("cluster",),
+        )
+        self.requests: Counter = provider.counter(
+            "kro_cluster_requests_total",
+            "Requests kro sent to a member cluster, by method and HTTP status code.",
+            ("cluster", "method", "code"),
+        )
+
+    def set_ready(self, cluster: str, ready: bool) -> None:
+        self.ready.set(1.0 if ready else 0.0, cluster=cluster)
+
+    def forget(self, cluster: str) -> None:
+        """The member is gone: drop its series."""
+        self.ready.remove(cluster=cluster)
+        self.requests.remove(cluster=cluster)
+
+    def member_provider(self, cluster: str) -> MetricsProvider:
+        """The provider a member's client records into (module docstring)."""
+        return _MemberProvider(self.provider, cluster, self.requests)
+
+
+class _MemberProvider:
+    """The hub's provider, with `rest_client_requests_total` also counted per cluster."""
+
+    def __init__(self, hub: MetricsProvider, cluster: str, requests: Counter) -> None:
+        self._hub = hub
+        self._cluster = cluster
+        self._requests = requests
+
+    def counter(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Counter:
+        counter = self._hub.counter(name, documentation, labels)
+        if name != REST_REQUESTS:
+            return counter
+        return _RequestCounter(counter, self._requests, self._cluster)
+
+    def gauge(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Gauge:
+        return self._hub.gauge(name, documentation, labels)
+
+    def histogram(
+        self,
+        name: str,
+        documentation: str,
+        labels: Sequence[str] = (),
+        buckets: Sequence[float] | None = None,
+    ) -> Histogram:
+        return self._hub.histogram(name, documentation, labels, buckets)
+
+
+class _RequestCounter:
+    """Counts into the transport's counter and into the member's `kro_cluster_requests_total`."""
+
+    def __init__(self, rest: Counter, requests: Counter, cluster: str) -> None:
+        self._rest = rest
+        self._requests = requests
+        self._cluster = cluster
+
+    def inc(self, amount: float = 1.0, **labels: str) -> None:
+        self._rest.inc(amount, **labels)
+        self._requests.inc(
+            amount,
+            cluster=self._cluster,
+            method=labels.get("method", ""),
+            code=labels.get("code", ""),
+        )
+
+    def remove(self, **labels: str) -> None:
+        self._rest.remove(**labels)
