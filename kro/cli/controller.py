@@ -45,7 +45,7 @@ from kro.api.names import (
     LEADER_ELECTION_LEASE,
 )
 from kro.cli.flags import ControllerConfig
-from kro.controllers.app import AppOptions, KroApp
+from kro.controllers.app import AppOptions, ClusterRegistryOptions, KroApp
 from kro.controllers.instance import InstanceOptions
 from kro.controllers.rgd import RGDOptions
 from kro.dynamic import DynamicControllerOptions
@@ -132,6 +132,14 @@ def app_options(config: ControllerConfig) -> AppOptions:
         controller_namespace=config.controller_namespace,
         controller_service_account=config.controller_service_account,
         graph_concurrent_reconciles=config.graph_concurrent_reconciles,
+        clusters=ClusterRegistryOptions(
+            namespace=cluster_secrets_namespace(config) or "kro-system",
+            label=config.cluster_secrets_label,
+            key=config.cluster_secrets_key,
+            local_name=config.local_cluster_name,
+        )
+        if config.feature_gates.get(FEATURE_MULTI_CLUSTER)
+        else None,
         feature_gates=dict(config.feature_gates),
         state_gauges=os.environ.get("KRO_STATE_GAUGES", "1") != "0",
     )

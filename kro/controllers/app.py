@@ -41,9 +41,12 @@ from kro.api.graph import GRAPH_RECORDER, service_account_username
 from kro.api.names import (
     ALLOW_BREAKING_CHANGES_VALUE,
     ANNOTATION_ALLOW_BREAKING_CHANGES,
+    CLUSTER_SECRETS_KEY_DEFAULT,
+    CLUSTER_SECRETS_LABEL_DEFAULT,
     CONDITION_READY,
     FEATURE_INSTANCE_CONDITION_METRICS,
     LABEL_RGD_NAME,
+    LOCAL_CLUSTER_NAME_DEFAULT,
 )
 from kro.applyset import Applier, ApplierOptions, tooling_for
 from kro.controllers.crd import CRDS, is_kro_owned
@@ -53,6 +56,7 @@ from kro.controllers.graphrevision import GRAPH_REVISIONS, GraphRevisionReconcil
 from kro.controllers.instance.labels import KRO_VERSION
 from kro.controllers.kind_waits import KindWaits
 from kro.controllers.leadership import Promotion, WriteGate
+from kro.controllers.members import RegistryMembers
 from kro.controllers.metrics import (
     CelMetrics,
     ConditionDurations,
@@ -71,6 +75,7 @@ from kro.controllers.rgd import RGDS, RGDOptions, RGDReconciler
 from kro.controllers.schemas import LiveSchemaResolver
 from kro.dynamic import DynamicController, DynamicControllerOptions, ObjectRef, ScalarWatch
 from kro.dynamic.watches import Versions
+from kro.fleet import ClusterRegistry
 from kro.graph.hashing import graph_revision_name
 from kro.graph.resolver import SchemaResolver
 from kro.runtime.controller import Controller
@@ -120,6 +125,19 @@ class AppOptions:
     controller_namespace: str = ""
     controller_service_account: str = ""
     graph_concurrent_reconciles: int = 1  # `--graph-concurrent-reconciles`
+    # MultiCluster (M-01, M-02): where member clusters' Secrets are and how they are marked;
+    # None with the gate off (no registry, no Secret informer, nothing changes).
+    clusters: ClusterRegistryOptions | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClusterRegistryOptions:
+    """`--cluster-secrets-namespace/-label/-key` and `--local-cluster-name` (M-02)."""
+
+    namespace: str
+    label: str = CLUSTER_SECRETS_LABEL_DEFAULT
+    key: str = CLUSTER_SECRETS_KEY_DEFAULT
+    local_name: str = LOCAL_CLUSTER_NAME_DEFAULT
 
 
 class _Handler:
@@ -198,6 +216,7 @@ class KroApp:
         """Owners whose deferred nodes wait for a kind (DeferredSchemaResolution)."""
         self.resolver: SchemaResolver = resolver or self.schemas
         self.dynamic = DynamicController(cache, options=options.dynamic, metrics=metrics)
+        self.members = self._cluster_registry(options.clusters, metrics)
         self.applier = Applier(
             client,
             ApplierOptions(tooling=tooling_for(KRO_VERSION), concurrency=options.apply_concurrency),
@@ -221,6 +240,7 @@ class KroApp:
             enqueue_rgd=self.enqueue_rgd,
             writes=self.writes,
             kind_waits=self.kind_waits,
+            members=self.members,
         )
         self.programs = ProgramCache()
         """The one cache of compiled programs: GraphRevisions' and Graphs'."""
@@ -326,6 +346,26 @@ class KroApp:
             .build(self.graph_reconciler)
         )
         self.manager.add_runnable(self.graph_reconciler.clients)
+
+    def _cluster_registry(
+        self, options: ClusterRegistryOptions | None, metrics: MetricsProvider
+    ) -> RegistryMembers | None:
+        """M-02..M-06: the member clusters from their Secrets, run by the manager (every
+        replica: a member's client serves reads as well as writes)."""
+        if options is None:
+            return None
+        registry = ClusterRegistry(
+            self.client,
+            namespace=options.namespace,
+            label=options.label,
+            key=options.key,
+            local_name=options.local_name,
+            metrics=metrics,
+            cache=self.cache,
+        )
+        members = RegistryMembers(registry)
+        self.manager.add_runnable(members)
+        return members
 
     @property
     def rgd_queue(self) -> WorkQueue[Request]:

@@ -12,6 +12,7 @@ import asyncio
 from typing import Protocol
 
 from kro.engine.places import ClusterUnavailable
+from kro.fleet import ClusterError
 from kro.runtime.client import Client
 
 __all__ = ["RegistryMembers"]
@@ -41,9 +42,8 @@ class RegistryMembers:
     def client(self, cluster: str) -> Client:
         try:
             return self.registry.client_for(cluster)
-        except Exception as error:  # kro.fleet.ClusterError: its message names no secret
-            reason = str(getattr(error, "condition_reason", "") or "ClusterNotFound")
-            raise ClusterUnavailable(cluster, reason, str(error)) from None
+        except ClusterError as error:  # its message names no secret (M-06)
+            raise ClusterUnavailable(cluster, error.condition_reason, str(error)) from None
 
     async def run(self) -> None:
         await self.registry.start()

@@ -1,0 +1,138 @@
+"""Cluster targets on real control planes: a hub and two members (kro.testing's fleet).
+
+* M-10: an RGD-wide literal target sends every resource to member-1; the instance stays on the
+  hub, is ACTIVE with a status read from the member's object, and the object carries
+  `kro.run/hub` (M-14). Deleting the instance deletes it from the member (M-16).
+* M-10/M-15: a target from `schema` moves with the instance's spec: the object is created in the
+  new member, then pruned from the old one.
+* M-12: a target that names no registered cluster leaves the instance not Ready, naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kro_harness import CONTROLLER_ARGS, KroEnv, kro_fixtures, meta
+
+from kro.api.names import LABEL_HUB
+from kro.runtime.client import Client
+from kro.runtime.errors import NotFound
+from kro.runtime.gvk import GVR
+from kro.testing.fleet import Fleet
+from kro.testing.waiting import eventually
+
+ARGS = (
+    *CONTROLLER_ARGS[:-2],
+    "--feature-gates=InstanceConditionEvents=true,MultiCluster=true",
+    "--cluster-secrets-namespace=kro-system",
+    "--log-level=info",
+)
+controller, kro = kro_fixtures(ARGS)
+CONFIGMAPS = GVR("", "v1", "configmaps")
+TIMEOUT_S = 60.0
+
+
+@pytest.fixture(scope="module")
+def fleet(kube_fleet: Fleet) -> Iterator[Fleet]:
+    kube_fleet.register()
+    yield kube_fleet
+
+
+def _configmap(target: str | None = None) -> dict[str, Any]:
+    resource: dict[str, Any] = {
+        "id": "settings",
+        "template": {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "${schema.spec.name}", "namespace": "default"},
+            "data": {"greeting": "hello from the hub"},
+        },
+    }
+    if target is not None:
+        resource["target"] = {"cluster": {"kubeconfigSecretName": target}}
+    return resource
+
+
+async def _member_object(fleet: Fleet, member: str, name: str) -> dict[str, Any] | None:
+    async with Client.from_config(await _config(fleet, member)) as client:
+        try:
+            return await client.get(CONFIGMAPS, name, namespace="default")
+        except NotFound:
+            return None
+
+
+async def _config(fleet: Fleet, member: str) -> Any:
+    from kro.runtime.config import load_default
+
+    return await load_default(str(fleet.member(member).kubeconfig_path))
+
+
+async def test_an_rgd_wide_target_sends_every_resource_to_the_member(
+    fleet: Fleet, kro: KroEnv
+) -> None:
+    rgd = kro.rgd(
+        "targeted",
+        "Targeted",
+        {"name": "string"},
+        [_configmap()],
+        status={"uid": "${settings.metadata.uid}"},
+    )
+    rgd["spec"]["target"] = {"cluster": {"kubeconfigSecretName": "member-1"}}
+    await kro.apply_rgd(rgd)
+    await kro.wait_rgd_active(kro.rgd_name("targeted"))
+    name = f"cm-{kro.suffix}"
+    await kro.apply_instance("Targeted", "one", {"name": name})
+    gvr = await kro.gvr_of("Targeted")
+    instance = await kro.wait_instance(gvr, "one", timeout_s=TIMEOUT_S)
+    remote = await _member_object(fleet, "member-1", name)
+    assert remote is not None
+    assert instance["status"]["uid"] == meta(remote)["uid"]  # data flows back from the member
+    assert meta(remote)["labels"][LABEL_HUB] == "local"
+    assert "ownerReferences" not in meta(remote)
+    assert await _member_object(fleet, "member-2", name) is None
+    with pytest.raises(NotFound):
+        await kro.client.get(CONFIGMAPS, name, namespace="default")
+    await kro.client.delete(gvr, "one", namespace=kro.namespace)
+    await kro.wait_gone(gvr, "one", timeout_s=TIMEOUT_S)
+    assert await _member_object(fleet, "member-1", name) is None
+
+
+async def test_a_target_from_schema_moves_create_before_prune(fleet: Fleet, kro: KroEnv) -> None:
+    rgd = kro.rgd("moving", "Moving", {"name": "string", "cluster": "string"}, [_configmap()])
+    rgd["spec"]["target"] = {"cluster": {"kubeconfigSecretName": "${schema.spec.cluster}"}}
+    await kro.apply_rgd(rgd)
+    await kro.wait_rgd_active(kro.rgd_name("moving"))
+    name = f"mv-{kro.suffix}"
+    gvr = await kro.gvr_of("Moving")
+    await kro.apply_instance("Moving", "one", {"name": name, "cluster": "member-1"})
+    await kro.wait_instance(gvr, "one", timeout_s=TIMEOUT_S)
+    assert await _member_object(fleet, "member-1", name) is not None
+    await kro.apply_instance("Moving", "one", {"name": name, "cluster": "member-2"})
+
+    async def moved() -> bool:
+        there = await _member_object(fleet, "member-2", name)
+        left = await _member_object(fleet, "member-1", name)
+        return there is not None and left is None
+
+    await eventually(moved, timeout_s=TIMEOUT_S, what="the ConfigMap moved to member-2")
+    await kro.client.delete(gvr, "one", namespace=kro.namespace)
+    await kro.wait_gone(gvr, "one", timeout_s=TIMEOUT_S)
+    assert await _member_object(fleet, "member-2", name) is None
+
+
+async def test_a_target_naming_no_cluster_is_reported(fleet: Fleet, kro: KroEnv) -> None:
+    rgd = kro.rgd("lost", "Lost", {"name": "string"}, [_configmap("nowhere")])
+    await kro.apply_rgd(rgd)
+    await kro.wait_rgd_active(kro.rgd_name("lost"))
+    gvr = await kro.gvr_of("Lost")
+    await kro.apply_instance("Lost", "one", {"name": f"lost-{kro.suffix}"})
+
+    def reported(obj: dict[str, Any]) -> bool:
+        conditions = (obj.get("status") or {}).get("conditions") or []
+        return obj.get("status", {}).get("state") == "ERROR" and any(
+            "cluster 'nowhere' is not registered" in str(c.get("message")) for c in conditions
+        )
+
+    await kro.wait_instance(gvr, "one", reported, what="ClusterNotFound", timeout_s=TIMEOUT_S)
