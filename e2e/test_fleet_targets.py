@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -35,9 +34,9 @@ TIMEOUT_S = 60.0
 
 
 @pytest.fixture(scope="module")
-def fleet(kube_fleet: Fleet) -> Iterator[Fleet]:
+def fleet(kube_fleet: Fleet) -> Fleet:
     kube_fleet.register()
-    yield kube_fleet
+    return kube_fleet
 
 
 def _configmap(target: str | None = None) -> dict[str, Any]:
