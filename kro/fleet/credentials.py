@@ -25,8 +25,6 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-import yaml
-
 from kro.fleet.errors import ClusterRefused
 from kro.runtime.config import ConnectionConfig, StaticAuth, _tls_context
 from kro.runtime.kubeconfig import KubeconfigError, Material, Resolved
@@ -186,6 +184,8 @@ def _document(secret: Mapping[str, Any], key: str, refuse: _Refuser) -> Mapping[
         raw = base64.b64decode(str(encoded), validate=True)
     except (binascii.Error, ValueError):
         raise refuse(REASON_INVALID_DATA, f"data key {key!r} is not valid base64") from None
+    import yaml  # only when a member joins: the controller starts without yaml
+
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
         document = yaml.load(raw, Loader=loader)  # a safe loader: CSafeLoader or SafeLoader
