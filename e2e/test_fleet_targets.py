@@ -17,6 +17,7 @@ from kro_harness import CONTROLLER_ARGS, KroEnv, kro_fixtures, meta
 
 from kro.api.names import LABEL_HUB
 from kro.runtime.client import Client
+from kro.runtime.config import ConnectionConfig, load_default
 from kro.runtime.errors import NotFound
 from kro.runtime.gvk import GVR
 from kro.testing.fleet import Fleet
@@ -62,9 +63,7 @@ async def _member_object(fleet: Fleet, member: str, name: str) -> dict[str, Any]
             return None
 
 
-async def _config(fleet: Fleet, member: str) -> Any:
-    from kro.runtime.config import load_default
-
+async def _config(fleet: Fleet, member: str) -> ConnectionConfig:
     return await load_default(str(fleet.member(member).kubeconfig_path))
 
 

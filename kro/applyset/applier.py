@@ -107,9 +107,9 @@ class Desired:
         return str(_meta(self.obj).get("namespace") or "") if self.namespaced else ""
 
     @property
-    def key(self) -> tuple[str, str, str, str, str]:
+    def key(self) -> tuple[str, str, str, str, str, str]:
         gvk = self.gvk
-        return (gvk.group, gvk.version, gvk.kind, self.namespace, f"{self.cluster}/{self.name}")
+        return (gvk.group, gvk.version, gvk.kind, self.cluster, self.namespace, self.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,7 +232,7 @@ def combined(results: Sequence[ApplyResult]) -> ApplyResult:
 
 def check_duplicates(desired: Sequence[Desired]) -> None:
     """Raise DuplicateResources if two resource IDs render the same object (R-11)."""
-    seen: dict[tuple[str, str, str, str, str], str] = {}
+    seen: dict[tuple[str, str, str, str, str, str], str] = {}
     conflicts: list[tuple[str, str]] = []
     for item in desired:
         first = seen.setdefault(item.key, item.resource_id)

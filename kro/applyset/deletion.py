@@ -44,6 +44,7 @@ __all__ = [
     "DeletionProgress",
     "apply_order",
     "delete_next_wave",
+    "delete_planned",
     "plan_next_wave",
 ]
 
@@ -153,7 +154,12 @@ async def delete_next_wave(
 ) -> DeletionProgress:
     """Delete the highest remaining apply-order wave of the ApplySet parented by `parent_obj`
     (as `plan_next_wave` reads it; raises as it does)."""
-    plan = await plan_next_wave(client, parent_obj, parent_gvr)
+    return await delete_planned(client, await plan_next_wave(client, parent_obj, parent_gvr))
+
+
+async def delete_planned(client: Client, plan: DeletionPlan) -> DeletionProgress:
+    """Take the step `plan` (read by `plan_next_wave` through `client`): release the orphaned
+    members, delete the plan's wave."""
     parent = plan.parent
     releases, members = await release_orphans(client, plan.members, action=ON_DELETION)
     unreleased = len(releases.conflicts) + len(releases.failures)

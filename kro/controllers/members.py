@@ -9,29 +9,18 @@ M-12), and the registry runs for as long as the manager does.
 from __future__ import annotations
 
 import asyncio
-from typing import Protocol
 
 from kro.engine.places import ClusterUnavailable
-from kro.fleet import ClusterError
+from kro.fleet import ClusterError, ClusterRegistry
 from kro.runtime.client import Client
 
 __all__ = ["RegistryMembers"]
 
 
-class _Registry(Protocol):
-    local_name: str
-
-    def client_for(self, name: str) -> Client: ...
-
-    async def start(self) -> None: ...
-
-    async def stop(self) -> None: ...
-
-
 class RegistryMembers:
     """`MemberClusters` over a cluster registry, and the manager runnable that runs it."""
 
-    def __init__(self, registry: _Registry) -> None:
+    def __init__(self, registry: ClusterRegistry) -> None:
         self.registry = registry
         self._stopped = asyncio.Event()
 

@@ -39,7 +39,7 @@ from kro.applyset import (
     read_inventory,
 )
 from kro.applyset.applier import member_body
-from kro.applyset.deletion import plan_next_wave
+from kro.applyset.deletion import delete_planned, plan_next_wave
 from kro.applyset.noop import already_applied
 from kro.applyset.prune import PruneResult
 from kro.engine.ownership import Held, Listed, PruneOutcome, PruneScope, TeardownStep
@@ -215,7 +215,7 @@ class ApplySetOwnership:
         for cluster, found in plans.items():
             if not found.members or (found.wave != highest and not found.releases):
                 continue
-            progress = await delete_next_wave(self._client(cluster), owner_obj, self.gvr)
+            progress = await delete_planned(self._client(cluster), found)
             failures.extend(f.message for f in progress.failures)
             where = f"{cluster}: " if cluster else ""
             plan.extend(f"delete {where}{ref}" for ref in progress.deleted)
@@ -244,6 +244,8 @@ class ApplySetOwnership:
 def _in_cluster(result: ApplyResult, cluster: str) -> ApplyResult:
     """`result` as one cluster's ApplySet sees it: the resources applied there (the inventory
     is the whole one: a member cluster without a kind lists nothing of it)."""
+    if not result.inventory.clusters:
+        return result  # one cluster: nothing to split (every pass of every instance)
     return replace(
         result,
         resources=tuple(r for r in result.resources if r.cluster == cluster),

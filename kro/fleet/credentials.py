@@ -26,7 +26,7 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from kro.fleet.errors import ClusterRefused
-from kro.runtime.config import ConnectionConfig, StaticAuth, _tls_context
+from kro.runtime.config import ConnectionConfig, StaticAuth, tls_context
 from kro.runtime.kubeconfig import KubeconfigError, Material, Resolved
 
 __all__ = [
@@ -142,7 +142,7 @@ def member_connection(secret: Mapping[str, Any], *, key: str) -> MemberCredentia
         tls_server_name=_optional_str(cluster.get("tls-server-name")),
     )
     try:
-        context = _tls_context(resolved)
+        context = tls_context(resolved)
     except KubeconfigError as error:  # its text names the material and OpenSSL's reason only
         raise refuse(REASON_INVALID_TLS, str(error)) from None
     kinds = ["token"] if token is not None else []

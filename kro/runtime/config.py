@@ -257,14 +257,14 @@ def _connection(resolved: Resolved) -> ConnectionConfig:
         auth = StaticAuth(resolved.authorization)
     return ConnectionConfig(
         server=resolved.server,
-        ssl_context=_tls_context(resolved) if resolved.https else None,
+        ssl_context=tls_context(resolved) if resolved.https else None,
         auth=auth,
         proxy=resolved.proxy,
         tls_server_name=resolved.tls_server_name,
     )
 
 
-def _tls_context(resolved: Resolved) -> ssl.SSLContext:
+def tls_context(resolved: Resolved) -> ssl.SSLContext:
     """The same context `build_ssl_context` makes. Inline (`-data`) material goes through files
     that exist only while the context loads them: the ssl module reads only files."""
     import tempfile
