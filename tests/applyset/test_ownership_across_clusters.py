@@ -1,0 +1,161 @@
+"""An RGD instance's ApplySet across member clusters (M-15, M-16): children applied with their
+cluster's client and the member clusters recorded on the parent ahead of them; a member pruned
+against its own members (and forgotten once empty); teardown in reverse apply order across
+clusters; an unreachable member holding deletion until `kro.run/abandon-cluster` gives it up."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import pytest
+from applyset_fakes import CONFIGMAPS, NS, WEBAPPS, configmap, live, seed_parent, writes
+
+from kro.api.names import (
+    ANNOTATION_ABANDON_CLUSTER,
+    ANNOTATION_APPLYSET_CLUSTERS,
+    LABEL_APPLYSET_PART_OF,
+)
+from kro.applyset import Applier, Desired
+from kro.engine.applyset_ownership import ApplySetOwnership
+from kro.engine.ownership import PruneScope
+from kro.engine.places import ClusterUnavailable
+from kro.engine.watches import NoWatches, Watches
+from kro.runtime.client import Client
+from kro.testing.fakeapi import DEFAULT_RESOURCES, FakeApiServer, unthrottled_client
+
+POSITIONS = {"a": 0, "b": 1}
+
+
+class _Places:
+    """The hub and one member, `m1`, which can be made unreachable."""
+
+    def __init__(self, hub: Client, member: Client) -> None:
+        self._hub, self._member = hub, member
+        self.reachable = True
+
+    @property
+    def hub(self) -> str:
+        return "local"
+
+    def client(self, cluster: str) -> Client:
+        if not cluster:
+            return self._hub
+        if cluster != "m1" or not self.reachable:
+            raise ClusterUnavailable(cluster, "ClusterNotFound", f"cluster {cluster!r} is gone")
+        return self._member
+
+    def watches(self, cluster: str) -> Watches:
+        return NoWatches()
+
+
+@pytest.fixture
+async def member_api() -> AsyncIterator[FakeApiServer]:
+    async with FakeApiServer(DEFAULT_RESOURCES) as server:
+        yield server
+
+
+@pytest.fixture
+async def places(client: Client, member_api: FakeApiServer) -> AsyncIterator[_Places]:
+    async with unthrottled_client(member_api) as member:
+        yield _Places(client, member)
+
+
+def _ownership(applier: Applier, client: Client, places: _Places) -> ApplySetOwnership:
+    return ApplySetOwnership(applier=applier, client=client, gvr=WEBAPPS, places=places)
+
+
+def _batch(*names: str) -> list[Desired]:
+    clusters = {"a": "", "b": "m1"}
+    return [
+        Desired(n, configmap(n, order=POSITIONS[n] + 1), CONFIGMAPS, True, cluster=clusters[n])
+        for n in names
+    ]
+
+
+def _annotations(obj: Mapping[str, Any] | None) -> Mapping[str, str]:
+    return ((obj or {}).get("metadata") or {}).get("annotations") or {}
+
+
+async def _pass(
+    ownership: ApplySetOwnership, parent: dict[str, Any], *names: str
+) -> dict[str, Any]:
+    parent, resources = await ownership.apply(parent, _batch(*names))
+    assert all(r.error is None for r in resources)
+    parent, _ = await ownership.prune(
+        parent, PruneScope(failed=False, pending=frozenset(), positions=POSITIONS)
+    )
+    return parent
+
+
+async def test_children_land_in_their_cluster_recorded_ahead(
+    api: FakeApiServer,
+    member_api: FakeApiServer,
+    applier: Applier,
+    client: Client,
+    places: _Places,
+) -> None:
+    parent = seed_parent(api)
+    await _pass(_ownership(applier, client, places), parent, "a", "b")
+    assert writes(api)[0].endswith(f"/namespaces/{NS}/webapps/app")  # the record comes first
+    assert _annotations(live(api, WEBAPPS, "app", NS))[ANNOTATION_APPLYSET_CLUSTERS] == "m1"
+    assert live(api, CONFIGMAPS, "a", NS) is not None
+    assert live(api, CONFIGMAPS, "b", NS) is None
+    remote = live(member_api, CONFIGMAPS, "b", NS)
+    assert remote is not None
+    assert LABEL_APPLYSET_PART_OF in remote["metadata"]["labels"]
+
+
+async def test_a_member_is_pruned_and_then_forgotten(
+    api: FakeApiServer,
+    member_api: FakeApiServer,
+    applier: Applier,
+    client: Client,
+    places: _Places,
+) -> None:
+    parent = await _pass(_ownership(applier, client, places), seed_parent(api), "a", "b")
+    await _pass(_ownership(applier, client, places), parent, "a")
+    assert live(member_api, CONFIGMAPS, "b", NS) is None
+    assert ANNOTATION_APPLYSET_CLUSTERS not in _annotations(live(api, WEBAPPS, "app", NS))
+    assert live(api, CONFIGMAPS, "a", NS) is not None
+
+
+async def test_teardown_deletes_the_highest_wave_of_any_cluster_first(
+    api: FakeApiServer,
+    member_api: FakeApiServer,
+    applier: Applier,
+    client: Client,
+    places: _Places,
+) -> None:
+    parent = await _pass(_ownership(applier, client, places), seed_parent(api), "a", "b")
+    first = await _ownership(applier, client, places).teardown(parent)
+    assert not first.done
+    assert live(member_api, CONFIGMAPS, "b", NS) is None  # wave 2, in the member
+    assert live(api, CONFIGMAPS, "a", NS) is not None  # wave 1 waits
+    second = await _ownership(applier, client, places).teardown(parent)
+    assert not second.done
+    assert live(api, CONFIGMAPS, "a", NS) is None
+    assert (await _ownership(applier, client, places).teardown(parent)).done
+
+
+async def test_an_unreachable_member_holds_deletion_until_abandoned(
+    api: FakeApiServer,
+    member_api: FakeApiServer,
+    applier: Applier,
+    client: Client,
+    places: _Places,
+) -> None:
+    parent = await _pass(_ownership(applier, client, places), seed_parent(api), "a", "b")
+    places.reachable = False
+    blocked = await _ownership(applier, client, places).teardown(parent)
+    assert not blocked.done
+    assert blocked.transient
+    assert '"m1"' in blocked.blocked
+    assert ANNOTATION_ABANDON_CLUSTER in blocked.blocked
+    assert live(api, CONFIGMAPS, "a", NS) is not None  # nothing deleted meanwhile
+    parent["metadata"].setdefault("annotations", {})[ANNOTATION_ABANDON_CLUSTER] = "m1"
+    step = await _ownership(applier, client, places).teardown(parent)
+    assert "abandon cluster m1" in step.plan
+    assert live(api, CONFIGMAPS, "a", NS) is None
+    assert (await _ownership(applier, client, places).teardown(parent)).done
+    assert live(member_api, CONFIGMAPS, "b", NS) is not None  # left in place, as asked
