@@ -2,8 +2,8 @@
 
 The chart tests assert on what Kubernetes would receive, so they parse `helm template` output
 rather than reading templates. helm comes from kro.testing.testbin (built from Go modules once,
-then cached). FLAGS is the value <-> flag table that the chart, the controller's command line and
-docs/configuration.md must agree on.
+then cached). FLAGS (and GATED_FLAGS, passed with the MultiCluster gate only) is the value <->
+flag table that the chart, the controller's command line and docs/configuration.md must agree on.
 """
 
 from __future__ import annotations
@@ -70,6 +70,17 @@ OPTIONAL_FLAGS = {"leaderElectionNamespace"}
 # Flags the chart derives from the release rather than from a value (V-80): kro's own
 # ServiceAccount, which no Graph may impersonate.
 RELEASE_FLAGS = {"--controller-namespace": NAMESPACE, "--controller-service-account": RELEASE}
+# Flags passed only with the MultiCluster gate on (M-01, M-02): values path under `config` ->
+# (controller flag, rendered default). The secrets' namespace defaults to the release's.
+MULTICLUSTER_ON: dict[str, Any] = {"config": {"featureGates": {"MultiCluster": True}}}
+GATED_FLAGS: dict[str, tuple[str, str]] = {
+    "multicluster.enabled": ("--enable-multicluster", "false"),
+    "multicluster.clusterSecretsNamespace": ("--cluster-secrets-namespace", NAMESPACE),
+    "multicluster.clusterSecretsLabel": (
+        "--cluster-secrets-label", "multicluster.runtime/cluster=true"),
+    "multicluster.clusterSecretsKey": ("--cluster-secrets-key", "kubeconfig"),
+    "multicluster.localClusterName": ("--local-cluster-name", "local"),
+}
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ import yaml
 from chartrender import (
     CHART,
     FLAGS,
+    GATED_FLAGS,
     NAMESPACE,
     OPTIONAL_FLAGS,
     RELEASE_FLAGS,
@@ -88,7 +89,7 @@ def test_chart_app_version_is_the_package_version() -> None:
 
 def test_every_config_value_has_its_flag() -> None:
     config = _leaves(_default_values()["config"])
-    assert set(config) == set(FLAGS) | OPTIONAL_FLAGS
+    assert set(config) == set(FLAGS) | OPTIONAL_FLAGS | set(GATED_FLAGS)
 
 
 def test_default_flags_are_upstreams_defaults(helm: Path) -> None:

@@ -50,6 +50,22 @@ SCHEMA_REJECTS: list[tuple[str, dict[str, Any], list[str]]] = [
     ("leader-election-namespace", {"config": {"leaderElectionNamespace": "Kro_System"}},
      ["/config/leaderElectionNamespace"]),
     ("pull-policy", {"image": {"pullPolicy": "Sometimes"}}, ["/image/pullPolicy"]),
+    ("cluster-secrets-label-selector", {"config": {"multicluster": {
+        "clusterSecretsLabel": "env in (prod)"}}},
+     ["/config/multicluster/clusterSecretsLabel", "does not match pattern"]),
+    ("cluster-secrets-namespace", {"config": {"multicluster": {
+        "clusterSecretsNamespace": "Fleet_NS"}}},
+     ["/config/multicluster/clusterSecretsNamespace"]),
+    ("cluster-secrets-key", {"config": {"multicluster": {"clusterSecretsKey": "a/b"}}},
+     ["/config/multicluster/clusterSecretsKey"]),
+    ("local-cluster-name-empty", {"config": {"multicluster": {"localClusterName": ""}}},
+     ["/config/multicluster/localClusterName"]),
+    ("local-cluster-name-upper", {"config": {"multicluster": {"localClusterName": "Hub"}}},
+     ["/config/multicluster/localClusterName"]),
+    ("multicluster-enabled-string", {"config": {"multicluster": {"enabled": "yes"}}},
+     ["/config/multicluster/enabled", "want boolean"]),
+    ("multicluster-unknown", {"config": {"multicluster": {"secretsNamespace": "fleet"}}},
+     ["/config/multicluster", "additional properties 'secretsNamespace' not allowed"]),
     ("ko-build", {"image": {"ko": True}}, ["/image/ko", "value must be false"]),
 ]
 
@@ -67,6 +83,12 @@ TEMPLATE_REJECTS: list[tuple[str, dict[str, Any], str]] = [
      "deployment.replicaCount > 1 needs config.enableLeaderElection=true"),
     ("metrics-port-mismatch", {"config": {"metricsBindAddress": ":9090"}},
      "deployment.containerPort (8078) must be the port of config.metricsBindAddress (:9090)"),
+    # M-01: the controller refuses --enable-multicluster without the gate; so does the chart.
+    ("multicluster-without-gate", {"config": {"multicluster": {"enabled": True}}},
+     "config.multicluster.enabled needs config.featureGates.MultiCluster=true"),
+    ("multicluster-with-gate-off",
+     {"config": {"multicluster": {"enabled": True}, "featureGates": {"MultiCluster": False}}},
+     "config.multicluster.enabled needs config.featureGates.MultiCluster=true"),
 ]
 
 
@@ -98,9 +120,11 @@ def test_inconsistent_values_fail_with_a_message(
     {"config": {"clientQps": 2.5}},
     {"global": {"imageRegistry": "example.com"}},
     {"image": {"ko": False}},
+    {"config": {"featureGates": {"MultiCluster": True}, "multicluster": {
+        "enabled": True, "clusterSecretsLabel": "example.com/member="}}},
 ], ids=["compound-duration", "requeue-off-int", "requeue-off-str", "numeric-log-level",
         "metrics-off", "metrics-loopback", "keep-all-revisions", "fractional-qps", "global",
-        "upstream-ko-default"])
+        "upstream-ko-default", "hub-and-spokes-empty-label-value"])
 def test_schema_accepts_valid_edge_values(helm: Path, values: dict[str, Any]) -> None:
     render(helm, values)
 

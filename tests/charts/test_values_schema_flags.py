@@ -18,9 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chartrender import CHART, FLAGS, render, render_error
+from chartrender import CHART, FLAGS, GATED_FLAGS, render, render_error
 
-from kro.cli.flags import ControllerConfig, parse_controller_args, parse_log_level
+from kro.cli.flags import (
+    ControllerConfig,
+    parse_controller_args,
+    parse_label_pair,
+    parse_log_level,
+)
 
 pytestmark = pytest.mark.timeout(1800)  # first use may wait for the testbin build
 
@@ -76,7 +81,28 @@ PATTERN_CASES: list[tuple[str, Any]] = [
     ("rgd.maxGraphRevisions", -1),
     ("rgd.maxCollectionDimensionSize", 1),
     ("leaderElectionNamespace", "kro-system"),
+    # The MultiCluster gate's values (M-02), rendered with the gate on.
+    ("multicluster.clusterSecretsNamespace", "fleet"),
+    ("multicluster.clusterSecretsNamespace", ""),
+    ("multicluster.clusterSecretsLabel", "multicluster.runtime/cluster=true"),
+    ("multicluster.clusterSecretsLabel", "member=yes"),
+    ("multicluster.clusterSecretsLabel", "example.com/member="),
+    ("multicluster.clusterSecretsLabel", "a.b-c.example/x_y.z=V-1.a_b"),
+    ("multicluster.clusterSecretsLabel", "x=" + "v" * 63),
+    ("multicluster.clusterSecretsKey", "kubeconfig"),
+    ("multicluster.clusterSecretsKey", "config.yaml"),
+    ("multicluster.clusterSecretsKey", "Kube_Config-1"),
+    ("multicluster.localClusterName", "hub"),
+    ("multicluster.localClusterName", "hub.eu-west-1"),
 ]
+# How each MultiCluster value reads back from the controller's configuration.
+GATED_FIELDS = {
+    "multicluster.enabled": "enable_multicluster",
+    "multicluster.clusterSecretsNamespace": "cluster_secrets_namespace",
+    "multicluster.clusterSecretsLabel": "cluster_secrets_label",
+    "multicluster.clusterSecretsKey": "cluster_secrets_key",
+    "multicluster.localClusterName": "local_cluster_name",
+}
 
 
 def _ids(cases: list[tuple[str, Any]]) -> list[str]:
@@ -89,6 +115,8 @@ def _values(path: str, value: Any) -> dict[str, Any]:
         values["config"]["enableLeaderElection"] = True  # the chart refuses warm-up alone
     if path == "metricsBindAddress" and value not in ("0", 0):
         values["deployment"] = {"containerPort": int(str(value).rpartition(":")[2])}
+    if path in GATED_FLAGS:
+        values["config"]["featureGates"] = {"MultiCluster": True}  # passed only with the gate
     return values
 
 
@@ -101,7 +129,8 @@ ENUM_CASES = _enum_cases()
 
 def test_the_schema_has_enumerated_flag_values() -> None:
     paths = {path for path, _ in ENUM_CASES}
-    assert {"logEncoder", "enableLeaderElection", "featureGates.CELOmitFunction"} <= paths
+    assert {"logEncoder", "enableLeaderElection", "featureGates.CELOmitFunction",
+            "featureGates.MultiCluster", "multicluster.enabled"} <= paths
 
 
 @pytest.mark.parametrize(("path", "value"), ENUM_CASES, ids=_ids(ENUM_CASES))
@@ -111,6 +140,8 @@ def test_every_enumerated_value_reaches_the_controller(
     config = _controller_config(helm, _values(path, value))
     if path.startswith("featureGates."):
         assert config.feature_gates[path.partition(".")[2]] is value
+    elif path in GATED_FIELDS:
+        assert getattr(config, GATED_FIELDS[path]) is value
     elif path in FLAGS and isinstance(value, str):
         assert f"{FLAGS[path][0]}={value}" in render(helm, _values(path, value)).container()["args"]
 
@@ -120,6 +151,10 @@ def test_every_pattern_sample_reaches_the_controller(helm: Path, path: str, valu
     config = _controller_config(helm, _values(path, value))
     if path == "logLevel":
         assert config.log_level == parse_log_level(str(value))
+    elif path == "multicluster.clusterSecretsNamespace":
+        assert config.cluster_secrets_namespace == (value or config.controller_namespace)
+    elif path in GATED_FIELDS:
+        assert getattr(config, GATED_FIELDS[path]) == value
 
 
 def test_set_metrics_bind_address_0_turns_metrics_off(helm: Path) -> None:
@@ -142,6 +177,10 @@ def test_the_schema_accepts_set_metrics_bind_address_0(helm: Path) -> None:
         ("metricsBindAddress", ":99999"),
         ("metricsBindAddress", 1),
         ("healthProbeBindAddress", "localhost"),
+        ("multicluster.clusterSecretsLabel", "member"),
+        ("multicluster.clusterSecretsLabel", "=yes"),
+        ("multicluster.clusterSecretsLabel", "a=b,c=d"),
+        ("multicluster.clusterSecretsLabel", ""),
     ],
     ids=str,
 )
@@ -149,6 +188,27 @@ def test_values_the_controller_refuses_are_refused_by_the_schema(
     helm: Path, path: str, value: Any
 ) -> None:
     assert f"/config/{path.replace('.', '/')}" in render_error(helm, _nested(path, value))
+
+
+LABELS_ACCEPTED = [
+    *("multicluster.runtime/cluster=true", "member=yes", "member=", "a/b=c", "A.b_c-d=E.f_g-h"),
+    *("x" * 63 + "=y", "k=" + "v" * 63, "a.example.com/k=v", "1=2"),
+]
+LABELS_REFUSED = [
+    *("member", "=yes", "a=b,c=d", "a==b", "a!=b", "a = b", " a=b", "a=b ", "a=-b", "a=b-"),
+    *("-a=b", "a/=b", "/a=b", "A.Example/k=v", "a/b/c=d", "x" * 64 + "=y", "k=" + "v" * 64),
+    *("k=v v", "k=v/w", "", "=", "a=b=c"),
+]
+
+
+def test_the_label_pattern_takes_one_kubernetes_label_the_controller_parses_unchanged() -> None:
+    """M-02: the schema wants one real Kubernetes label `key=value` (stricter than the
+    controller's parser), and every label it lets through reaches the controller as written."""
+    pattern = CONFIG["multicluster"]["properties"]["clusterSecretsLabel"]["pattern"]
+    assert [t for t in LABELS_ACCEPTED if re.search(pattern, t) is None] == []
+    assert [t for t in LABELS_REFUSED if re.search(pattern, t) is not None] == []
+    for text in LABELS_ACCEPTED:
+        assert parse_label_pair(text) == text
 
 
 LEVEL_FORMS = [

@@ -114,6 +114,15 @@ would otherwise print large ones as 1e+06.
 {{- /* kro's own identity, which no Graph may impersonate (required with GraphKind). */ -}}
 {{- $args = append $args (printf "--controller-namespace=%s" .Release.Namespace) -}}
 {{- $args = append $args (printf "--controller-service-account=%s" (include "kro.serviceAccountName" .)) -}}
+{{- /* Member clusters (MultiCluster gate only: with it off none of these is passed). */ -}}
+{{- if include "kro.multiCluster" . -}}
+{{- $m := $c.multicluster -}}
+{{- $args = append $args (printf "--enable-multicluster=%t" $m.enabled) -}}
+{{- $args = append $args (printf "--cluster-secrets-namespace=%s" (include "kro.clusterSecretsNamespace" .)) -}}
+{{- $args = append $args (printf "--cluster-secrets-label=%s" $m.clusterSecretsLabel) -}}
+{{- $args = append $args (printf "--cluster-secrets-key=%s" $m.clusterSecretsKey) -}}
+{{- $args = append $args (printf "--local-cluster-name=%s" $m.localClusterName) -}}
+{{- end -}}
 {{- $args = append $args (printf "--dynamic-controller-concurrent-reconciles=%d" ($c.dynamicControllerConcurrentReconciles | int64)) -}}
 {{- $args = append $args (printf "--dynamic-controller-rate-limiter-min-delay=%s" $c.dynamicControllerRateLimiterMinDelay) -}}
 {{- $args = append $args (printf "--dynamic-controller-rate-limiter-max-delay=%s" $c.dynamicControllerRateLimiterMaxDelay) -}}
@@ -165,15 +174,31 @@ need an integer, like terminationGracePeriodSeconds.
 {{- end }}
 
 {{/*
-Checks across values that values.schema.json cannot express; rendered by deployment.yaml.
-*/}}
-{{/*
 Whether the GraphKind feature gate is on (config.featureGates.GraphKind): "true" or "".
 */}}
 {{- define "kro.graphKind" -}}
 {{- if (.Values.config.featureGates | default dict).GraphKind -}}true{{- end -}}
 {{- end }}
 
+{{/*
+Whether the MultiCluster feature gate is on (config.featureGates.MultiCluster): "true" or "".
+*/}}
+{{- define "kro.multiCluster" -}}
+{{- if (.Values.config.featureGates | default dict).MultiCluster -}}true{{- end -}}
+{{- end }}
+
+{{/*
+Namespace of the member clusters' kubeconfig Secrets: config.multicluster.clusterSecretsNamespace,
+else the release's (the controller's own default, --controller-namespace, is the same). The
+chart passes it explicitly so that the flag and the Role granting the Secrets always agree.
+*/}}
+{{- define "kro.clusterSecretsNamespace" -}}
+{{- .Values.config.multicluster.clusterSecretsNamespace | default .Release.Namespace -}}
+{{- end }}
+
+{{/*
+Checks across values that values.schema.json cannot express; rendered by deployment.yaml.
+*/}}
 {{- define "kro.validateValues" -}}
 {{- $metricsAddress := toString .Values.config.metricsBindAddress -}}
 {{- if and (ne $metricsAddress "0") (ne (include "kro.bindPort" $metricsAddress) (toString (.Values.deployment.containerPort | int64))) -}}
@@ -187,6 +212,9 @@ Whether the GraphKind feature gate is on (config.featureGates.GraphKind): "true"
 {{- end -}}
 {{- if and .Values.config.enableControllerWarmup (not .Values.config.enableLeaderElection) -}}
 {{- fail "config.enableControllerWarmup needs config.enableLeaderElection=true: warm-up starts watches before leadership is won" -}}
+{{- end -}}
+{{- if and .Values.config.multicluster.enabled (not (include "kro.multiCluster" .)) -}}
+{{- fail "config.multicluster.enabled needs config.featureGates.MultiCluster=true: the controller refuses --enable-multicluster without the gate" -}}
 {{- end -}}
 {{- if and (gt (.Values.deployment.replicaCount | int64) 1) (not .Values.config.enableLeaderElection) -}}
 {{- fail "deployment.replicaCount > 1 needs config.enableLeaderElection=true, or the replicas would reconcile the same objects at once" -}}
