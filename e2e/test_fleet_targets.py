@@ -130,7 +130,10 @@ async def test_a_target_naming_no_cluster_is_reported(fleet: Fleet, kro: KroEnv)
     def reported(obj: dict[str, Any]) -> bool:
         conditions = (obj.get("status") or {}).get("conditions") or []
         return obj.get("status", {}).get("state") == "ERROR" and any(
-            "cluster 'nowhere' is not registered" in str(c.get("message")) for c in conditions
+            c.get("type") == "ResourcesReady"
+            and c.get("reason") == "ClusterNotFound"
+            and "cluster 'nowhere' is not registered" in str(c.get("message"))
+            for c in conditions
         )
 
     await kro.wait_instance(gvr, "one", reported, what="ClusterNotFound", timeout_s=TIMEOUT_S)

@@ -259,7 +259,10 @@ def render_graph(report: GraphReport) -> str:
     for entry in report.managed_resources:
         where = f"{entry.namespace}/{entry.name}" if entry.namespace else entry.name
         uid = f"uid {entry.uid}" if entry.uid else _NO_UID
-        lines.append(f"{_INDENT}{entry.node_id}: {entry.kind} {where} ({entry.api_version}, {uid})")
+        cluster = f", in cluster {entry.cluster}" if entry.cluster else ""  # M-07
+        lines.append(
+            f"{_INDENT}{entry.node_id}: {entry.kind} {where} ({entry.api_version}, {uid}{cluster})"
+        )
     lines += _conditions(report.conditions)
     lines += _events(report)
     lines += _notes(report.notes)

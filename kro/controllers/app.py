@@ -334,6 +334,7 @@ class KroApp:
             events=self.recorders.recorder(GRAPH_RECORDER) if self.recorders else None,
             kind_waits=self.kind_waits,
             graph_versions=self._graph_versions,
+            members=self.members,
         )
         self.graph_controller: Controller[Request] = (
             self.manager.controller("Graph")

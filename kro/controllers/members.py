@@ -28,6 +28,11 @@ class RegistryMembers:
     def hub(self) -> str:
         return self.registry.local_name
 
+    @property
+    def namespace(self) -> str:
+        """Where the member clusters' Secrets live (`--cluster-secrets-namespace`)."""
+        return self.registry.namespace
+
     def client(self, cluster: str) -> Client:
         try:
             return self.registry.client_for(cluster)

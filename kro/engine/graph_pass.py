@@ -310,11 +310,11 @@ class GraphPass:
             return self._failed(node, error)
         if isinstance(desired, Pending):
             return self._pending(node, desired, include_when=False)
-        if not self._placed(node, desired):
+        if not await self._placed(node, desired):
             return None
         return await self._rendered_node(node, desired)
 
-    def _placed(self, node: Node, desired: Sequence[dict[str, Any]]) -> bool:
+    async def _placed(self, node: Node, desired: Sequence[dict[str, Any]]) -> bool:
         """Take each rendered object's target off it (M-11); whether every target names a
         usable cluster (M-12/M-13). A node whose cluster cannot be reached is in error (and
         so nothing may be pruned on this pass: what it applied there stays)."""
@@ -322,7 +322,7 @@ class GraphPass:
         clusters = self._clusters[node.id] = [take_target(obj, hub) for obj in desired]
         try:
             for cluster in dict.fromkeys(c for c in clusters if c):
-                self.places.client(cluster)
+                await self.places.admit(cluster)
                 self.result.remote = True
         except ClusterUnavailable as error:
             self._unavailable(node, desired, error)
@@ -570,7 +570,7 @@ class GraphPass:
 
     async def _observe_collection(self, node: Node, desired: Sequence[Mapping[str, Any]]) -> Any:
         """A collection's existing items, listed by its selector in every cluster its rows
-        live in (the owner's own always: rows it no longer renders are found there too)."""
+        live in (what it no longer renders is the ownership's to find and prune)."""
         gvr = self._gvr(node)
         parent = self.binding.ref
         text = self.binding.collection_selector(self.owner_obj, node.id)
@@ -596,9 +596,9 @@ class GraphPass:
     def _by_cluster(
         self, node: Node, desired: Sequence[Mapping[str, Any]]
     ) -> dict[str, list[Mapping[str, Any]]]:
-        """The rendered objects of `node` grouped by the cluster each lives in (the owner's own
-        first, also when the node rendered nothing: its existing items are still listed)."""
-        groups: dict[str, list[Mapping[str, Any]]] = {"": []}
+        """The rendered objects of `node` grouped by the cluster each lives in; a node that
+        rendered nothing is listed in the owner's own cluster, as before targets existed."""
+        groups: dict[str, list[Mapping[str, Any]]] = {} if desired else {"": []}
         for index, obj in enumerate(desired):
             groups.setdefault(self._cluster(node, index), []).append(obj)
         return groups

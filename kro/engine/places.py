@@ -45,6 +45,11 @@ class Places(Protocol):
         """The owner's own cluster's name (`--local-cluster-name`): objects kro applies into a
         member carry it (`kro.run/hub`, M-14); a target naming it is the owner's cluster."""
 
+    async def admit(self, cluster: str) -> None:
+        """Whether the owner may reach `cluster` at all (asked once per cluster and pass,
+        before anything of a node there is read); raises ClusterUnavailable: not registered,
+        not Ready (M-12), or not the owner's to reach (M-13)."""
+
     def client(self, cluster: str) -> Client:
         """The client of `cluster`; raises ClusterUnavailable."""
 
@@ -63,6 +68,9 @@ class OwnCluster:
     @property
     def hub(self) -> str:
         return self._hub
+
+    async def admit(self, cluster: str) -> None:
+        self.client(cluster)
 
     def client(self, cluster: str) -> Client:
         if cluster and cluster != self._hub:
@@ -101,6 +109,9 @@ class WithMembers:
     @property
     def hub(self) -> str:
         return self._members.hub
+
+    async def admit(self, cluster: str) -> None:
+        self.client(cluster)
 
     def client(self, cluster: str) -> Client:
         if not cluster or cluster == self.hub:

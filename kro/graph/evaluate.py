@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
+from kro.api.names import ANNOTATION_TARGET_CLUSTER
 from kro.cel import (
     OMIT,
     Activation,
@@ -507,18 +508,22 @@ def _check_selector(node: Node, rendered: Mapping[str, Any]) -> None:
 
 
 def _check_identities(node: Node, objects: Sequence[Mapping[str, Any]]) -> None:
-    """Every rendered item must have a distinct group/version/kind/namespace/name (F-05)."""
+    """Every rendered item must have a distinct group/version/kind/namespace/name (F-05) in
+    the cluster it targets (M-11: a bundle fanned out keeps one name in every member)."""
     if len(objects) < 2:
         return
-    seen: set[tuple[str, str, str, str]] = set()
+    seen: set[tuple[str, ...]] = set()
     for obj in objects:
         metadata = obj.get("metadata") or {}
-        identity = (
+        identity: tuple[str, ...] = (
             str(obj.get("apiVersion")),
             str(obj.get("kind")),
             str(metadata.get("namespace") or ""),
             str(metadata.get("name") or ""),
         )
+        target = (metadata.get("annotations") or {}).get(ANNOTATION_TARGET_CLUSTER)
+        if target:
+            identity = (str(target), *identity)
         if identity in seen:
             raise EvaluationError(
                 f'node "{node.id}" identity collision: duplicate identity: {"/".join(identity)}',

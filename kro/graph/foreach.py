@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
+from kro.api.names import ANNOTATION_TARGET_CLUSTER
 from kro.cel import CelEnvironment, CelType, CompiledExpression
 from kro.graph.build_errors import DependencyGraphError, ResourceValidationError
 from kro.graph.errors import TemplateError
@@ -156,6 +157,9 @@ def compile_for_each(
     return CompiledForEach(tuple(compiled_dims), types)
 
 
+_TARGET_PATH: Final = ("metadata", "annotations", ANNOTATION_TARGET_CLUSTER)
+
+
 def check_identity(
     fields: Sequence[TemplateField],
     iterators: Sequence[str],
@@ -164,10 +168,14 @@ def check_identity(
     resource_id: str,
     rgd: str,
 ) -> None:
-    """G-20: every iterator reaches `metadata.name` (or the namespace of a namespaced kind)."""
+    """G-20: every iterator reaches `metadata.name` (or the namespace of a namespaced kind), or
+    the target cluster (M-11: the same name in every member fanned out to is one object each)."""
     used: set[str] = set()
     for field in fields:
         segments = field.path.segments
+        if segments == _TARGET_PATH:
+            used.update(*(e.roots for e in field.expressions))
+            continue
         if len(segments) != 2 or segments[0] != "metadata" or segments[1] not in _IDENTITY_FIELDS:
             continue
         if segments[1] == "namespace" and not namespaced:

@@ -120,11 +120,13 @@ def test_status_inventory_ledger_and_identity() -> None:
     assert managed["maxItems"] == 5000 == graph.MANAGED_RESOURCES_CAP
     assert managed["items"]["required"] == ["nodeID", "apiVersion", "kind", "name"]
     assert set(managed["items"]["properties"]) == {
-        "nodeID", "apiVersion", "kind", "namespace", "name", "uid"}
+        "nodeID", "apiVersion", "kind", "namespace", "name", "uid",
+        "cluster"}  # M-15: kro-py's, the member cluster an object lives in
     contributions = status["contributions"]["items"]
     assert contributions["required"] == ["apiVersion", "kind", "name", "fieldManager"]
     assert set(contributions["properties"]) == {
-        "apiVersion", "kind", "namespace", "name", "subresource", "fieldManager"}
+        "apiVersion", "kind", "namespace", "name", "subresource", "fieldManager",
+        "cluster"}
     assert status["appliedServiceAccount"]["type"] == "string"
 
 

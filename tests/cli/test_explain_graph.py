@@ -298,6 +298,7 @@ async def test_the_whole_report() -> None:
     assert data["managedResources"][1] == {
         "nodeId": "copy", "apiVersion": "v1", "kind": "ConfigMap",
         "namespace": NS, "name": "shop-copy", "uid": "",
+        "cluster": "",  # M-07: the Graph's own cluster
     }  # fmt: skip
 
 

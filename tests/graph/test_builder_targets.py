@@ -161,3 +161,22 @@ def test_a_graph_node_target_is_gated_and_computed_per_row() -> None:
     options = BuildOptions(multi_cluster=True, cluster_secrets_namespace="kro-system")
     with pytest.raises(GraphError, match="registry's namespace"):
         compile_graph(refused, resolver, options=options)
+
+
+def test_a_row_that_targets_its_own_cluster_may_keep_one_name() -> None:
+    """M-11 with G-20: one name in every member a forEach fans out to is one object each; an
+    iterator used neither in the identity nor in the target is still refused."""
+    fanned = configmap(
+        "bundle",
+        name="bundle",
+        forEach=[{"c": "${schema.spec.clusters}"}],
+        target=_target("${c}"),
+    )
+    spec = {"name": "string", "clusters": "[]string"}
+    graph = build(rgd(fanned, spec=spec), multi_cluster=True)
+    assert _annotation(graph, "bundle") == "${c}"
+    unused = configmap(
+        "bundle", name="bundle", forEach=[{"c": "${schema.spec.clusters}"}], target=_target("x")
+    )
+    err = build_error(rgd(unused, spec=spec), multi_cluster=True)
+    assert "unique resource identity" in str(err)

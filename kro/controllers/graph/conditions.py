@@ -65,9 +65,14 @@ class Verdict:
         return self.reason in WAITING_REASONS
 
 
+_CLUSTER_REASONS: Final = frozenset({NodeReason.CLUSTER_FORBIDDEN, NodeReason.CLUSTER_NOT_FOUND})
+
+
 def _failure(result: NodeResult) -> Verdict:
     conflict = any(isinstance(e, FieldManagerConflict) for e in result.errors)
     reason = REASON_FIELD_MANAGER_CONFLICT if conflict else REASON_APPLY_FAILED
+    if result.reason in _CLUSTER_REASONS:  # M-12, M-13: register the cluster, grant its Secret
+        reason = result.reason.value
     return Verdict(False, reason, f'node "{result.id}": {result.message}')
 
 

@@ -57,6 +57,7 @@ from kro.applyset import AppliedCache, AppliedResource, ApplySetError, Desired
 from kro.applyset.cache import digest
 from kro.applyset.noop import already_applied
 from kro.engine.ownership import Held, Listed, PruneOutcome, PruneScope, TeardownStep
+from kro.engine.places import Places
 from kro.engine.results import ObjectId
 from kro.graph.graph_kind import patch_endpoint
 from kro.graph.model import Graph, NodeType
@@ -82,6 +83,10 @@ GRAPHS: Final = GVR(GRAPH_GROUP, GRAPH_VERSION, GRAPH_PLURAL)
 _MANAGER: Final = re.compile(r'conflict with "([^"]+)"')
 
 
+Identity = tuple[str, str, str, str, str]
+"""(cluster, group, kind, namespace, name) of a recorded object."""
+
+
 class FieldManagerConflict(ApplySetError):
     """A field of the object is held by another Graph's template manager (V-62)."""
 
@@ -96,18 +101,22 @@ class Entry:
     namespace: str
     name: str
     uid: str = ""
+    cluster: str = ""
+    """The member cluster the object lives in (M-11); "" for the Graph's own."""
 
     @property
-    def identity(self) -> tuple[str, str, str, str]:
-        """(group, kind, namespace, name): an apiVersion bump of one object is no prune."""
+    def identity(self) -> Identity:
+        """(cluster, group, kind, namespace, name): an apiVersion bump is no prune."""
         group = self.api_version.rpartition("/")[0]
-        return (group, self.kind, self.namespace, self.name)
+        return (self.cluster, group, self.kind, self.namespace, self.name)
 
     def as_status(self) -> dict[str, str]:
         return _as_status(self, _ENTRY_KEYS)
 
     @classmethod
-    def of(cls, node_id: str, obj: Mapping[str, Any], uid: str = "") -> Entry:
+    def of(cls, node_id: str, desired: Desired, uid: str = "") -> Entry:
+        """The entry of an object as rendered (`desired`), once applied with `uid`."""
+        obj = desired.obj
         meta = _meta(obj)
         return cls(
             node_id=node_id,
@@ -116,6 +125,7 @@ class Entry:
             namespace=str(meta.get("namespace") or ""),
             name=str(meta.get("name") or ""),
             uid=uid,
+            cluster=desired.cluster,
         )
 
 
@@ -134,6 +144,8 @@ class Contribution:
     name: str
     subresource: str
     field_manager: str
+    cluster: str = ""
+    """The member cluster the target lives in (M-11); "" for the Graph's own."""
 
     def as_status(self) -> dict[str, str]:
         return _as_status(self, _CONTRIBUTION_KEYS)
@@ -161,6 +173,7 @@ _ENTRY_KEYS: Final = (
     ("name", "name", False),
     ("namespace", "namespace", True),
     ("uid", "uid", True),
+    ("cluster", "cluster", True),
 )
 _CONTRIBUTION_KEYS: Final = (
     ("api_version", "apiVersion", False),
@@ -169,6 +182,7 @@ _CONTRIBUTION_KEYS: Final = (
     ("field_manager", "fieldManager", False),
     ("namespace", "namespace", True),
     ("subresource", "subresource", True),
+    ("cluster", "cluster", True),
 )
 
 
@@ -195,7 +209,7 @@ def _from_status(
 def _union(recorded: Sequence[Entry], more: Sequence[Entry]) -> list[Entry]:
     """`recorded` then what `more` adds; per identity a set UID beats an empty one and a newer
     (later) one an older one."""
-    out: dict[tuple[str, str, str, str], Entry] = {e.identity: e for e in recorded}
+    out: dict[Identity, Entry] = {e.identity: e for e in recorded}
     for entry in more:
         known = out.get(entry.identity)
         if known is None or entry.uid:
@@ -226,9 +240,12 @@ class StatusInventory:
         skip_unchanged: bool = False,
         memory: ObjectMemory | None = None,
         status: StatusWriter | None = None,
+        places: Places | None = None,
     ) -> None:
-        """`skip_unchanged`: the skip memory may save reads and applies (only while the Graph
-        applies as the identity that applied last). `memory`: the process's skip memory.
+        """`places`: the member clusters a node's target may name (M-11), reached only
+        through them; None: every object lives with the Graph. `skip_unchanged`: the skip
+        memory may save reads and applies (only while the Graph applies as the identity that
+        applied last). `memory`: the process's skip memory.
         `status`: the Graph controller's status writer (kro's own identity)."""
         self._status = status if status is not None else StatusWriter(kro_client)
         self._cache = AppliedCache(
@@ -236,6 +253,7 @@ class StatusInventory:
         )
         self._skip_unchanged = skip_unchanged and self._cache.memory.enabled
         self._client = client
+        self._places = places
         self._manager = field_manager
         self._uid = str(_meta(graph).get("uid") or "")
         self._patches = dict(patches or {})  # patch node id -> endpoint ("status" or "")
@@ -246,7 +264,7 @@ class StatusInventory:
         self._limit = asyncio.Semaphore(max(concurrency, 1))
         self.entries: list[Entry] = entries_of(graph)
         """What the Graph's status records now (written ahead, then settled)."""
-        self._applied: dict[tuple[str, str, str, str], Entry] = {}
+        self._applied: dict[Identity, Entry] = {}
         self.reached_cluster = False
         """Some apply of this pass was answered by the server (V-56)."""
         self.prune_errors: list[str] = []
@@ -263,6 +281,7 @@ class StatusInventory:
         skip_unchanged: bool = False,
         memory: ObjectMemory | None = None,
         status: StatusWriter | None = None,
+        places: Places | None = None,
     ) -> StatusInventory:
         """The ownership of `graph_obj`, whose compiled `program` says which nodes are
         patches (None for a teardown, which compiles nothing: contributions come from the
@@ -278,7 +297,14 @@ class StatusInventory:
             skip_unchanged=skip_unchanged,
             memory=memory,
             status=status,
+            places=places,
         )
+
+    def _client_in(self, cluster: str) -> Client:
+        """The client for an object in `cluster` (raises ClusterUnavailable)."""
+        if not cluster or self._places is None:
+            return self._client
+        return self._places.client(cluster)
 
     # -- the skip memory -------------------------------------------------------------------
 
@@ -311,7 +337,7 @@ class StatusInventory:
     ) -> tuple[dict[str, Any], Sequence[AppliedResource]]:
         owned = [d for d in batch if _patch_node(d) not in self._patches]
         contributed = [self._contribution(d) for d in batch if _patch_node(d) in self._patches]
-        ahead = _union(self.entries, [Entry.of(_node_of(d), d.obj) for d in owned])
+        ahead = _union(self.entries, [Entry.of(_node_of(d), d) for d in owned])
         ahead_contributions = _distinct([*self.contributions, *contributed])
         if ahead != self.entries or ahead_contributions != self.contributions:
             owner_obj = await self._record(owner_obj, ahead, ahead_contributions)
@@ -331,7 +357,7 @@ class StatusInventory:
             if result.error is None and result.obj is not None:
                 # Named as rendered: an apply proven unneeded answers with the object as the
                 # pass read it, maybe a metadata-only copy from a cache (PartialObjectMetadata).
-                entry = Entry.of(_node_of(desired), desired.obj, result.uid)
+                entry = Entry.of(_node_of(desired), desired, result.uid)
                 self._applied[entry.identity] = entry
                 done.append(entry)
         self.entries = _union(self.entries, done)
@@ -378,6 +404,7 @@ class StatusInventory:
             name=desired.name,
             subresource=self._patches[node],
             field_manager=patch_field_manager(self._uid, node),
+            cluster=desired.cluster,
         )
 
     async def _contribute(self, desired: Desired) -> AppliedResource:
@@ -437,9 +464,10 @@ class StatusInventory:
     async def release(self, contribution: Contribution) -> None:
         """Drop exactly the fields `contribution`'s manager holds; a gone target is done."""
         group, _, version = contribution.api_version.rpartition("/")
-        info = await self._client.mapper.resource_for(GVK(group, version, contribution.kind))
+        client = self._client_in(contribution.cluster)
+        info = await client.mapper.resource_for(GVK(group, version, contribution.kind))
         try:
-            await self._client.apply(
+            await client.apply(
                 info.gvr,
                 contribution.identity_body(),
                 field_manager=contribution.field_manager,
@@ -453,7 +481,7 @@ class StatusInventory:
     async def _send(
         self, desired: Desired, manager: str, subresource: str, *, force: bool
     ) -> dict[str, Any]:
-        return await self._client.apply(
+        return await self._client_in(desired.cluster).apply(
             desired.gvr,
             desired.obj,
             field_manager=manager,
@@ -561,9 +589,10 @@ class StatusInventory:
         """
         if entry.uid:
             return entry
-        gvr = await _gvr_of(self._client, entry)
+        client = self._client_in(entry.cluster)
+        gvr = await _gvr_of(client, entry)
         try:
-            live = await self._client.get(gvr, entry.name, namespace=entry.namespace or None)
+            live = await client.get(gvr, entry.name, namespace=entry.namespace or None)
         except NotFound:
             return None
         managers = {m.get("manager") for m in _meta(live).get("managedFields") or ()}
@@ -572,9 +601,10 @@ class StatusInventory:
 
     async def delete(self, entry: Entry) -> None:
         """DELETE preconditioned on the recorded UID; gone or replaced counts as done."""
-        gvr = await _gvr_of(self._client, entry)
+        client = self._client_in(entry.cluster)
+        gvr = await _gvr_of(client, entry)
         try:
-            await self._client.delete(
+            await client.delete(
                 gvr,
                 entry.name,
                 namespace=entry.namespace or None,

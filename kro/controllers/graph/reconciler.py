@@ -56,8 +56,10 @@ from kro.controllers.graph.binding import GraphBinding
 from kro.controllers.graph.conditions import Verdict, converged
 from kro.controllers.graph.identity import ImpersonatedClients
 from kro.controllers.graph.inventory import GRAPHS, StatusInventory
+from kro.controllers.graph.places import GraphPlaces
 from kro.controllers.graph.watch_access import ANSWER_TTL_S, AccessAnswers, ApplierWatches
 from kro.controllers.kind_waits import KindWaits, served_but_deferred
+from kro.controllers.members import RegistryMembers
 from kro.controllers.owner import OwnerReconciler
 from kro.controllers.programs import ProgramCache
 from kro.controllers.requeue import RequeueBackoff
@@ -66,6 +68,8 @@ from kro.dynamic import ObjectRef, ScalarWatch
 from kro.dynamic.watches import Versions, WatchCoordinator
 from kro.engine import GraphPass
 from kro.engine.ownership import TeardownStep
+from kro.engine.places import Places, WithMembers
+from kro.engine.watches import NoWatches
 from kro.graph.errors import GraphError
 from kro.graph.evaluate import InstanceEvaluation
 from kro.graph.graph_kind import compile_graph_async
@@ -120,12 +124,16 @@ class GraphReconciler(OwnerReconciler):
         programs: ProgramCache | None = None,
         kind_waits: KindWaits | None = None,
         graph_versions: Callable[[ScalarWatch], Versions | None] | None = None,
+        members: RegistryMembers | None = None,
     ) -> None:
-        """`programs`: the process's one cache of compiled programs (default: its own).
+        """`members`: the registry's member clusters (MultiCluster), which node targets may
+        name, as far as the Graph's ServiceAccount may read their Secrets (M-13).
+        `programs`: the process's one cache of compiled programs (default: its own).
         `kind_waits`: the owners waiting for a kind (DeferredSchemaResolution), woken by its
         CRD. `graph_versions`: a Graph's resourceVersion as the cache whose events enqueue it
         shows it (None: no settled pass is skipped)."""
         self.kind_waits = kind_waits
+        self.members = members
         self.client = client
         self.gvr = GRAPHS
         self.finalizer = GRAPH_FINALIZER
@@ -197,6 +205,8 @@ class GraphReconciler(OwnerReconciler):
             max_collection_size=self.options.max_collection_size,
             cel_cost_limit=self.options.cel_cost_limit,
             deferred_schema_resolution=self.options.deferred_schema_resolution,
+            multi_cluster=self.members is not None,
+            cluster_secrets_namespace=self.members.namespace if self.members else "",
         )
         meta = _meta(obj)
         return await self.programs.program(
@@ -210,30 +220,43 @@ class GraphReconciler(OwnerReconciler):
     # -- apply -----------------------------------------------------------------------------
 
     def ownership(
-        self, obj: Mapping[str, Any], username: str, graph: Graph | None = None
+        self,
+        obj: Mapping[str, Any],
+        username: str,
+        graph: Graph | None = None,
+        places: Places | None = None,
     ) -> StatusInventory:
         """How the Graph keeps what it applies (kro.engine.ownership), as `username`; the
         skip memory only while that is the identity that applied last. Without `graph` (a
         teardown, which compiles nothing) no node is a patch: contributions come from the
         status."""
         applied_as = str((obj.get("status") or {}).get("appliedServiceAccount") or "")
+        client = self.clients.client_for(username)
+        if places is None and self.members is not None:  # a teardown reaches what it applied
+            places = WithMembers(client, NoWatches(), self.members)
         return StatusInventory.of(
             obj,
             graph,
             kro_client=self.client,
-            client=self.clients.client_for(username),
+            client=client,
             concurrency=self.options.apply_concurrency,
             skip_unchanged=self.options.skip_unchanged and username == applied_as,
             memory=self.applier.memory,
             status=self.status,
+            places=places,
         )
 
     async def _apply(
         self, obj: dict[str, Any], ref: ObjectRef, graph: Graph, username: str
     ) -> Result:
         client = self.clients.client_for(username)
-        inventory = self.ownership(obj, username, graph)
         watches = ApplierWatches(self.watches, client, username, self._answers)
+        places = (
+            GraphPlaces(client, watches, self.members, username=username, answers=self._answers)
+            if self.members is not None
+            else None
+        )
+        inventory = self.ownership(obj, username, graph, places)
         work = GraphPass(
             graph=graph,
             owner_obj=obj,
@@ -244,6 +267,7 @@ class GraphReconciler(OwnerReconciler):
             evaluation=InstanceEvaluation(
                 graph, obj, max_collection_size=self.options.max_collection_size
             ),
+            places=places,
         )
         error = await self.run_pass(work, ref)
         failure = "" if error is None else str(error)

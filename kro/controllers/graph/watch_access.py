@@ -29,7 +29,7 @@ from kro.runtime.client import Client
 from kro.runtime.errors import KubeError
 from kro.runtime.gvk import GVR
 
-__all__ = ["AccessAnswers", "ApplierWatches"]
+__all__ = ["AccessAnswers", "AccessKey", "ApplierWatches", "may"]
 
 log = structlog.get_logger(__name__)
 
@@ -38,19 +38,23 @@ ANSWER_TTL_S: Final = 60.0
 MAX_ANSWERS: Final = 4096
 
 
+AccessKey = tuple[str, str, GVR, str, str]
+"""(identity, verb, resource, namespace, name): one question to the API server."""
+
+
 class AccessAnswers:
-    """The API server's yes, per (identity, kind, namespace), for `ANSWER_TTL_S`."""
+    """The API server's yes, per question (`AccessKey`), for `ANSWER_TTL_S`."""
 
     def __init__(self) -> None:
-        self._answers: OrderedDict[tuple[str, GVR, str], tuple[float, bool]] = OrderedDict()
+        self._answers: OrderedDict[AccessKey, tuple[float, bool]] = OrderedDict()
 
-    def get(self, key: tuple[str, GVR, str]) -> bool | None:
+    def get(self, key: AccessKey) -> bool | None:
         found = self._answers.get(key)
         if found is None or time.monotonic() - found[0] > ANSWER_TTL_S:
             return None
         return found[1]
 
-    def put(self, key: tuple[str, GVR, str], allowed: bool) -> None:
+    def put(self, key: AccessKey, allowed: bool) -> None:
         if not allowed:  # a no is asked again by the next pass (the grant may come any time)
             self._answers.pop(key, None)
             return
@@ -74,7 +78,7 @@ class ApplierWatches:
         self._client = client
         self._username = username
         self._answers = answers
-        self._refused: set[tuple[str, GVR, str]] = set()
+        self._refused: set[AccessKey] = set()
         self.skipped = False
         """A watch was not registered this pass: come back in `ANSWER_TTL_S` to ask again."""
 
@@ -94,32 +98,10 @@ class ApplierWatches:
         )
 
     async def _may_watch(self, gvr: GVR, namespace: str) -> bool:
-        key = (self._username, gvr, namespace)
+        key = (self._username, "watch", gvr, namespace, "")
         if key in self._refused:
             return False
-        known = self._answers.get(key)
-        if known is not None:
-            return known
-        attributes: dict[str, str] = {
-            "group": gvr.group,
-            "version": gvr.version,
-            "resource": gvr.resource,
-            "verb": "watch",
-        }
-        if namespace:
-            attributes["namespace"] = namespace
-        body = {
-            "apiVersion": f"{REVIEWS.group}/{REVIEWS.version}",
-            "kind": "SelfSubjectAccessReview",
-            "spec": {"resourceAttributes": attributes},
-        }
-        try:
-            answer = await self._client.create(REVIEWS, body)
-        except KubeError as error:  # inconclusive: do not watch, ask again next pass
-            log.warning("graph.watch_review_failed", resource=gvr.resource, error=str(error))
-            return False
-        allowed = bool((answer.get("status") or {}).get("allowed"))
-        self._answers.put(key, allowed)
+        allowed = await may(self._client, self._answers, key)
         if not allowed:
             self._refused.add(key)
         return allowed
@@ -127,7 +109,7 @@ class ApplierWatches:
     def cached_object(self, request: ScalarWatch) -> tuple[bool, Mapping[str, Any] | None]:
         """The informer cache answers only for a kind this ServiceAccount may watch (the
         cache is kro's: it must not tell the Graph what its identity may not see)."""
-        key = (self._username, request.gvr, request.namespace or "")
+        key = (self._username, "watch", request.gvr, request.namespace or "", "")
         if key in self._refused or self._answers.get(key) is not True:
             return False, None
         return self._coordinator.cached_object(request)
@@ -138,3 +120,37 @@ class ApplierWatches:
     @property
     def shard_version(self) -> int:
         return self._coordinator.shard_version
+
+
+async def may(client: Client, answers: AccessAnswers, key: AccessKey) -> bool:
+    """Whether the identity of `client` may do what `key` asks (a SelfSubjectAccessReview,
+    its yes kept in `answers`); an unanswered question is a no, asked again next time."""
+    known = answers.get(key)
+    if known is not None:
+        return known
+    _, verb, gvr, namespace, name = key
+    attributes: dict[str, str] = {
+        "group": gvr.group,
+        "version": gvr.version,
+        "resource": gvr.resource,
+        "verb": verb,
+    }
+    if namespace:
+        attributes["namespace"] = namespace
+    if name:
+        attributes["name"] = name
+    body = {
+        "apiVersion": f"{REVIEWS.group}/{REVIEWS.version}",
+        "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": attributes},
+    }
+    try:
+        answer = await client.create(REVIEWS, body)
+    except KubeError as error:  # inconclusive: no, and asked again next time
+        log.warning(
+            "graph.access_review_failed", resource=gvr.resource, verb=verb, error=str(error)
+        )
+        return False
+    allowed = bool((answer.get("status") or {}).get("allowed"))
+    answers.put(key, allowed)
+    return allowed

@@ -106,6 +106,16 @@ from kro.runtime.status import StatusWriter
 log = structlog.get_logger(__name__)
 
 
+_CLUSTER_REASONS = (NodeReason.CLUSTER_FORBIDDEN, NodeReason.CLUSTER_NOT_FOUND)
+
+
+def _cluster_reason(outcome: PassResult) -> str | None:
+    """M-12/M-13: a target that names no usable cluster is the condition's reason, which a
+    user can act on (register the cluster, grant its Secret), not a generic NotReady."""
+    found = {r.reason for r in outcome}
+    return next((reason.value for reason in _CLUSTER_REASONS if reason in found), None)
+
+
 class ReconcileFailed(Exception):
     """The pass failed after its status was written and the failure was reported; the queue
     retries with backoff."""
@@ -558,7 +568,7 @@ class InstanceReconciler(OwnerReconciler):
             status.set(
                 CONDITION_RESOURCES_READY,
                 STATUS_FALSE,
-                REASON_NOT_READY,
+                _cluster_reason(outcome) or REASON_NOT_READY,
                 RESOURCE_ERROR_PREFIX + reasons,
             )
         else:
