@@ -317,11 +317,12 @@ class KroApp:
         def enqueue(ref: ObjectRef) -> None:
             self.graph_controller.queue.add(Request(ref.namespace, ref.name))
 
+        router_metrics = GraphRouterMetrics(self.graph_metrics)
         self.graph_reconciler = GraphReconciler(
             programs=self.programs,
             client=self.client,
             resolver=self.resolver,
-            watches=self.dynamic.coordinator(enqueue, GraphRouterMetrics(self.graph_metrics)),
+            watches=self.dynamic.coordinator(enqueue, router_metrics),
             applier=self.applier,
             options=GraphOptions(
                 controller_username=username,
@@ -335,6 +336,11 @@ class KroApp:
             kind_waits=self.kind_waits,
             graph_versions=self._graph_versions,
             members=self.members,
+            member_watches=self.members.watches(
+                lambda client: self.dynamic.coordinator(enqueue, router_metrics, client=client)
+            )
+            if self.members is not None
+            else None,
         )
         self.graph_controller: Controller[Request] = (
             self.manager.controller("Graph")

@@ -9,12 +9,15 @@ M-12), and the registry runs for as long as the manager does.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
+from kro.dynamic import ObjectRef, WatchCoordinator
 from kro.engine.places import ClusterUnavailable
+from kro.engine.watches import NoWatches, Watches
 from kro.fleet import ClusterError, ClusterRegistry
 from kro.runtime.client import Client
 
-__all__ = ["RegistryMembers"]
+__all__ = ["MemberWatches", "RegistryMembers"]
 
 
 class RegistryMembers:
@@ -23,6 +26,7 @@ class RegistryMembers:
     def __init__(self, registry: ClusterRegistry) -> None:
         self.registry = registry
         self._stopped = asyncio.Event()
+        self._watches: list[MemberWatches] = []
 
     @property
     def hub(self) -> str:
@@ -39,12 +43,88 @@ class RegistryMembers:
         except ClusterError as error:  # its message names no secret (M-06)
             raise ClusterUnavailable(cluster, error.condition_reason, str(error)) from None
 
+    def watches(self, start: Callable[[Client], WatchCoordinator]) -> MemberWatches:
+        """Watches of one owner kind in every member (`start` builds one over a member's
+        client, routed to that kind's queue), renewed with the member's client."""
+        watches = MemberWatches(self, start)
+        if not self._watches:
+            self.registry.subscribe(self._changed)
+        self._watches.append(watches)
+        return watches
+
+    def _changed(self, cluster: str, event: str) -> None:
+        """A member's client was replaced or the member left: its watches go with the client."""
+        if event in ("updated", "removed"):
+            for watches in self._watches:
+                watches.retire(cluster)
+
     async def run(self) -> None:
         await self.registry.start()
         try:
             await self._stopped.wait()
         finally:
+            for watches in self._watches:
+                await watches.close()
             await self.registry.stop()
 
     def shutdown(self) -> None:
         self._stopped.set()
+
+
+class MemberWatches:
+    """Per member cluster, the watches of one owner kind's passes there (M-14: drift in a
+    member brings its owner back, as in the hub). A member's watches hold informers over its
+    client; when the registry replaces that client (a rotation, M-04) or drops the member, its
+    watches are closed, and the next pass of each owner declares them again over the new one.
+    """
+
+    def __init__(
+        self, members: RegistryMembers, start: Callable[[Client], WatchCoordinator]
+    ) -> None:
+        self._members = members
+        self._start = start
+        self._by_cluster: dict[str, tuple[Client, WatchCoordinator]] = {}
+
+    def for_cluster(self, cluster: str) -> Watches:
+        """The member's watches (its client as the registry has it now); NoWatches when the
+        member cannot be reached (the pass reports that itself)."""
+        try:
+            client = self._members.client(cluster)
+        except ClusterUnavailable:
+            return NoWatches()
+        known = self._by_cluster.get(cluster)
+        if known is not None and known[0] is client:
+            return known[1]
+        if known is not None:  # a new client: the old one's informers are closed with it
+            self.retire(cluster)
+        coordinator = self._start(client)
+        self._by_cluster[cluster] = (client, coordinator)
+        return coordinator
+
+    async def done(self, parent: ObjectRef, *, commit: bool) -> None:
+        """End `parent`'s cycle in every member (a member it no longer reads drops its watches)."""
+        for _, coordinator in list(self._by_cluster.values()):
+            await coordinator.done(parent, commit=commit)
+
+    async def forget(self, parent: ObjectRef) -> None:
+        for _, coordinator in list(self._by_cluster.values()):
+            await coordinator.forget(parent)
+
+    def retire(self, cluster: str) -> None:
+        """Close the member's watches (its owners declare them again on their next pass)."""
+        found = self._by_cluster.pop(cluster, None)
+        if found is None:
+            return
+        coordinator = found[1]
+        task = asyncio.ensure_future(coordinator.close())
+        _closing.add(task)
+        task.add_done_callback(_closing.discard)
+
+    async def close(self) -> None:
+        for cluster in list(self._by_cluster):
+            _, coordinator = self._by_cluster.pop(cluster)
+            await coordinator.close()
+
+
+_closing: set[asyncio.Future[None]] = set()
+"""Closes of retired member watches in flight (held so they are not collected mid-way)."""

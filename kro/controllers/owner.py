@@ -28,6 +28,7 @@ from kro.api.names import EVENT_WAITING_FOR_CRD
 from kro.api.objects import metadata as _meta
 from kro.applyset import ApplySetError
 from kro.controllers.kind_waits import KindWaits
+from kro.controllers.members import MemberWatches
 from kro.controllers.requeue import RequeueBackoff
 from kro.dynamic import ObjectRef
 from kro.dynamic.watches import WatchCoordinator
@@ -62,6 +63,9 @@ class OwnerReconciler(ABC):
     kind_waits: KindWaits | None = None
     """Owners whose deferred nodes wait for a kind (DeferredSchemaResolution): the kind's CRD
     wakes them. None: nothing wakes them but their backoff."""
+    member_watches: MemberWatches | None = None
+    """The kind's watches in member clusters (MultiCluster): ended and forgotten with the
+    owner's own watches."""
 
     async def reconcile(self, request: Request) -> Result:
         ref = ObjectRef(self.gvr, request.namespace, request.name)
@@ -101,6 +105,8 @@ class OwnerReconciler(ABC):
         if self.kind_waits is not None:
             self.kind_waits.forget(ref)
         await self.watches.forget(ref)
+        if self.member_watches is not None:
+            await self.member_watches.forget(ref)
 
     # -- the shared steps --------------------------------------------------------------------
 
@@ -129,10 +135,16 @@ class OwnerReconciler(ABC):
         try:
             await work.run()
         except PASS_ERRORS as error:
-            await self.watches.done(ref, commit=False)
+            await self.end_cycle(ref, commit=False)
             return error
-        await self.watches.done(ref, commit=True)
+        await self.end_cycle(ref, commit=True)
         return None
+
+    async def end_cycle(self, ref: ObjectRef, *, commit: bool) -> None:
+        """Keep the watches a pass declared (commit), or the previous ones, in every cluster."""
+        await self.watches.done(ref, commit=commit)
+        if self.member_watches is not None:
+            await self.member_watches.done(ref, commit=commit)
 
     def schema_waits(
         self,

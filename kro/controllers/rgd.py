@@ -116,6 +116,7 @@ from kro.controllers.instance.labels import KRO_VERSION
 from kro.controllers.instance.options import InstanceOptions
 from kro.controllers.kind_waits import KindWaits
 from kro.controllers.leadership import NotLeader, WriteGate
+from kro.controllers.members import RegistryMembers
 from kro.controllers.metrics import (
     ISSUE_NO_REVISION,
     ISSUE_SPEC_CHANGED,
@@ -139,7 +140,6 @@ from kro.controllers.permissions import PermissionChecker, ready_dependents, rep
 from kro.controllers.registry import RevisionRegistry, RevisionState
 from kro.controllers.revisions import collect_revisions, list_revisions, revision_manifest
 from kro.dynamic import DynamicController, WatchForbidden
-from kro.engine.places import MemberClusters
 from kro.engine.teardown import FINALIZER_ATTEMPTS
 from kro.graph.errors import GraphError
 from kro.graph.hashing import spec_hash
@@ -195,7 +195,7 @@ class RGDReconciler:
         permissions: PermissionChecker | None = None,
         writes: WriteGate | None = None,
         kind_waits: KindWaits | None = None,
-        members: MemberClusters | None = None,
+        members: RegistryMembers | None = None,
     ) -> None:
         """`members`: the registry's member clusters (MultiCluster), where targets send an
         instance's children. `enqueue_rgd(name)` brings an RGD back to this reconciler's

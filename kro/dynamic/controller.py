@@ -60,6 +60,7 @@ from kro.dynamic._informers import InformerPool
 from kro.dynamic._metrics import PARENT, DynamicMetrics, gvr_key, gvr_string
 from kro.dynamic.watches import Enqueue, RouterMetrics, WatchCoordinator
 from kro.runtime.cache import InformerCache
+from kro.runtime.client import Client
 from kro.runtime.clock import Clock, RealClock
 from kro.runtime.controller import Controller
 from kro.runtime.errors import NotFound
@@ -407,14 +408,31 @@ class DynamicController:
         self.queue.shutdown()
 
     def coordinator(
-        self, enqueue: Enqueue, metrics: RouterMetrics | None = None
+        self,
+        enqueue: Enqueue,
+        metrics: RouterMetrics | None = None,
+        *,
+        client: Client | None = None,
     ) -> WatchCoordinator:
-        """Watches of parents reconciled by another controller (kro's `Graph`s), routed to
-        `enqueue`, over this controller's informers, recorded in `metrics` (default: this
-        controller's families); closed with this controller."""
-        coordinator = WatchCoordinator(self._pool, enqueue, metrics or self._metrics)
-        self._coordinators.append(coordinator)
-        return coordinator
+        """Watches routed to `enqueue` (this controller's `enqueue` for its own parents, another
+        controller's for kro's `Graph`s), recorded in `metrics` (default: this controller's
+        families).
+
+        Over this controller's informers, and closed with it; or, with `client`, over
+        informers of that client's cluster of their own (a member cluster's objects whose
+        owners live here), which the caller closes (`WatchCoordinator.close`) when it lets go
+        of the cluster."""
+        if client is None:
+            coordinator = WatchCoordinator(self._pool, enqueue, metrics or self._metrics)
+            self._coordinators.append(coordinator)
+            return coordinator
+        pool = InformerPool(
+            InformerCache(client, clock=self._clock),
+            sync_timeout_s=self.options.informer_sync_timeout_s,
+            clock=self._clock,
+            metrics=self._metrics,
+        )
+        return WatchCoordinator(pool, enqueue, metrics or self._metrics)
 
     async def _close(self) -> None:
         for gvr in list(self._registrations):

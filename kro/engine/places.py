@@ -9,7 +9,7 @@ no member clusters uses `OwnCluster`, and every object lives where the owner doe
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from typing import Any, Protocol
 
 from kro.api.names import ANNOTATION_TARGET_CLUSTER
@@ -98,13 +98,20 @@ class MemberClusters(Protocol):
 
 
 class WithMembers:
-    """The owner's cluster and the registry's members. A member's objects are read with a
-    GET each pass (no informer of the member answers reads: NoWatches)."""
+    """The owner's cluster and the registry's members, each with its own watches (M-14)."""
 
-    def __init__(self, client: Client, watches: Watches, members: MemberClusters) -> None:
+    def __init__(
+        self,
+        client: Client,
+        watches: Watches,
+        members: MemberClusters,
+        member_watches: Callable[[str], Watches] | None = None,
+    ) -> None:
+        """`member_watches(cluster)`: the owner kind's watches in a member (None: a member's
+        objects are read each pass and no change there brings the owner back)."""
         self._own = OwnCluster(client, watches, members.hub)
         self._members = members
-        self._none = NoWatches()
+        self._member_watches = member_watches
 
     @property
     def hub(self) -> str:
@@ -121,7 +128,9 @@ class WithMembers:
     def watches(self, cluster: str) -> Watches:
         if not cluster or cluster == self.hub:
             return self._own.watches("")
-        return self._none
+        if self._member_watches is None:
+            return NoWatches()
+        return self._member_watches(cluster)
 
 
 def take_target(obj: MutableMapping[str, Any], hub: str) -> str:

@@ -12,6 +12,7 @@ asked again by the next pass, so a grant is picked up without an edit.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final
 
 from kro.api.names import REASON_CLUSTER_FORBIDDEN
@@ -38,8 +39,9 @@ class GraphPlaces(WithMembers):
         *,
         username: str,
         answers: AccessAnswers,
+        member_watches: Callable[[str], Watches] | None = None,
     ) -> None:
-        super().__init__(client, watches, members)
+        super().__init__(client, watches, members, member_watches)
         self._client = client
         self._registry_namespace = members.namespace
         self._username = username

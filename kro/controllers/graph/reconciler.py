@@ -59,7 +59,7 @@ from kro.controllers.graph.inventory import GRAPHS, StatusInventory
 from kro.controllers.graph.places import GraphPlaces
 from kro.controllers.graph.watch_access import ANSWER_TTL_S, AccessAnswers, ApplierWatches
 from kro.controllers.kind_waits import KindWaits, served_but_deferred
-from kro.controllers.members import RegistryMembers
+from kro.controllers.members import MemberWatches, RegistryMembers
 from kro.controllers.owner import OwnerReconciler
 from kro.controllers.programs import ProgramCache
 from kro.controllers.requeue import RequeueBackoff
@@ -125,15 +125,18 @@ class GraphReconciler(OwnerReconciler):
         kind_waits: KindWaits | None = None,
         graph_versions: Callable[[ScalarWatch], Versions | None] | None = None,
         members: RegistryMembers | None = None,
+        member_watches: MemberWatches | None = None,
     ) -> None:
-        """`members`: the registry's member clusters (MultiCluster), which node targets may
-        name, as far as the Graph's ServiceAccount may read their Secrets (M-13).
+        """`member_watches`: the Graphs' watches in member clusters (M-14). `members`: the
+        registry's member clusters (MultiCluster), which node targets may name, as far as the
+        Graph's ServiceAccount may read their Secrets (M-13).
         `programs`: the process's one cache of compiled programs (default: its own).
         `kind_waits`: the owners waiting for a kind (DeferredSchemaResolution), woken by its
         CRD. `graph_versions`: a Graph's resourceVersion as the cache whose events enqueue it
         shows it (None: no settled pass is skipped)."""
         self.kind_waits = kind_waits
         self.members = members
+        self.member_watches = member_watches
         self.client = client
         self.gvr = GRAPHS
         self.finalizer = GRAPH_FINALIZER
@@ -252,7 +255,14 @@ class GraphReconciler(OwnerReconciler):
         client = self.clients.client_for(username)
         watches = ApplierWatches(self.watches, client, username, self._answers)
         places = (
-            GraphPlaces(client, watches, self.members, username=username, answers=self._answers)
+            GraphPlaces(
+                client,
+                watches,
+                self.members,
+                username=username,
+                answers=self._answers,
+                member_watches=self.member_watches.for_cluster if self.member_watches else None,
+            )
             if self.members is not None
             else None
         )

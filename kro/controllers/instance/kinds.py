@@ -35,6 +35,7 @@ from kro.controllers.events import RecorderPool, recorder_name
 from kro.controllers.failures import FailureReporter
 from kro.controllers.instance.options import InstanceOptions, requeue_backoff
 from kro.controllers.kind_waits import KindWaits
+from kro.controllers.members import RegistryMembers
 from kro.controllers.metrics import (
     INSTANCE_FAILURES,
     CelMetrics,
@@ -46,7 +47,6 @@ from kro.controllers.metrics import (
 from kro.controllers.registry import RevisionRegistry
 from kro.controllers.requeue import RequeueBackoff
 from kro.dynamic import DynamicController
-from kro.engine.places import MemberClusters
 from kro.runtime.client import Client
 from kro.runtime.errors import Forbidden, NotFound
 from kro.runtime.events import EventRecorder
@@ -107,7 +107,7 @@ class InstanceControllers:
         recorders: RecorderPool | None = None,
         enqueue_rgd: Callable[[str], None] | None = None,
         kind_waits: KindWaits | None = None,
-        members: MemberClusters | None = None,
+        members: RegistryMembers | None = None,
     ) -> None:
         """`members`: the registry's member clusters (MultiCluster), for targets.
         `enqueue_rgd(name)`: bring an RGD back to its controller's queue (None: a draining
@@ -126,6 +126,12 @@ class InstanceControllers:
         self._enqueue_rgd = enqueue_rgd
         self._kind_waits = kind_waits
         self._members = members
+        self._member_watches = (
+            members.watches(lambda client: dynamic.coordinator(dynamic.enqueue, client=client))
+            if members is not None
+            else None
+        )
+        """The instances' watches in member clusters, routed to the instance queue (M-14)."""
         self._served: dict[str, _Served] = {}  # rgd uid -> the kind registered for it
         self._draining: dict[GVR, Kind] = {}  # kinds of deleted RGDs that still have instances
         # One per kind, kept across re-registrations (a new revision builds a new reconciler):
@@ -305,4 +311,5 @@ class InstanceControllers:
             "waits": self._waits.setdefault(kind.gvr, requeue_backoff(self._options)),
             "kind_waits": self._kind_waits,
             "members": self._members,
+            "member_watches": self._member_watches,
         }

@@ -73,6 +73,7 @@ from kro.controllers.instance.status import (
     node_state_summary,
 )
 from kro.controllers.kind_waits import KindWaits
+from kro.controllers.members import MemberWatches
 from kro.controllers.metrics import (
     RESOLUTION_FAILED,
     RESOLUTION_NOT_AVAILABLE,
@@ -189,6 +190,7 @@ class InstanceReconciler(OwnerReconciler):
         waits: RequeueBackoff | None = None,
         kind_waits: KindWaits | None = None,
         members: MemberClusters | None = None,
+        member_watches: MemberWatches | None = None,
     ) -> None:
         """`members`: the registry's member clusters (MultiCluster gate), where targets send
         children (M-10, M-11); None: every child lives with its instance.
@@ -200,8 +202,16 @@ class InstanceReconciler(OwnerReconciler):
         `kind_waits`: the process's owners waiting for a kind (DeferredSchemaResolution).
         """
         self.kind_waits = kind_waits
+        self.member_watches = member_watches
         self.places: Places | None = (
-            WithMembers(client, watches, members) if members is not None else None
+            WithMembers(
+                client,
+                watches,
+                members,
+                member_watches.for_cluster if member_watches is not None else None,
+            )
+            if members is not None
+            else None
         )
         self.rgd_name = rgd_name
         self.rgd_uid = rgd_uid
@@ -365,7 +375,7 @@ class InstanceReconciler(OwnerReconciler):
         try:
             outcome = await work.run()
         except (EvaluationError, ApplySetError, KubeError) as error:
-            await self.watches.done(parent, commit=False)
+            await self.end_cycle(parent, commit=False)
             self._report_watches(parent, status)
             message = f"{PASS_FAILED_PREFIX}{error}"
             status.set(CONDITION_RESOURCES_READY, STATUS_FALSE, REASON_NOT_READY, message)
@@ -381,7 +391,7 @@ class InstanceReconciler(OwnerReconciler):
             raise ReconcileFailed(str(error)) from error
         finally:
             self._count(work.result.counts)
-        await self.watches.done(parent, commit=True)
+        await self.end_cycle(parent, commit=True)
         watches_synced = self._report_watches(parent, status)
         if outcome.deleting is not None:  # a child is terminating: nothing was applied (R-08)
             status.set(
