@@ -18,9 +18,9 @@ from kro_harness import CONTROLLER_ARGS, KroEnv, kro_fixtures, meta
 from kro.api.names import LABEL_HUB
 from kro.runtime.client import Client
 from kro.runtime.config import ConnectionConfig, load_default
-from kro.runtime.errors import NotFound
-from kro.runtime.gvk import GVR
-from kro.testing.fleet import Fleet
+from kro.runtime.errors import KubeError, NotFound
+from kro.runtime.gvk import GVK, GVR
+from kro.testing.fleet import Fleet, registry_secret
 from kro.testing.waiting import eventually
 
 ARGS = (
@@ -31,6 +31,7 @@ ARGS = (
 )
 controller, kro = kro_fixtures(ARGS)
 CONFIGMAPS = GVR("", "v1", "configmaps")
+SECRETS = GVR("", "v1", "secrets")
 TIMEOUT_S = 60.0
 
 
@@ -120,12 +121,19 @@ async def test_a_target_from_schema_moves_create_before_prune(fleet: Fleet, kro:
     assert await _member_object(fleet, "member-2", name) is None
 
 
-async def test_a_target_naming_no_cluster_is_reported(fleet: Fleet, kro: KroEnv) -> None:
-    rgd = kro.rgd("lost", "Lost", {"name": "string"}, [_configmap("nowhere")])
+async def test_a_computed_target_naming_no_cluster_is_reported(fleet: Fleet, kro: KroEnv) -> None:
+    """M-12: a computed target is resolved per pass; one that names no registered cluster is
+    the instance's error, `ClusterNotFound` naming it."""
+    rgd = kro.rgd(
+        "lost",
+        "Lost",
+        {"name": "string", "cluster": "string"},
+        [_configmap("${schema.spec.cluster}")],
+    )
     await kro.apply_rgd(rgd)
     await kro.wait_rgd_active(kro.rgd_name("lost"))
     gvr = await kro.gvr_of("Lost")
-    await kro.apply_instance("Lost", "one", {"name": f"lost-{kro.suffix}"})
+    await kro.apply_instance("Lost", "one", {"name": f"lost-{kro.suffix}", "cluster": "nowhere"})
 
     def reported(obj: dict[str, Any]) -> bool:
         conditions = (obj.get("status") or {}).get("conditions") or []
@@ -137,3 +145,109 @@ async def test_a_target_naming_no_cluster_is_reported(fleet: Fleet, kro: KroEnv)
         )
 
     await kro.wait_instance(gvr, "one", reported, what="ClusterNotFound", timeout_s=TIMEOUT_S)
+
+
+def _widget_crd(group: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"widgets.{group}"},
+        "spec": {
+            "group": group,
+            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget"},
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {
+                                "spec": {
+                                    "type": "object",
+                                    "properties": {"size": {"type": "integer"}},
+                                }
+                            },
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+async def test_a_literal_target_is_typed_against_the_member(fleet: Fleet, kro: KroEnv) -> None:
+    """M-12: a kind served only by member-2 builds for a resource sent there, and is unknown,
+    naming the cluster, for one sent to member-1."""
+    group = f"{kro.suffix}.widgets.example.com"
+    crds = GVR("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+    widgets = GVR(group, "v1", "widgets")
+    async with Client.from_config(await _config(fleet, "member-2")) as member:
+        await member.create(crds, _widget_crd(group))
+        try:
+
+            async def served() -> bool:
+                member.mapper.invalidate()
+                try:
+                    await member.mapper.resource_for(GVK(group, "v1", "Widget"))
+                except KubeError:
+                    return False
+                return True
+
+            await eventually(served, what="Widget served by member-2", timeout_s=TIMEOUT_S)
+            widget = {
+                "id": "widget",
+                "target": {"cluster": {"kubeconfigSecretName": "member-2"}},
+                "template": {
+                    "apiVersion": f"{group}/v1",
+                    "kind": "Widget",
+                    "metadata": {"name": "${schema.spec.name}", "namespace": "default"},
+                    "spec": {"size": "${schema.spec.size}"},
+                },
+            }
+            spec = {"name": "string", "size": "integer"}
+            await kro.apply_rgd(kro.rgd("widgets", "Widgets", spec, [widget]))
+            await kro.wait_rgd_active(kro.rgd_name("widgets"))
+            name = f"w-{kro.suffix}"
+            gvr = await kro.gvr_of("Widgets")
+            await kro.apply_instance("Widgets", "one", {"name": name, "size": 3})
+            await kro.wait_instance(gvr, "one", timeout_s=TIMEOUT_S)
+            found = await member.get(widgets, name, namespace="default")
+            assert found["spec"]["size"] == 3
+            wrong = {**widget, "target": {"cluster": {"kubeconfigSecretName": "member-1"}}}
+            await kro.apply_rgd(kro.rgd("wrong", "Wrong", spec, [wrong]))
+
+            async def refused() -> str | None:
+                rgd = await kro.get_rgd(kro.rgd_name("wrong"))
+                message = str((rgd.get("status") or {}).get("conditions"))
+                return message if 'in cluster "member-1"' in message else None
+
+            await eventually(refused, what="schema not found in member-1", timeout_s=TIMEOUT_S)
+            await kro.client.delete(gvr, "one", namespace=kro.namespace)
+            await kro.wait_gone(gvr, "one", timeout_s=TIMEOUT_S)
+        finally:
+            await member.delete(crds, f"widgets.{group}")
+
+
+async def test_an_rgd_waiting_for_its_cluster_is_built_when_it_joins(
+    fleet: Fleet, kro: KroEnv
+) -> None:
+    """M-12: a literal target naming no registered cluster leaves the RGD Inactive, naming
+    it; registering the cluster makes it Active with no edit."""
+    cluster = f"late-{kro.suffix}"
+    await kro.apply_rgd(kro.rgd("late", "Late", {"name": "string"}, [_configmap(cluster)]))
+
+    async def inactive() -> str | None:
+        rgd = await kro.get_rgd(kro.rgd_name("late"))
+        message = str((rgd.get("status") or {}).get("conditions"))
+        return message if f'"{cluster}"' in message and "Ready cluster" in message else None
+
+    await eventually(inactive, what=f"Inactive naming {cluster}", timeout_s=TIMEOUT_S)
+    secret = registry_secret(cluster, fleet.member("member-1").kubeconfig_text)
+    await kro.client.create(SECRETS, secret, namespace="kro-system")
+    try:
+        await kro.wait_rgd_active(kro.rgd_name("late"))
+    finally:
+        await kro.client.delete(SECRETS, cluster, namespace="kro-system")

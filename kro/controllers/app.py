@@ -47,6 +47,7 @@ from kro.api.names import (
     FEATURE_INSTANCE_CONDITION_METRICS,
     LABEL_RGD_NAME,
     LOCAL_CLUSTER_NAME_DEFAULT,
+    RGD_STATE_ACTIVE,
 )
 from kro.applyset import Applier, ApplierOptions, tooling_for
 from kro.controllers.crd import CRDS, is_kro_owned
@@ -56,7 +57,7 @@ from kro.controllers.graphrevision import GRAPH_REVISIONS, GraphRevisionReconcil
 from kro.controllers.instance.labels import KRO_VERSION
 from kro.controllers.kind_waits import KindWaits
 from kro.controllers.leadership import Promotion, WriteGate
-from kro.controllers.members import RegistryMembers
+from kro.controllers.members import MemberSchemas, RegistryMembers
 from kro.controllers.metrics import (
     CelMetrics,
     ConditionDurations,
@@ -217,6 +218,9 @@ class KroApp:
         self.resolver: SchemaResolver = resolver or self.schemas
         self.dynamic = DynamicController(cache, options=options.dynamic, metrics=metrics)
         self.members = self._cluster_registry(options.clusters, metrics)
+        self.cluster_schemas = (
+            MemberSchemas(self.members, self.resolver) if self.members is not None else None
+        )
         self.applier = Applier(
             client,
             ApplierOptions(tooling=tooling_for(KRO_VERSION), concurrency=options.apply_concurrency),
@@ -241,6 +245,7 @@ class KroApp:
             writes=self.writes,
             kind_waits=self.kind_waits,
             members=self.members,
+            clusters=self.cluster_schemas,
         )
         self.programs = ProgramCache()
         """The one cache of compiled programs: GraphRevisions' and Graphs'."""
@@ -253,6 +258,7 @@ class KroApp:
             notify_rgd=self.enqueue_rgd,
             metrics=GraphRevisionMetrics(metrics),
             writes=self.writes,
+            clusters=self.cluster_schemas,
         )
         # Cache-driven state first, then the controllers that read it.
         cache.informer(CRDS, metadata_only=True).add_handler(
@@ -341,6 +347,7 @@ class KroApp:
             )
             if self.members is not None
             else None,
+            cluster_schemas=self.cluster_schemas,
         )
         self.graph_controller: Controller[Request] = (
             self.manager.controller("Graph")
@@ -372,7 +379,17 @@ class KroApp:
         )
         members = RegistryMembers(registry)
         self.manager.add_runnable(members)
+        registry.subscribe(self._cluster_changed)
         return members
+
+    def _cluster_changed(self, cluster: str, event: str) -> None:
+        """M-12: an RGD whose literal target named a cluster that was not Ready is built again
+        as soon as one is (every RGD not Active: the build says which were waiting)."""
+        if event != "ready":
+            return
+        for rgd in self.cache.informer(RGDS).store.list():
+            if str((rgd.get("status") or {}).get("state") or "") != RGD_STATE_ACTIVE:
+                self.enqueue_rgd(_name(rgd))
 
     @property
     def rgd_queue(self) -> WorkQueue[Request]:

@@ -53,7 +53,7 @@ from kro.engine.teardown import FINALIZER_ATTEMPTS
 from kro.graph.errors import GraphError
 from kro.graph.model import Graph
 from kro.graph.options import BuildOptions
-from kro.graph.resolver import SchemaResolver
+from kro.graph.resolver import ClusterSchemas, SchemaResolver
 from kro.runtime.client import Client
 from kro.runtime.errors import KubeError, NotFound
 from kro.runtime.finalizers import remove_finalizer
@@ -80,14 +80,17 @@ class GraphRevisionReconciler:
         metrics: GraphRevisionMetrics | None = None,
         writes: WriteGate | None = None,
         programs: ProgramCache | None = None,
+        clusters: ClusterSchemas | None = None,
     ) -> None:
-        """`writes`: whether this replica may write GraphRevisions (default: always).
+        """`clusters`: member clusters' schemas (MultiCluster: M-12).
+        `writes`: whether this replica may write GraphRevisions (default: always).
         `programs`: the process's one cache of compiled programs (default: its own)."""
         self.programs = programs if programs is not None else ProgramCache()
         self.client = client
         self._status = StatusWriter(client, method="update")  # preconditioned on the read
         self.registry = registry
         self.resolver = resolver
+        self.clusters = clusters
         self.options = options
         self.notify_rgd = notify_rgd
         self.metrics = metrics or GraphRevisionMetrics()
@@ -234,7 +237,9 @@ class GraphRevisionReconciler:
             "",
             rgd_name,
             spec_hash,
-            lambda: build_graph_async(rgd, self.resolver, options=self.options),
+            lambda: build_graph_async(
+                rgd, self.resolver, options=self.options, clusters=self.clusters
+            ),
         )
 
     async def _ensure_finalizer(self, revision: dict[str, Any]) -> dict[str, Any]:

@@ -11,13 +11,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from kro.controllers.schemas import LiveSchemaResolver
 from kro.dynamic import ObjectRef, WatchCoordinator
 from kro.engine.places import ClusterUnavailable
 from kro.engine.watches import NoWatches, Watches
 from kro.fleet import ClusterError, ClusterRegistry
+from kro.graph.errors import GraphError
+from kro.graph.resolver import SchemaResolver
 from kro.runtime.client import Client
 
-__all__ = ["MemberWatches", "RegistryMembers"]
+__all__ = ["MemberSchemas", "MemberWatches", "RegistryMembers"]
 
 
 class RegistryMembers:
@@ -128,3 +131,30 @@ class MemberWatches:
 
 _closing: set[asyncio.Future[None]] = set()
 """Closes of retired member watches in flight (held so they are not collected mid-way)."""
+
+
+class MemberSchemas:
+    """Member clusters' schemas for the compiler (kro.graph.resolver.ClusterSchemas, M-12):
+    a resource whose literal target is a member is typed against that member's kinds, one
+    cached resolver per member client (a rotated client gets a fresh one)."""
+
+    def __init__(self, members: RegistryMembers, hub: SchemaResolver) -> None:
+        self._members = members
+        self._hub = hub
+        self._by_cluster: dict[str, tuple[Client, SchemaResolver]] = {}
+
+    def resolver(self, cluster: str) -> SchemaResolver:
+        if cluster == self._members.hub:
+            return self._hub
+        try:
+            client = self._members.client(cluster)
+        except ClusterUnavailable as error:
+            raise GraphError(
+                f'target cluster "{cluster}" is not a registered, Ready cluster: {error}'
+            ) from None
+        known = self._by_cluster.get(cluster)
+        if known is not None and known[0] is client:
+            return known[1]
+        resolver = LiveSchemaResolver(client)
+        self._by_cluster[cluster] = (client, resolver)
+        return resolver

@@ -145,7 +145,7 @@ from kro.graph.errors import GraphError
 from kro.graph.hashing import spec_hash
 from kro.graph.model import Graph
 from kro.graph.options import BuildOptions
-from kro.graph.resolver import SchemaResolver
+from kro.graph.resolver import ClusterSchemas, SchemaResolver
 from kro.runtime.client import Client
 from kro.runtime.errors import Conflict, KubeError, NotFound
 from kro.runtime.finalizers import remove_finalizer
@@ -196,6 +196,7 @@ class RGDReconciler:
         writes: WriteGate | None = None,
         kind_waits: KindWaits | None = None,
         members: RegistryMembers | None = None,
+        clusters: ClusterSchemas | None = None,
     ) -> None:
         """`members`: the registry's member clusters (MultiCluster), where targets send an
         instance's children. `enqueue_rgd(name)` brings an RGD back to this reconciler's
@@ -211,6 +212,8 @@ class RGDReconciler:
         self._status = StatusWriter(client, method="update")  # preconditioned on the read
         self.registry = registry
         self.resolver = resolver
+        self.clusters = clusters
+        """Member clusters' schemas (MultiCluster): literal targets typed there (M-12)."""
         self.dynamic = dynamic
         self.applier = applier
         self.options = options or RGDOptions()
@@ -473,7 +476,9 @@ class RGDReconciler:
         try:
             from kro.graph.builder import build_graph_async  # the compiler: with the first RGD
 
-            await build_graph_async(rgd, self.resolver, options=self.options.build)
+            await build_graph_async(
+                rgd, self.resolver, options=self.options.build, clusters=self.clusters
+            )
         except GraphError as error:
             self.metrics.build_errors.inc(name=name)
             self.metrics.build_duration.observe(time.monotonic() - started, name=name)

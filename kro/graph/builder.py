@@ -20,6 +20,7 @@ Pure: schemas come from the injected `SchemaResolver` (sync); `build_graph_async
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Mapping, Sequence
 from functools import partial
@@ -50,11 +51,11 @@ from kro.graph.nodes import NodeContext, compile_node
 from kro.graph.options import BuildOptions as BuildOptions  # noqa: PLC0414 (re-exported)
 from kro.graph.ordering import order_nodes
 from kro.graph.plural import resource_plural
-from kro.graph.resolver import GVK, SchemaResolver, referenced_gvks
+from kro.graph.resolver import GVK, ClusterSchemas, SchemaResolver, referenced_gvks
 from kro.graph.resources import ParsedResource, parse_resource
 from kro.graph.simpleschema import StatusSection, to_openapi_spec, walk_status
 from kro.graph.status import CompiledStatus, compile_status
-from kro.graph.targets import check_schema_only
+from kro.graph.targets import check_schema_only, resolver_for, targeted_gvks
 from kro.graph.validation import TargetRules, validate_kind, validate_resources
 
 _OBJECT_META_GVK: Final = GVK("", "v1", "ConfigMap")
@@ -149,8 +150,10 @@ def build_graph(
     resolver: SchemaResolver,
     *,
     options: BuildOptions | None = None,
+    clusters: ClusterSchemas | None = None,
 ) -> Graph:
-    """Validate and compile an RGD (the object, or its `spec`) into a `Graph`.
+    """Validate and compile an RGD (the object, or its `spec`) into a `Graph`. `clusters`:
+    member clusters' schemas, for resources whose literal target is one (MultiCluster).
 
     Raises a `BuildError` subclass (a `GraphError`) whose message is upstream's and whose
     fields say where: rgd, resource_id, field_path, expression, and the reference `rule`.
@@ -177,7 +180,15 @@ def build_graph(
     )
     parsed = [
         deferrals.parse(
-            r, partial(parse_resource, r, resolver, instance_namespaced=namespaced, rgd=name), name
+            r,
+            partial(
+                parse_resource,
+                r,
+                resolver_for(r.target, resolver, clusters, rgd=name, resource_id=r.id),
+                instance_namespaced=namespaced,
+                rgd=name,
+            ),
+            name,
         )
         for r in inputs
     ]
@@ -219,8 +230,14 @@ async def build_graph_async(
     resolver: SchemaResolver,
     *,
     options: BuildOptions | None = None,
+    clusters: ClusterSchemas | None = None,
 ) -> Graph:
-    """`build_graph` after `await resolver.prefetch(...)` of every kind the RGD names."""
+    """`build_graph` after `await resolver.prefetch(...)` of every kind the RGD names (and of
+    the kinds sent to each member cluster a literal target names, from that cluster)."""
     _, spec = split_rgd(rgd)
     await resolver.prefetch([*referenced_gvks(spec), _OBJECT_META_GVK])
-    return build_graph(rgd, resolver, options=options)
+    if clusters is not None:
+        for cluster, gvks in targeted_gvks(spec).items():
+            with contextlib.suppress(GraphError):  # build_graph reports the cluster
+                await clusters.resolver(cluster).prefetch(gvks)
+    return build_graph(rgd, resolver, options=options, clusters=clusters)

@@ -33,6 +33,7 @@ the environment they are typed in. The `graph` node's value is the map of its no
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 from collections.abc import Mapping, Sequence
@@ -57,14 +58,26 @@ from kro.graph.model import Graph, Instance, Node, NodeType
 from kro.graph.nodes import NodeContext, compile_node
 from kro.graph.options import BuildOptions
 from kro.graph.ordering import order_nodes
-from kro.graph.resolver import GVK, ResolvedSchema, SchemaResolver, referenced_gvks
+from kro.graph.resolver import (
+    GVK,
+    ClusterSchemas,
+    ResolvedSchema,
+    SchemaResolver,
+    referenced_gvks,
+)
 from kro.graph.resources import (
     ParsedResource,
     copy_tree,
     parse_resource,
     serialize_external_ref,
 )
-from kro.graph.targets import TARGET_FIELD, TargetProblem, parse_target
+from kro.graph.targets import (
+    TARGET_FIELD,
+    TargetProblem,
+    parse_target,
+    resolver_for,
+    targeted_gvks,
+)
 from kro.graph.templatecheck import parse_template_fields
 from kro.graph.validation import (
     OPTIONAL_FIELD,
@@ -478,7 +491,11 @@ def _check_optional(inputs: Sequence[_Input], *, gate: bool) -> None:
 
 
 def compile_graph(
-    graph: Mapping[str, Any], resolver: SchemaResolver, *, options: BuildOptions | None = None
+    graph: Mapping[str, Any],
+    resolver: SchemaResolver,
+    *,
+    options: BuildOptions | None = None,
+    clusters: ClusterSchemas | None = None,
 ) -> Graph:
     """Validate and compile a Graph object; raises `GraphError` (its message is the
     `Accepted=False` message). Schemas come from `resolver`, as for RGDs."""
@@ -497,7 +514,14 @@ def compile_graph(
         parsed[item.qualified] = (
             _frame_value(item, parsed, name)
             if item.kind == "graph"
-            else _parse(item, resolver, name, deferrals)
+            else _parse(
+                item,
+                resolver_for(
+                    item.resource.target, resolver, clusters, rgd=name, resource_id=item.qualified
+                ),
+                name,
+                deferrals,
+            )
         )
     top = [parsed[i.qualified] for i in inputs if "/" not in i.qualified]
     env = _environment(options, top)
@@ -585,15 +609,25 @@ def _literal_kinds(nodes: Any) -> list[dict[str, Any]]:
         ):
             body = n.get(key)
             if isinstance(body, Mapping) and not _dynamic_type(body):
-                found.append({"id": n.get("id"), as_key: body})
+                found.append({"id": n.get("id"), as_key: body, TARGET_FIELD: n.get(TARGET_FIELD)})
     return found
 
 
 async def compile_graph_async(
-    graph: Mapping[str, Any], resolver: SchemaResolver, *, options: BuildOptions | None = None
+    graph: Mapping[str, Any],
+    resolver: SchemaResolver,
+    *,
+    options: BuildOptions | None = None,
+    clusters: ClusterSchemas | None = None,
 ) -> Graph:
-    """`compile_graph` after the resolver fetched every literal kind the nodes name."""
+    """`compile_graph` after the resolver fetched every literal kind the nodes name (and each
+    member cluster a literal target names, the kinds sent there)."""
     spec = graph.get("spec") if isinstance(graph.get("spec"), Mapping) else {}
     nodes = (spec or {}).get("nodes") if isinstance(spec, Mapping) else None
-    await resolver.prefetch(referenced_gvks({"resources": _literal_kinds(nodes)}))
-    return compile_graph(graph, resolver, options=options)
+    resources = _literal_kinds(nodes)
+    await resolver.prefetch(referenced_gvks({"resources": resources}))
+    if clusters is not None:
+        for cluster, gvks in targeted_gvks({"resources": resources}).items():
+            with contextlib.suppress(GraphError):  # compile_graph reports the cluster
+                await clusters.resolver(cluster).prefetch(gvks)
+    return compile_graph(graph, resolver, options=options, clusters=clusters)

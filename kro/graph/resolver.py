@@ -101,6 +101,7 @@ class SchemaNotFoundError(GraphError):
 
     def __init__(self, gvk: GVK, lookup: str = "") -> None:
         self.gvk = gvk
+        self.lookup = lookup
         super().__init__(f"{lookup}: schema not found" if lookup else "schema not found")
 
 
@@ -136,6 +137,35 @@ class SchemaResolver(Protocol):
     async def prefetch(self, gvks: Iterable[GVK]) -> None:
         """Load whatever `resolve` will need for these kinds; unknown kinds are not an error."""
         ...
+
+
+class ClusterSchemas(Protocol):
+    """The schemas of member clusters (MultiCluster): a resource whose literal target is a
+    member is typed against that member's kinds (M-12)."""
+
+    def resolver(self, cluster: str) -> SchemaResolver:
+        """The member's resolver; raises GraphError naming the cluster when it is not a
+        registered, Ready cluster."""
+        ...
+
+
+class InCluster:
+    """`resolver`, whose not-found errors name the member cluster it asked (M-12)."""
+
+    def __init__(self, resolver: SchemaResolver, cluster: str) -> None:
+        self._resolver = resolver
+        self.cluster = cluster
+
+    def resolve(self, gvk: GVK) -> ResolvedSchema:
+        try:
+            return self._resolver.resolve(gvk)
+        except SchemaNotFoundError as error:
+            where = f'in cluster "{self.cluster}"'
+            lookup = f"{error.lookup} {where}" if error.lookup else where
+            raise SchemaNotFoundError(gvk, lookup) from None
+
+    async def prefetch(self, gvks: Iterable[GVK]) -> None:
+        await self._resolver.prefetch(gvks)
 
 
 class BundleEntry(TypedDict, total=False):

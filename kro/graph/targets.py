@@ -28,18 +28,29 @@ from typing import Any, Final
 
 from kro.api.names import ANNOTATION_TARGET_CLUSTER, FEATURE_MULTI_CLUSTER
 from kro.cel import CelEnvironment
-from kro.graph.build_errors import RGDValidationError
+from kro.graph.build_errors import ResourceBuildError, RGDValidationError
 from kro.graph.environment import SCHEMA_VARIABLE
+from kro.graph.errors import GraphError
 from kro.graph.expressions import ExpressionProblem, compile_checked
+from kro.graph.resolver import (
+    GVK,
+    ClusterSchemas,
+    InCluster,
+    SchemaResolver,
+    referenced_gvks,
+)
 from kro.graph.template import parse_template
 
 __all__ = [
     "TARGET_FIELD",
     "TargetProblem",
     "check_schema_only",
+    "graph_literal_targets",
     "inject_target",
     "literal_target",
     "parse_target",
+    "resolver_for",
+    "targeted_gvks",
 ]
 
 TARGET_FIELD: Final = "target"
@@ -88,6 +99,70 @@ def parse_target(  # noqa: PLR0911 - one return per problem
             f"{path}.{_NAMESPACE}",
         )
     return name.strip()
+
+
+def resolver_for(
+    target: str | None,
+    resolver: SchemaResolver,
+    clusters: ClusterSchemas | None,
+    *,
+    rgd: str,
+    resource_id: str,
+) -> SchemaResolver:
+    """Where a resource's kind is looked up (M-12): a literal target's member cluster (its
+    not-found errors name it), else `resolver`. A literal target that names no registered,
+    Ready cluster is a build error; the owner is built again when the cluster joins."""
+    cluster = literal_target(target)
+    if cluster is None or clusters is None:
+        return resolver
+    try:
+        return InCluster(clusters.resolver(cluster), cluster)
+    except GraphError as error:
+        raise ResourceBuildError(
+            str(error),
+            rule="M-12",
+            rgd=rgd,
+            resource_id=resource_id,
+            field_path=f"{TARGET_FIELD}.{_CLUSTER}.{_NAME}",
+        ) from None
+
+
+def targeted_gvks(spec: Mapping[str, Any]) -> dict[str, list[GVK]]:
+    """Per member cluster a literal target names, the kinds of the resources sent there (an
+    RGD's own target, else `spec.target`): what to prefetch from that cluster's schemas."""
+    default = _target_text(spec.get(TARGET_FIELD))
+    found: dict[str, list[GVK]] = {}
+    resources = spec.get("resources")
+    for resource in resources if isinstance(resources, list) else ():
+        if not isinstance(resource, Mapping):
+            continue
+        own = _target_text(resource.get(TARGET_FIELD))
+        cluster = literal_target(own if own is not None else default)
+        if cluster is not None:
+            kinds = found.setdefault(cluster, [])
+            kinds.extend(g for g in referenced_gvks({"resources": [resource]}) if g not in kinds)
+    return found
+
+
+def graph_literal_targets(nodes: Any) -> set[str]:
+    """Every member cluster a Graph's nodes (nested frames included) name literally."""
+    found: set[str] = set()
+    for node in nodes if isinstance(nodes, list) else ():
+        if not isinstance(node, Mapping):
+            continue
+        inner = node.get("graph")
+        if isinstance(inner, Mapping):
+            found |= graph_literal_targets(inner.get("nodes"))
+        cluster = literal_target(_target_text(node.get(TARGET_FIELD)))
+        if cluster is not None:
+            found.add(cluster)
+    return found
+
+
+def _target_text(raw: Any) -> str | None:
+    cluster = raw.get(_CLUSTER) if isinstance(raw, Mapping) else None
+    name = cluster.get(_NAME) if isinstance(cluster, Mapping) else None
+    return name.strip() if isinstance(name, str) and name.strip() else None
 
 
 def literal_target(target: str | None) -> str | None:

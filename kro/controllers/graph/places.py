@@ -12,18 +12,27 @@ asked again by the next pass, so a grant is picked up without an edit.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Final
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final
 
 from kro.api.names import REASON_CLUSTER_FORBIDDEN
 from kro.controllers.graph.watch_access import AccessAnswers, may
 from kro.controllers.members import RegistryMembers
 from kro.engine.places import ClusterUnavailable, WithMembers
 from kro.engine.watches import Watches
+from kro.graph.errors import GraphError
+from kro.graph.resolver import (
+    GVK,
+    ClusterSchemas,
+    ResolvedSchema,
+    SchemaNotFoundError,
+    SchemaResolver,
+)
+from kro.graph.targets import graph_literal_targets
 from kro.runtime.client import Client
 from kro.runtime.gvk import GVR
 
-__all__ = ["GraphPlaces"]
+__all__ = ["GraphPlaces", "ReadableClusters", "readable_clusters"]
 
 SECRETS: Final = GVR("", "v1", "secrets")
 
@@ -55,8 +64,80 @@ class GraphPlaces(WithMembers):
             raise ClusterUnavailable(
                 cluster,
                 REASON_CLUSTER_FORBIDDEN,
-                f"{self._username} may not get the Secret {self._registry_namespace}/{cluster}: "
-                f'a Graph reaches cluster "{cluster}" only when its ServiceAccount may read '
-                "that cluster's Secret",
+                _forbidden(self._username, self._registry_namespace, cluster),
             )
         await super().admit(cluster)
+
+
+def _forbidden(username: str, namespace: str, cluster: str) -> str:
+    return (
+        f"{username} may not get the Secret {namespace}/{cluster}: a Graph reaches cluster "
+        f'"{cluster}" only when its ServiceAccount may read that cluster\'s Secret'
+    )
+
+
+class ReadableClusters:
+    """The member clusters' schemas a Graph may compile against: those whose Secret its
+    ServiceAccount may read (M-13), so a compile never tells of another's cluster. A node
+    naming any other cluster is typed with the hub's kinds (the pass then refuses it,
+    `ClusterForbidden`); a kind the hub does not serve is the refusal itself."""
+
+    def __init__(
+        self,
+        schemas: ClusterSchemas,
+        hub: SchemaResolver,
+        readable: frozenset[str],
+        refusal: Callable[[str], str],
+    ) -> None:
+        self._schemas = schemas
+        self._hub = hub
+        self._readable = readable
+        self._refusal = refusal
+
+    def resolver(self, cluster: str) -> SchemaResolver:
+        if cluster in self._readable:
+            return self._schemas.resolver(cluster)
+        return _Unreadable(self._hub, self._refusal(cluster))
+
+
+class _Unreadable:
+    """The hub's kinds, for a node whose cluster the Graph may not read."""
+
+    def __init__(self, hub: SchemaResolver, refusal: str) -> None:
+        self._hub = hub
+        self._refusal = refusal
+
+    def resolve(self, gvk: GVK) -> ResolvedSchema:
+        try:
+            return self._hub.resolve(gvk)
+        except SchemaNotFoundError:
+            raise GraphError(self._refusal) from None
+
+    async def prefetch(self, gvks: Iterable[GVK]) -> None:
+        await self._hub.prefetch(gvks)
+
+
+async def readable_clusters(
+    graph: Mapping[str, Any],
+    schemas: ClusterSchemas,
+    hub: SchemaResolver,
+    client: Client,
+    *,
+    username: str,
+    registry_namespace: str,
+    answers: AccessAnswers,
+) -> ReadableClusters:
+    """`schemas` as far as the Graph's ServiceAccount (`client`) may read the Secrets of the
+    clusters its nodes name literally."""
+    spec = graph.get("spec") if isinstance(graph.get("spec"), Mapping) else {}
+    named = graph_literal_targets((spec or {}).get("nodes"))
+    readable = frozenset(
+        [
+            cluster
+            for cluster in sorted(named)
+            if await may(client, answers, (username, "get", SECRETS, registry_namespace, cluster))
+        ]
+    )
+    return ReadableClusters(
+        schemas, hub, readable, lambda cluster: _forbidden(username, registry_namespace, cluster)
+    )

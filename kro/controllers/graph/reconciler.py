@@ -56,7 +56,7 @@ from kro.controllers.graph.binding import GraphBinding
 from kro.controllers.graph.conditions import Verdict, converged
 from kro.controllers.graph.identity import ImpersonatedClients
 from kro.controllers.graph.inventory import GRAPHS, StatusInventory
-from kro.controllers.graph.places import GraphPlaces
+from kro.controllers.graph.places import GraphPlaces, readable_clusters
 from kro.controllers.graph.watch_access import ANSWER_TTL_S, AccessAnswers, ApplierWatches
 from kro.controllers.kind_waits import KindWaits, served_but_deferred
 from kro.controllers.members import MemberWatches, RegistryMembers
@@ -76,7 +76,7 @@ from kro.graph.graph_kind import compile_graph_async
 from kro.graph.hashing import spec_hash
 from kro.graph.model import Graph
 from kro.graph.options import BuildOptions
-from kro.graph.resolver import SchemaResolver
+from kro.graph.resolver import ClusterSchemas, SchemaResolver
 from kro.runtime.client import Client
 from kro.runtime.errors import NotFound
 from kro.runtime.events import EventRecorder
@@ -126,6 +126,7 @@ class GraphReconciler(OwnerReconciler):
         graph_versions: Callable[[ScalarWatch], Versions | None] | None = None,
         members: RegistryMembers | None = None,
         member_watches: MemberWatches | None = None,
+        cluster_schemas: ClusterSchemas | None = None,
     ) -> None:
         """`member_watches`: the Graphs' watches in member clusters (M-14). `members`: the
         registry's member clusters (MultiCluster), which node targets may name, as far as the
@@ -137,6 +138,7 @@ class GraphReconciler(OwnerReconciler):
         self.kind_waits = kind_waits
         self.members = members
         self.member_watches = member_watches
+        self.cluster_schemas = cluster_schemas
         self.client = client
         self.gvr = GRAPHS
         self.finalizer = GRAPH_FINALIZER
@@ -180,7 +182,7 @@ class GraphReconciler(OwnerReconciler):
             await self._refuse(obj, own_identity_refusal(username))
             return Result()
         try:
-            graph = await self._compile(obj)
+            graph = await self._compile(obj, username)
         except GraphError as error:
             await self._refuse(obj, str(error))
             return Result(requeue=True)
@@ -201,9 +203,21 @@ class GraphReconciler(OwnerReconciler):
 
     # -- compile ---------------------------------------------------------------------------
 
-    async def _compile(self, obj: Mapping[str, Any]) -> Graph:
+    async def _compile(self, obj: Mapping[str, Any], username: str = "") -> Graph:
         """The Graph's program, from the process's program cache (recompiled on a spec or a
-        schema change, V-64: kro.controllers.programs)."""
+        schema change, V-64: kro.controllers.programs); a node whose literal target is a
+        member cluster its ServiceAccount (`username`) may reach is typed there (M-12, M-13)."""
+        clusters = None
+        if self.members is not None and self.cluster_schemas is not None:
+            clusters = await readable_clusters(
+                obj,
+                self.cluster_schemas,
+                self.resolver,
+                self.clients.client_for(username),
+                username=username,
+                registry_namespace=self.members.namespace,
+                answers=self._answers,
+            )
         options = BuildOptions(
             max_collection_size=self.options.max_collection_size,
             cel_cost_limit=self.options.cel_cost_limit,
@@ -217,7 +231,7 @@ class GraphReconciler(OwnerReconciler):
             str(meta.get("namespace") or ""),
             str(meta.get("name") or ""),
             spec_hash(obj.get("spec") or {}),
-            lambda: compile_graph_async(obj, self.resolver, options=options),
+            lambda: compile_graph_async(obj, self.resolver, options=options, clusters=clusters),
         )
 
     # -- apply -----------------------------------------------------------------------------
