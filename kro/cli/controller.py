@@ -140,6 +140,7 @@ def app_options(config: ControllerConfig) -> AppOptions:
         )
         if config.feature_gates.get(FEATURE_MULTI_CLUSTER)
         else None,
+        enable_multicluster=config.enable_multicluster,
         feature_gates=dict(config.feature_gates),
         state_gauges=os.environ.get("KRO_STATE_GAUGES", "1") != "0",
     )

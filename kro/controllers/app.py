@@ -54,6 +54,7 @@ from kro.controllers.crd import CRDS, is_kro_owned
 from kro.controllers.events import RecorderPool
 from kro.controllers.graph import GRAPHS, GraphOptions, GraphReconciler
 from kro.controllers.graphrevision import GRAPH_REVISIONS, GraphRevisionReconciler
+from kro.controllers.instance.kinds import InstanceControllers
 from kro.controllers.instance.labels import KRO_VERSION
 from kro.controllers.kind_waits import KindWaits
 from kro.controllers.leadership import Promotion, WriteGate
@@ -74,11 +75,14 @@ from kro.controllers.programs import ProgramCache
 from kro.controllers.registry import RevisionRegistry
 from kro.controllers.rgd import RGDS, RGDOptions, RGDReconciler
 from kro.controllers.schemas import LiveSchemaResolver
+from kro.controllers.spokes import Spokes
 from kro.dynamic import DynamicController, DynamicControllerOptions, ObjectRef, ScalarWatch
 from kro.dynamic.watches import Versions
 from kro.fleet import ClusterRegistry
 from kro.graph.hashing import graph_revision_name
 from kro.graph.resolver import SchemaResolver
+from kro.runtime.cache import InformerCache
+from kro.runtime.client import Client
 from kro.runtime.controller import Controller
 from kro.runtime.manager import Manager
 from kro.runtime.memory import ObjectMemory
@@ -129,6 +133,7 @@ class AppOptions:
     # MultiCluster (M-01, M-02): where member clusters' Secrets are and how they are marked;
     # None with the gate off (no registry, no Secret informer, nothing changes).
     clusters: ClusterRegistryOptions | None = None
+    enable_multicluster: bool = False  # `--enable-multicluster`: hub and spokes (M-20..M-22)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -221,11 +226,18 @@ class KroApp:
         self.cluster_schemas = (
             MemberSchemas(self.members, self.resolver) if self.members is not None else None
         )
-        self.applier = Applier(
-            client,
-            ApplierOptions(tooling=tooling_for(KRO_VERSION), concurrency=options.apply_concurrency),
-            memory=ObjectMemory(enabled=options.skip_unchanged),
+        self.applier = self._applier(client)
+        self.spokes = (
+            Spokes(
+                self.members,
+                self._spoke,
+                conservative=options.rgd.conservative_crd_comparison,
+            )
+            if self.members is not None and options.enable_multicluster
+            else None
         )
+        if self.spokes is not None:
+            manager.add_runnable(self.spokes)
         self.rgd_reconciler = RGDReconciler(
             client=client,
             registry=self.registry,
@@ -246,6 +258,7 @@ class KroApp:
             kind_waits=self.kind_waits,
             members=self.members,
             clusters=self.cluster_schemas,
+            spokes=self.spokes,
         )
         self.programs = ProgramCache()
         """The one cache of compiled programs: GraphRevisions' and Graphs'."""
@@ -384,12 +397,43 @@ class KroApp:
 
     def _cluster_changed(self, cluster: str, event: str) -> None:
         """M-12: an RGD whose literal target named a cluster that was not Ready is built again
-        as soon as one is (every RGD not Active: the build says which were waiting)."""
+        as soon as one is (every RGD not Active: the build says which were waiting); with hub
+        and spokes, every RGD (M-20: its CRD goes to the member that joined)."""
         if event != "ready":
             return
         for rgd in self.cache.informer(RGDS).store.list():
-            if str((rgd.get("status") or {}).get("state") or "") != RGD_STATE_ACTIVE:
+            state = str((rgd.get("status") or {}).get("state") or "")
+            if self.spokes is not None or state != RGD_STATE_ACTIVE:
                 self.enqueue_rgd(_name(rgd))
+
+    def _applier(self, client: Client) -> Applier:
+        """An applier over `client` (the hub's, or a member's spoke's), with its skip memory."""
+        return Applier(
+            client,
+            ApplierOptions(
+                tooling=tooling_for(KRO_VERSION), concurrency=self.options.apply_concurrency
+            ),
+            memory=ObjectMemory(enabled=self.options.skip_unchanged),
+        )
+
+    def _spoke(self, cluster: str, client: Client) -> tuple[DynamicController, InstanceControllers]:
+        """A member's instance controllers (M-21): its informers, queue and workers, an applier
+        over its client, the hub's compiled revisions. Its metrics are not exported yet."""
+        dynamic = DynamicController(InformerCache(client), options=self.options.dynamic)
+        kinds = InstanceControllers(
+            client=client,
+            registry=self.registry,
+            applier=self._applier(client),
+            dynamic=dynamic,
+            options=self.options.rgd.instance,
+            metrics=InstanceMetrics(),
+            runtime_metrics=RuntimeMetrics(),
+            cel_metrics=CelMetrics(),
+            kind_waits=self.kind_waits,
+            members=self.members,
+            own_cluster=cluster,
+        )
+        return dynamic, kinds
 
     @property
     def rgd_queue(self) -> WorkQueue[Request]:

@@ -139,6 +139,7 @@ from kro.controllers.metrics import (
 from kro.controllers.permissions import PermissionChecker, ready_dependents, report_permissions
 from kro.controllers.registry import RevisionRegistry, RevisionState
 from kro.controllers.revisions import collect_revisions, list_revisions, revision_manifest
+from kro.controllers.spokes import Spokes, distributed
 from kro.dynamic import DynamicController, WatchForbidden
 from kro.engine.teardown import FINALIZER_ATTEMPTS
 from kro.graph.errors import GraphError
@@ -197,6 +198,7 @@ class RGDReconciler:
         kind_waits: KindWaits | None = None,
         members: RegistryMembers | None = None,
         clusters: ClusterSchemas | None = None,
+        spokes: Spokes | None = None,
     ) -> None:
         """`members`: the registry's member clusters (MultiCluster), where targets send an
         instance's children. `enqueue_rgd(name)` brings an RGD back to this reconciler's
@@ -213,6 +215,8 @@ class RGDReconciler:
         self.registry = registry
         self.resolver = resolver
         self.clusters = clusters
+        self.spokes = spokes
+        """Hub and spokes (`--enable-multicluster`): the members that serve each kind too."""
         """Member clusters' schemas (MultiCluster): literal targets typed there (M-12)."""
         self.dynamic = dynamic
         self.applier = applier
@@ -546,7 +550,7 @@ class RGDReconciler:
             f"kind {graph.instance.kind} has been accepted and ready",
         )
         try:
-            await self._register(rgd, graph, number)
+            kind = await self._register(rgd, graph, number)
         except WatchForbidden as error:
             # Reported at the API server's first refusal (V-15), and retried at a steady pace
             # rather than with the failure backoff: granting the permission is what ends it,
@@ -559,6 +563,12 @@ class RGDReconciler:
             self._report(rgd, Failure(REASON_FAILED_TO_START, str(error)))
             raise
         cond(CONDITION_CONTROLLER_READY, STATUS_TRUE, REASON_RUNNING, "controller is running")
+        if self.spokes is not None:  # M-20..M-22: the hub serves whatever the members do
+            status["clusters"] = (
+                await self.spokes.serve(rgd, crd, kind, number, allow_breaking=allow)
+                if distributed(rgd)
+                else []
+            )
         self._report_permissions(rgd, status)
         status["topologicalOrder"] = list(graph.topological_order)
         status["resources"] = graph.resources_status()
@@ -600,7 +610,7 @@ class RGDReconciler:
                 return
         self.failures(name).clear(name)
 
-    async def _register(self, rgd: Mapping[str, Any], graph: Graph, number: int) -> None:
+    async def _register(self, rgd: Mapping[str, Any], graph: Graph, number: int) -> Kind:
         """Register (or re-register on a new revision) the instance controller (P-07, R-19)."""
         gvr = GVR(graph.instance.group, graph.instance.version, graph.instance.plural)
         crd_name = str(graph.instance.crd["metadata"]["name"])
@@ -608,6 +618,7 @@ class RGDReconciler:
             gvr, graph.instance.kind, crd_name, str(_meta(rgd)["name"]), str(_meta(rgd)["uid"])
         )
         await self.kinds.serve(kind, number)
+        return kind
 
     # -- deletion, finalizer, status ---------------------------------------------------------
 
@@ -616,6 +627,7 @@ class RGDReconciler:
         reconciler, drop the RGD's series and its finalizer (P-11; see the module)."""
         name = str(_meta(rgd)["name"])
         started = time.monotonic()
+        crd_name: str | None = None
         if self.options.allow_crd_deletion:
             entry = self.registry.latest(name)
             if entry is not None and entry.graph is not None:
@@ -623,6 +635,8 @@ class RGDReconciler:
                 self.writes.check("crd deletion")
                 await delete_crd_if_owned(self.client, crd_name, rgd_name=name)
         await self.kinds.release(name)
+        if self.spokes is not None:  # M-20: member CRDs only under --allow-crd-deletion
+            await self.spokes.release(name, crd_name)
         self._forget(name)
         self.writes.check("rgd finalizer")
         await remove_finalizer(self.client, RGDS, rgd, FINALIZER, attempts=FINALIZER_ATTEMPTS)

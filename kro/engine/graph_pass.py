@@ -35,6 +35,7 @@ from typing import Any
 import structlog
 
 from kro.api.names import (
+    ANNOTATION_ORIGINATING_CLUSTER,
     LABEL_HUB,
     NODE_STATE_DELETING,
     NODE_STATE_ERROR,
@@ -318,8 +319,8 @@ class GraphPass:
         """Take each rendered object's target off it (M-11); whether every target names a
         usable cluster (M-12/M-13). A node whose cluster cannot be reached is in error (and
         so nothing may be pruned on this pass: what it applied there stays)."""
-        hub = self.places.hub
-        clusters = self._clusters[node.id] = [take_target(obj, hub) for obj in desired]
+        own = self.places.own
+        clusters = self._clusters[node.id] = [take_target(obj, own) for obj in desired]
         try:
             for cluster in dict.fromkeys(c for c in clusters if c):
                 await self.places.admit(cluster)
@@ -714,6 +715,9 @@ class GraphPass:
         labels = self.binding.child_labels(self.owner_obj, node.id)
         remote_labels = {**labels, LABEL_HUB: self.places.hub}  # M-14
         marks = self.binding.child_annotations(self.owner_obj, node.id)
+        remote_marks = marks
+        if self.places.own != self.places.hub:  # M-21: from an instance living in a member
+            remote_marks = {**marks, ANNOTATION_ORIGINATING_CLUSTER: self.places.own}
         if node.type is NodeType.COLLECTION:
             live = self._rows.pop(node.id, None) or {("", *_identity(o)): o for o in observed or []}
             for index, obj in enumerate(desired):
@@ -730,7 +734,7 @@ class GraphPass:
                             index=index,
                             size=len(desired),
                             deletion_policy=node.deletion_policy,
-                            annotations=marks,
+                            annotations=remote_marks if cluster else marks,
                         ),
                         self._gvr(node, index),
                         self._namespaced(node, index),
@@ -750,7 +754,7 @@ class GraphPass:
                         node.apply_order,
                         node_path=node.id,
                         deletion_policy=node.deletion_policy,
-                        annotations=marks,
+                        annotations=remote_marks if cluster else marks,
                     ),
                     self._gvr(node),
                     self._namespaced(node),

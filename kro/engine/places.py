@@ -42,8 +42,13 @@ class Places(Protocol):
 
     @property
     def hub(self) -> str:
-        """The owner's own cluster's name (`--local-cluster-name`): objects kro applies into a
-        member carry it (`kro.run/hub`, M-14); a target naming it is the owner's cluster."""
+        """The hub's name (`--local-cluster-name`): objects kro applies into another cluster
+        carry it (`kro.run/hub`, M-14)."""
+
+    @property
+    def own(self) -> str:
+        """The owner's own cluster's name (the hub's, or a member's for an instance that
+        lives there, M-21): a target naming it is the owner's cluster."""
 
     async def admit(self, cluster: str) -> None:
         """Whether the owner may reach `cluster` at all (asked once per cluster and pass,
@@ -67,6 +72,10 @@ class OwnCluster:
 
     @property
     def hub(self) -> str:
+        return self._hub
+
+    @property
+    def own(self) -> str:
         return self._hub
 
     async def admit(self, cluster: str) -> None:
@@ -106,10 +115,12 @@ class WithMembers:
         watches: Watches,
         members: MemberClusters,
         member_watches: Callable[[str], Watches] | None = None,
+        own: str = "",
     ) -> None:
         """`member_watches(cluster)`: the owner kind's watches in a member (None: a member's
-        objects are read each pass and no change there brings the owner back)."""
-        self._own = OwnCluster(client, watches, members.hub)
+        objects are read each pass and no change there brings the owner back). `own`: the
+        member the owner lives in (hub and spokes, M-21); "" for the hub."""
+        self._own = OwnCluster(client, watches, own or members.hub)
         self._members = members
         self._member_watches = member_watches
 
@@ -117,25 +128,29 @@ class WithMembers:
     def hub(self) -> str:
         return self._members.hub
 
+    @property
+    def own(self) -> str:
+        return self._own.own
+
     async def admit(self, cluster: str) -> None:
         self.client(cluster)
 
     def client(self, cluster: str) -> Client:
-        if not cluster or cluster == self.hub:
+        if not cluster or cluster == self.own:
             return self._own.client("")
         return self._members.client(cluster)
 
     def watches(self, cluster: str) -> Watches:
-        if not cluster or cluster == self.hub:
+        if not cluster or cluster == self.own:
             return self._own.watches("")
         if self._member_watches is None:
             return NoWatches()
         return self._member_watches(cluster)
 
 
-def take_target(obj: MutableMapping[str, Any], hub: str) -> str:
-    """The cluster a rendered object targets, "" for the owner's own, taking the annotation
-    off the object (nothing kro applies carries it)."""
+def take_target(obj: MutableMapping[str, Any], own: str) -> str:
+    """The cluster a rendered object targets, "" for the owner's own (named `own`), taking the
+    annotation off the object (nothing kro applies carries it)."""
     metadata = obj.get("metadata")
     if not isinstance(metadata, dict):
         return ""
@@ -145,4 +160,4 @@ def take_target(obj: MutableMapping[str, Any], hub: str) -> str:
     cluster = str(annotations.pop(ANNOTATION_TARGET_CLUSTER) or "").strip()
     if not annotations:
         metadata.pop("annotations")
-    return "" if cluster == hub else cluster
+    return "" if cluster == own else cluster

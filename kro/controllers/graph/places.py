@@ -57,7 +57,7 @@ class GraphPlaces(WithMembers):
         self._answers = answers
 
     async def admit(self, cluster: str) -> None:
-        if not cluster or cluster == self.hub:
+        if not cluster or cluster == self.own:
             return
         key = (self._username, "get", SECRETS, self._registry_namespace, cluster)
         if not await may(self._client, self._answers, key):

@@ -108,8 +108,10 @@ class InstanceControllers:
         enqueue_rgd: Callable[[str], None] | None = None,
         kind_waits: KindWaits | None = None,
         members: RegistryMembers | None = None,
+        own_cluster: str = "",
     ) -> None:
-        """`members`: the registry's member clusters (MultiCluster), for targets.
+        """`members`: the registry's member clusters (MultiCluster), for targets; `own_cluster`:
+        the member whose instances these are (hub and spokes), "" for the hub.
         `enqueue_rgd(name)`: bring an RGD back to its controller's queue (None: a draining
         kind is let go of only at that RGD's next reconcile). `kind_waits`: where instances
         whose deferred nodes wait for a kind are remembered, for its CRD to wake them."""
@@ -126,6 +128,7 @@ class InstanceControllers:
         self._enqueue_rgd = enqueue_rgd
         self._kind_waits = kind_waits
         self._members = members
+        self._own_cluster = own_cluster
         self._member_watches = (
             members.watches(lambda client: dynamic.coordinator(dynamic.enqueue, client=client))
             if members is not None
@@ -312,4 +315,5 @@ class InstanceControllers:
             "kind_waits": self._kind_waits,
             "members": self._members,
             "member_watches": self._member_watches,
+            "own_cluster": self._own_cluster,
         }

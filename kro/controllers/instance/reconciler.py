@@ -191,9 +191,11 @@ class InstanceReconciler(OwnerReconciler):
         kind_waits: KindWaits | None = None,
         members: MemberClusters | None = None,
         member_watches: MemberWatches | None = None,
+        own_cluster: str = "",
     ) -> None:
         """`members`: the registry's member clusters (MultiCluster gate), where targets send
-        children (M-10, M-11); None: every child lives with its instance.
+        children (M-10, M-11); None: every child lives with its instance. `own_cluster`: the
+        member this kind's instances live in (hub and spokes, M-21); "" for the hub.
         `events`: the recorder of condition-change Events (None: gate off, no Events).
         `warnings`: the recorder of kro-py's own Warnings (a yielded field), whatever the gates.
         `failures`: the kind's FailureReporter, shared by its reconcilers across revisions
@@ -209,6 +211,7 @@ class InstanceReconciler(OwnerReconciler):
                 watches,
                 members,
                 member_watches.for_cluster if member_watches is not None else None,
+                own=own_cluster,
             )
             if members is not None
             else None

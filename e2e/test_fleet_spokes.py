@@ -1,0 +1,162 @@
+"""Hub and spokes on real control planes: RGDs on the hub, instances in the members (M-20..M-22).
+
+* M-20: an RGD's CRD is installed in every member; `kro.run/distribute: "false"` keeps one on the
+  hub; the RGD's `status.clusters[]` says per member whether its kind is served; deleting the
+  RGD (under `--allow-crd-deletion`, as this suite runs) removes the member CRDs too.
+* M-21: the same instance name in two members is two instances, each reconciled in its member:
+  children there, status written there, finalizer there; the hub holds none of it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from kro_harness import CONTROLLER_ARGS, KroEnv, kro_fixtures
+
+from kro.api.names import LABEL_DISTRIBUTE
+from kro.runtime.client import Client
+from kro.runtime.config import load_default
+from kro.runtime.errors import NotFound
+from kro.runtime.gvk import GVR
+from kro.testing.fleet import Fleet
+from kro.testing.waiting import eventually
+
+ARGS = (
+    *CONTROLLER_ARGS[:-2],
+    "--feature-gates=InstanceConditionEvents=true,MultiCluster=true",
+    "--enable-multicluster",
+    "--cluster-secrets-namespace=kro-system",
+    "--log-level=info",
+)
+controller, kro = kro_fixtures(ARGS)
+CONFIGMAPS = GVR("", "v1", "configmaps")
+NAMESPACES = GVR("", "v1", "namespaces")
+CRDS = GVR("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+RGDS = GVR("kro.run", "v1alpha1", "resourcegraphdefinitions")
+MEMBERS = ("member-1", "member-2")
+TIMEOUT_S = 60.0
+
+
+@pytest.fixture(scope="module")
+def fleet(kube_fleet: Fleet) -> Fleet:
+    kube_fleet.register()
+    return kube_fleet
+
+
+@pytest.fixture
+async def members(fleet: Fleet, kro: KroEnv) -> AsyncIterator[dict[str, Client]]:
+    """A client per member, with the test's namespace created there (deleted after)."""
+    clients: dict[str, Client] = {}
+    async with contextlib.AsyncExitStack() as stack:
+        for name in MEMBERS:
+            config = await load_default(str(fleet.member(name).kubeconfig_path))
+            client = await stack.enter_async_context(Client.from_config(config))
+            await client.create(NAMESPACES, {"metadata": {"name": kro.namespace}})
+            clients[name] = client
+        yield clients
+        for client in clients.values():
+            with contextlib.suppress(NotFound):
+                await client.delete(NAMESPACES, kro.namespace)
+
+
+def _settings() -> dict[str, Any]:
+    return {
+        "id": "settings",
+        "template": {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "${schema.metadata.name}-settings"},
+            "data": {"color": "${schema.spec.color}"},
+        },
+    }
+
+
+async def _crd_in(client: Client, name: str) -> bool:
+    try:
+        await client.get(CRDS, name)
+    except NotFound:
+        return False
+    return True
+
+
+async def test_instances_live_and_are_reconciled_in_their_member(
+    fleet: Fleet, kro: KroEnv, members: dict[str, Client]
+) -> None:
+    rgd = kro.rgd(
+        "spoked",
+        "Spoked",
+        {"color": "string"},
+        [_settings()],
+        status={"color": "${settings.data.color}"},
+    )
+    await kro.apply_rgd(rgd)
+    active = await kro.wait_rgd_active(kro.rgd_name("spoked"))
+    gvr = await kro.gvr_of("Spoked")
+    crd = f"{gvr.resource}.{gvr.group}"
+
+    async def served_everywhere() -> list[Any] | None:
+        live = await kro.get_rgd(kro.rgd_name("spoked"))
+        clusters = (live.get("status") or {}).get("clusters") or []
+        ready = {c["name"] for c in clusters if c.get("kindReady")}
+        return clusters if ready >= set(MEMBERS) else None
+
+    await eventually(served_everywhere, what="the kind served in both members", timeout_s=TIMEOUT_S)
+    assert active
+    for name, client in members.items():
+        assert await _crd_in(client, crd), name
+        body = {
+            "apiVersion": f"{gvr.group}/{gvr.version}",
+            "kind": "Spoked",
+            "metadata": {"name": "same", "namespace": kro.namespace},
+            "spec": {"color": name},
+        }
+        await client.create(gvr, body, namespace=kro.namespace)
+    for name, client in members.items():
+
+        async def active_here(client: Client = client, name: str = name) -> bool:
+            obj = await client.get(gvr, "same", namespace=kro.namespace)
+            status = obj.get("status") or {}
+            return status.get("state") == "ACTIVE" and status.get("color") == name
+
+        await eventually(active_here, what=f"the instance ACTIVE in {name}", timeout_s=TIMEOUT_S)
+        child = await client.get(CONFIGMAPS, "same-settings", namespace=kro.namespace)
+        assert child["data"]["color"] == name  # each member's own instance, its own child
+        obj = await client.get(gvr, "same", namespace=kro.namespace)
+        assert obj["metadata"].get("finalizers")
+    with pytest.raises(NotFound):  # the hub holds no instance of it
+        await kro.client.get(gvr, "same", namespace=kro.namespace)
+    for client in members.values():
+        await client.delete(gvr, "same", namespace=kro.namespace)
+    for name, client in members.items():
+
+        async def gone(client: Client = client) -> bool:
+            try:
+                await client.get(CONFIGMAPS, "same-settings", namespace=kro.namespace)
+            except NotFound:
+                return True
+            return False
+
+        await eventually(gone, what=f"the child deleted in {name}", timeout_s=TIMEOUT_S)
+    await kro.client.delete(RGDS, kro.rgd_name("spoked"))
+
+    async def crds_removed() -> bool:
+        return not any([await _crd_in(c, crd) for c in members.values()])
+
+    await eventually(crds_removed, what="the member CRDs removed", timeout_s=TIMEOUT_S)
+
+
+async def test_a_hub_only_rgd_is_not_distributed(
+    fleet: Fleet, kro: KroEnv, members: dict[str, Client]
+) -> None:
+    rgd = kro.rgd("hubonly", "HubOnly", {"color": "string"}, [_settings()])
+    rgd["metadata"]["labels"] = {LABEL_DISTRIBUTE: "false"}
+    await kro.apply_rgd(rgd)
+    live = await kro.wait_rgd_active(kro.rgd_name("hubonly"))
+    gvr = await kro.gvr_of("HubOnly")
+    crd = f"{gvr.resource}.{gvr.group}"
+    assert (live.get("status") or {}).get("clusters") in (None, [])
+    for client in members.values():
+        assert not await _crd_in(client, crd)
