@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
@@ -19,7 +20,7 @@ from kro_harness import CONTROLLER_ARGS, KroEnv, kro_fixtures
 from kro.api.names import LABEL_DISTRIBUTE
 from kro.runtime.client import Client
 from kro.runtime.config import load_default
-from kro.runtime.errors import NotFound
+from kro.runtime.errors import KubeError, NotFound
 from kro.runtime.gvk import GVR
 from kro.testing.fleet import Fleet
 from kro.testing.waiting import eventually
@@ -160,3 +161,81 @@ async def test_a_hub_only_rgd_is_not_distributed(
     assert (live.get("status") or {}).get("clusters") in (None, [])
     for client in members.values():
         assert not await _crd_in(client, crd)
+
+
+async def test_a_member_outage_holds_up_only_that_member(
+    fleet: Fleet, kro: KroEnv, members: dict[str, Client]
+) -> None:
+    """M-22: member-2's API server stopped: an instance created in member-1 goes ACTIVE as
+    fast as ever; member-2 back: its instance is reconciled again with no edit (a child
+    deleted there meanwhile is re-created)."""
+    rgd = kro.rgd("sturdy", "Sturdy", {"color": "string"}, [_settings()])
+    await kro.apply_rgd(rgd)
+    await kro.wait_rgd_active(kro.rgd_name("sturdy"))
+    gvr = await kro.gvr_of("Sturdy")
+
+    def body(name: str, color: str) -> dict[str, Any]:
+        return {
+            "apiVersion": f"{gvr.group}/{gvr.version}",
+            "kind": "Sturdy",
+            "metadata": {"name": name, "namespace": kro.namespace},
+            "spec": {"color": color},
+        }
+
+    async def active(client: Client, name: str) -> bool:
+        try:
+            obj = await client.get(gvr, name, namespace=kro.namespace)
+        except NotFound:
+            return False
+        return (obj.get("status") or {}).get("state") == "ACTIVE"
+
+    async def served_in(name: str) -> bool:
+        try:
+            await members[name].get(CRDS, f"{gvr.resource}.{gvr.group}")
+        except NotFound:
+            return False
+        return True
+
+    for name in MEMBERS:
+        await eventually(lambda n=name: served_in(n), what=f"CRD in {name}", timeout_s=TIMEOUT_S)
+    await members["member-2"].create(gvr, body("steady", "blue"), namespace=kro.namespace)
+    await eventually(
+        lambda: active(members["member-2"], "steady"),
+        what="ACTIVE in member-2",
+        timeout_s=TIMEOUT_S,
+    )
+    outage = fleet.member("member-2").cluster
+    outage.stop("kube-apiserver")
+    try:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        await members["member-1"].create(gvr, body("during", "green"), namespace=kro.namespace)
+        await eventually(
+            lambda: active(members["member-1"], "during"), what="ACTIVE in member-1", timeout_s=20.0
+        )
+        assert loop.time() - started < 20.0
+    finally:
+        outage.start("kube-apiserver")
+    config = await load_default(str(fleet.member("member-2").kubeconfig_path))
+    async with Client.from_config(config) as member:  # a fresh connection to the restarted one
+
+        async def reachable() -> bool:
+            try:
+                await member.get(gvr, "steady", namespace=kro.namespace)
+            except KubeError:  # refused while it starts
+                return False
+            return True
+
+        await eventually(reachable, what="member-2 back", timeout_s=TIMEOUT_S)
+        await member.delete(CONFIGMAPS, "steady-settings", namespace=kro.namespace)
+
+        async def recreated() -> bool:
+            try:
+                await member.get(CONFIGMAPS, "steady-settings", namespace=kro.namespace)
+            except NotFound:
+                return False
+            return True
+
+        await eventually(recreated, what="the child back in member-2", timeout_s=90.0)
+        await member.delete(gvr, "steady", namespace=kro.namespace)
+    await members["member-1"].delete(gvr, "during", namespace=kro.namespace)
