@@ -267,6 +267,9 @@ EVENT_DELETION_BLOCKED: Final = "DeletionBlocked"
 """An instance's children cannot be deleted, so its finalizer stays."""
 EVENT_CRD_INSTALL_FAILED: Final = "CRDInstallFailed"
 EVENT_WAITING_FOR_CRD: Final = "WaitingForCRD"
+EVENT_CLUSTER_ABANDONED: Final = "ClusterAbandoned"
+"""M-16: an owner's deletion gave up on an unreachable member (`kro.run/abandon-cluster`):
+what it held there is left in place."""
 """Warning Event, once per owner and kind: a deferred node waits for its kind's CRD."""
 """The CRD an RGD generates could not be created or updated (e.g. a breaking change)."""
 

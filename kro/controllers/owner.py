@@ -19,7 +19,7 @@ these steps.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -108,6 +108,11 @@ class OwnerReconciler(ABC):
         if self.member_watches is not None:
             await self.member_watches.forget(ref)
 
+    def abandoned(self, obj: Mapping[str, Any], left: Sequence[str]) -> None:
+        """M-16: the teardown gave up on unreachable members (`left`: one line each); the
+        kind reports it (a Warning Event). Default: logged."""
+        log.warning("owner.clusters_abandoned", left=list(left))
+
     # -- the shared steps --------------------------------------------------------------------
 
     @staticmethod
@@ -123,6 +128,8 @@ class OwnerReconciler(ABC):
         step = await teardown_step(
             self.teardown_ownership(obj), self.client, obj, self.gvr, self.finalizer
         )
+        if step.abandoned:
+            self.abandoned(obj, step.abandoned)
         if step.done:
             await self.forget(ref)
             log.info("owner.deleted", resource=self.gvr.resource)

@@ -186,6 +186,7 @@ class ApplySetOwnership:
         across clusters). A member that cannot be reached holds the deletion, naming it,
         unless the instance's `kro.run/abandon-cluster` gives it up (its objects are left)."""
         abandoned = _abandoned(owner_obj)
+        left = _left_in(owner_obj, self.gvr, [c for c in clusters if c in abandoned])
         plans: dict[str, Any] = {}
         for cluster in ["", *clusters]:
             if cluster in abandoned:
@@ -208,7 +209,7 @@ class ApplySetOwnership:
                 return TeardownStep(False, blocked=blocked, transient=True)
         waves = [p.wave for p in plans.values() if p.wave is not None]
         if not any(p.members for p in plans.values()):
-            return TeardownStep(True)
+            return TeardownStep(True, abandoned=left)
         highest = max(waves) if waves else None
         plan: list[str] = [f"abandon cluster {c}" for c in clusters if c in abandoned]
         failures: list[str] = []
@@ -222,7 +223,7 @@ class ApplySetOwnership:
             plan.extend(f"release {where}{ref}" for ref in progress.released)
         if failures:
             return TeardownStep(False, wave=highest, blocked="; ".join(failures), transient=True)
-        return TeardownStep(False, wave=highest, plan=tuple(plan))
+        return TeardownStep(False, wave=highest, plan=tuple(plan), abandoned=left)
 
     async def plan_teardown(self, owner_obj: dict[str, Any]) -> TeardownStep:
         try:
@@ -270,6 +271,21 @@ def _member_clusters(owner_obj: Mapping[str, Any], gvr: GVR) -> list[str]:
     except ApplySetError:
         return []
     return sorted(inventory.clusters) if inventory is not None else []
+
+
+def _left_in(owner_obj: Mapping[str, Any], gvr: GVR, clusters: Sequence[str]) -> tuple[str, ...]:
+    """Per abandoned cluster, what the record says may be left there (its kinds and
+    namespaces: the cluster cannot be asked which objects)."""
+    if not clusters:
+        return ()
+    parent = Parent.from_object(owner_obj, gvr)
+    inventory = read_inventory(owner_obj, parent)
+    kinds = ", ".join(sorted(str(gk) for gk in inventory.group_kinds)) if inventory else ""
+    namespaces = ", ".join(inventory.namespaces(parent)) if inventory else ""
+    return tuple(
+        f'cluster "{c}": objects of {kinds or "no recorded kind"} in {namespaces or "-"}'
+        for c in clusters
+    )
 
 
 def _abandoned(owner_obj: Mapping[str, Any]) -> frozenset[str]:

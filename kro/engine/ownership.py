@@ -92,6 +92,9 @@ class TeardownStep:
     transient: bool = False
     plan: tuple[str, ...] = field(default=())
     held: tuple[Held, ...] = field(default=())
+    abandoned: tuple[str, ...] = field(default=())
+    """Member clusters this step gave up on (`kro.run/abandon-cluster`, M-16), each with what
+    was left there, as one line: the owner's adapter reports them."""
 
 
 class Ownership(Protocol):

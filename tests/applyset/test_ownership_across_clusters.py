@@ -156,6 +156,7 @@ async def test_an_unreachable_member_holds_deletion_until_abandoned(
     parent["metadata"].setdefault("annotations", {})[ANNOTATION_ABANDON_CLUSTER] = "m1"
     step = await _ownership(applier, client, places).teardown(parent)
     assert "abandon cluster m1" in step.plan
+    assert step.abandoned == (f'cluster "m1": objects of ConfigMap in {NS}',)  # reported
     assert live(api, CONFIGMAPS, "a", NS) is None
     assert (await _ownership(applier, client, places).teardown(parent)).done
     assert live(member_api, CONFIGMAPS, "b", NS) is not None  # left in place, as asked

@@ -27,6 +27,7 @@ from kro.api.names import (
     CONDITION_GRAPH_RESOLVED,
     CONDITION_INSTANCE_MANAGED,
     CONDITION_RESOURCES_READY,
+    EVENT_CLUSTER_ABANDONED,
     EVENT_DELETION_BLOCKED,
     EVENT_RECONCILE_FAILED,
     EVENT_RESOURCE_APPLY_FAILED,
@@ -759,6 +760,13 @@ class InstanceReconciler(OwnerReconciler):
                 str(meta.get("name") or ""),
                 conditions,
             )
+
+    def abandoned(self, obj: Mapping[str, Any], left: Sequence[str]) -> None:
+        """M-16: a Warning Event on the instance lists what was left in each abandoned member."""
+        super().abandoned(obj, left)
+        if self.warnings is not None:
+            message = "deletion gave up on unreachable clusters, their objects are left: "
+            self.warnings.record(obj, "Warning", EVENT_CLUSTER_ABANDONED, message + "; ".join(left))
 
     async def forget(self, parent: ObjectRef) -> None:
         """The instance is gone (or no longer ours): drop its watches and metric series."""
