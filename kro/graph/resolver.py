@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Final, Protocol, TypedDict
+from typing import Any, Final, Protocol, TypedDict, runtime_checkable
 
 from kro.graph.errors import GraphError
 
@@ -135,6 +135,18 @@ class SchemaResolver(Protocol):
 
     async def prefetch(self, gvks: Iterable[GVK]) -> None:
         """Load whatever `resolve` will need for these kinds; unknown kinds are not an error."""
+        ...
+
+
+@runtime_checkable
+class ClusterSchemaResolver(SchemaResolver, Protocol):
+    """A resolver that also knows the kinds of member clusters (`kro validate --cluster`,
+    M-07): a resource whose literal target names a cluster is typed with that cluster's
+    schema, not the hub's. The builder asks `resolve_in` only for a literal target; a target
+    computed per instance is checked against `resolve`, as without this Protocol."""
+
+    def resolve_in(self, gvk: GVK, cluster: str) -> ResolvedSchema:
+        """Answer from memory for `cluster`; raise SchemaNotFoundError for an unknown kind."""
         ...
 
 

@@ -18,8 +18,8 @@ from typing import Any, Final
 from kro.graph.build_errors import ResourceBuildError
 from kro.graph.errors import GraphError
 from kro.graph.model import NodeType
-from kro.graph.resolver import GVK, ResolvedSchema, SchemaResolver
-from kro.graph.targets import inject_target
+from kro.graph.resolver import GVK, ClusterSchemaResolver, ResolvedSchema, SchemaResolver
+from kro.graph.targets import inject_target, literal_target
 from kro.graph.templatecheck import TypedField, parse_template_fields
 from kro.graph.validation import (
     ResourceInput,
@@ -86,8 +86,12 @@ def _node_type(resource: ResourceInput, obj: Mapping[str, Any]) -> NodeType:
     return NodeType.EXTERNAL
 
 
-def _resolve(resolver: SchemaResolver, gvk: GVK, resource_id: str, rgd: str) -> ResolvedSchema:
+def _resolve(
+    resolver: SchemaResolver, gvk: GVK, resource_id: str, rgd: str, cluster: str | None = None
+) -> ResolvedSchema:
     try:
+        if cluster and isinstance(resolver, ClusterSchemaResolver):
+            return resolver.resolve_in(gvk, cluster)
         return resolver.resolve(gvk)
     except GraphError as err:
         raise ResourceBuildError(
@@ -113,7 +117,7 @@ def parse_resource(
         obj = copy_tree(dict(resource.template))  # the Graph is shared; callers may mutate
     validate_object_structure(obj, resource.id, rgd)
     gvk = GVK.from_api_version(obj["apiVersion"], obj["kind"])
-    resolved = _resolve(resolver, gvk, resource.id, rgd)
+    resolved = _resolve(resolver, gvk, resource.id, rgd, literal_target(resource.target))
     node_type = _node_type(resource, obj)
     metadata: Mapping[str, Any] = obj["metadata"]
     if not node_type.is_external:
