@@ -69,13 +69,13 @@ def _name(obj: Mapping[str, Any]) -> str:
 def accepted_message(error: BaseException) -> str:
     """The controller's `Accepted` message (the error's own text, on one line); for a kind the
     offline resolver does not know, followed by how to supply it."""
-    from kro.cli.messages import MISSING_KIND_HINT, describe_kind, one_line
+    from kro.cli.messages import describe_kind, missing_kind_hint, one_line
     from kro.graph.resolver import SchemaNotFoundError
 
     text = one_line(str(error))
     cause = error.__cause__
     if isinstance(cause, SchemaNotFoundError):
-        text += f" ({describe_kind(cause.gvk)}: {MISSING_KIND_HINT})"
+        text += f" ({describe_kind(cause.gvk)}: {missing_kind_hint(cause)})"
     return text
 
 
