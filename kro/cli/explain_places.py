@@ -31,6 +31,7 @@ from kro.api.names import (
     REASON_CLUSTER_UNREACHABLE,
 )
 from kro.api.objects import metadata as _meta
+from kro.cli.clusters import DEFAULT_NAMESPACE
 from kro.engine.places import ClusterUnavailable
 from kro.engine.watches import NoWatches, Watches
 from kro.fleet.credentials import member_connection
@@ -42,7 +43,7 @@ from kro.runtime.errors import Forbidden, KubeError, NotFound
 
 __all__ = ["DEFAULT_SECRETS_NAMESPACE", "DEFAULT_TIMEOUT_S", "CallerClusters", "ClusterAccess"]
 
-DEFAULT_SECRETS_NAMESPACE: Final = "kro-system"
+DEFAULT_SECRETS_NAMESPACE: Final = DEFAULT_NAMESPACE  # the controller's chart installs there
 DEFAULT_TIMEOUT_S: Final = 5.0
 
 
