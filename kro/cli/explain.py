@@ -3,6 +3,8 @@
     kro explain KIND/NAME [-n NAMESPACE] [--kubeconfig K] [--context C] [-o text|json|yaml]
     kro explain rgd NAME  [--kubeconfig K] [-o text|json|yaml]
     kro explain graph NAME [-n NAMESPACE] [--kubeconfig K] [-o text|json|yaml]
+    (instances and Graphs also take [--cluster-secrets-namespace NS] [--cluster-secrets-label
+    KEY=VALUE] [--cluster-secrets-key KEY] [--local-cluster-name NAME] [--cluster-timeout S])
 
 For an instance it reads the live object, its ResourceGraphDefinition and the GraphRevision kro
 runs, compiles the graph with the cluster's schemas, and evaluates it against the live children
@@ -13,7 +15,9 @@ readyWhen is false) / error (the API server's message kro recorded). The first l
 root cause. A deleting instance shows the deletion wave in progress and what blocks it. For an
 RGD it shows why it is not Active, down to the resource, field and expression of a build error.
 For a Graph (kro.run/v1alpha1) it runs the same dry pass over the Graph's own nodes and adds the
-Graph's conditions and `status.managedResources` (`explain_graph`).
+Graph's conditions and `status.managedResources` (`explain_graph`). A node whose target sends it
+to a member cluster (MultiCluster) is read there, through the member's registry Secret as the
+caller may read it (`explain_places`), and every node names its cluster (M-07).
 
 It only reads (GET and LIST), so the chart's `view` role is enough; what that role cannot read
 (GraphRevisions, CRDs) is worked around and mentioned under "Notes". Secret data is never
@@ -36,13 +40,16 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import yaml
 
 from kro.cli.explain_format import OUTPUT_FORMATS, render
 from kro.cli.explain_mask import SecretMask
 from kro.cli.explain_report import GraphReport, InstanceReport, RGDReport
+
+if TYPE_CHECKING:
+    from kro.cli.explain_places import ClusterAccess
 
 EXIT_OK: Final = 0
 EXIT_CANNOT_EXPLAIN: Final = 1
@@ -91,7 +98,64 @@ def add_explain_command(commands: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument(
         "-o", "--output", choices=OUTPUT_FORMATS, default="text", help="output format"
     )
+    _add_cluster_flags(parser)
     parser.set_defaults(handler=_handler)
+
+
+def _add_cluster_flags(parser: argparse.ArgumentParser) -> None:
+    """Where member clusters are registered, as the controller's flags of the same names say
+    (and `kro clusters` reads): explain reaches a targeted node's cluster through its Secret."""
+    from kro.api.names import (
+        CLUSTER_SECRETS_KEY_DEFAULT,
+        CLUSTER_SECRETS_LABEL_DEFAULT,
+        LOCAL_CLUSTER_NAME_DEFAULT,
+    )
+    from kro.cli.explain_places import DEFAULT_SECRETS_NAMESPACE, DEFAULT_TIMEOUT_S
+
+    parser.add_argument(
+        "--cluster-secrets-namespace",
+        default=DEFAULT_SECRETS_NAMESPACE,
+        metavar="NS",
+        help=f"namespace of the member clusters' Secrets (default: {DEFAULT_SECRETS_NAMESPACE})",
+    )
+    parser.add_argument(
+        "--cluster-secrets-label",
+        default=CLUSTER_SECRETS_LABEL_DEFAULT,
+        metavar="KEY=VALUE",
+        help=f"label of a member cluster's Secret (default: {CLUSTER_SECRETS_LABEL_DEFAULT})",
+    )
+    parser.add_argument(
+        "--cluster-secrets-key",
+        default=CLUSTER_SECRETS_KEY_DEFAULT,
+        metavar="KEY",
+        help=f"Secret data key holding the kubeconfig (default: {CLUSTER_SECRETS_KEY_DEFAULT})",
+    )
+    parser.add_argument(
+        "--local-cluster-name",
+        default=LOCAL_CLUSTER_NAME_DEFAULT,
+        metavar="NAME",
+        help=f"the hub's own name as a target (default: {LOCAL_CLUSTER_NAME_DEFAULT})",
+    )
+    parser.add_argument(
+        "--cluster-timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"how long a member cluster may take to answer (default: {DEFAULT_TIMEOUT_S:g})",
+    )
+
+
+def cluster_access(args: argparse.Namespace) -> ClusterAccess:
+    """The registry as the command line describes it (defaults: the controller's)."""
+    from kro.cli.explain_places import ClusterAccess
+
+    return ClusterAccess(
+        namespace=args.cluster_secrets_namespace,
+        label=args.cluster_secrets_label,
+        key=args.cluster_secrets_key,
+        local_name=args.local_cluster_name,
+        timeout_s=args.cluster_timeout,
+    )
 
 
 def parse_request(target: str, name: str | None) -> Request:
@@ -135,13 +199,15 @@ async def explain(
     from kro.cli.explain_rgd import explain_rgd
     from kro.runtime.client import Client
 
+    access = cluster_access(args)
     async with await Client.from_kubeconfig(args.kubeconfig, context=args.context) as client:
         if request.kind is None:
             return await explain_rgd(client, request.name)
         namespace = args.namespace or context_namespace(args.kubeconfig, args.context)
         if request.kind.lower() in GRAPH_WORDS:
-            return await explain_graph(client, request.name, namespace, mask)
-        return await explain_instance(client, Target(request.kind, request.name, namespace), mask)
+            return await explain_graph(client, request.name, namespace, mask, access)
+        target = Target(request.kind, request.name, namespace)
+        return await explain_instance(client, target, mask, access)
 
 
 def _quiet_logs() -> None:
@@ -162,6 +228,11 @@ def _handler(args: argparse.Namespace) -> int:
         request = parse_request(args.target, args.name)
     except UsageError as error:
         print(f"error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    label = args.cluster_secrets_label
+    if "=" not in label or label.startswith("="):
+        message = f"error: --cluster-secrets-label must be one key=value, got {label!r}"
+        print(message, file=sys.stderr)
         return EXIT_USAGE
     _quiet_logs()
     mask = SecretMask()

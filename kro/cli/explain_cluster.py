@@ -15,7 +15,7 @@ replica owns the instance (`explain_shard`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -23,7 +23,8 @@ from kro.api.objects import metadata as _meta
 from kro.cli.explain_cause import condition_reports, root_cause, summarize_deletion
 from kro.cli.explain_dryrun import ReadingClient, dry_run, planned_deletion
 from kro.cli.explain_mask import SecretMask
-from kro.cli.explain_report import EventReport, InstanceReport, NodeReport
+from kro.cli.explain_places import ClusterAccess
+from kro.cli.explain_report import EventReport, InstanceReport, NodeReport, NodeStatus
 from kro.cli.explain_shard import read_shard_owners
 from kro.cli.explain_source import LoadedGraph, find_rgd_name, forbidden_note, load_graph
 from kro.controllers.instance.status import recorded_apply_errors
@@ -132,8 +133,23 @@ async def read_events(
     return reports, ""
 
 
-async def explain_instance(client: Client, target: Target, mask: SecretMask) -> InstanceReport:
-    """Everything `kro explain KIND/NAME` prints; raises ExplainError when it cannot."""
+def unseen_notes(nodes: Sequence[NodeReport], access: ClusterAccess | None) -> list[str]:
+    """Why nodes in member clusters explain could not reach are unknown, once (M-07)."""
+    if not any(n.clusters and n.status is NodeStatus.UNKNOWN for n in nodes):
+        return []
+    namespace = (access or ClusterAccess()).namespace
+    return [
+        "explain reaches a member cluster with the credentials of its registry Secret, read as "
+        f"you in namespace {namespace} (--cluster-secrets-namespace); a node in a cluster you "
+        "cannot read or reach from here is unknown, not in error"
+    ]
+
+
+async def explain_instance(
+    client: Client, target: Target, mask: SecretMask, access: ClusterAccess | None = None
+) -> InstanceReport:
+    """Everything `kro explain KIND/NAME` prints; raises ExplainError when it cannot.
+    `access`: where the member clusters' Secrets are, for targeted nodes (M-07)."""
     info = await resolve_kind(client, target.kind)
     instance = await read_instance(client, info, target)
     mask.add(instance)
@@ -152,7 +168,7 @@ async def explain_instance(client: Client, target: Target, mask: SecretMask) -> 
         if loaded.graph is not None:
             reader = ReadingClient(client, instance, mask)
             recorded = recorded_apply_errors(instance, loaded.graph.topological_order)
-            dry = await dry_run(loaded.graph, instance, info.gvr, reader, recorded)
+            dry = await dry_run(loaded.graph, instance, info.gvr, reader, recorded, access=access)
             nodes, would_write = list(dry.nodes), dry.would_write
             uids.update(reader.uids)
     else:
@@ -160,6 +176,7 @@ async def explain_instance(client: Client, target: Target, mask: SecretMask) -> 
     events, note = await read_events(client, ident.namespace, uids)
     shards = await read_shard_owners(client, ident.namespace)
     notes += [note] if note else []
+    notes += unseen_notes(nodes, access)
     status = instance.get("status") or {}
     generation = _meta(instance).get("generation")
     return InstanceReport(

@@ -13,6 +13,11 @@ nothing itself, so explain and the controller cannot drift apart.
 What only the controller saw, the API server's refusal of an apply, comes from the instance's
 `ResourcesReady` condition (kro.controllers.instance.status.recorded_apply_errors, which reads
 the message the same module writes): a dry run cannot send the apply to find out.
+
+A node whose target names a member cluster (MultiCluster, M-11) is read in that member, reached
+as the caller could through the member's registry Secret (`explain_places`); each node's report
+names the cluster its objects live in (M-07), the hub under its local name. A graph without
+any target names no cluster, so its explanation reads as it always did.
 """
 
 from __future__ import annotations
@@ -21,11 +26,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from kro.api.names import REASON_SCHEMA_PENDING
+from kro.api.names import ANNOTATION_TARGET_CLUSTER, REASON_SCHEMA_PENDING
 from kro.api.objects import metadata as _meta
 from kro.applyset import Applier, ApplierOptions
 from kro.cli.explain_cause import LiveMembers
 from kro.cli.explain_mask import SecretMask
+from kro.cli.explain_places import CallerClusters, ClusterAccess
 from kro.cli.explain_report import NodeReport, NodeStatus
 from kro.controllers.graph.binding import GraphBinding
 from kro.controllers.graph.inventory import GRAPHS, StatusInventory
@@ -39,12 +45,14 @@ from kro.engine.recording import RecordingOwnership
 from kro.engine.results import object_id
 from kro.graph.evaluate import InstanceEvaluation
 from kro.graph.model import Graph, Node
+from kro.graph.targets import literal_target
 from kro.runtime.client import Client
 from kro.runtime.discovery import RESTMapper
 from kro.runtime.errors import Forbidden
 from kro.runtime.gvk import GVR
 
 NOT_RUNNING = "kro recorded no error (is the kro controller running?)"
+_CLUSTER_REASONS = frozenset({NodeReason.CLUSTER_NOT_FOUND, NodeReason.CLUSTER_FORBIDDEN})
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,12 +116,15 @@ async def dry_run(
     gvr: GVR,
     reader: ReadingClient,
     recorded: Mapping[str, str],
+    *,
+    access: ClusterAccess | None = None,
 ) -> DryRun:
     """One report per node, in topological order, and what the pass would write, for an owner
     of resource `gvr`: a `Graph`'s objects carry its marks and are kept by its status
     inventory (one field manager for its templates, one per patch node through the endpoint
     the patch targets), an RGD instance's by its ApplySet; either is what an apply is judged
-    by."""
+    by. `access` says where the member clusters' Secrets are, for targeted nodes."""
+    access = access or ClusterAccess()
     owner = dict(owner_obj)
     meta = _meta(owner)
     ref = ObjectRef(gvr, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
@@ -128,29 +139,77 @@ async def dry_run(
         applier = Applier(client, ApplierOptions(tooling="kro explain"))  # never applies
         ownership = ApplySetOwnership(applier=applier, client=client, gvr=gvr)
     recording = RecordingOwnership(ownership, recorded)
-    work = GraphPass(
-        graph=graph,
-        owner_obj=owner,
-        binding=binding,
-        client=client,
-        ownership=recording,
-        watches=NoWatches(),
-        evaluation=InstanceEvaluation(graph, owner, max_collection_size=graph.max_collection_size),
-        diagnose=True,
-        recorded=recorded,
-    )
-    result = await work.run()
+
+    def member_reader(member: Client) -> Client:
+        return cast(Client, ReadingClient(member, owner, reader.mask))
+
+    async with CallerClusters(client, access, member_reader) as places:
+        work = GraphPass(
+            graph=graph,
+            owner_obj=owner,
+            binding=binding,
+            client=client,
+            ownership=recording,
+            watches=NoWatches(),
+            evaluation=InstanceEvaluation(
+                graph, owner, max_collection_size=graph.max_collection_size
+            ),
+            diagnose=True,
+            recorded=recorded,
+            places=places,
+        )
+        result = await work.run()
+    where = Whereabouts(access, frozenset(places.unseen)) if has_targets(graph) else None
     nodes = [
-        report(graph.node(node_id), result.nodes[node_id])
+        report(graph.node(node_id), result.nodes[node_id], where)
         for node_id in graph.topological_order
         if node_id in result.nodes
     ]
     return DryRun(tuple(nodes), tuple(recording.writes))
 
 
-def report(node: Node, found: NodeResult) -> NodeReport:
-    """The engine's result for `node`, in a user's words."""
+def has_targets(graph: Graph) -> bool:
+    """Whether any node is sent to a cluster by a target (only then are clusters named)."""
+    return any(_target(node) is not None for node in graph.nodes.values())
+
+
+def _target(node: Node) -> str | None:
+    """The node's target as compiled into its template (a literal or a `${}` text)."""
+    metadata = node.template.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
+    if not isinstance(annotations, Mapping) or ANNOTATION_TARGET_CLUSTER not in annotations:
+        return None
+    return str(annotations[ANNOTATION_TARGET_CLUSTER])
+
+
+@dataclass(frozen=True, slots=True)
+class Whereabouts:
+    """How a dry run over a targeted graph names clusters: the hub's local name, and the
+    clusters the caller could not see (their nodes are unknown, not in error)."""
+
+    access: ClusterAccess
+    unseen: frozenset[str] = frozenset()
+
+    def clusters(self, node: Node, found: NodeResult) -> tuple[str, ...]:
+        """Where the node's objects live: as the pass placed them, or, for a node that did
+        not render, where its literal target sends it (nothing when it is computed)."""
+        if node.type.is_value:
+            return ()
+        if found.clusters:
+            return tuple(self.access.name_of(c) for c in found.clusters)
+        target = _target(node)
+        if found.objects or target is None:
+            return (self.access.local_name,)
+        literal = literal_target(target)
+        return (literal,) if literal else ()
+
+
+def report(node: Node, found: NodeResult, where: Whereabouts | None = None) -> NodeReport:
+    """The engine's result for `node`, in a user's words; with `where`, naming its cluster."""
     status, reason, message = _worded(node, found)
+    clusters = where.clusters(node, found) if where is not None else ()
+    if where is not None and found.reason in _CLUSTER_REASONS and where.unseen & set(clusters):
+        status, reason, message = NodeStatus.UNKNOWN, found.message, ""
     return NodeReport(
         id=node.id,
         type=node.type.value,
@@ -166,6 +225,7 @@ def report(node: Node, found: NodeResult) -> NodeReport:
         waiting_on=found.waiting_on,
         missing=found.missing,
         message=message,
+        clusters=clusters,
     )
 
 
@@ -196,6 +256,8 @@ def _worded(  # noqa: C901, PLR0911 - one case per NodeReason
         case NodeReason.APPLY_FAILED:
             reason = "the last apply failed" if found.exists else "the API server refused it"
             return NodeStatus.ERROR, reason, found.message
+        case NodeReason.CLUSTER_NOT_FOUND | NodeReason.CLUSTER_FORBIDDEN:
+            return NodeStatus.ERROR, "its target cluster cannot be used", found.message
         case NodeReason.READ_FAILED:
             return NodeStatus.UNKNOWN, found.message, ""
     return NodeStatus.UNKNOWN, found.message, ""

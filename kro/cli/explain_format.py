@@ -131,17 +131,21 @@ def _shard(shard: ShardReport) -> list[str]:
 
 
 def _nodes(nodes: Sequence[NodeReport], title: str = "") -> list[str]:
+    """The node table; a CLUSTER column (M-07) only for a graph with targets, whose nodes
+    name their clusters (a graph without one prints as it always did)."""
+    placed = any(n.clusters for n in nodes)
     rows = [
         (
             n.id,
             str(n.wave),
             _objects(n),
+            *((", ".join(n.clusters) or "-",) if placed else ()),
             n.status.value,
             ", ".join(n.dependencies) or "-",
         )
         for n in nodes
     ]
-    header = ("NODE", "WAVE", "OBJECT", "STATE", "NEEDS")
+    header = ("NODE", "WAVE", "OBJECT", *(("CLUSTER",) if placed else ()), "STATE", "NEEDS")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = [
         title or "Resources (topological order; WAVE is the deletion wave, highest deleted first):",

@@ -33,9 +33,10 @@ from kro.api.graph import (
 from kro.api.names import STATUS_FALSE, STATUS_TRUE
 from kro.api.objects import metadata as _meta
 from kro.cli.explain_cause import condition_reports, describe_node, first_problem, one_line
-from kro.cli.explain_cluster import ExplainError, read_events
+from kro.cli.explain_cluster import ExplainError, read_events, unseen_notes
 from kro.cli.explain_dryrun import ReadingClient, dry_run
 from kro.cli.explain_mask import SecretMask
+from kro.cli.explain_places import ClusterAccess
 from kro.cli.explain_report import GraphReport, NodeReport
 from kro.controllers.graph.inventory import GRAPHS, entries_of
 from kro.controllers.schemas import LiveSchemaResolver
@@ -113,17 +114,25 @@ def _status_cause(graph_obj: Mapping[str, Any]) -> str:
 
 async def _compile(client: Client, graph_obj: Mapping[str, Any]) -> Graph | str:
     """Compile as the controller did: a Graph it accepted may defer a kind not served yet
-    (DeferredSchemaResolution), one it refused is compiled without, to show its error."""
+    (DeferredSchemaResolution), one it refused is compiled without, to show its error.
+    Targets compile as with the MultiCluster gate on (explain_source.compile_graph says why)."""
     accepted = is_condition_true(graph_obj.get("status"), CONDITION_ACCEPTED)
-    options = BuildOptions(deferred_schema_resolution=accepted)
+    options = BuildOptions(deferred_schema_resolution=accepted, multi_cluster=True)
     try:
         return await compile_graph_async(graph_obj, LiveSchemaResolver(client), options=options)
     except GraphError as error:
         return one_line(str(error))
 
 
-async def explain_graph(client: Client, name: str, namespace: str, mask: SecretMask) -> GraphReport:
-    """Everything `kro explain graph NAME` prints; raises ExplainError when it cannot."""
+async def explain_graph(
+    client: Client,
+    name: str,
+    namespace: str,
+    mask: SecretMask,
+    access: ClusterAccess | None = None,
+) -> GraphReport:
+    """Everything `kro explain graph NAME` prints; raises ExplainError when it cannot.
+    `access`: where the member clusters' Secrets are, for targeted nodes (M-07)."""
     try:
         obj = await client.get(GRAPHS, name, namespace=namespace)
     except NotFound:
@@ -148,11 +157,13 @@ async def explain_graph(client: Client, name: str, namespace: str, mask: SecretM
             compile_error = compiled
         else:
             reader = ReadingClient(client, obj, mask)
-            dry = await dry_run(compiled, obj, GRAPHS, reader, recorded_apply_errors(obj))
+            recorded = recorded_apply_errors(obj)
+            dry = await dry_run(compiled, obj, GRAPHS, reader, recorded, access=access)
             nodes, would_write = dry.nodes, dry.would_write
             uids.update(reader.uids)
     events, note = await read_events(client, namespace, uids)
     notes += [note] if note else []
+    notes += unseen_notes(nodes, access)
     if any(n.status.value == "unknown" for n in nodes):
         notes.append(
             "explain reads as you; kro applies as the Graph's ServiceAccount, which may be "

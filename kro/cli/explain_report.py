@@ -60,6 +60,8 @@ class NodeReport:
     field_path: where in the template that expression sits, when it is a template field.
     waiting_on: the node this one waits for, when the cause is another node.
     message: text recorded by kro or the API server (a 422's message, for example).
+    clusters: the clusters the node's objects live in (M-07), the hub under its local name;
+        empty for a graph without targets, which names no cluster.
     """
 
     id: str
@@ -76,6 +78,7 @@ class NodeReport:
     waiting_on: str = ""
     missing: MissingField | None = None
     message: str = ""
+    clusters: tuple[str, ...] = ()
 
     @property
     def is_root_cause(self) -> bool:

@@ -125,9 +125,13 @@ async def compile_graph(
     accepted: the controller compiled this spec (a verified revision, an accepted RGD), so a
     kind not served yet may be deferred as it deferred it (DeferredSchemaResolution: a graph
     that needs no deferral compiles the same either way, and one the controller refused is
-    built without, to show the error it gave)."""
+    built without, to show the error it gave).
+
+    Targets are compiled as with the MultiCluster gate on: a graph without one compiles the
+    same, and one with targets is explained where its nodes live; whether the controller's
+    gate is on is the RGD's own condition to say."""
     resolver = LiveSchemaResolver(client)
-    options = BuildOptions(deferred_schema_resolution=accepted)
+    options = BuildOptions(deferred_schema_resolution=accepted, multi_cluster=True)
     try:
         return await build_graph_async(
             {"metadata": {"name": rgd_name}, "spec": spec}, resolver, options=options

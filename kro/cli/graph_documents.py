@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from kro.api.graph import GRAPH_API_VERSION, GRAPH_GROUP, GRAPH_KIND
 from kro.cli.build_result import BuildResult
+from kro.cli.member_schemas import clusters_of
 
 if TYPE_CHECKING:
     from kro.cli.inputs import Document
@@ -69,13 +70,13 @@ def _name(obj: Mapping[str, Any]) -> str:
 def accepted_message(error: BaseException) -> str:
     """The controller's `Accepted` message (the error's own text, on one line); for a kind the
     offline resolver does not know, followed by how to supply it."""
-    from kro.cli.messages import MISSING_KIND_HINT, describe_kind, one_line
+    from kro.cli.messages import describe_kind, missing_kind_hint, one_line
     from kro.graph.resolver import SchemaNotFoundError
 
     text = one_line(str(error))
     cause = error.__cause__
     if isinstance(cause, SchemaNotFoundError):
-        text += f" ({describe_kind(cause.gvk)}: {MISSING_KIND_HINT})"
+        text += f" ({describe_kind(cause.gvk)}: {missing_kind_hint(cause)})"
     return text
 
 
@@ -122,7 +123,9 @@ def build_graphs(
             )
             continue
         try:
-            graph = compile_graph(document.body, resolver, options=options)
+            graph = compile_graph(
+                document.body, resolver, options=options, clusters=clusters_of(resolver)
+            )
         except GraphError as error:
             message = accepted_message(error)
             results.append(

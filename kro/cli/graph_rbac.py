@@ -28,18 +28,36 @@ What differs is the owner, an adapter each (`Owner`):
 
 With `aggregation`, kro's ClusterRoles carry the label the chart's aggregated role selects
 (`rbac.kro.run/aggregate-to-controller: "true"`), so applying them is enough.
+
+A node whose target names a member cluster (MultiCluster) needs nothing of the hub for its
+kind: the member's own credentials act there (kro.cli.rbac_targets). Both owners leave it out of
+their roles and say in `notes` what each member's credentials must allow; a Graph's
+ServiceAccount still needs `get` on each such cluster's registry Secret, the trust rule by which
+a Graph reaches a member (M-13), granted by one more Role in the registry's namespace.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from kro.api.graph import DEFAULT_SERVICE_ACCOUNT
-from kro.api.names import AGGREGATE_TO_CONTROLLER_VALUE, LABEL_AGGREGATE_TO_CONTROLLER
-from kro.controllers.permissions import Permission, PolicyRule, required_rules, rules_for
+from kro.api.names import (
+    AGGREGATE_TO_CONTROLLER_VALUE,
+    LABEL_AGGREGATE_TO_CONTROLLER,
+    LOCAL_CLUSTER_NAME_DEFAULT,
+)
+from kro.cli.clusters import DEFAULT_NAMESPACE as SECRETS_NAMESPACE_DEFAULT
+from kro.cli.rbac_targets import Placement, member_permissions, permission_list, placement
+from kro.controllers.permissions import (
+    NODE_VERBS,
+    Permission,
+    PolicyRule,
+    required_rules,
+    rules_for,
+)
 from kro.graph.graph_kind import patch_endpoint
 from kro.graph.model import Graph, Node, NodeType
 
@@ -59,6 +77,7 @@ __all__ = [
     "node_warnings",
     "role_and_binding",
     "scope_of",
+    "secret_reader",
     "writes_rbac",
 ]
 
@@ -222,13 +241,37 @@ class Owner(Protocol):
 
     def roles(self, graph: Graph) -> list[dict[str, Any]]: ...
 
+    def notes(self, graph: Graph) -> list[str]:
+        """Comment lines for the roles: what nodes in member clusters need there instead
+        (none for a graph without targets)."""
+        ...
+
+
+def _members_lines(
+    placed: Placement, permissions: Callable[[Node], Iterable[Permission]], noun: str
+) -> list[str]:
+    """One line per member cluster named literally: its nodes and what they need there."""
+    lines = []
+    for cluster, nodes in placed.members.items():
+        needed = permission_list(member_permissions(nodes, permissions))
+        ids = ", ".join(node.id for node in nodes)
+        lines.append(f"  cluster {cluster} ({noun}s {ids}): {needed or 'nothing'}")
+    return lines
+
+
+def _rgd_permissions(node: Node) -> set[Permission]:
+    """What kro's controllers send for one node of an RGD (kro.controllers.permissions)."""
+    return {Permission(node.gvk.group, node.resource, v) for v in NODE_VERBS[node.type]}
+
 
 @dataclass(frozen=True, slots=True)
 class RgdOwner:
-    """An RGD: kro applies its resources, with the rules the pre-flight checks."""
+    """An RGD: kro applies its resources, with the rules the pre-flight checks; those that
+    target a member cluster are applied there with the member's own credentials."""
 
     aggregation: bool
     fullname: str
+    local_cluster: str = LOCAL_CLUSTER_NAME_DEFAULT
 
     def warnings(self, graph: Graph) -> list[str]:
         lines = node_warnings(graph, noun="resource", applier="kro", pronoun="kro")
@@ -236,17 +279,44 @@ class RgdOwner:
 
     def roles(self, graph: Graph) -> list[dict[str, Any]]:
         name = f"{self.fullname}:controller:{graph.rgd_name}"
-        return [cluster_role(name, required_rules(graph), aggregation=self.aggregation)]
+        hub = placement(graph, self.local_cluster).hub_graph()
+        return [cluster_role(name, required_rules(hub), aggregation=self.aggregation)]
+
+    def notes(self, graph: Graph) -> list[str]:
+        placed = placement(graph, self.local_cluster)
+        role = f"{self.fullname}:controller:{graph.rgd_name}"
+        where = f"ResourceGraphDefinition {graph.rgd_name}"
+        lines = []
+        if placed.members:
+            lines.append(
+                f"{where}: resources that target a member cluster are left out of {role}: "
+                "kro applies them with the member's own credentials (its registry Secret), "
+                "which must allow there:"
+            )
+            lines += _members_lines(placed, _rgd_permissions, "resource")
+        if placed.computed:
+            ids = ", ".join(node.id for node in placed.computed)
+            needed = permission_list(member_permissions(placed.computed, _rgd_permissions))
+            lines.append(
+                f"{where}: resources whose target is computed per instance ({ids}): {role} "
+                "keeps their kinds (a target may name the hub), and each member cluster one "
+                f"names must allow there: {needed}"
+            )
+        return lines
 
 
 @dataclass(frozen=True, slots=True)
 class GraphOwner:
-    """A Graph: its ServiceAccount applies, in the Graph's namespace; kro only watches."""
+    """A Graph: its ServiceAccount applies, in the Graph's namespace; kro only watches. Nodes
+    that target a member cluster are applied there with the member's own credentials, which
+    the ServiceAccount reaches by reading that cluster's registry Secret (M-13)."""
 
     namespace: str
     service_account: str
     aggregation: bool
     fullname: str
+    local_cluster: str = LOCAL_CLUSTER_NAME_DEFAULT
+    secrets_namespace: str = SECRETS_NAMESPACE_DEFAULT
 
     @property
     def applier(self) -> str:
@@ -262,11 +332,14 @@ class GraphOwner:
         return reasons + [f"{where}: warning: {line}" for line in lines]
 
     def roles(self, graph: Graph) -> list[dict[str, Any]]:
-        """The applier's role(s) and binding(s), then kro's list/watch ClusterRole."""
+        """The applier's role(s) and binding(s), then kro's list/watch ClusterRole; for a
+        Graph with member targets, last, the Role that lets its ServiceAccount read those
+        clusters' Secrets."""
+        placed = placement(graph, self.local_cluster)
         by_scope: dict[str, set[Permission]] = {}
         watched: set[Permission] = set()
         for node in graph.nodes.values():
-            needed = applier_permissions(node)
+            needed = applier_permissions(node) if placed.on_hub(node) else set()
             if not needed:
                 continue
             scope = scope_of(node, self.namespace).namespace
@@ -294,17 +367,82 @@ class GraphOwner:
             documents.append(
                 cluster_role(watcher, rules_for(watched), aggregation=self.aggregation)
             )
+        if placed.members:
+            documents += secret_reader(
+                self._secrets_role(graph), self.secrets_namespace, list(placed.members), subject
+            )
         return documents
 
+    def notes(self, graph: Graph) -> list[str]:
+        placed = placement(graph, self.local_cluster)
+        where = f'Graph "{graph.rgd_name}"'
+        lines = []
+        if placed.members:
+            lines.append(
+                f"{where}: nodes that target a member cluster are left out of the roles of "
+                f"{self.applier} and of kro's watch role: kro applies them with the member's "
+                "own credentials (its registry Secret), which must allow there:"
+            )
+            lines += _members_lines(placed, applier_permissions, "node")
+            lines.append(
+                f"{where}: {self.applier} reaches a member cluster only if it may get that "
+                f"cluster's Secret in {self.secrets_namespace} (M-13): the Role "
+                f"{self._secrets_role(graph)} grants it"
+            )
+        if placed.computed:
+            ids = ", ".join(node.id for node in placed.computed)
+            needed = permission_list(member_permissions(placed.computed, applier_permissions))
+            lines.append(
+                f"{where}: nodes whose target is computed per instance ({ids}): the roles keep "
+                "their kinds (a target may name the hub); each member cluster one names must "
+                f"allow there: {needed}; and {self.applier} must be allowed to get that "
+                f"cluster's Secret in {self.secrets_namespace} (M-13)"
+            )
+        return lines
+
+    def _secrets_role(self, graph: Graph) -> str:
+        return f"{self.fullname}:graph:{self.namespace}:{graph.rgd_name}:clusters"
+
     def _cluster_wide_reasons(self, graph: Graph) -> list[str]:
-        """Why the applier needs a ClusterRole, one line per node that reaches past a namespace."""
+        """Why the applier needs a ClusterRole, one line per node that reaches past a namespace
+        (in the hub: a node in a member cluster needs no role here)."""
+        placed = placement(graph, self.local_cluster)
         return [
             f'node "{node.id}": {scope.why}'
             for node in graph.nodes.values()
-            if applier_permissions(node)
+            if placed.on_hub(node) and applier_permissions(node)
             for scope in (scope_of(node, self.namespace),)
             if scope.namespace == CLUSTER
         ]
+
+
+def secret_reader(
+    name: str, namespace: str, clusters: Sequence[str], subject: Mapping[str, str]
+) -> list[dict[str, Any]]:
+    """A Role and RoleBinding letting `subject` get the named clusters' registry Secrets, and
+    no other Secret: the permission by which a Graph reaches those clusters (M-13)."""
+    metadata = {"name": name, "namespace": namespace}
+    role = {
+        "apiVersion": RBAC_API_VERSION,
+        "kind": "Role",
+        "metadata": dict(metadata),
+        "rules": [
+            {
+                "apiGroups": [""],
+                "resources": ["secrets"],
+                "resourceNames": sorted(clusters),
+                "verbs": ["get"],
+            }
+        ],
+    }
+    binding = {
+        "apiVersion": RBAC_API_VERSION,
+        "kind": "RoleBinding",
+        "metadata": dict(metadata),
+        "roleRef": {"apiGroup": RBAC_GROUP, "kind": "Role", "name": name},
+        "subjects": [dict(subject)],
+    }
+    return [role, binding]
 
 
 def applier_of(graph_obj: Mapping[str, Any]) -> str:

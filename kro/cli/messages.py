@@ -11,7 +11,8 @@ variables with (`not found in struct 'kro.t1.schema_spec'`). A terminal, a CI lo
   `spec.foo: no such field in the schema of resource "deployment"`);
 * any other synthetic type name `kro.tN.a_b_c` becomes `object (a.b.c)`;
 * `ERROR: <input>:L:C:` prefixes and snippet lines are folded into `(at column C)`;
-* a kind the offline resolver does not know gets its name and how to supply it.
+* a kind the offline resolver does not know gets its name and how to supply it (for a
+  resource targeting a member cluster given with `--cluster`, that the cluster lacks it).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import re
 from typing import Final
 
 from kro.graph.errors import GraphError
-from kro.graph.resolver import GVK, SchemaNotFoundError
+from kro.graph.resolver import GVK, ClusterSchemaNotFound, SchemaNotFoundError
 
 _ERROR_BLOCK: Final = re.compile(
     r"ERROR: <input>:(?P<line>\d+):(?P<column>\d+): (?P<message>[^\n]*)"
@@ -59,7 +60,17 @@ def _with_kind_hint(error: GraphError, text: str) -> str:
     cause = error.__cause__
     if not isinstance(cause, SchemaNotFoundError):
         return text
-    return f"{text} for {describe_kind(cause.gvk)}: {MISSING_KIND_HINT}"
+    return f"{text} for {describe_kind(cause.gvk)}: {missing_kind_hint(cause)}"
+
+
+def missing_kind_hint(error: SchemaNotFoundError) -> str:
+    """How to supply a kind: for a member cluster's, that cluster must serve it."""
+    if isinstance(error, ClusterSchemaNotFound):
+        return (
+            f"the resource targets cluster {error.cluster}, which does not serve it (read "
+            f"with --cluster {error.cluster}=FILE)"
+        )
+    return MISSING_KIND_HINT
 
 
 def describe_kind(gvk: GVK) -> str:

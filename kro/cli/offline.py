@@ -79,7 +79,9 @@ fields (kubectl's strict validation), the RGD API's admission rules, every resou
 against its kind's schema, every ${...} expression and its type, and the generated CRD.
 
 Kinds resolve from the built-in Kubernetes schemas, from CRDs given with --crd, from other
-RGDs given in the same run, and, with --kubeconfig, from a cluster.
+RGDs given in the same run, and, with --kubeconfig, from a cluster. A resource whose target
+names a member cluster (MultiCluster) resolves its kind from that cluster with
+--cluster NAME=KUBECONFIG.
 
 Exit status: 0 all valid, 1 something is invalid, 2 usage error.
 
@@ -87,6 +89,7 @@ examples:
   kro validate -f rgd.yaml
   kro validate -f platform/ -R --crd crds/ -o json
   cat rgd.yaml | kro validate -f -
+  kro validate -f rgd.yaml --feature-gates=MultiCluster=true --cluster member-1=member-1.kubeconfig
 """
 
 
@@ -125,10 +128,46 @@ def _run(
         inputs = load_inputs(args, graphs=graphs)
         if getattr(args, "kubeconfig", None):
             inputs = _with_cluster(args.kubeconfig, inputs)
+        if getattr(args, "clusters", None):
+            inputs = _with_members(dict(args.clusters), inputs)
     except (InputError, SchemaSourceError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_INVALID
     return report(inputs, build_all(inputs, build_options(args)))
+
+
+def _with_members(members: dict[str, str], inputs: Inputs) -> Inputs:
+    """`--cluster NAME=KUBECONFIG`: targeted resources typed with their member's kinds."""
+    from kro.cli.cluster_schemas import ClusterSchemaError
+    from kro.cli.member_schemas import with_member_schemas
+
+    bodies = [d.body for d in [*inputs.rgds, *inputs.graphs]]
+    try:
+        resolver, warnings = with_member_schemas(members, inputs.resolver, bodies)
+    except ClusterSchemaError as error:
+        raise InputError(str(error)) from error
+    for warning in warnings:
+        print(warning, file=sys.stderr)
+    return Inputs(inputs.rgds, inputs.files, resolver, inputs.graphs)
+
+
+def _cluster_usage(args: argparse.Namespace) -> str:
+    """What is wrong with `--cluster` flags as given (a usage error), or ""."""
+    from kro.api.names import FEATURE_MULTI_CLUSTER
+
+    names = [name for name, _ in args.clusters or ()]
+    if not names:
+        return ""
+    if not (args.feature_gates or {}).get(FEATURE_MULTI_CLUSTER):
+        gate = FEATURE_MULTI_CLUSTER
+        return (
+            f"--cluster type-checks resources by their target, which needs the {gate} "
+            f"feature gate: add --feature-gates={gate}=true"
+        )
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        return f"--cluster names {', '.join(repeated)} more than once"
+    return ""
 
 
 def _with_cluster(kubeconfig: str, inputs: Inputs) -> Inputs:
@@ -163,6 +202,10 @@ def _as_rgd(graph: dict[str, Any]) -> dict[str, Any]:
 def _validate(args: argparse.Namespace) -> int:
     if args.output not in args.output_formats:
         print(output.unsupported(args.output), file=sys.stderr)
+        return EXIT_USAGE
+    usage = _cluster_usage(args)
+    if usage:
+        print(f"error: {usage}", file=sys.stderr)
         return EXIT_USAGE
 
     def report(inputs: Inputs, results: list[BuildResult]) -> int:
@@ -321,8 +364,24 @@ def add_validate_command(commands: Any) -> None:
         metavar="FILE",
         help="also resolve kinds (e.g. installed CRDs) from this cluster's OpenAPI",
     )
+    validate.add_argument(
+        "--cluster",
+        dest="clusters",
+        action="append",
+        default=[],
+        type=_cluster_flag,
+        metavar="NAME=KUBECONFIG",
+        help="resolve the kinds of resources whose target names cluster NAME from that "
+        "cluster's OpenAPI (repeatable; needs --feature-gates=MultiCluster=true)",
+    )
     formats = output.add_output_flag(validate)
     validate.set_defaults(handler=_validate, output_formats=formats)
+
+
+def _cluster_flag(text: str) -> tuple[str, str]:
+    from kro.cli.member_schemas import parse_cluster_flag
+
+    return parse_cluster_flag(text)
 
 
 def add_generate_command(commands: Any) -> None:

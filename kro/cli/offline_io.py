@@ -105,6 +105,7 @@ def build_options(args: argparse.Namespace) -> BuildOptions:
         FEATURE_CEL_OMIT_FUNCTION,
         FEATURE_DEFERRED_SCHEMA_RESOLUTION,
         FEATURE_DELETION_POLICY,
+        FEATURE_MULTI_CLUSTER,
     )
     from kro.graph.builder import BuildOptions
 
@@ -115,6 +116,7 @@ def build_options(args: argparse.Namespace) -> BuildOptions:
         omit_function=bool(gates.get(FEATURE_CEL_OMIT_FUNCTION, False)),
         deletion_policy=bool(gates.get(FEATURE_DELETION_POLICY, False)),
         deferred_schema_resolution=bool(gates.get(FEATURE_DEFERRED_SCHEMA_RESOLUTION, False)),
+        multi_cluster=bool(gates.get(FEATURE_MULTI_CLUSTER, False)),
     )
 
 

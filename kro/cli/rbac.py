@@ -18,6 +18,13 @@ the label the chart's aggregated role selects (`rbac.kro.run/aggregate-to-contro
 so applying them is enough; `--mode standalone` (default) prints them without it, to bind to
 kro's ServiceAccount.
 
+A resource or node whose target names a member cluster (MultiCluster, with
+`--feature-gates=MultiCluster=true`) needs no hub rule for its kind: the member's own
+credentials act there. It is left out of the roles, and comment lines (on stderr with `-o
+json`) list per member cluster what its credentials must allow (kro.cli.rbac_targets); a
+Graph's ServiceAccount gets a Role to `get` those clusters' Secrets (M-13). A graph without
+targets prints exactly what it always did.
+
 Exit codes: 0 ok, 1 invalid input (nothing printed), 2 usage. The graph builder, the CEL
 engine and kro.controllers are imported inside the handler, so `kro --help` stays fast.
 """
@@ -26,13 +33,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import yaml
 
 from kro.api.graph import GRAPH_KIND
+from kro.api.names import LOCAL_CLUSTER_NAME_DEFAULT
 from kro.cli import output
+from kro.cli.clusters import DEFAULT_NAMESPACE as SECRETS_NAMESPACE_DEFAULT
 from kro.cli.inputs import InputError
 from kro.cli.offline_io import (
     EXIT_INVALID,
@@ -95,12 +104,33 @@ def _represent_list(dumper: yaml.SafeDumper, data: list[Any]) -> yaml.Node:
 _RoleDumper.add_representer(list, _represent_list)
 
 
-def format_roles(roles: Sequence[dict[str, Any]], output_format: str) -> str:
-    """YAML documents (lists of strings in flow style), or JSON as `kro generate crd` does."""
+def format_roles(
+    roles: Sequence[dict[str, Any]],
+    output_format: str,
+    comments: Mapping[int, Sequence[str]] | None = None,
+) -> str:
+    """YAML documents (lists of strings in flow style), or JSON as `kro generate crd` does.
+    `comments`: YAML comment lines to put before the document at each index (at the end for
+    `len(roles)`); JSON has no comments (the caller prints them on stderr)."""
     if output_format == "json":
         return format_documents(roles, output_format)
-    text: str = yaml.dump_all(roles, Dumper=_RoleDumper, sort_keys=False, default_flow_style=False)
-    return text
+    if not comments:
+        text: str = yaml.dump_all(
+            roles, Dumper=_RoleDumper, sort_keys=False, default_flow_style=False
+        )
+        return text
+    documents = [
+        yaml.dump(role, Dumper=_RoleDumper, sort_keys=False, default_flow_style=False)
+        for role in roles
+    ]
+    parts = []
+    for index in range(len(documents) + 1):
+        lines = "".join(f"# {line}\n" for line in (comments or {}).get(index, ()))
+        if index < len(documents):
+            parts.append(("---\n" if index else "") + lines + documents[index])
+        elif lines:
+            parts.append(lines)
+    return "".join(parts)
 
 
 def _generate_rbac(args: argparse.Namespace) -> int:
@@ -119,7 +149,8 @@ def _generate_rbac(args: argparse.Namespace) -> int:
     if report_failures(results, prefix):
         return EXIT_INVALID
     graph_bodies = iter(d.body for d in inputs.graphs)  # build_all keeps their order, last
-    roles = []
+    roles: list[dict[str, Any]] = []
+    comments: dict[int, list[str]] = {}
     for result in results:
         if result.graph is None:  # not reached: report_failures reported it
             continue
@@ -127,8 +158,14 @@ def _generate_rbac(args: argparse.Namespace) -> int:
         owner = _owner(body, args)
         for line in owner.warnings(result.graph):
             print(f"{prefix.file(result)}{line}", file=sys.stderr)
+        notes = owner.notes(result.graph)
+        if notes and args.output == "json":  # no comments in JSON: said on stderr instead
+            for line in notes:
+                print(f"{prefix.file(result)}note: {line}", file=sys.stderr)
+        elif notes:
+            comments.setdefault(len(roles), []).extend(notes)
         roles += owner.roles(result.graph)
-    sys.stdout.write(format_roles(roles, args.output))
+    sys.stdout.write(format_roles(roles, args.output, comments))
     return EXIT_OK
 
 
@@ -140,12 +177,16 @@ def _owner(graph_body: dict[str, Any] | None, args: argparse.Namespace) -> Owner
 
     aggregation = args.mode == MODE_AGGREGATION
     if graph_body is None:
-        return RgdOwner(aggregation=aggregation, fullname=args.fullname)
+        return RgdOwner(
+            aggregation=aggregation, fullname=args.fullname, local_cluster=args.local_cluster_name
+        )
     return GraphOwner(
         namespace=graph_namespace(graph_body, args.namespace),
         service_account=applier_of(graph_body),
         aggregation=aggregation,
         fullname=args.fullname,
+        local_cluster=args.local_cluster_name,
+        secrets_namespace=args.cluster_secrets_namespace,
     )
 
 
@@ -177,6 +218,20 @@ def add_rbac_command(generate_subparsers: Any) -> None:
         default="default",
         metavar="NS",
         help="the namespace of a Graph whose metadata names none (default: default)",
+    )
+    parser.add_argument(
+        "--local-cluster-name",
+        default=LOCAL_CLUSTER_NAME_DEFAULT,
+        metavar="NAME",
+        help="the hub's own name as a target: a resource targeting any other cluster needs "
+        f"no role here (default: {LOCAL_CLUSTER_NAME_DEFAULT})",
+    )
+    parser.add_argument(
+        "--cluster-secrets-namespace",
+        default=SECRETS_NAMESPACE_DEFAULT,
+        metavar="NS",
+        help="namespace of the member clusters' Secrets, which a Graph's ServiceAccount must "
+        f"read to reach them (default: {SECRETS_NAMESPACE_DEFAULT})",
     )
     parser.add_argument(
         "-o", "--output", default="yaml", metavar="FORMAT", help="yaml (default) or json"

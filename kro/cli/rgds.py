@@ -24,6 +24,7 @@ from kro.api.names import RGD_KIND
 from kro.api.v1alpha1 import InvalidObjectError, parse_resource_graph_definition
 from kro.cli.build_result import BuildResult
 from kro.cli.inputs import Document
+from kro.cli.member_schemas import clusters_of
 from kro.cli.messages import user_message
 from kro.cli.strict import (
     KindNotResolved,
@@ -100,7 +101,7 @@ def _check(
     if errors:
         return _failed(document, errors)
     try:
-        graph = build_graph(rgd, resolver, options=options)
+        graph = build_graph(rgd, resolver, options=options, clusters=clusters_of(resolver))
     except ResourceBuildError as error:
         if error.rule == "G-07" and not final:
             raise _Retry from None

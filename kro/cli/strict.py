@@ -12,7 +12,9 @@ validate and then silently never gate anything. Two passes, both listing every p
   under `x-kubernetes-preserve-unknown-fields` (or schemaless nodes) stay open, and a map key
   or value written as `${...}` is skipped, since it only gets its name when an instance
   renders. CustomResourceDefinition templates are schemaless for kro (G-11), and so is every
-  externalRef, as in the graph builder.
+  externalRef, as in the graph builder. A template whose literal target names a member cluster
+  is checked against that cluster's schema when the resolver knows it (`kro validate
+  --cluster`, kro.cli.member_schemas), as the build types it.
 """
 
 from __future__ import annotations
@@ -24,7 +26,13 @@ from typing import Any, Final
 import yaml
 
 from kro.api.crds import RGD_CRD_FILE, crd_manifest_text
-from kro.graph.resolver import GVK, SchemaNotFoundError, SchemaResolver
+from kro.cli.member_schemas import clusters_of, literal_targets
+from kro.graph.resolver import (
+    GVK,
+    ResolvedSchema,
+    SchemaNotFoundError,
+    SchemaResolver,
+)
 from kro.graph.schema_validation import unknown_fields
 
 _CRD_KIND: Final = GVK("apiextensions.k8s.io", "v1", "CustomResourceDefinition")
@@ -93,6 +101,7 @@ def template_field_errors(
     left to the graph builder, which reports the missing kind.
     """
     errors: list[str] = []
+    clusters = {str(resource.get("id", "")): cluster for resource, cluster in literal_targets(body)}
     for resource_id, template in _templates(body):
         api_version, kind = template.get("apiVersion"), template.get("kind")
         if not isinstance(api_version, str) or not isinstance(kind, str):
@@ -103,7 +112,7 @@ def template_field_errors(
         if gvk == _CRD_KIND:
             continue
         try:
-            schema = resolver.resolve(gvk).schema
+            schema = _resolve(resolver, gvk, clusters.get(resource_id)).schema
         except SchemaNotFoundError:
             if not final:
                 raise KindNotResolved(str(gvk)) from None
@@ -113,6 +122,14 @@ def template_field_errors(
             for path in unknown_fields(schema, template, skip=is_expression)
         ]
     return errors
+
+
+def _resolve(resolver: SchemaResolver, gvk: GVK, cluster: str | None) -> ResolvedSchema:
+    """The kind's schema where the template is applied: its target's, or the default."""
+    clusters = clusters_of(resolver)
+    if cluster and clusters is not None:
+        return clusters.resolver(cluster).resolve(gvk)
+    return resolver.resolve(gvk)
 
 
 def _templates(body: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:

@@ -237,9 +237,14 @@ class GraphPass:
             missing=diagnosis.missing if diagnosis is not None else None,
             errors=tuple(errors),
             exists=exists,
+            clusters=self._clusters_of(node),
         )
         self.result.set(found)
         return found
+
+    def _clusters_of(self, node: Node) -> tuple[str, ...]:
+        clusters = tuple(dict.fromkeys(self._clusters.get(node.id) or ()))
+        return clusters if any(clusters) else ()
 
     def _pending(self, node: Node, pending: Pending, *, include_when: bool) -> None:
         diagnosis = None

@@ -117,6 +117,9 @@ class NodeResult:
     """The API server's refusals of this node's objects (ApplyFailed), as raised."""
     exists: bool = False
     """Every object of the node exists (read, or answered by the apply)."""
+    clusters: tuple[str, ...] = ()
+    """The clusters the node's rendered objects live in, each once, in order ("" the owner's
+    own); empty when every one lives in the owner's cluster (M-11; `kro explain` names them)."""
 
     @property
     def failed(self) -> bool:

@@ -149,6 +149,15 @@ class ClusterSchemas(Protocol):
         ...
 
 
+class ClusterSchemaNotFound(SchemaNotFoundError):
+    """A kind a member cluster does not serve, for a resource whose literal target is it."""
+
+    def __init__(self, gvk: GVK, cluster: str, lookup: str = "") -> None:
+        where = f'in cluster "{cluster}"'
+        super().__init__(gvk, f"{lookup} {where}" if lookup else where)
+        self.cluster = cluster
+
+
 class InCluster:
     """`resolver`, whose not-found errors name the member cluster it asked (M-12)."""
 
@@ -160,9 +169,7 @@ class InCluster:
         try:
             return self._resolver.resolve(gvk)
         except SchemaNotFoundError as error:
-            where = f'in cluster "{self.cluster}"'
-            lookup = f"{error.lookup} {where}" if error.lookup else where
-            raise SchemaNotFoundError(gvk, lookup) from None
+            raise ClusterSchemaNotFound(gvk, self.cluster, error.lookup) from None
 
     async def prefetch(self, gvks: Iterable[GVK]) -> None:
         await self._resolver.prefetch(gvks)

@@ -1,0 +1,189 @@
+"""kro.cli.explain_places: the member clusters `kro explain` reaches, as its caller could (M-07).
+
+The controller reaches a member with the credentials of the member's registry Secret (M-02).
+Explain runs the controller's pass dry, as the caller, so it reaches a member the same way
+with the Secret the caller can read: GET `<namespace>/<cluster>` on the hub (the registry's
+namespace, label and key as `kro clusters` and the controller take them), the kubeconfig
+accepted or refused by the registry's own rules (kro.fleet.credentials, M-03), a client of its
+own, and one `/version` probe. A cluster is admitted once per run, with the verdict kept: one
+that is not registered or whose credentials are refused is the node's error, as it would be
+the controller's; one whose Secret the caller may not read, or which does not answer from
+where explain runs, is a cluster explain cannot see (`unseen`), and its nodes are reported as
+unknown rather than as a problem kro has.
+
+Nothing from a Secret is printed but its name and the server URL: refusals are worded by
+kro.fleet.credentials, which never quotes a value, and the Secret is added to the explanation's
+mask like every Secret explain reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+from kro.api.names import (
+    CLUSTER_SECRETS_KEY_DEFAULT,
+    CLUSTER_SECRETS_LABEL_DEFAULT,
+    LOCAL_CLUSTER_NAME_DEFAULT,
+    REASON_CLUSTER_FORBIDDEN,
+    REASON_CLUSTER_NOT_FOUND,
+    REASON_CLUSTER_UNREACHABLE,
+)
+from kro.api.objects import metadata as _meta
+from kro.cli.clusters import DEFAULT_NAMESPACE
+from kro.engine.places import ClusterUnavailable
+from kro.engine.watches import NoWatches, Watches
+from kro.fleet.credentials import member_connection
+from kro.fleet.errors import ClusterRefused
+from kro.fleet.probe import ProbeFailed, probe
+from kro.fleet.registry import SECRETS
+from kro.runtime.client import Client, ClientOptions
+from kro.runtime.errors import Forbidden, KubeError, NotFound
+
+__all__ = ["DEFAULT_SECRETS_NAMESPACE", "DEFAULT_TIMEOUT_S", "CallerClusters", "ClusterAccess"]
+
+DEFAULT_SECRETS_NAMESPACE: Final = DEFAULT_NAMESPACE  # the controller's chart installs there
+DEFAULT_TIMEOUT_S: Final = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterAccess:
+    """Where the member clusters' Secrets are and what the hub is called (the controller's
+    `--cluster-secrets-*` and `--local-cluster-name`); `timeout_s` bounds each member's
+    probe and requests, so an unreachable member costs the explanation that long once."""
+
+    namespace: str = DEFAULT_SECRETS_NAMESPACE
+    label: str = CLUSTER_SECRETS_LABEL_DEFAULT
+    key: str = CLUSTER_SECRETS_KEY_DEFAULT
+    local_name: str = LOCAL_CLUSTER_NAME_DEFAULT
+    timeout_s: float = DEFAULT_TIMEOUT_S
+
+    def name_of(self, cluster: str) -> str:
+        """The cluster's name as a user reads it: the hub's local name for ""."""
+        return cluster or self.local_name
+
+
+class CallerClusters:
+    """`kro.engine.places.Places` of a dry run: the hub is the caller's own client; a member
+    is reached through the registry Secret the caller reads (see the module docstring).
+
+    wrap: turns a member's client into the dry run's reading client (reads only, Secret
+    values remembered for the mask). Use as an async context manager: the members' clients
+    are closed on exit.
+    """
+
+    def __init__(
+        self, hub: Client, access: ClusterAccess, wrap: Callable[[Client], Client]
+    ) -> None:
+        self._hub = hub
+        self.access = access
+        self._wrap = wrap
+        self._clients: dict[str, Client] = {}  # the members' own clients, to close
+        self._readers: dict[str, Client] = {}
+        self._refused: dict[str, ClusterUnavailable] = {}
+        self.unseen: dict[str, str] = {}
+        """Clusters explain could not see as the caller: name -> why (not kro's problem)."""
+        self._none = NoWatches()
+
+    async def __aenter__(self) -> CallerClusters:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        clients, self._clients = self._clients, {}
+        for client in clients.values():
+            await client.close()
+
+    @property
+    def hub(self) -> str:
+        return self.access.local_name
+
+    @property
+    def own(self) -> str:
+        return self.access.local_name  # explain runs against the hub's owners
+
+    def _is_hub(self, cluster: str) -> bool:
+        return not cluster or cluster == self.access.local_name
+
+    async def admit(self, cluster: str) -> None:
+        if self._is_hub(cluster) or cluster in self._readers:
+            return
+        refused = self._refused.get(cluster)
+        if refused is None:
+            try:
+                await self._connect(cluster)
+                return
+            except ClusterUnavailable as error:
+                self._refused[cluster] = refused = error
+                if error.reason != REASON_CLUSTER_NOT_FOUND:
+                    self.unseen[cluster] = str(error)
+        raise refused
+
+    def client(self, cluster: str) -> Client:
+        if self._is_hub(cluster):
+            return self._hub
+        reader = self._readers.get(cluster)
+        if reader is None:
+            raise self._refused.get(cluster) or ClusterUnavailable(
+                cluster, REASON_CLUSTER_NOT_FOUND, f'cluster "{cluster}" was not admitted'
+            )
+        return reader
+
+    def watches(self, cluster: str) -> Watches:
+        return self._none  # a dry run watches nothing
+
+    async def _connect(self, cluster: str) -> None:
+        """Read the cluster's Secret as the caller, build its client and probe it once;
+        raises ClusterUnavailable saying which step failed (never with a credential)."""
+        access = self.access
+        where = f"{access.namespace}/{cluster}"
+        try:
+            secret = await self._hub.get(SECRETS, cluster, namespace=access.namespace)
+        except NotFound:
+            raise ClusterUnavailable(
+                cluster,
+                REASON_CLUSTER_NOT_FOUND,
+                f'cluster "{cluster}" is not registered: no Secret {where}',
+            ) from None
+        except Forbidden as error:
+            raise ClusterUnavailable(
+                cluster,
+                REASON_CLUSTER_FORBIDDEN,
+                f'cannot reach cluster "{cluster}" as you: reading its Secret {where} is '
+                f"not allowed ({error.message})",
+            ) from None
+        except KubeError as error:
+            raise ClusterUnavailable(
+                cluster,
+                REASON_CLUSTER_UNREACHABLE,
+                f'cannot read the Secret {where} of cluster "{cluster}": {error}',
+            ) from None
+        key, _, value = access.label.partition("=")
+        if (_meta(secret).get("labels") or {}).get(key) != value:
+            raise ClusterUnavailable(
+                cluster,
+                REASON_CLUSTER_NOT_FOUND,
+                f'cluster "{cluster}" is not registered: the Secret {where} does not carry '
+                f"the label {access.label}",
+            )
+        try:
+            member = member_connection(secret, key=access.key)
+        except ClusterRefused as refusal:  # its words name the Secret and a field, no value
+            raise ClusterUnavailable(cluster, REASON_CLUSTER_NOT_FOUND, str(refusal)) from None
+        options = ClientOptions(
+            connect_timeout_s=access.timeout_s,
+            request_timeout_s=access.timeout_s,
+            max_retries=1,
+            user_agent="kro-cli",
+        )
+        client = Client.from_config(member.config, options)
+        self._clients[cluster] = client
+        try:
+            await probe(client, timeout_s=access.timeout_s, discovery=False)
+        except ProbeFailed as failure:
+            raise ClusterUnavailable(
+                cluster,
+                REASON_CLUSTER_UNREACHABLE,
+                f'cluster "{cluster}" ({member.server}) does not answer from here: {failure}',
+            ) from None
+        self._readers[cluster] = self._wrap(client)
