@@ -23,10 +23,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from kro.api.names import ANNOTATION_TARGET_CLUSTER, LOCAL_CLUSTER_NAME_DEFAULT
+from kro.api.names import LOCAL_CLUSTER_NAME_DEFAULT
 from kro.controllers.permissions import MISSING_PREFIX, Permission, describe_missing
 from kro.graph.model import Graph, Node
-from kro.graph.targets import literal_target
+from kro.graph.targets import node_cluster
 
 __all__ = ["HUB", "Placement", "member_permissions", "permission_list", "place", "placement"]
 
@@ -38,14 +38,7 @@ _MEMBER_EXCLUDED_VERBS: Final = frozenset({"watch"})
 
 def place(node: Node, local_name: str = LOCAL_CLUSTER_NAME_DEFAULT) -> str | None:
     """Where the node's objects live: HUB, a member's name, or None for a computed target."""
-    metadata = node.template.get("metadata")
-    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
-    if not isinstance(annotations, Mapping) or ANNOTATION_TARGET_CLUSTER not in annotations:
-        return HUB
-    literal = literal_target(str(annotations[ANNOTATION_TARGET_CLUSTER]))
-    if literal is None:
-        return None
-    return HUB if literal == local_name else literal
+    return node_cluster(node, local_name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,9 +98,7 @@ def member_permissions(
 ) -> set[Permission]:
     """What the member's credentials must allow for these nodes: what the hub would need
     for them (`permissions` of each), less `watch`."""
-    return {
-        p for node in nodes for p in permissions(node) if p.verb not in _MEMBER_EXCLUDED_VERBS
-    }
+    return {p for node in nodes for p in permissions(node) if p.verb not in _MEMBER_EXCLUDED_VERBS}
 
 
 def permission_list(permissions: Iterable[Permission]) -> str:

@@ -58,7 +58,7 @@ from kro.controllers.instance.kinds import InstanceControllers
 from kro.controllers.instance.labels import KRO_VERSION
 from kro.controllers.kind_waits import KindWaits
 from kro.controllers.leadership import Promotion, WriteGate
-from kro.controllers.members import MemberSchemas, RegistryMembers
+from kro.controllers.members import ClusterWaits, MemberSchemas, RegistryMembers
 from kro.controllers.metrics import (
     CelMetrics,
     ConditionDurations,
@@ -226,6 +226,7 @@ class KroApp:
         self.cluster_schemas = (
             MemberSchemas(self.members, self.resolver) if self.members is not None else None
         )
+        self.cluster_waits = ClusterWaits(self._wake) if self.members is not None else None
         self.applier = self._applier(client)
         self.spokes = (
             Spokes(
@@ -259,6 +260,7 @@ class KroApp:
             members=self.members,
             clusters=self.cluster_schemas,
             spokes=self.spokes,
+            cluster_waits=self.cluster_waits,
         )
         self.programs = ProgramCache()
         """The one cache of compiled programs: GraphRevisions' and Graphs'."""
@@ -361,6 +363,7 @@ class KroApp:
             if self.members is not None
             else None,
             cluster_schemas=self.cluster_schemas,
+            cluster_waits=self.cluster_waits,
         )
         self.graph_controller: Controller[Request] = (
             self.manager.controller("Graph")
@@ -401,6 +404,8 @@ class KroApp:
         and spokes, every RGD (M-20: its CRD goes to the member that joined)."""
         if event != "ready":
             return
+        if self.cluster_waits is not None:
+            self.cluster_waits.ready(cluster)
         for rgd in self.cache.informer(RGDS).store.list():
             state = str((rgd.get("status") or {}).get("state") or "")
             if self.spokes is not None or state != RGD_STATE_ACTIVE:

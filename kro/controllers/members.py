@@ -9,7 +9,7 @@ M-12), and the registry runs for as long as the manager does.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from kro.controllers.schemas import LiveSchemaResolver
 from kro.dynamic import ObjectRef, WatchCoordinator
@@ -20,7 +20,7 @@ from kro.graph.errors import GraphError
 from kro.graph.resolver import SchemaResolver
 from kro.runtime.client import Client
 
-__all__ = ["MemberSchemas", "MemberWatches", "RegistryMembers"]
+__all__ = ["ClusterWaits", "MemberSchemas", "MemberWatches", "RegistryMembers"]
 
 
 class RegistryMembers:
@@ -158,3 +158,30 @@ class MemberSchemas:
         resolver = LiveSchemaResolver(client)
         self._by_cluster[cluster] = (client, resolver)
         return resolver
+
+
+class ClusterWaits:
+    """The owners whose last pass found a target's cluster unusable (not registered, not
+    Ready), woken the moment the registry says it is Ready (M-12, M-22): their backoff may
+    have grown to minutes while it was away, and nothing else they read changes."""
+
+    def __init__(self, wake: Callable[[ObjectRef], None]) -> None:
+        self._wake = wake
+        self._owners: dict[ObjectRef, frozenset[str]] = {}
+
+    def waiting(self, owner: ObjectRef, clusters: Iterable[str]) -> None:
+        """After a pass: the clusters `owner` waits for (none: it waits no more)."""
+        now = frozenset(clusters)
+        if now:
+            self._owners[owner] = now
+        else:
+            self._owners.pop(owner, None)
+
+    def forget(self, owner: ObjectRef) -> None:
+        self._owners.pop(owner, None)
+
+    def ready(self, cluster: str) -> None:
+        """`cluster` is usable now: every owner waiting for it goes back on its queue."""
+        for owner, clusters in list(self._owners.items()):
+            if cluster in clusters:
+                self._wake(owner)

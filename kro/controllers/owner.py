@@ -28,7 +28,7 @@ from kro.api.names import EVENT_WAITING_FOR_CRD
 from kro.api.objects import metadata as _meta
 from kro.applyset import ApplySetError
 from kro.controllers.kind_waits import KindWaits
-from kro.controllers.members import MemberWatches
+from kro.controllers.members import ClusterWaits, MemberWatches
 from kro.controllers.requeue import RequeueBackoff
 from kro.dynamic import ObjectRef
 from kro.dynamic.watches import WatchCoordinator
@@ -66,6 +66,8 @@ class OwnerReconciler(ABC):
     member_watches: MemberWatches | None = None
     """The kind's watches in member clusters (MultiCluster): ended and forgotten with the
     owner's own watches."""
+    cluster_waits: ClusterWaits | None = None
+    """Owners waiting for a target's cluster (MultiCluster): woken when it is Ready."""
 
     async def reconcile(self, request: Request) -> Result:
         ref = ObjectRef(self.gvr, request.namespace, request.name)
@@ -107,6 +109,8 @@ class OwnerReconciler(ABC):
         await self.watches.forget(ref)
         if self.member_watches is not None:
             await self.member_watches.forget(ref)
+        if self.cluster_waits is not None:
+            self.cluster_waits.forget(ref)
 
     def abandoned(self, obj: Mapping[str, Any], left: Sequence[str]) -> None:
         """M-16: the teardown gave up on unreachable members (`left`: one line each); the
@@ -144,14 +148,19 @@ class OwnerReconciler(ABC):
         except PASS_ERRORS as error:
             await self.end_cycle(ref, commit=False)
             return error
-        await self.end_cycle(ref, commit=True)
+        await self.end_cycle(ref, commit=True, result=work.result)
         return None
 
-    async def end_cycle(self, ref: ObjectRef, *, commit: bool) -> None:
-        """Keep the watches a pass declared (commit), or the previous ones, in every cluster."""
+    async def end_cycle(
+        self, ref: ObjectRef, *, commit: bool, result: PassResult | None = None
+    ) -> None:
+        """Keep the watches a pass declared (commit), or the previous ones, in every cluster;
+        remember the clusters a finished pass (`result`) could not use."""
         await self.watches.done(ref, commit=commit)
         if self.member_watches is not None:
             await self.member_watches.done(ref, commit=commit)
+        if self.cluster_waits is not None and result is not None:
+            self.cluster_waits.waiting(ref, result.unreachable)
 
     def schema_waits(
         self,

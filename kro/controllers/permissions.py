@@ -44,6 +44,7 @@ import structlog
 from kro.api.conditions import remove_condition
 from kro.api.names import (
     CONDITION_PERMISSIONS_GRANTED,
+    LOCAL_CLUSTER_NAME_DEFAULT,
     REASON_MISSING_PERMISSIONS,
     REASON_PERMISSION_CHECK_FAILED,
     RGD_DEPENDENT_CONDITIONS,
@@ -51,6 +52,7 @@ from kro.api.names import (
     STATUS_UNKNOWN,
 )
 from kro.graph.model import Graph, Node, NodeType
+from kro.graph.targets import node_cluster
 from kro.runtime.client import Client
 from kro.runtime.errors import KubeError
 from kro.runtime.gvk import GVR, split_api_version
@@ -112,14 +114,20 @@ class PolicyRule:
 # --- what a graph needs ------------------------------------------------------------------------
 
 
-def required_permissions(graph: Graph) -> frozenset[Permission]:
-    """Every (group, resource, verb) kro's controllers use for this graph's instances."""
+def required_permissions(
+    graph: Graph, local_name: str = LOCAL_CLUSTER_NAME_DEFAULT
+) -> frozenset[Permission]:
+    """Every (group, resource, verb) kro's controllers use for this graph's instances in this
+    cluster: a node a literal target sends to a member acts there with the member's Secret's
+    credentials (M-13), so it needs nothing here (`kro generate rbac` says the same)."""
     instance = graph.instance
     wanted = {Permission(instance.group, instance.plural, v) for v in INSTANCE_VERBS}
     wanted |= {
         Permission(instance.group, f"{instance.plural}/status", v) for v in INSTANCE_STATUS_VERBS
     }
     for node in graph.nodes.values():
+        if node_cluster(node, local_name):
+            continue
         wanted |= {Permission(node.gvk.group, node.resource, v) for v in NODE_VERBS[node.type]}
     wanted |= set(_owner_finalizers(graph))
     return frozenset(wanted)

@@ -116,7 +116,7 @@ from kro.controllers.instance.labels import KRO_VERSION
 from kro.controllers.instance.options import InstanceOptions
 from kro.controllers.kind_waits import KindWaits
 from kro.controllers.leadership import NotLeader, WriteGate
-from kro.controllers.members import RegistryMembers
+from kro.controllers.members import ClusterWaits, RegistryMembers
 from kro.controllers.metrics import (
     ISSUE_NO_REVISION,
     ISSUE_SPEC_CHANGED,
@@ -199,6 +199,7 @@ class RGDReconciler:
         members: RegistryMembers | None = None,
         clusters: ClusterSchemas | None = None,
         spokes: Spokes | None = None,
+        cluster_waits: ClusterWaits | None = None,
     ) -> None:
         """`members`: the registry's member clusters (MultiCluster), where targets send an
         instance's children. `enqueue_rgd(name)` brings an RGD back to this reconciler's
@@ -245,6 +246,7 @@ class RGDReconciler:
             enqueue_rgd=enqueue_rgd,
             kind_waits=kind_waits,
             members=members,
+            cluster_waits=cluster_waits,
         )
 
     def _wait(self, reason: str) -> Result:

@@ -130,7 +130,8 @@ class ApplySetOwnership:
             members=self._members,
         )
         outcomes = [pruned]
-        for cluster in sorted(result.inventory.clusters):  # M-15: each member's own members
+        members = sorted(result.inventory.clusters) if all_resolved and not pruned.skipped else []
+        for cluster in members:  # M-15: each member's own members (its client only then)
             outcomes.append(
                 await prune(
                     self._client(cluster),

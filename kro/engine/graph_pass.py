@@ -344,6 +344,8 @@ class GraphPass:
             else NodeReason.CLUSTER_NOT_FOUND
         )
         self._set(node, NODE_STATE_ERROR, reason, str(error), objects=desired)
+        self.result.retry = True  # a cluster joins or recovers without an edit of the owner
+        self.result.unreachable.add(error.cluster)
 
     def _cluster(self, node: Node, index: int = 0) -> str:
         clusters = self._clusters.get(node.id) or ()

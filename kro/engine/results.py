@@ -154,6 +154,7 @@ class PassResult:
     deleting: NodeResult | None = None  # a child is terminating: the pass stopped there
     failure: NodeResult | None = None  # an evaluation failed: the pass stopped there
     remote: bool = False  # read or applied in a member cluster, whose caches no one consults
+    unreachable: set[str] = field(default_factory=set)  # targets that named no usable cluster
     counts: PassCounts = field(default_factory=PassCounts)
 
     def set(self, result: NodeResult) -> None:

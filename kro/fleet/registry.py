@@ -59,6 +59,7 @@ from kro.runtime.informer import Informer
 from kro.runtime.metrics import MetricsProvider
 
 __all__ = [
+    "MEMBER_RETRIES",
     "PROBE_INTERVAL_S",
     "PROBE_TIMEOUT_S",
     "SECRETS",
@@ -71,6 +72,8 @@ __all__ = [
 log = structlog.get_logger(__name__)
 
 SECRETS: Final = GVR("", "v1", "secrets")
+MEMBER_RETRIES: Final = 1
+"""Retries of a member client's failed connections (and 429/503s): see `_install`."""
 PROBE_INTERVAL_S: Final = 30.0
 """M-06: how often a member with users (or a member that is not Ready) is probed."""
 PROBE_TIMEOUT_S: Final = 10.0
@@ -393,8 +396,13 @@ class ClusterRegistry:
         slot.refused = ""
         if slot.ready is not True:
             slot.reason = NOT_PROBED
+        # One retry, not the hub's five (0.2 s to 3.2 s apart): a member that stopped
+        # answering must not hold a worker for seconds per read while its probe catches up
+        # (M-05: one member never delays another's work).
         options = dataclasses.replace(
-            self._options, metrics=self._metrics.member_provider(slot.name)
+            self._options,
+            metrics=self._metrics.member_provider(slot.name),
+            max_retries=min(self._options.max_retries, MEMBER_RETRIES),
         )
         slot.client = self._client_factory(outcome.config, options)
         slot.prober = asyncio.create_task(

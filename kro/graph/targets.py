@@ -32,6 +32,7 @@ from kro.graph.build_errors import ResourceBuildError, RGDValidationError
 from kro.graph.environment import SCHEMA_VARIABLE
 from kro.graph.errors import GraphError
 from kro.graph.expressions import ExpressionProblem, compile_checked
+from kro.graph.model import Node
 from kro.graph.resolver import (
     GVK,
     ClusterSchemas,
@@ -48,6 +49,7 @@ __all__ = [
     "graph_literal_targets",
     "inject_target",
     "literal_target",
+    "node_cluster",
     "parse_target",
     "resolver_for",
     "targeted_gvks",
@@ -163,6 +165,19 @@ def _target_text(raw: Any) -> str | None:
     cluster = raw.get(_CLUSTER) if isinstance(raw, Mapping) else None
     name = cluster.get(_NAME) if isinstance(cluster, Mapping) else None
     return name.strip() if isinstance(name, str) and name.strip() else None
+
+
+def node_cluster(node: Node, own: str) -> str | None:
+    """Where a compiled node's objects live: "" for the owner's own cluster (no target, or a
+    literal naming `own`), the member a literal target names, None for a computed target."""
+    metadata = node.template.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
+    if not isinstance(annotations, Mapping) or ANNOTATION_TARGET_CLUSTER not in annotations:
+        return ""
+    literal = literal_target(str(annotations[ANNOTATION_TARGET_CLUSTER]))
+    if literal is None:
+        return None
+    return "" if literal == own else literal
 
 
 def literal_target(target: str | None) -> str | None:

@@ -59,7 +59,7 @@ from kro.controllers.graph.inventory import GRAPHS, StatusInventory
 from kro.controllers.graph.places import GraphPlaces, readable_clusters
 from kro.controllers.graph.watch_access import ANSWER_TTL_S, AccessAnswers, ApplierWatches
 from kro.controllers.kind_waits import KindWaits, served_but_deferred
-from kro.controllers.members import MemberWatches, RegistryMembers
+from kro.controllers.members import ClusterWaits, MemberWatches, RegistryMembers
 from kro.controllers.owner import OwnerReconciler
 from kro.controllers.programs import ProgramCache
 from kro.controllers.requeue import RequeueBackoff
@@ -127,6 +127,7 @@ class GraphReconciler(OwnerReconciler):
         members: RegistryMembers | None = None,
         member_watches: MemberWatches | None = None,
         cluster_schemas: ClusterSchemas | None = None,
+        cluster_waits: ClusterWaits | None = None,
     ) -> None:
         """`member_watches`: the Graphs' watches in member clusters (M-14). `members`: the
         registry's member clusters (MultiCluster), which node targets may name, as far as the
@@ -139,6 +140,7 @@ class GraphReconciler(OwnerReconciler):
         self.members = members
         self.member_watches = member_watches
         self.cluster_schemas = cluster_schemas
+        self.cluster_waits = cluster_waits
         self.client = client
         self.gvr = GRAPHS
         self.finalizer = GRAPH_FINALIZER

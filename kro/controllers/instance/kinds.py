@@ -35,7 +35,7 @@ from kro.controllers.events import RecorderPool, recorder_name
 from kro.controllers.failures import FailureReporter
 from kro.controllers.instance.options import InstanceOptions, requeue_backoff
 from kro.controllers.kind_waits import KindWaits
-from kro.controllers.members import RegistryMembers
+from kro.controllers.members import ClusterWaits, RegistryMembers
 from kro.controllers.metrics import (
     INSTANCE_FAILURES,
     CelMetrics,
@@ -109,6 +109,7 @@ class InstanceControllers:
         kind_waits: KindWaits | None = None,
         members: RegistryMembers | None = None,
         own_cluster: str = "",
+        cluster_waits: ClusterWaits | None = None,
     ) -> None:
         """`members`: the registry's member clusters (MultiCluster), for targets; `own_cluster`:
         the member whose instances these are (hub and spokes), "" for the hub.
@@ -129,6 +130,7 @@ class InstanceControllers:
         self._kind_waits = kind_waits
         self._members = members
         self._own_cluster = own_cluster
+        self._cluster_waits = cluster_waits
         self._member_watches = (
             members.watches(lambda client: dynamic.coordinator(dynamic.enqueue, client=client))
             if members is not None
@@ -316,4 +318,5 @@ class InstanceControllers:
             "members": self._members,
             "member_watches": self._member_watches,
             "own_cluster": self._own_cluster,
+            "cluster_waits": self._cluster_waits,
         }

@@ -74,7 +74,7 @@ from kro.controllers.instance.status import (
     node_state_summary,
 )
 from kro.controllers.kind_waits import KindWaits
-from kro.controllers.members import MemberWatches
+from kro.controllers.members import ClusterWaits, MemberWatches
 from kro.controllers.metrics import (
     RESOLUTION_FAILED,
     RESOLUTION_NOT_AVAILABLE,
@@ -193,6 +193,7 @@ class InstanceReconciler(OwnerReconciler):
         members: MemberClusters | None = None,
         member_watches: MemberWatches | None = None,
         own_cluster: str = "",
+        cluster_waits: ClusterWaits | None = None,
     ) -> None:
         """`members`: the registry's member clusters (MultiCluster gate), where targets send
         children (M-10, M-11); None: every child lives with its instance. `own_cluster`: the
@@ -206,6 +207,7 @@ class InstanceReconciler(OwnerReconciler):
         """
         self.kind_waits = kind_waits
         self.member_watches = member_watches
+        self.cluster_waits = cluster_waits
         self.places: Places | None = (
             WithMembers(
                 client,
@@ -395,7 +397,7 @@ class InstanceReconciler(OwnerReconciler):
             raise ReconcileFailed(str(error)) from error
         finally:
             self._count(work.result.counts)
-        await self.end_cycle(parent, commit=True)
+        await self.end_cycle(parent, commit=True, result=outcome)
         watches_synced = self._report_watches(parent, status)
         if outcome.deleting is not None:  # a child is terminating: nothing was applied (R-08)
             status.set(
