@@ -5,9 +5,10 @@ Each drill breaks one thing a fleet meets in production and checks what a user s
 * M-22/M-05 outage and recovery: member-2's kube-apiserver stops. An instance whose objects
   live in member-1 is edited, and a new one created, and both are ACTIVE within seconds (one
   member's outage never delays another's work); the instance whose objects live in member-2
-  reports the failure, naming the cluster; once member-2 is back it recovers by itself, no
-  edit needed (the registry probes a member that is not Ready every 30 s). With more
-  instances in the dead member than kro has workers, member-1's instances are not delayed.
+  reports the failure, then names member-2 once kro's probe has found it unready (a long
+  outage); once member-2 is back it recovers by itself, no edit needed (the registry probes a
+  member that is not Ready every 30 s). With more instances in the dead member than kro has
+  workers, member-1's instances are not delayed either.
 * M-16 deletion with an unreachable member: the instance's deletion waits (DELETING, the
   condition names member-2 and `kro.run/abandon-cluster`); the annotation lets it go: its hub
   children are deleted and its member child is left in place, still there once member-2 is
