@@ -333,17 +333,6 @@ async def test_a_member_outage_is_reported_and_recovers_unaided(
     print(f"b ACTIVE again {done - began:.1f}s after member-2 was back{after_ready}")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "M-05: a dead member's instances hold kro's workers: until the registry's next probe "
-        "(up to 30 s, kro/fleet/registry.py _probe_loop) the member counts as Ready, so each "
-        "pass GETs its objects, and a GET whose connection fails is retried 5 times with "
-        "0.2+0.4+0.8+1.6+3.2 s sleeps inside the worker (kro/runtime/_transport.py:228-236); "
-        "with more such instances than --dynamic-controller-concurrent-reconciles, member-1's "
-        "instances wait for a worker: an edit took ~6.3 s instead of ~0.2 s"
-    ),
-)
 async def test_a_dead_member_never_delays_a_healthy_members_instances(
     fleet: Fleet, kro: KroEnv, controller: ControllerThread
 ) -> None:
@@ -448,17 +437,6 @@ async def test_deleting_with_an_unreachable_member_waits_until_abandoned(
         await _reprobe(fleet, controller, "member-2")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "M-16: kro emits no Event when it abandons a member: ApplySetOwnership._teardown_across "
-        "only logs applyset.cluster_abandoned (kro/engine/applyset_ownership.py:190-194) and "
-        "the step's 'abandon cluster X' plan lines (:213) never reach an Event "
-        "(InstanceReconciler.tearing_down, kro/controllers/instance/reconciler.py:663, records "
-        "none; and a step whose only members left are abandoned returns done at :210 with no "
-        "plan at all)"
-    ),
-)
 async def test_abandoning_a_member_is_announced_in_a_warning_event(
     fleet: Fleet, kro: KroEnv
 ) -> None:
@@ -567,33 +545,21 @@ async def test_a_rotated_credential_keeps_the_member_converging(
 # -- M-04/M-12: a cluster registered after the instance that targets it ----------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "M-04/M-12: an instance whose target is not registered (or not Ready) is never looked "
-        "at again when the cluster becomes usable: the node is set ERROR/ClusterNotFound "
-        "(GraphPass._unavailable, kro/engine/graph_pass.py:332-340) before "
-        "`result.remote = True` (:326), which is not an apply error (PassResult.apply_errors "
-        "counts APPLY_FAILED only, kro/engine/results.py:168), so PassResult.settles() is "
-        "True and the reconciler records the pass as settled with no requeue "
-        "(kro/controllers/instance/reconciler.py:594-617); nothing subscribes to the "
-        "registry's added/ready events (ClusterRegistry.subscribe has no caller; "
-        "kro/controllers/app.py:358-369), so the instance stays ERROR until its spec changes"
-    ),
-)
 async def test_an_instance_converges_once_its_cluster_is_registered(
     fleet: Fleet, kro: KroEnv
 ) -> None:
     """M-04: a new registry Secret is usable within seconds, also by an instance that was
     waiting for it (M-12: told ClusterNotFound meanwhile)."""
     late = f"late-{kro.suffix}"
-    rgd = kro.rgd("late", "Late", {"name": "string", "value": "string"},
-                  [_targeted(_configmap("settings", "${schema.spec.name}"), late)])  # fmt: skip
+    # A computed target (a literal one naming no Ready cluster is a build error, M-12).
+    rgd = kro.rgd("late", "Late", {"name": "string", "value": "string", "cluster": "string"},
+                  [_targeted(_configmap("settings", "${schema.spec.name}"),
+                             "${schema.spec.cluster}")])  # fmt: skip
     await kro.apply_rgd(rgd)
     await kro.wait_rgd_active(kro.rgd_name("late"))
     gvr = await kro.gvr_of("Late")
     cm = f"late-{kro.suffix}"
-    await kro.apply_instance("Late", "one", {"name": cm, "value": "waited"})
+    await kro.apply_instance("Late", "one", {"name": cm, "value": "waited", "cluster": late})
 
     def not_found(obj: dict[str, Any]) -> bool:
         return condition(obj, "Ready").get("reason") == "ClusterNotFound" and late in _messages(obj)
@@ -655,12 +621,15 @@ async def test_an_exec_plugin_secret_is_refused_and_never_runs(
         return member is not None and member.refused == "ExecPlugin"
 
     await eventually(judged, what="kro's registry refusing evil", timeout_s=TIMEOUT_S)
-    rgd = kro.rgd("evil", "Evil", {"name": "string", "value": "string"},
-                  [_targeted(_configmap("settings", "${schema.spec.name}"), "evil")])  # fmt: skip
+    rgd = kro.rgd("evil", "Evil", {"name": "string", "value": "string", "cluster": "string"},
+                  [_targeted(_configmap("settings", "${schema.spec.name}"),
+                             "${schema.spec.cluster}")])  # fmt: skip
     await kro.apply_rgd(rgd)
     await kro.wait_rgd_active(kro.rgd_name("evil"))
     gvr = await kro.gvr_of("Evil")
-    await kro.apply_instance("Evil", "one", {"name": f"evil-{kro.suffix}", "value": "x"})
+    await kro.apply_instance(
+        "Evil", "one", {"name": f"evil-{kro.suffix}", "value": "x", "cluster": "evil"}
+    )
 
     def refused(obj: dict[str, Any]) -> bool:
         return any(

@@ -281,17 +281,19 @@ class Applier:
         desired: Sequence[Desired],
         *,
         clients: Callable[[str], Client] | None = None,
+        home: str = "",
     ) -> ApplyResult:
         """Project the inventory onto the parent, then apply `desired` concurrently.
 
         clients: the client of each member cluster an item names (`Desired.cluster`, M-11);
             the parent and the items of its own cluster use the applier's client. The member
             clusters are recorded on the parent with the rest of the inventory, ahead (M-15).
+        home: the member cluster the parent lives in (hub and spokes), part of its ID.
         Raises DuplicateResources or InvalidInventory before writing anything, and KubeError if
         the parent's inventory cannot be written (then no child is applied either); a member
         cluster that cannot be reached is that item's error.
         """
-        parent = Parent.from_object(parent_obj, parent_gvr)
+        parent = Parent.from_object(parent_obj, parent_gvr, home)
         check_duplicates(desired)
         batch = Inventory.of(
             parent,

@@ -128,14 +128,14 @@ class DeletionPlan:
 
 
 async def plan_next_wave(
-    client: Client, parent_obj: Mapping[str, Any], parent_gvr: GVR
+    client: Client, parent_obj: Mapping[str, Any], parent_gvr: GVR, home: str = ""
 ) -> DeletionPlan:
     """Read what the next `delete_next_wave` acts on, writing nothing (`kro explain`).
 
     Raises InvalidInventory (context "validate deletion inventory") when the parent's metadata
     is missing or fails validation, and KubeError when members cannot be listed.
     """
-    parent = Parent.from_object(parent_obj, parent_gvr)
+    parent = Parent.from_object(parent_obj, parent_gvr, home)
     try:
         inventory = read_inventory(parent_obj, parent)
     except InvalidInventory as err:
@@ -150,11 +150,12 @@ async def plan_next_wave(
 
 
 async def delete_next_wave(
-    client: Client, parent_obj: Mapping[str, Any], parent_gvr: GVR
+    client: Client, parent_obj: Mapping[str, Any], parent_gvr: GVR, home: str = ""
 ) -> DeletionProgress:
     """Delete the highest remaining apply-order wave of the ApplySet parented by `parent_obj`
     (as `plan_next_wave` reads it; raises as it does)."""
-    return await delete_planned(client, await plan_next_wave(client, parent_obj, parent_gvr))
+    plan = await plan_next_wave(client, parent_obj, parent_gvr, home)
+    return await delete_planned(client, plan)
 
 
 async def delete_planned(client: Client, plan: DeletionPlan) -> DeletionProgress:

@@ -83,9 +83,13 @@ def format_namespaces(namespaces: Iterable[str]) -> str:
     return ",".join(sorted(set(namespaces)))
 
 
-def applyset_id(*, name: str, namespace: str, kind: str, group: str) -> str:
-    """The ID of the ApplySet whose parent is the named object (N-15)."""
-    digest = _b64_sha256(f"{name}.{namespace}.{kind}.{group}")
+def applyset_id(*, name: str, namespace: str, kind: str, group: str, cluster: str = "") -> str:
+    """The ID of the ApplySet whose parent is the named object (N-15). `cluster`: the member
+    cluster the parent lives in (hub and spokes, M-21), which kubectl's formula does not
+    know: two members' same-named instances sending objects to one cluster must not claim
+    each other's (kro-py's own extension; "" for the hub keeps kubectl's ID)."""
+    identity = f"{name}.{namespace}.{kind}.{group}"
+    digest = _b64_sha256(f"{identity}.{cluster}" if cluster else identity)
     return f"{APPLYSET_ID_PREFIX}{digest}{APPLYSET_ID_SUFFIX}"
 
 
@@ -106,23 +110,30 @@ class Parent:
     gvk: GVK
     name: str
     namespace: str
+    cluster: str = ""
+    """The member cluster the parent lives in (hub and spokes); "" for the hub."""
     id: str = field(init=False, repr=False, compare=False)
     """The ApplySet ID, hashed once: a pass labels every child with it."""
 
     def __post_init__(self) -> None:
         set_id = applyset_id(
-            name=self.name, namespace=self.namespace, kind=self.gvk.kind, group=self.gvk.group
+            name=self.name,
+            namespace=self.namespace,
+            kind=self.gvk.kind,
+            group=self.gvk.group,
+            cluster=self.cluster,
         )
         object.__setattr__(self, "id", set_id)
 
     @classmethod
-    def from_object(cls, obj: Mapping[str, Any], gvr: GVR) -> Parent:
+    def from_object(cls, obj: Mapping[str, Any], gvr: GVR, cluster: str = "") -> Parent:
         """Read kind and name from the live parent; the caller resolved its GVR already."""
         meta = obj.get("metadata") or {}
         name = str(meta.get("name") or "")
         if not name:
             raise ValueError("the ApplySet parent has no metadata.name")
-        return cls(gvr, GVK.from_object(dict(obj)), name, str(meta.get("namespace") or ""))
+        namespace = str(meta.get("namespace") or "")
+        return cls(gvr, GVK.from_object(dict(obj)), name, namespace, cluster)
 
     @property
     def home_namespace(self) -> str:

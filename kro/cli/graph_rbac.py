@@ -279,8 +279,8 @@ class RgdOwner:
 
     def roles(self, graph: Graph) -> list[dict[str, Any]]:
         name = f"{self.fullname}:controller:{graph.rgd_name}"
-        hub = placement(graph, self.local_cluster).hub_graph()
-        return [cluster_role(name, required_rules(hub), aggregation=self.aggregation)]
+        rules = required_rules(graph, self.local_cluster)
+        return [cluster_role(name, rules, aggregation=self.aggregation)]
 
     def notes(self, graph: Graph) -> list[str]:
         placed = placement(graph, self.local_cluster)

@@ -58,7 +58,12 @@ from kro.controllers.instance.kinds import InstanceControllers
 from kro.controllers.instance.labels import KRO_VERSION
 from kro.controllers.kind_waits import KindWaits
 from kro.controllers.leadership import Promotion, WriteGate
-from kro.controllers.members import ClusterWaits, MemberSchemas, RegistryMembers
+from kro.controllers.members import (
+    MEMBER_SYNC_TIMEOUT_S,
+    ClusterWaits,
+    MemberSchemas,
+    RegistryMembers,
+)
 from kro.controllers.metrics import (
     CelMetrics,
     ConditionDurations,
@@ -358,7 +363,9 @@ class KroApp:
             graph_versions=self._graph_versions,
             members=self.members,
             member_watches=self.members.watches(
-                lambda client: self.dynamic.coordinator(enqueue, router_metrics, client=client)
+                lambda client: self.dynamic.coordinator(
+                    enqueue, router_metrics, client=client, sync_timeout_s=MEMBER_SYNC_TIMEOUT_S
+                )
             )
             if self.members is not None
             else None,

@@ -9,16 +9,23 @@ M-12), and the registry runs for as long as the manager does.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final
+
+import structlog
 
 from kro.controllers.schemas import LiveSchemaResolver
-from kro.dynamic import ObjectRef, WatchCoordinator
+from kro.dynamic import InformerSyncTimeout, ObjectRef, ScalarWatch, WatchCoordinator
+from kro.dynamic.watches import WatchRequest
 from kro.engine.places import ClusterUnavailable
 from kro.engine.watches import NoWatches, Watches
 from kro.fleet import ClusterError, ClusterRegistry
 from kro.graph.errors import GraphError
 from kro.graph.resolver import SchemaResolver
 from kro.runtime.client import Client
+
+log = structlog.get_logger(__name__)
 
 __all__ = ["ClusterWaits", "MemberSchemas", "MemberWatches", "RegistryMembers"]
 
@@ -74,35 +81,59 @@ class RegistryMembers:
         self._stopped.set()
 
 
+MEMBER_SYNC_TIMEOUT_S: Final = 2.0
+"""How long a pass waits for a member informer's first list before it goes on unwatched."""
+MEMBER_UNWATCHED_S: Final = 30.0
+"""After a member's informer could not list in time, how long its watches are skipped at once
+(the registry's probe interval: by then it says whether the member is back)."""
+
+
 class MemberWatches:
     """Per member cluster, the watches of one owner kind's passes there (M-14: drift in a
     member brings its owner back, as in the hub). A member's watches hold informers over its
     client; when the registry replaces that client (a rotation, M-04) or drops the member, its
     watches are closed, and the next pass of each owner declares them again over the new one.
+
+    A member that cannot be listed never holds a pass for long (M-05): its watch waits
+    `MEMBER_SYNC_TIMEOUT_S` at most and the pass goes on unwatched (its reads say what is
+    wrong), and for `MEMBER_UNWATCHED_S` after that its watches are skipped at once.
     """
 
     def __init__(
-        self, members: RegistryMembers, start: Callable[[Client], WatchCoordinator]
+        self,
+        members: RegistryMembers,
+        start: Callable[[Client], WatchCoordinator],
+        *,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._members = members
         self._start = start
+        self._clock = clock
         self._by_cluster: dict[str, tuple[Client, WatchCoordinator]] = {}
+        self._unwatched: dict[str, float] = {}  # cluster -> until when its watches are skipped
 
     def for_cluster(self, cluster: str) -> Watches:
         """The member's watches (its client as the registry has it now); NoWatches when the
         member cannot be reached (the pass reports that itself)."""
+        if self._unwatched.get(cluster, 0.0) > self._clock():
+            return NoWatches()
         try:
             client = self._members.client(cluster)
         except ClusterUnavailable:
             return NoWatches()
         known = self._by_cluster.get(cluster)
         if known is not None and known[0] is client:
-            return known[1]
+            return _BestEffort(known[1], cluster, self)
         if known is not None:  # a new client: the old one's informers are closed with it
             self.retire(cluster)
         coordinator = self._start(client)
         self._by_cluster[cluster] = (client, coordinator)
-        return coordinator
+        return _BestEffort(coordinator, cluster, self)
+
+    def unlisted(self, cluster: str) -> None:
+        """A watch in `cluster` could not list in time: skip its watches for a while."""
+        self._unwatched[cluster] = self._clock() + MEMBER_UNWATCHED_S
+        log.warning("cluster.watch_skipped", cluster=cluster, for_s=MEMBER_UNWATCHED_S)
 
     async def done(self, parent: ObjectRef, *, commit: bool) -> None:
         """End `parent`'s cycle in every member (a member it no longer reads drops its watches)."""
@@ -115,6 +146,7 @@ class MemberWatches:
 
     def retire(self, cluster: str) -> None:
         """Close the member's watches (its owners declare them again on their next pass)."""
+        self._unwatched.pop(cluster, None)
         found = self._by_cluster.pop(cluster, None)
         if found is None:
             return
@@ -127,6 +159,32 @@ class MemberWatches:
         for cluster in list(self._by_cluster):
             _, coordinator = self._by_cluster.pop(cluster)
             await coordinator.close()
+
+
+class _BestEffort:
+    """A member's watches for one pass: a watch whose informer cannot list in time is
+    skipped (the member's `unlisted`), never the pass's failure."""
+
+    def __init__(self, coordinator: WatchCoordinator, cluster: str, owner: MemberWatches) -> None:
+        self._coordinator = coordinator
+        self._cluster = cluster
+        self._owner = owner
+
+    async def watch(self, parent: ObjectRef, request: WatchRequest) -> None:
+        try:
+            await self._coordinator.watch(parent, request)
+        except InformerSyncTimeout:
+            self._owner.unlisted(self._cluster)
+
+    def cached_object(self, request: ScalarWatch) -> tuple[bool, Mapping[str, Any] | None]:
+        return self._coordinator.cached_object(request)
+
+    def declared(self, parent: ObjectRef, request: WatchRequest) -> bool:
+        return self._coordinator.declared(parent, request)
+
+    @property
+    def shard_version(self) -> int:
+        return self._coordinator.shard_version
 
 
 _closing: set[asyncio.Future[None]] = set()

@@ -180,9 +180,10 @@ def rules_for(permissions: Iterable[Permission]) -> list[PolicyRule]:
     return sorted(rules, key=lambda r: (r.api_groups, r.resources))
 
 
-def required_rules(graph: Graph) -> list[PolicyRule]:
-    """The least-privilege rules this graph needs (`kro generate rbac`, the pre-flight)."""
-    return rules_for(required_permissions(graph))
+def required_rules(graph: Graph, local_name: str = LOCAL_CLUSTER_NAME_DEFAULT) -> list[PolicyRule]:
+    """The least-privilege rules this graph needs in this cluster, named `local_name` as a
+    target (`kro generate rbac`, the pre-flight)."""
+    return rules_for(required_permissions(graph, local_name))
 
 
 def describe_missing(missing: Iterable[Permission]) -> str:

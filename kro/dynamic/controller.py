@@ -413,6 +413,7 @@ class DynamicController:
         metrics: RouterMetrics | None = None,
         *,
         client: Client | None = None,
+        sync_timeout_s: float | None = None,
     ) -> WatchCoordinator:
         """Watches routed to `enqueue` (this controller's `enqueue` for its own parents, another
         controller's for kro's `Graph`s), recorded in `metrics` (default: this controller's
@@ -421,14 +422,15 @@ class DynamicController:
         Over this controller's informers, and closed with it; or, with `client`, over
         informers of that client's cluster of their own (a member cluster's objects whose
         owners live here), which the caller closes (`WatchCoordinator.close`) when it lets go
-        of the cluster."""
+        of the cluster. `sync_timeout_s`: how long a watch there waits for an informer's first
+        list (default: `options.informer_sync_timeout_s`)."""
         if client is None:
             coordinator = WatchCoordinator(self._pool, enqueue, metrics or self._metrics)
             self._coordinators.append(coordinator)
             return coordinator
         pool = InformerPool(
             InformerCache(client, clock=self._clock),
-            sync_timeout_s=self.options.informer_sync_timeout_s,
+            sync_timeout_s=sync_timeout_s or self.options.informer_sync_timeout_s,
             clock=self._clock,
             metrics=self._metrics,
         )

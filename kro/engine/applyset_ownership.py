@@ -66,6 +66,8 @@ class ApplySetOwnership:
         self.gvr = gvr
         self.places = places
         """The member clusters children may live in (M-11); None: the instance's own only."""
+        self.home = places.own if places is not None and places.own != places.hub else ""
+        """The member the instance lives in (hub and spokes): part of its ApplySet's ID."""
         self._results: list[ApplyResult] = []  # one per wave of the pass
         self._members: list[Member] | None = None
 
@@ -79,7 +81,7 @@ class ApplySetOwnership:
     def unchanged(self, owner_obj: Mapping[str, Any], item: Desired) -> bool:
         if item.observed is None:
             return False
-        body = member_body(Parent.from_object(owner_obj, self.gvr), item)
+        body = member_body(Parent.from_object(owner_obj, self.gvr, self.home), item)
         return already_applied(item.observed, body, FIELD_MANAGER_APPLYSET)
 
     async def begin(self, owner_obj: dict[str, Any]) -> Listed:
@@ -92,7 +94,7 @@ class ApplySetOwnership:
         bodies, which the metadata caches do not hold), where it would otherwise read each
         child and list for the prune afterwards. A new owner's ApplySet is known to be empty
         and is not listed."""
-        parent = Parent.from_object(owner_obj, self.gvr)
+        parent = Parent.from_object(owner_obj, self.gvr, self.home)
         if self.applier.members.knows(parent.id):
             return {}
         inventory = read_inventory(owner_obj, parent)
@@ -109,7 +111,9 @@ class ApplySetOwnership:
         self, owner_obj: dict[str, Any], batch: Sequence[Desired]
     ) -> tuple[dict[str, Any], Sequence[AppliedResource]]:
         clients = self.places.client if self.places is not None else None
-        result = await self.applier.apply(owner_obj, self.gvr, batch, clients=clients)
+        result = await self.applier.apply(
+            owner_obj, self.gvr, batch, clients=clients, home=self.home
+        )
         self._results.append(result)
         return result.parent_obj, result.resources
 
@@ -162,11 +166,11 @@ class ApplySetOwnership:
         return self.places.client(cluster)
 
     async def teardown(self, owner_obj: dict[str, Any]) -> TeardownStep:
-        clusters = _member_clusters(owner_obj, self.gvr)
+        clusters = _member_clusters(owner_obj, self.gvr, self.home)
         if clusters:
             return await self._teardown_across(owner_obj, clusters)
         try:
-            progress = await delete_next_wave(self.client, owner_obj, self.gvr)
+            progress = await delete_next_wave(self.client, owner_obj, self.gvr, self.home)
         except ApplySetError as error:  # an inventory that cannot be trusted: wait for a fix
             return TeardownStep(False, blocked=str(error))
         except KubeError as error:  # the members cannot be listed (e.g. Forbidden)
@@ -187,7 +191,7 @@ class ApplySetOwnership:
         across clusters). A member that cannot be reached holds the deletion, naming it,
         unless the instance's `kro.run/abandon-cluster` gives it up (its objects are left)."""
         abandoned = _abandoned(owner_obj)
-        left = _left_in(owner_obj, self.gvr, [c for c in clusters if c in abandoned])
+        left = _left_in(owner_obj, self.gvr, self.home, [c for c in clusters if c in abandoned])
         plans: dict[str, Any] = {}
         for cluster in ["", *clusters]:
             if cluster in abandoned:
@@ -196,7 +200,9 @@ class ApplySetOwnership:
                 )
                 continue
             try:
-                plans[cluster] = await plan_next_wave(self._client(cluster), owner_obj, self.gvr)
+                plans[cluster] = await plan_next_wave(
+                    self._client(cluster), owner_obj, self.gvr, self.home
+                )
             except ApplySetError as error:
                 return TeardownStep(False, blocked=str(error))
             except KubeError as error:
@@ -228,7 +234,7 @@ class ApplySetOwnership:
 
     async def plan_teardown(self, owner_obj: dict[str, Any]) -> TeardownStep:
         try:
-            found = await plan_next_wave(self.client, owner_obj, self.gvr)
+            found = await plan_next_wave(self.client, owner_obj, self.gvr, self.home)
         except ApplySetError as error:
             return TeardownStep(False, blocked=str(error))
         except KubeError as error:
@@ -264,22 +270,24 @@ def _merged(outcomes: Sequence[PruneResult]) -> PruneResult:
     )
 
 
-def _member_clusters(owner_obj: Mapping[str, Any], gvr: GVR) -> list[str]:
+def _member_clusters(owner_obj: Mapping[str, Any], gvr: GVR, home: str) -> list[str]:
     """The member clusters the instance's inventory records (M-15); none when it records
     none or cannot be read (the single-cluster teardown reports that)."""
     try:
-        inventory = read_inventory(owner_obj, Parent.from_object(owner_obj, gvr))
+        inventory = read_inventory(owner_obj, Parent.from_object(owner_obj, gvr, home))
     except ApplySetError:
         return []
     return sorted(inventory.clusters) if inventory is not None else []
 
 
-def _left_in(owner_obj: Mapping[str, Any], gvr: GVR, clusters: Sequence[str]) -> tuple[str, ...]:
+def _left_in(
+    owner_obj: Mapping[str, Any], gvr: GVR, home: str, clusters: Sequence[str]
+) -> tuple[str, ...]:
     """Per abandoned cluster, what the record says may be left there (its kinds and
     namespaces: the cluster cannot be asked which objects)."""
     if not clusters:
         return ()
-    parent = Parent.from_object(owner_obj, gvr)
+    parent = Parent.from_object(owner_obj, gvr, home)
     inventory = read_inventory(owner_obj, parent)
     kinds = ", ".join(sorted(str(gk) for gk in inventory.group_kinds)) if inventory else ""
     namespaces = ", ".join(inventory.namespaces(parent)) if inventory else ""

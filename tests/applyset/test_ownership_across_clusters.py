@@ -38,6 +38,13 @@ class _Places:
     def hub(self) -> str:
         return "local"
 
+    @property
+    def own(self) -> str:
+        return "local"
+
+    async def admit(self, cluster: str) -> None:
+        self.client(cluster)
+
     def client(self, cluster: str) -> Client:
         if not cluster:
             return self._hub
@@ -160,3 +167,21 @@ async def test_an_unreachable_member_holds_deletion_until_abandoned(
     assert live(api, CONFIGMAPS, "a", NS) is None
     assert (await _ownership(applier, client, places).teardown(parent)).done
     assert live(member_api, CONFIGMAPS, "b", NS) is not None  # left in place, as asked
+
+
+def test_a_parent_in_a_member_has_an_applyset_of_its_own() -> None:
+    """M-21: two members' same-named instances sending objects to one cluster must not claim
+    each other's: the member is part of the ID; the hub's parents keep kubectl's."""
+    from kro.applyset import Parent
+    from kro.applyset.identity import applyset_id
+
+    obj = {"apiVersion": "example.kro.run/v1alpha1", "kind": "WebApp",
+           "metadata": {"name": "app", "namespace": NS}}  # fmt: skip
+    hub = Parent.from_object(obj, WEBAPPS)
+    assert hub.id == applyset_id(name="app", namespace=NS, kind="WebApp", group="example.kro.run")
+    ids = {
+        hub.id,
+        Parent.from_object(obj, WEBAPPS, "m1").id,
+        Parent.from_object(obj, WEBAPPS, "m2").id,
+    }
+    assert len(ids) == 3

@@ -35,7 +35,7 @@ from kro.controllers.events import RecorderPool, recorder_name
 from kro.controllers.failures import FailureReporter
 from kro.controllers.instance.options import InstanceOptions, requeue_backoff
 from kro.controllers.kind_waits import KindWaits
-from kro.controllers.members import ClusterWaits, RegistryMembers
+from kro.controllers.members import MEMBER_SYNC_TIMEOUT_S, ClusterWaits, RegistryMembers
 from kro.controllers.metrics import (
     INSTANCE_FAILURES,
     CelMetrics,
@@ -132,7 +132,11 @@ class InstanceControllers:
         self._own_cluster = own_cluster
         self._cluster_waits = cluster_waits
         self._member_watches = (
-            members.watches(lambda client: dynamic.coordinator(dynamic.enqueue, client=client))
+            members.watches(
+                lambda client: dynamic.coordinator(
+                    dynamic.enqueue, client=client, sync_timeout_s=MEMBER_SYNC_TIMEOUT_S
+                )
+            )
             if members is not None
             else None
         )

@@ -56,6 +56,7 @@ def labeller_body(
     labels: Mapping[str, str],
     *,
     tooling: str,
+    home: str = "",
 ) -> tuple[dict[str, Any], str | None]:
     """The labeller's apply (R-05) for the instance with `metadata`: `labels` and kro's
     finalizer, with the id of the ApplySet that write starts (None: the instance records one).
@@ -79,7 +80,7 @@ def labeller_body(
     body = {"apiVersion": api_version, "kind": kind, "metadata": body_meta}
     if has_inventory_metadata({"metadata": metadata}):
         return body, None
-    applyset = Parent.from_object(body, gvr)
+    applyset = Parent.from_object(body, gvr, home)
     fragment = empty_inventory_metadata(applyset, tooling)
     body_meta["labels"].update(fragment["labels"])
     body_meta["annotations"] = fragment["annotations"]

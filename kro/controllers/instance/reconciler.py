@@ -208,6 +208,7 @@ class InstanceReconciler(OwnerReconciler):
         self.kind_waits = kind_waits
         self.member_watches = member_watches
         self.cluster_waits = cluster_waits
+        self.own_cluster = own_cluster
         self.places: Places | None = (
             WithMembers(
                 client,
@@ -490,6 +491,7 @@ class InstanceReconciler(OwnerReconciler):
             metadata,
             instance_labels(self.rgd_name, self.rgd_uid),
             tooling=self.applier.tooling,
+            home=self.own_cluster,
         )
         updated = await self.client.apply(
             self.gvr,
