@@ -1,6 +1,7 @@
-"""Every RGD under examples/ validates, strictly, as `kro validate -f examples -R` in CI would:
-the examples are upstream's published RGDs and ours, valid upstream, so they must stay valid
-here (RGDs of one run may use each other's kinds, as saas-multi-tenant's `Tenant` does)."""
+"""Every RGD under examples/ (but examples/fleet, below) validates, strictly, as `kro validate
+-f examples -R` in CI would: the examples are upstream's published RGDs and ours, valid
+upstream, so they must stay valid here (RGDs of one run may use each other's kinds, as
+saas-multi-tenant's `Tenant` does)."""
 
 from __future__ import annotations
 
