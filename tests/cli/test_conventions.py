@@ -192,8 +192,8 @@ def test_render_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_render_picks_the_rgd_of_the_instance_kind(capsys: pytest.CaptureFixture[str]) -> None:
-    # Every example directory but the fleet's (its targets need the MultiCluster gate, which
-    # the offline commands do not apply yet: tests/cli/test_examples_validate.py).
+    # Every example directory but the fleet's (its targets need the MultiCluster gate, and this
+    # runs without gates: tests/cli/test_examples_validate.py).
     examples = [
         p for p in sorted((ROOT / "examples").iterdir()) if p.is_dir() and p.name != "fleet"
     ]

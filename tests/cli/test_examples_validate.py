@@ -15,7 +15,7 @@ from kro.cli.main import main
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 FLEET = EXAMPLES / "fleet"
 """Left out here: its RGDs and Graph name member clusters (`target`), which needs the
-MultiCluster gate, and the offline commands do not apply that gate yet (docs/fleet.md);
+MultiCluster gate (docs/fleet.md), and these checks run without gates;
 tests/fleet/test_fleet_docs.py compiles them with the gate on instead."""
 
 

@@ -16,7 +16,6 @@ import yaml
 
 from kro.api import names
 from kro.cli.flags import ControllerConfig, controller_parser
-from kro.cli.main import main
 from kro.cli.offline import build_rgds
 from kro.fleet.credentials import REASONS
 from kro.graph.errors import GraphError
@@ -237,19 +236,3 @@ def test_the_log_lines_on_the_page_are_logged() -> None:
     source = "\n".join(p.read_text() for p in (ROOT / "kro").rglob("*.py"))
     for event in listed:
         assert f'"{event}"' in source, event
-
-
-def test_the_page_says_whether_kro_validate_applies_the_gate(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    """'The offline commands ... do not apply the MultiCluster gate': true today; when they
-    do, this fails until the page (and the examples' checks) say so."""
-    rgd = EXAMPLES / "targets" / "rgd.yaml"
-    code = main(["validate", "-f", str(rgd), "--feature-gates=MultiCluster=true"])
-    out = capsys.readouterr()
-    says_not_yet = "do not apply the\n  `MultiCluster` gate" in DOC
-    if says_not_yet:
-        assert code == 1
-        assert GATE_MESSAGE in out.out + out.err
-    else:
-        assert code == 0
