@@ -239,3 +239,70 @@ async def test_a_member_outage_holds_up_only_that_member(
         await eventually(recreated, what="the child back in member-2", timeout_s=90.0)
         await member.delete(gvr, "steady", namespace=kro.namespace)
     await members["member-1"].delete(gvr, "during", namespace=kro.namespace)
+
+
+async def test_same_named_instances_keep_their_own_objects_in_a_shared_cluster(
+    fleet: Fleet, kro: KroEnv, members: dict[str, Client]
+) -> None:
+    """M-21: two members' instances of one name each send an object to the hub; each keeps
+    its own (they are two ApplySets), and deleting one leaves the other's in place."""
+    audit = {
+        "id": "audit",
+        "target": {"cluster": {"kubeconfigSecretName": "local"}},
+        "template": {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "audit-${schema.spec.color}", "namespace": kro.namespace},
+            "data": {"from": "${schema.spec.color}"},
+        },
+    }
+    await kro.apply_rgd(kro.rgd("audited", "Audited", {"color": "string"}, [audit]))
+    await kro.wait_rgd_active(kro.rgd_name("audited"))
+    gvr = await kro.gvr_of("Audited")
+
+    async def served_in(client: Client) -> bool:
+        try:
+            await client.get(CRDS, f"{gvr.resource}.{gvr.group}")
+        except NotFound:
+            return False
+        return True
+
+    for name, client in members.items():
+        await eventually(lambda c=client: served_in(c), what=f"CRD in {name}", timeout_s=TIMEOUT_S)
+        body = {
+            "apiVersion": f"{gvr.group}/{gvr.version}",
+            "kind": "Audited",
+            "metadata": {"name": "same", "namespace": kro.namespace},
+            "spec": {"color": name},
+        }
+        await client.create(gvr, body, namespace=kro.namespace)
+
+    async def both_on_the_hub() -> bool:
+        for name in MEMBERS:
+            try:
+                await kro.client.get(CONFIGMAPS, f"audit-{name}", namespace=kro.namespace)
+            except NotFound:
+                return False
+        return True
+
+    await eventually(both_on_the_hub, what="both audits on the hub", timeout_s=TIMEOUT_S)
+    for name, client in members.items():
+
+        async def active(client: Client = client) -> bool:
+            obj = await client.get(gvr, "same", namespace=kro.namespace)
+            return (obj.get("status") or {}).get("state") == "ACTIVE"
+
+        await eventually(active, what=f"ACTIVE in {name}", timeout_s=TIMEOUT_S)
+    assert await both_on_the_hub()  # neither pass pruned the other's
+    await members["member-1"].delete(gvr, "same", namespace=kro.namespace)
+
+    async def first_gone() -> bool:
+        try:
+            await kro.client.get(CONFIGMAPS, "audit-member-1", namespace=kro.namespace)
+        except NotFound:
+            return True
+        return False
+
+    await eventually(first_gone, what="member-1's audit deleted", timeout_s=TIMEOUT_S)
+    await kro.client.get(CONFIGMAPS, "audit-member-2", namespace=kro.namespace)  # still there
+    await members["member-2"].delete(gvr, "same", namespace=kro.namespace)
