@@ -21,7 +21,7 @@ from kro_harness import CONTROLLER_ARGS, KroEnv, kro_fixtures
 from kro.api.names import CLUSTER_SECRETS_LABEL_DEFAULT
 from kro.runtime.client import Client
 from kro.runtime.config import load_default
-from kro.runtime.errors import NotFound
+from kro.runtime.errors import KubeError, NotFound
 from kro.runtime.gvk import GVR
 from kro.testing.fleet import Fleet
 from kro.testing.waiting import eventually
@@ -203,3 +203,54 @@ async def test_a_bundle_fans_out_over_the_registry_and_follows_members(
     await delete_graph(kro.client, kro.namespace, "fan-out")
     assert await _in_member(fleet, "member-1", name) is None
     assert await _in_member(fleet, "member-2", name) is None
+
+
+async def test_a_graph_gives_up_on_an_unreachable_member_only_when_told(
+    fleet: Fleet, kro: KroEnv, grants: list[str]
+) -> None:
+    """M-16 for Graphs: a member that cannot be reached holds the Graph's deletion, naming
+    the annotation that gives it up; with it, the Graph goes and the member's object stays."""
+    account = await _account(kro, "leaver")
+    await _grant(kro, grants, account, ["get"], ["member-2"])
+    name = f"left-{kro.suffix}"
+    await _graph(kro, "leaving", [_configmap(name, "member-2")], account)
+    await wait_for_graph(
+        kro.client, kro.namespace, "leaving", "ResourcesConverged", "True", timeout_s=TIMEOUT_S
+    )
+    outage = fleet.member("member-2").cluster
+    outage.stop("kube-apiserver", kill=True)
+    try:
+        await kro.client.delete(GRAPHS, "leaving", namespace=kro.namespace)
+
+        async def held() -> str | None:
+            graph = await kro.client.get(GRAPHS, "leaving", namespace=kro.namespace)
+            text = str((graph.get("status") or {}).get("conditions"))
+            return text if "kro.run/abandon-cluster=member-2" in text else None
+
+        await eventually(held, what="deletion held, naming the annotation", timeout_s=90.0)
+        patch = {"metadata": {"annotations": {"kro.run/abandon-cluster": "member-2"}}}
+        await kro.client.patch(
+            GRAPHS, "leaving", patch, namespace=kro.namespace, patch_type="merge"
+        )
+
+        async def gone() -> bool:
+            try:
+                await kro.client.get(GRAPHS, "leaving", namespace=kro.namespace)
+            except NotFound:
+                return True
+            return False
+
+        await eventually(gone, what="the Graph gone", timeout_s=TIMEOUT_S)
+    finally:
+        outage.start("kube-apiserver")
+
+    async def left_in_place() -> bool:
+        try:
+            return await _in_member(fleet, "member-2", name) is not None
+        except KubeError:  # still starting
+            return False
+
+    await eventually(left_in_place, what="the object left in member-2", timeout_s=TIMEOUT_S)
+    config = await load_default(str(fleet.member("member-2").kubeconfig_path))
+    async with Client.from_config(config) as member:
+        await member.delete(CONFIGMAPS, name, namespace="default")

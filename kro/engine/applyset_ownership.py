@@ -42,7 +42,14 @@ from kro.applyset.applier import member_body
 from kro.applyset.deletion import delete_planned, plan_next_wave
 from kro.applyset.noop import already_applied
 from kro.applyset.prune import PruneResult
-from kro.engine.ownership import Held, Listed, PruneOutcome, PruneScope, TeardownStep
+from kro.engine.ownership import (
+    Held,
+    Listed,
+    PruneOutcome,
+    PruneScope,
+    TeardownStep,
+    abandoned_clusters,
+)
 from kro.engine.places import Places
 from kro.engine.results import ObjectId
 from kro.runtime.client import Client
@@ -190,7 +197,7 @@ class ApplySetOwnership:
         highest apply-order wave left anywhere is deleted first (reverse dependency order
         across clusters). A member that cannot be reached holds the deletion, naming it,
         unless the instance's `kro.run/abandon-cluster` gives it up (its objects are left)."""
-        abandoned = _abandoned(owner_obj)
+        abandoned = abandoned_clusters(owner_obj)
         left = _left_in(owner_obj, self.gvr, self.home, [c for c in clusters if c in abandoned])
         plans: dict[str, Any] = {}
         for cluster in ["", *clusters]:
@@ -295,12 +302,6 @@ def _left_in(
         f'cluster "{c}": objects of {kinds or "no recorded kind"} in {namespaces or "-"}'
         for c in clusters
     )
-
-
-def _abandoned(owner_obj: Mapping[str, Any]) -> frozenset[str]:
-    annotations = _meta(owner_obj).get("annotations") or {}
-    text = str(annotations.get(ANNOTATION_ABANDON_CLUSTER) or "")
-    return frozenset(c.strip() for c in text.split(",") if c.strip())
 
 
 def _held(member: Member) -> Held:

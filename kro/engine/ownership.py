@@ -26,10 +26,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kro.api.names import ANNOTATION_ABANDON_CLUSTER
 from kro.applyset import AppliedResource, Desired
 from kro.engine.results import ObjectId
 
-__all__ = ["Held", "Listed", "Ownership", "PruneOutcome", "PruneScope", "TeardownStep"]
+__all__ = [
+    "Held",
+    "Listed",
+    "Ownership",
+    "PruneOutcome",
+    "PruneScope",
+    "TeardownStep",
+    "abandoned_clusters",
+]
 
 Listed = Mapping[tuple[str, str, str, str], Mapping[str, Any]]
 """Live objects an ownership listed up front, by (group, resource, namespace, name)."""
@@ -95,6 +104,14 @@ class TeardownStep:
     abandoned: tuple[str, ...] = field(default=())
     """Member clusters this step gave up on (`kro.run/abandon-cluster`, M-16), each with what
     was left there, as one line: the owner's adapter reports them."""
+
+
+def abandoned_clusters(owner_obj: Mapping[str, Any]) -> frozenset[str]:
+    """M-16: the member clusters the owner's `kro.run/abandon-cluster` gives up on (an
+    operator's explicit choice, never automatic): a teardown leaves their objects in place."""
+    annotations = (owner_obj.get("metadata") or {}).get("annotations") or {}
+    text = str(annotations.get(ANNOTATION_ABANDON_CLUSTER) or "")
+    return frozenset(c.strip() for c in text.split(",") if c.strip())
 
 
 class Ownership(Protocol):

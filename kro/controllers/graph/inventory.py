@@ -51,12 +51,19 @@ from kro.api.graph import (
     patch_field_manager,
     template_field_manager,
 )
-from kro.api.names import ANNOTATION_NODE_PATH
+from kro.api.names import ANNOTATION_ABANDON_CLUSTER, ANNOTATION_NODE_PATH
 from kro.api.objects import metadata as _meta
 from kro.applyset import AppliedCache, AppliedResource, ApplySetError, Desired
 from kro.applyset.cache import digest
 from kro.applyset.noop import already_applied
-from kro.engine.ownership import Held, Listed, PruneOutcome, PruneScope, TeardownStep
+from kro.engine.ownership import (
+    Held,
+    Listed,
+    PruneOutcome,
+    PruneScope,
+    TeardownStep,
+    abandoned_clusters,
+)
 from kro.engine.places import Places
 from kro.engine.results import ObjectId
 from kro.graph.graph_kind import patch_endpoint
@@ -533,23 +540,39 @@ class StatusInventory:
         failed blocks the step (a retry may fix it) and keeps the finalizer."""
         errors: list[str] = []
         plan: list[str] = []
+        abandoned = abandoned_clusters(owner_obj)
+        left: dict[str, list[str]] = {}
         for entry in reversed(self.entries):
+            if entry.cluster in abandoned:  # M-16: given up on, left in place
+                left.setdefault(entry.cluster, []).append(_entry_name(entry))
+                continue
             try:
                 target = await self.proven(entry)
                 if target is not None:
                     await self.delete(target)
                     plan.append(f"delete {_entry_name(entry)}")
-            except KubeError as error:
-                errors.append(f"{_entry_name(entry)}: {error}")
+            except KubeError as error:  # in a member: held until back, or abandoned (M-16)
+                hint = (
+                    f" (annotate the Graph {ANNOTATION_ABANDON_CLUSTER}={entry.cluster} to "
+                    "leave its objects there)"
+                    if entry.cluster
+                    else ""
+                )
+                errors.append(f"{_entry_name(entry)}: {error}{hint}")
         for contribution in self.contributions:
+            if contribution.cluster in abandoned:
+                left.setdefault(contribution.cluster, []).append(_entry_name(contribution))
+                continue
             try:
                 await self.release(contribution)
                 plan.append(f"release {_entry_name(contribution)}")
             except KubeError as error:
                 errors.append(f"release {_entry_name(contribution)}: {error}")
+        gone = tuple(f'cluster "{c}": {", ".join(names)}' for c, names in sorted(left.items()))
         if errors:
-            return TeardownStep(False, blocked="; ".join(errors), transient=True, plan=tuple(plan))
-        return TeardownStep(True, plan=tuple(plan))
+            blocked = "; ".join(errors)
+            return TeardownStep(False, blocked=blocked, transient=True, plan=tuple(plan))
+        return TeardownStep(True, plan=tuple(plan), abandoned=gone)
 
     async def plan_teardown(self, owner_obj: dict[str, Any]) -> TeardownStep:
         """What `teardown` would delete and release, from the record alone."""

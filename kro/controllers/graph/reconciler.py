@@ -18,7 +18,7 @@ Graph:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -49,7 +49,7 @@ from kro.api.graph import (
     own_identity_refusal,
     service_account_username,
 )
-from kro.api.names import STATUS_FALSE, STATUS_TRUE
+from kro.api.names import EVENT_CLUSTER_ABANDONED, STATUS_FALSE, STATUS_TRUE
 from kro.api.objects import metadata as _meta
 from kro.applyset import Applier
 from kro.controllers.graph.binding import GraphBinding
@@ -348,6 +348,13 @@ class GraphReconciler(OwnerReconciler):
             namespace, str((obj.get("spec") or {}).get("serviceAccountName") or "")
         )
         return self.ownership(obj, username)
+
+    def abandoned(self, obj: Mapping[str, Any], left: Sequence[str]) -> None:
+        """M-16: a Warning Event on the Graph lists what was left in each abandoned member."""
+        super().abandoned(obj, left)
+        if self.events is not None:
+            message = "deletion gave up on unreachable clusters, their objects are left: "
+            self.events.record(obj, "Warning", EVENT_CLUSTER_ABANDONED, message + "; ".join(left))
 
     async def tearing_down(self, obj: dict[str, Any], ref: ObjectRef, step: TeardownStep) -> Result:
         """A Graph deletes everything in one step: what is left failed (V-64)."""
