@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from kro.fleet.errors import ClusterRefused
 from kro.runtime.config import ConnectionConfig, StaticAuth, tls_context
-from kro.runtime.kubeconfig import KubeconfigError, Material, Resolved
+from kro.runtime.kubeconfig import KubeconfigError, Material, Resolved, parse_yaml
 
 __all__ = [
     "REASONS",
@@ -184,18 +184,10 @@ def _document(secret: Mapping[str, Any], key: str, refuse: _Refuser) -> Mapping[
         raw = base64.b64decode(str(encoded), validate=True)
     except (binascii.Error, ValueError):
         raise refuse(REASON_INVALID_DATA, f"data key {key!r} is not valid base64") from None
-    import yaml  # only when a member joins: the controller starts without yaml
-
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        document = yaml.load(raw, Loader=loader)  # a safe loader: CSafeLoader or SafeLoader
-    except yaml.MarkedYAMLError as error:
-        # Not the parser's message: it quotes the lines around the mistake (tokens, keys).
-        mark = error.problem_mark or error.context_mark
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise refuse(REASON_UNPARSABLE, f"data key {key!r} is not valid YAML{where}") from None
-    except yaml.YAMLError:
-        raise refuse(REASON_UNPARSABLE, f"data key {key!r} is not valid YAML") from None
+        document = parse_yaml(raw, f"data key {key!r} is ")
+    except KubeconfigError as error:
+        raise refuse(REASON_UNPARSABLE, str(error)) from None
     if not isinstance(document, Mapping):
         raise refuse(REASON_UNPARSABLE, f"data key {key!r} is not a kubeconfig (not a mapping)")
     return document

@@ -141,21 +141,27 @@ def _load_yaml(path: str, prefix: str) -> Mapping[str, Any]:
             document = json.loads(raw)
             if isinstance(document, Mapping):
                 return document
-    import yaml
+    document = parse_yaml(raw, prefix)
+    if not isinstance(document, Mapping):
+        raise KubeconfigError(f"{prefix}not a kubeconfig: the top level is not a mapping")
+    return document
+
+
+def parse_yaml(raw: bytes, prefix: str = "") -> Any:
+    """A kubeconfig's YAML, safely loaded (no Python tags); KubeconfigError `<prefix>not
+    valid YAML at line L, column C` otherwise, never the parser's own message: it quotes the
+    lines around the mistake, tokens and keys included."""
+    import yaml  # only when a kubeconfig is read: a controller in a cluster never imports it
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        document = yaml.load(raw, Loader=loader)  # a safe loader: CSafeLoader or SafeLoader
+        return yaml.load(raw, Loader=loader)  # a safe loader: CSafeLoader or SafeLoader
     except yaml.MarkedYAMLError as error:
-        # Not the parser's message: it quotes the lines around the mistake (tokens, keys).
         mark = error.problem_mark or error.context_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise KubeconfigError(f"{prefix}not valid YAML{where}") from None
     except yaml.YAMLError:
         raise KubeconfigError(f"{prefix}not valid YAML") from None
-    if not isinstance(document, Mapping):
-        raise KubeconfigError(f"{prefix}not a kubeconfig: the top level is not a mapping")
-    return document
 
 
 def _entries(document: Mapping[str, Any], section: str, path: str, prefix: str) -> list[Entry]:
