@@ -14,28 +14,20 @@ import argparse
 import json
 from typing import Any
 
-import pytest
-from kro_harness import CONTROLLER_ARGS, KroEnv, kro_fixtures
+from fleet_support import fleet_args, fleet_fixture
+from kro_harness import KroEnv, kro_fixtures
 
 from kro.cli.explain import add_explain_command, explain, parse_request
 from kro.cli.explain_format import render
 from kro.cli.explain_mask import SecretMask
 from kro.testing.fleet import Fleet
 
-ARGS = (
-    *CONTROLLER_ARGS[:-2],
-    "--feature-gates=InstanceConditionEvents=true,MultiCluster=true",
-    "--cluster-secrets-namespace=kro-system",
-    "--log-level=info",
-)
+ARGS = fleet_args()
 controller, kro = kro_fixtures(ARGS)
 TIMEOUT_S = 60.0
 
 
-@pytest.fixture(scope="module")
-def fleet(kube_fleet: Fleet) -> Fleet:
-    kube_fleet.register()
-    return kube_fleet
+fleet = fleet_fixture()
 
 
 async def run_explain(kro: KroEnv, *argv: str, output: str = "json") -> str:

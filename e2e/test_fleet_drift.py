@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-from kro_harness import CONTROLLER_ARGS, KroEnv, kro_fixtures
+from fleet_support import fleet_args, fleet_fixture
+from kro_harness import KroEnv, kro_fixtures
 
 from kro.runtime.client import Client
 from kro.runtime.config import load_default
@@ -17,23 +17,14 @@ from kro.runtime.gvk import GVR
 from kro.testing.fleet import Fleet
 from kro.testing.waiting import eventually
 
-ARGS = (
-    *(a for a in CONTROLLER_ARGS[:-2] if not a.startswith("--instance-requeue-interval")),
-    "--instance-requeue-interval=30s",
-    "--feature-gates=InstanceConditionEvents=true,MultiCluster=true",
-    "--cluster-secrets-namespace=kro-system",
-    "--log-level=info",
-)
+ARGS = fleet_args(extra=("--instance-requeue-interval=30s",))
 controller, kro = kro_fixtures(ARGS)
 CONFIGMAPS = GVR("", "v1", "configmaps")
 REPAIR_S = 10.0
 TIMEOUT_S = 90.0
 
 
-@pytest.fixture(scope="module")
-def fleet(kube_fleet: Fleet) -> Fleet:
-    kube_fleet.register()
-    return kube_fleet
+fleet = fleet_fixture()
 
 
 def _configmap() -> dict[str, Any]:

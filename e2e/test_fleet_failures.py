@@ -35,8 +35,8 @@ from typing import Any
 
 import pytest
 import yaml
+from fleet_support import fleet_args, fleet_fixture
 from kro_harness import (
-    CONTROLLER_ARGS,
     ControllerThread,
     KroEnv,
     LogRecords,
@@ -62,12 +62,7 @@ from kro.testing.fleet import (
 )
 from kro.testing.waiting import eventually
 
-ARGS = (
-    *CONTROLLER_ARGS[:-2],
-    "--feature-gates=InstanceConditionEvents=true,MultiCluster=true",
-    "--cluster-secrets-namespace=kro-system",
-    "--log-level=info",
-)
+ARGS = fleet_args()
 controller, kro = kro_fixtures(ARGS)
 CONFIGMAPS = GVR("", "v1", "configmaps")
 SECRETS = GVR("", "v1", "secrets")
@@ -92,10 +87,7 @@ EVENT_S = 5.0
 """Events are recorded in the background: what the deletion announced is there by then."""
 
 
-@pytest.fixture(scope="module")
-def fleet(kube_fleet: Fleet) -> Fleet:
-    kube_fleet.register()
-    return kube_fleet
+fleet = fleet_fixture()
 
 
 # -- helpers ---------------------------------------------------------------------------------

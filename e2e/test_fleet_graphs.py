@@ -15,8 +15,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from fleet_support import fleet_args, fleet_fixture
 from graph_support import GRAPHS, delete_graph, wait_for_graph
-from kro_harness import CONTROLLER_ARGS, KroEnv, kro_fixtures
+from kro_harness import KroEnv, kro_fixtures
 
 from kro.api.names import CLUSTER_SECRETS_LABEL_DEFAULT
 from kro.runtime.client import Client
@@ -26,13 +27,9 @@ from kro.runtime.gvk import GVR
 from kro.testing.fleet import Fleet
 from kro.testing.waiting import eventually
 
-ARGS = (
-    *CONTROLLER_ARGS[:-2],
-    "--feature-gates=GraphKind=true,MultiCluster=true",
-    "--controller-namespace=kro-system",
-    "--controller-service-account=kro",
-    "--cluster-secrets-namespace=kro-system",
-    "--log-level=info",
+ARGS = fleet_args(
+    "GraphKind=true",
+    extra=("--controller-namespace=kro-system", "--controller-service-account=kro"),
 )
 controller, kro = kro_fixtures(ARGS)
 CONFIGMAPS = GVR("", "v1", "configmaps")
@@ -45,10 +42,7 @@ LABEL_KEY, _, LABEL_VALUE = CLUSTER_SECRETS_LABEL_DEFAULT.partition("=")
 TIMEOUT_S = 60.0
 
 
-@pytest.fixture(scope="module")
-def fleet(kube_fleet: Fleet) -> Fleet:
-    kube_fleet.register()
-    return kube_fleet
+fleet = fleet_fixture()
 
 
 @pytest.fixture

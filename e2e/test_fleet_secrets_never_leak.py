@@ -45,8 +45,8 @@ from typing import Any, Final
 import pytest
 import structlog
 import yaml
+from fleet_support import fleet_args, fleet_fixture
 from kro_harness import (
-    CONTROLLER_ARGS,
     ControllerThread,
     KroEnv,
     condition,
@@ -72,12 +72,7 @@ from kro.testing.fleet import (
 )
 from kro.testing.waiting import eventually
 
-ARGS = (
-    *CONTROLLER_ARGS[:-2],
-    "--feature-gates=InstanceConditionEvents=true,MultiCluster=true",
-    "--cluster-secrets-namespace=kro-system",
-    "--log-level=debug",  # every line the controller can write is scanned
-)
+ARGS = fleet_args(log_level="debug")  # every line kro can write is scanned
 controller, kro = kro_fixtures(ARGS)
 REPO = Path(__file__).resolve().parents[1]
 CONFIGMAPS = GVR("", "v1", "configmaps")
@@ -92,10 +87,7 @@ RUN: Final = re.compile(rf"[A-Za-z0-9+/=_.\-]{{{WINDOW},}}")
 CREDENTIAL_FIELDS: Final = ("token", "client-certificate-data", "client-key-data")
 
 
-@pytest.fixture(scope="module")
-def fleet(kube_fleet: Fleet) -> Fleet:
-    kube_fleet.register()
-    return kube_fleet
+fleet = fleet_fixture()
 
 
 # -- what the controller logs, as rendered -----------------------------------------------------

@@ -15,7 +15,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from kro_harness import CONTROLLER_ARGS, KroEnv, kro_fixtures
+from fleet_support import fleet_args, fleet_fixture
+from kro_harness import KroEnv, kro_fixtures
 
 from kro.api.names import LABEL_DISTRIBUTE
 from kro.runtime.client import Client
@@ -25,13 +26,7 @@ from kro.runtime.gvk import GVR
 from kro.testing.fleet import Fleet
 from kro.testing.waiting import eventually
 
-ARGS = (
-    *CONTROLLER_ARGS[:-2],
-    "--feature-gates=InstanceConditionEvents=true,MultiCluster=true",
-    "--enable-multicluster",
-    "--cluster-secrets-namespace=kro-system",
-    "--log-level=info",
-)
+ARGS = fleet_args(extra=("--enable-multicluster",))
 controller, kro = kro_fixtures(ARGS)
 CONFIGMAPS = GVR("", "v1", "configmaps")
 NAMESPACES = GVR("", "v1", "namespaces")
@@ -41,10 +36,7 @@ MEMBERS = ("member-1", "member-2")
 TIMEOUT_S = 60.0
 
 
-@pytest.fixture(scope="module")
-def fleet(kube_fleet: Fleet) -> Fleet:
-    kube_fleet.register()
-    return kube_fleet
+fleet = fleet_fixture()
 
 
 @pytest.fixture

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from kro_harness import CONTROLLER_ARGS, KroEnv, kro_fixtures, meta
+from fleet_support import fleet_args, fleet_fixture
+from kro_harness import KroEnv, kro_fixtures, meta
 
 from kro.api.names import LABEL_HUB
 from kro.runtime.client import Client
@@ -23,22 +24,14 @@ from kro.runtime.gvk import GVK, GVR
 from kro.testing.fleet import Fleet, registry_secret
 from kro.testing.waiting import eventually
 
-ARGS = (
-    *CONTROLLER_ARGS[:-2],
-    "--feature-gates=InstanceConditionEvents=true,MultiCluster=true",
-    "--cluster-secrets-namespace=kro-system",
-    "--log-level=info",
-)
+ARGS = fleet_args()
 controller, kro = kro_fixtures(ARGS)
 CONFIGMAPS = GVR("", "v1", "configmaps")
 SECRETS = GVR("", "v1", "secrets")
 TIMEOUT_S = 60.0
 
 
-@pytest.fixture(scope="module")
-def fleet(kube_fleet: Fleet) -> Fleet:
-    kube_fleet.register()
-    return kube_fleet
+fleet = fleet_fixture()
 
 
 def _configmap(target: str | None = None) -> dict[str, Any]:
