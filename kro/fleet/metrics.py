@@ -14,7 +14,7 @@ Both families are removed with the member, so a churning fleet does not grow /me
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from kro.runtime.metrics import Counter, Gauge, Histogram, MetricsProvider
@@ -48,24 +48,34 @@ class FleetMetrics:
         self.ready.remove(cluster=cluster)
         self.requests.remove(cluster=cluster)
 
-    def member_provider(self, cluster: str) -> MetricsProvider:
-        """The provider a member's client records into (module docstring)."""
-        return _MemberProvider(self.provider, cluster, self.requests)
+    def member_provider(
+        self, cluster: str, answered: Callable[[str], None] | None = None
+    ) -> MetricsProvider:
+        """The provider a member's client records into (module docstring); `answered(code)`
+        hears the outcome of each of its requests (the registry's passive health)."""
+        return _MemberProvider(self.provider, cluster, self.requests, answered)
 
 
 class _MemberProvider:
     """The hub's provider, with `rest_client_requests_total` also counted per cluster."""
 
-    def __init__(self, hub: MetricsProvider, cluster: str, requests: Counter) -> None:
+    def __init__(
+        self,
+        hub: MetricsProvider,
+        cluster: str,
+        requests: Counter,
+        answered: Callable[[str], None] | None = None,
+    ) -> None:
         self._hub = hub
         self._cluster = cluster
         self._requests = requests
+        self._answered = answered
 
     def counter(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Counter:
         counter = self._hub.counter(name, documentation, labels)
         if name != REST_REQUESTS:
             return counter
-        return _RequestCounter(counter, self._requests, self._cluster)
+        return _RequestCounter(counter, self._requests, self._cluster, self._answered)
 
     def gauge(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Gauge:
         return self._hub.gauge(name, documentation, labels)
@@ -83,13 +93,22 @@ class _MemberProvider:
 class _RequestCounter:
     """Counts into the transport's counter and into the member's `kro_cluster_requests_total`."""
 
-    def __init__(self, rest: Counter, requests: Counter, cluster: str) -> None:
+    def __init__(
+        self,
+        rest: Counter,
+        requests: Counter,
+        cluster: str,
+        answered: Callable[[str], None] | None = None,
+    ) -> None:
         self._rest = rest
         self._requests = requests
         self._cluster = cluster
+        self._answered = answered
 
     def inc(self, amount: float = 1.0, **labels: str) -> None:
         self._rest.inc(amount, **labels)
+        if self._answered is not None:
+            self._answered(labels.get("code", ""))
         self._requests.inc(
             amount,
             cluster=self._cluster,

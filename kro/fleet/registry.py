@@ -38,6 +38,7 @@ import dataclasses
 import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final, Literal
 
 import structlog
@@ -128,6 +129,7 @@ class _Slot:
     reason: str = NOT_PROBED
     refused: str = ""  # the refusal's code (kro.fleet.credentials.REASONS), "" if accepted
     used: bool = False  # `client_for` was called since the last probe
+    answered: bool | None = None  # since the last probe: every request answered (None: none)
     generation: int = 0  # bumped by every new client: a stale probe's outcome is dropped
     prober: asyncio.Task[None] | None = None
 
@@ -401,7 +403,7 @@ class ClusterRegistry:
         # (M-05: one member never delays another's work).
         options = dataclasses.replace(
             self._options,
-            metrics=self._metrics.member_provider(slot.name),
+            metrics=self._metrics.member_provider(slot.name, partial(_answered, slot)),
             max_retries=min(self._options.max_retries, MEMBER_RETRIES),
         )
         slot.client = self._client_factory(outcome.config, options)
@@ -427,11 +429,13 @@ class ClusterRegistry:
     # -- probes ---------------------------------------------------------------------------------
 
     async def _probe_loop(self, slot: _Slot, generation: int, client: Client) -> None:
-        """Probe now, then every interval while the member is used or not Ready."""
+        """Probe now, then every interval while the member is used or not Ready; a member
+        whose own requests since the last probe were all answered needs none (its users just
+        showed it serves), so a settled fleet sends nothing."""
         due = True
         while True:
             if due:
-                slot.used = False
+                slot.used, slot.answered = False, None
                 try:
                     version = await probe(client, timeout_s=self._probe_timeout_s)
                 except ProbeFailed as failure:
@@ -442,7 +446,10 @@ class ClusterRegistry:
                 else:
                     self._probed(slot, generation, version, "")
             await asyncio.sleep(self._probe_interval_s)
-            due = slot.used or slot.ready is not True
+            vouched = slot.answered is True and slot.ready is True
+            due = slot.ready is not True or (slot.used and not vouched)
+            if vouched:
+                slot.used, slot.answered = False, None
 
     def _probed(self, slot: _Slot, generation: int, version: str | None, failure: str) -> None:
         if slot.generation != generation or self._slots.get(slot.name) is not slot:
@@ -524,3 +531,14 @@ async def _close(client: Client | None, prober: asyncio.Task[None] | None) -> No
         await asyncio.wait([prober])
     if client is not None:
         await client.close()
+
+
+_HEALTHY_CODES: Final = frozenset({"404", "409", "410", "422"})
+"""Answers that say the member serves (besides 2xx and 3xx): the object, not the cluster."""
+
+
+def _answered(slot: _Slot, code: str) -> None:
+    """One request of the member's client was answered with `code` ("<error>": none): any
+    failure since the last probe makes the next one due."""
+    healthy = code[:1] in ("2", "3") or code in _HEALTHY_CODES
+    slot.answered = healthy if slot.answered is None else slot.answered and healthy

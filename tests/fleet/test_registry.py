@@ -32,10 +32,10 @@ from kro.runtime import logging as runtime_logging
 from kro.runtime.cache import InformerCache
 from kro.runtime.client import Client
 from kro.runtime.config import ConnectionConfig
-from kro.runtime.errors import TransportError
+from kro.runtime.errors import KubeError, TransportError
 from kro.runtime.prometheus import PrometheusProvider
 from kro.testing import pki
-from kro.testing.fakeapi import FakeApiServer
+from kro.testing.fakeapi import FakeApiServer, Fault
 from kro.testing.waiting import eventually
 
 pytestmark = pytest.mark.usefixtures("no_task_leaks")
@@ -350,6 +350,29 @@ async def test_a_ready_member_is_probed_again_only_when_used(certs: pki.ClusterP
             _async(lambda: f.version_probes() > probes), what="a probe after use", timeout_s=5
         )
         assert any(r.path == "/apis" for r in f.member_api.requests)  # discovery is probed too
+
+
+async def test_a_member_whose_requests_were_answered_is_not_probed(
+    certs: pki.ClusterPKI,
+) -> None:
+    """M-06, a quiet fleet: a member its users just reached needs no probe; one whose request
+    went unanswered does."""
+    async with fleet(certs) as f:
+        f.seed(f.member_secret())
+        await f.registry.start()
+        await f.registry.wait_ready("east", timeout_s=5)
+        client = f.registry.client_for("east")
+        await client.request("GET", "/api/v1/namespaces/default/configmaps")
+        probes = f.version_probes()
+        await asyncio.sleep(INTERVAL_S * 6)  # an absence: nothing to wait on but time
+        assert f.version_probes() == probes
+        f.registry.client_for("east")
+        f.member_api.inject(Fault("status", method="GET", path="/configmaps", status=500, times=9))
+        with contextlib.suppress(KubeError):  # the member's server failing
+            await client.request("GET", "/api/v1/namespaces/default/configmaps")
+        await eventually(
+            _async(lambda: f.version_probes() > probes), what="a probe after a failure", timeout_s=5
+        )
 
 
 async def test_metrics_per_cluster(certs: pki.ClusterPKI) -> None:
