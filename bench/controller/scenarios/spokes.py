@@ -32,7 +32,7 @@ RSS growth per member is given two ways: idle (RSS with the members registered a
 spokes serving the kind, minus RSS before any member, divided by the members) and at size
 (the fleet phase's peak RSS minus the one-cluster phase's, divided by the members: the same
 instances and children either way, so the difference is what spreading them costs).
-Results go to bench/results/controller-spokes-<members>x<N>-w<W>.json.
+Results go to bench/results/controller-spokes-<members>x<N>-w<W>[-qps<Q>][-fleet-only].json.
 
     python bench/bench_controller.py --scenario spokes --instances-per-member 300
 """
@@ -60,6 +60,7 @@ from kro.testing.cluster import ClusterOptions, LocalCluster
 from ..benchapp import INSTANCES, RGD_NAME, benchapp_rgd, wait_rgd_active
 from ..harness import (
     SETTINGS,
+    Settings,
     admin_client,
     cpu_between,
     create_namespace,
@@ -166,6 +167,7 @@ async def run_instances(
     controller = phase.controller
     total = sum(len(t.names) for t in targets)
     seen = Seen()
+    servers_before = await apiserver_requests(phase.clients)
     before = Requests.scrape(controller.port)
     cpu_before, _ = controller.usage()
     hub_before, members_before = phase.planes.hub_cpu(), phase.planes.members_cpu()
@@ -179,6 +181,7 @@ async def run_instances(
     settled_s = time.monotonic() + await controller.quiet(QUIET_S, 300.0) - started
     spent = Requests.scrape(controller.port).since(before)
     cpu_after, peak = controller.usage()
+    servers = apiserver_diff(servers_before, await apiserver_requests(phase.clients))
     latencies = sorted(seen.active[k] - seen.created[k] for k in seen.active if k in seen.created)
     converged = {
         "instances": total,
@@ -193,6 +196,9 @@ async def run_instances(
         "controller_requests_per_instance_by_cluster": _per(spent.per_cluster(), total),
         "controller_requests_per_instance_by_method": {
             cluster: _per(rows, total) for cluster, rows in spent.by_method(phase.hub_host).items()
+        },
+        "apiserver_requests_per_instance": {
+            cluster: _per(rows, total) for cluster, rows in servers.items()
         },
         "controller_cpu_s": cpu_after - cpu_before,
         "controller_peak_rss_mib": peak / 2**20,
@@ -392,6 +398,17 @@ async def run_spokes(kubeconfig: str, args: argparse.Namespace) -> dict[str, Any
         await asyncio.to_thread(the_fleet.stop)
 
 
+def result_name(args: argparse.Namespace) -> str:
+    """controller-spokes-<members>x<N>-w<W>[-qps<Q>][-fleet-only].json (the qps only when not
+    the default, so runs that differ in it keep their files apart)."""
+    name = f"controller-spokes-{args.members}x{args.instances_per_member}-w{args.workers}"
+    if SETTINGS.client_qps != Settings().client_qps:
+        name += f"-qps{SETTINGS.client_qps:g}"
+    if args.no_baseline:
+        name += "-fleet-only"
+    return name + ".json"
+
+
 @dataclass(frozen=True)
 class Spokes:
     """The scenario (scenario.Scenario)."""
@@ -435,11 +452,7 @@ class Spokes:
             )
             result = await run_spokes(kubeconfig, args)
             print_table(result)
-            write_result(
-                f"controller-spokes-{args.members}x{args.instances_per_member}"
-                f"-w{args.workers}.json",
-                result,
-            )
+            write_result(result_name(args), result)
 
         on_cluster(main, nodes=0)
 

@@ -79,10 +79,10 @@ def _rows(
 def print_table(result: Mapping[str, Any]) -> None:
     spread, one, found = result["fleet"], result["one_cluster"], result["comparison"]
     total = result["members"] * result["instances_per_member"]
+    against = f" against {total} on one cluster" if one else ""
     print(
-        f"\n{result['members']} members x {result['instances_per_member']} instances against "
-        f"{total} on one cluster, {result['workers']} workers, --client-qps "
-        f"{result['client_qps']:g}"
+        f"\n{result['members']} members x {result['instances_per_member']} instances{against}, "
+        f"{result['workers']} workers, --client-qps {result['client_qps']:g}"
     )
     print(f"  {'':34} {'hub and spokes':>16} {'one cluster':>14}")
     for label, left, right in _rows(spread, one):
@@ -96,6 +96,9 @@ def print_table(result: Mapping[str, Any]) -> None:
     if one:
         for cluster, rows in one["controller_requests_per_instance_by_method"].items():
             print(f"    one cluster, {cluster}: {rows}")
+    for name, part in (("hub and spokes", spread), ("one cluster", one)):
+        for cluster, rows in (part or {}).get("apiserver_requests_per_instance", {}).items():
+            print(f"  {name}, {cluster} API server served per instance (anyone's): {rows}")
     print(
         f"  RSS before members {spread['rss_before_members_mib']:.1f} MiB, with members idle "
         f"{spread['rss_members_idle_mib']:.1f} MiB (served in {spread['members_serving_s']:.1f} s)"
