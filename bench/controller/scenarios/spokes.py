@@ -2,9 +2,10 @@
 
 The hub is the run's cluster ($KUBECONFIG, or a local control plane without nodes: nothing
 here needs a Pod); `--members` member control planes (kro.testing.fleet, no nodes) start next
-to it. The RGD makes per instance a ConfigMap, a ClusterIP Service whose annotation reads the
-ConfigMap, and a second ConfigMap holding the Service's allocated clusterIP: a chain of three,
-every one ready without a Pod. Two phases, each with a `kro controller` of its own:
+to it, reached with their bearer token as the hub is (`--member-credentials`, see
+spokes_members.py). The RGD makes per instance a ConfigMap, a ClusterIP Service whose
+annotation reads the ConfigMap, and a second ConfigMap holding the Service's allocated
+clusterIP: a chain of three, every one ready without a Pod. Two phases, each with a `kro controller` of its own:
 
 1. **Fleet**: the controller runs with `--feature-gates=MultiCluster=true --enable-multicluster
    --cluster-secrets-namespace=kro-system` before any member is registered. The RGD goes on
@@ -25,14 +26,15 @@ quiet 3 s (its `rest_client_requests_total`, which counts every request it sends
 members alike: kro.fleet.metrics feeds each member request into it as well as into
 `kro_cluster_requests_total{cluster}`, so the members' share is read from the latter and the
 hub's is the difference, never a sum of both), its CPU, its peak RSS (VmHWM), and then the
-requests during `--steady-seconds` of quiet (default 60; the goal is 0), with every API
-server's own count for that window by verb and resource to say what they were.
+requests during `--steady-seconds` of quiet (default 60; the goal is 0), when in the window
+they came, and every API server's own count for the phase and the window by verb and resource
+to say what they were.
 
 RSS growth per member is given two ways: idle (RSS with the members registered and their
 spokes serving the kind, minus RSS before any member, divided by the members) and at size
 (the fleet phase's peak RSS minus the one-cluster phase's, divided by the members: the same
 instances and children either way, so the difference is what spreading them costs).
-Results go to bench/results/controller-spokes-<members>x<N>-w<W>[-qps<Q>][-fleet-only].json.
+Results go to bench/results/controller-spokes-<members>x<N>-w<W>[...].json (result_name).
 
     python bench/bench_controller.py --scenario spokes --instances-per-member 300
 """
@@ -46,16 +48,12 @@ import statistics
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from kro.controllers.crd import wait_established
 from kro.controllers.rgd import RGDS
-from kro.runtime.client import Client, ClientOptions
-from kro.testing import fleet
-from kro.testing.adminapi import AdminApi
-from kro.testing.cluster import ClusterOptions, LocalCluster
+from kro.runtime.client import Client
 
 from ..benchapp import INSTANCES, RGD_NAME, benchapp_rgd, wait_rgd_active
 from ..harness import (
@@ -82,9 +80,9 @@ from .spokes_measure import (
     create_instances,
     follow_active,
 )
+from .spokes_members import CREDENTIALS, SECRETS_NAMESPACE, Members, close_all
 from .spokes_table import compare, print_table
 
-SECRETS_NAMESPACE = fleet.DEFAULT_NAMESPACE
 MULTICLUSTER = (
     "--feature-gates=MultiCluster=true",
     "--enable-multicluster",
@@ -263,7 +261,7 @@ async def members_serving(hub: Client, members: Mapping[str, Client]) -> None:
 async def fleet_phase(
     hub: Client,
     kubeconfig: str,
-    the_fleet: fleet.Fleet,
+    registry: Members,
     members: Mapping[str, Client],
     *,
     planes: Planes,
@@ -280,7 +278,7 @@ async def fleet_phase(
         rss_alone = await settle(controller)
         before = Requests.scrape(controller.port)
         joined = time.monotonic()
-        await asyncio.to_thread(the_fleet.register, namespace=SECRETS_NAMESPACE)
+        await asyncio.to_thread(registry.register)
         await members_serving(hub, members)
         serving_s = time.monotonic() - joined
         rss_members = await settle(controller)
@@ -340,35 +338,25 @@ def _host(client: Client) -> str:
     return urlsplit(client.config.server).netloc or client.config.server
 
 
-def _member_pids(clusters: Mapping[str, LocalCluster]) -> dict[str, dict[str, int]]:
-    return {name: dict(c.state.pids) if c.state else {} for name, c in clusters.items()}
-
-
 async def run_spokes(kubeconfig: str, args: argparse.Namespace) -> dict[str, Any]:
     """Start the members, then the fleet phase and (unless --no-baseline) the one-cluster
     phase; stop the members and leave the hub's registry as found."""
     load = load_average()
     hub = await admin_client(kubeconfig)
-    clusters = {
-        name: LocalCluster(options=ClusterOptions(nodes=0))
-        for name in fleet.member_names(args.members)
-    }
-    started = await asyncio.to_thread(fleet.start_members, clusters)
-    the_fleet = fleet.Fleet(AdminApi.from_kubeconfig(Path(kubeconfig)), started)
+    registry = await asyncio.to_thread(
+        Members.start, kubeconfig, args.members, args.member_credentials
+    )
     members: dict[str, Client] = {}
     try:
-        for member in started:
-            members[member.name] = await Client.from_kubeconfig(
-                str(member.kubeconfig_path), options=ClientOptions(qps=0)
-            )
-        planes = Planes(_member_pids(clusters))
+        members = await registry.clients()
+        planes = Planes(registry.pids())
         namespace = f"spokes-{int(time.time())}"
         await install_kro_crds(hub)
         for client in members.values():
             await create_namespace(client, namespace)
         load_fleet = load_average()
         fleet_result = await fleet_phase(
-            hub, kubeconfig, the_fleet, members, planes=planes, args=args, namespace=namespace
+            hub, kubeconfig, registry, members, planes=planes, args=args, namespace=namespace
         )
         one: dict[str, Any] | None = None
         if not args.no_baseline:
@@ -382,6 +370,7 @@ async def run_spokes(kubeconfig: str, args: argparse.Namespace) -> dict[str, Any
             "scenario": "spokes",
             "load_average_at_start": load,
             "members": args.members,
+            "member_credentials": args.member_credentials,
             "instances_per_member": args.instances_per_member,
             "workers": args.workers,
             "client_qps": SETTINGS.client_qps,
@@ -390,20 +379,20 @@ async def run_spokes(kubeconfig: str, args: argparse.Namespace) -> dict[str, Any
             "comparison": compare(fleet_result, one, args.members),
         }
     finally:
-        for client in members.values():
-            await client.close()
+        await close_all(members)
         await hub.close()
-        with contextlib.suppress(Exception):  # the hub may be gone already (our own)
-            await asyncio.to_thread(the_fleet.unregister)
-        await asyncio.to_thread(the_fleet.stop)
+        await asyncio.to_thread(registry.unregister)
+        await asyncio.to_thread(registry.stop)
 
 
 def result_name(args: argparse.Namespace) -> str:
-    """controller-spokes-<members>x<N>-w<W>[-qps<Q>][-fleet-only].json (the qps only when not
-    the default, so runs that differ in it keep their files apart)."""
+    """controller-spokes-<members>x<N>-w<W>[-qps<Q>][-certificate][-fleet-only].json (the qps
+    only when not the default, so runs that differ in it keep their files apart)."""
     name = f"controller-spokes-{args.members}x{args.instances_per_member}-w{args.workers}"
     if SETTINGS.client_qps != Settings().client_qps:
         name += f"-qps{SETTINGS.client_qps:g}"
+    if args.member_credentials != "token":
+        name += f"-{args.member_credentials}"
     if args.no_baseline:
         name += "-fleet-only"
     return name + ".json"
@@ -429,6 +418,14 @@ class Spokes:
             type=int,
             default=2,
             help="with --scenario spokes: member control planes started next to the hub",
+        )
+        parser.add_argument(
+            "--member-credentials",
+            choices=CREDENTIALS,
+            default="token",
+            help="with --scenario spokes: what the members' registry Secrets carry (and the "
+            "bench uses there): the member's bearer token, as the hub is reached, or a client "
+            "certificate (kube-apiserver verifies it on every request)",
         )
         parser.add_argument(
             "--no-baseline",
