@@ -5,7 +5,8 @@ here needs a Pod); `--members` member control planes (kro.testing.fleet, no node
 to it, reached with their bearer token as the hub is (`--member-credentials`, see
 spokes_members.py). The RGD makes per instance a ConfigMap, a ClusterIP Service whose
 annotation reads the ConfigMap, and a second ConfigMap holding the Service's allocated
-clusterIP: a chain of three, every one ready without a Pod. Two phases, each with a `kro controller` of its own:
+clusterIP: a chain of three, every one ready without a Pod. Two phases, each with a `kro
+controller` of its own:
 
 1. **Fleet**: the controller runs with `--feature-gates=MultiCluster=true --enable-multicluster
    --cluster-secrets-namespace=kro-system` before any member is registered. The RGD goes on
