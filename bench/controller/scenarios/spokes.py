@@ -80,6 +80,8 @@ from .spokes_measure import (
     apiserver_requests,
     create_instances,
     follow_active,
+    machine_busy,
+    own_cpu,
 )
 from .spokes_members import CREDENTIALS, SECRETS_NAMESPACE, Members, close_all
 from .spokes_table import compare, print_table
@@ -170,6 +172,7 @@ async def run_instances(
     before = Requests.scrape(controller.port)
     cpu_before, _ = controller.usage()
     hub_before, members_before = phase.planes.hub_cpu(), phase.planes.members_cpu()
+    machine_before, bench_before = machine_busy(), own_cpu()
     started = time.monotonic()
     followers = [asyncio.create_task(follow_active(t, seen)) for t in targets]
     await create_instances(targets, seen)
@@ -180,6 +183,10 @@ async def run_instances(
     settled_s = time.monotonic() + await controller.quiet(QUIET_S, 300.0) - started
     spent = Requests.scrape(controller.port).since(before)
     cpu_after, peak = controller.usage()
+    hub_cpu = cpu_between(hub_before, phase.planes.hub_cpu())
+    members_cpu = phase.planes.members_cpu() - members_before
+    machine, bench = machine_busy() - machine_before, own_cpu() - bench_before
+    ours = None if hub_cpu is None else cpu_after - cpu_before + hub_cpu + members_cpu + bench
     servers = apiserver_diff(servers_before, await apiserver_requests(phase.clients))
     latencies = sorted(seen.active[k] - seen.created[k] for k in seen.active if k in seen.created)
     converged = {
@@ -202,8 +209,11 @@ async def run_instances(
         "controller_cpu_s": cpu_after - cpu_before,
         "controller_peak_rss_mib": peak / 2**20,
         "controller_rss_settled_mib": rss(controller.pid) / 2**20,
-        "hub_control_plane_cpu_s": cpu_between(hub_before, phase.planes.hub_cpu()),
-        "member_control_planes_cpu_s": phase.planes.members_cpu() - members_before,
+        "hub_control_plane_cpu_s": hub_cpu,
+        "member_control_planes_cpu_s": members_cpu,
+        "bench_cpu_s": bench,
+        "machine_cpu_s": machine,
+        "others_cpu_s": None if ours is None else machine - ours,
     }
     return {**converged, **await quiet_window(phase, quiet_window_s)}
 

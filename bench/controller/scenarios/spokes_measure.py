@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
 import time
 import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kro.runtime.client import Client
@@ -39,8 +41,13 @@ class Requests:
 
     @classmethod
     def scrape(cls, port: int) -> Requests:
+        """The counters of the controller serving /metrics on `port`, now."""
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as answer:
-            text = answer.read().decode()
+            return cls.parse(answer.read().decode())
+
+    @classmethod
+    def parse(cls, text: str) -> Requests:
+        """The two families out of a Prometheus text exposition."""
         found = cls()
         for line in text.splitlines():
             sample = _SAMPLE.match(line)
@@ -167,6 +174,19 @@ class Planes:
 
     def members_cpu(self) -> float:
         return sum(proc_usage(pid)[0] for pids in self.members.values() for pid in pids.values())
+
+
+def machine_busy() -> float:
+    """CPU seconds the whole machine has spent on any process so far (user, nice, system, irq,
+    softirq in /proc/stat): less this run's own, what others on the shared machine used."""
+    ticks = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:8]]
+    user, nice, system, _idle, _iowait, irq, softirq = ticks
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu() -> float:
+    """CPU seconds this bench process (its creates, watches and scrapes) has used."""
+    return proc_usage(os.getpid())[0]
 
 
 async def apiserver_requests(clients: Mapping[str, Client]) -> dict[str, dict[str, float]]:

@@ -73,6 +73,8 @@ def _rows(
     yield "controller RSS once settled (MiB)", *pair("controller_rss_settled_mib")
     yield "hub control plane CPU (s)", *pair("hub_control_plane_cpu_s")
     yield "member control planes CPU (s)", *pair("member_control_planes_cpu_s")
+    yield "the bench's own CPU (s)", *pair("bench_cpu_s")
+    yield "others' CPU meanwhile (s, 2 cores)", *pair("others_cpu_s")
     yield "controller requests, quiet window", *pair("quiet_requests", 0)
 
 
