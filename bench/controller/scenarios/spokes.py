@@ -279,6 +279,8 @@ async def fleet_phase(
     args: argparse.Namespace,
     namespace: str,
 ) -> dict[str, Any]:
+    """Phase 1 (module docstring): the gated controller, RSS before and after the members
+    join, then the instances in the members."""
     controller = Controller.start(
         kubeconfig, args.workers, profile=args.profile, extra_args=MULTICLUSTER
     )
@@ -290,7 +292,7 @@ async def fleet_phase(
         before = Requests.scrape(controller.port)
         joined = time.monotonic()
         await asyncio.to_thread(registry.register)
-        await members_serving(hub, members)
+        await asyncio.wait_for(members_serving(hub, members), 300.0)
         serving_s = time.monotonic() - joined
         rss_members = await settle(controller)
         join = Requests.scrape(controller.port).since(before).per_cluster()
@@ -322,6 +324,7 @@ async def fleet_phase(
 async def baseline_phase(
     hub: Client, kubeconfig: str, planes: Planes, args: argparse.Namespace, namespace: str
 ) -> dict[str, Any]:
+    """Phase 2: a controller without the gate, the same RGD, every instance on the hub."""
     controller = Controller.start(kubeconfig, args.workers, profile=args.profile)
     try:
         startup = await controller.startup_usage()
