@@ -50,6 +50,12 @@ reach its NetworkPolicies until the new controller is quiet (see bench/controlle
     python bench/bench_controller.py --scenario graph-decorator --namespaces 500
     python bench/bench_controller.py --scenario graph-decorator --namespaces 500 --restart
 
+`--scenario spokes` starts member control planes next to the hub and compares a MultiCluster
+controller serving `--instances-per-member` instances in each member with one serving as many
+on one cluster: time to ACTIVE, requests, RSS per member, a quiet window (its module says how).
+
+    python bench/bench_controller.py --scenario spokes --instances-per-member 300
+
 Without KUBECONFIG it starts its own local control plane (with fake nodes, so Deployments
 become Available and `readyWhen` passes). Each scenario is a module of bench/controller/
 (scenarios/, over harness.py), registered in bench/controller/scenarios/__init__.py.

@@ -132,15 +132,18 @@ def pin_control_plane(pids: dict[str, int]) -> str:
     return f"control plane on CPU {cpus[0]}, kro and this script on {sorted(rest)}"
 
 
-def on_cluster(main: Callable[[str], Coroutine[Any, Any, None]], *, pin: bool = False) -> None:
+def on_cluster(
+    main: Callable[[str], Coroutine[Any, Any, None]], *, pin: bool = False, nodes: int = 1
+) -> None:
     """Run `main(kubeconfig)` against $KUBECONFIG, or else a local control plane started for
-    this run (with fake nodes, so Deployments become Available), whose processes' CPU the
-    figures then include; with `pin`, pinned apart from kro (pin_control_plane)."""
+    this run (with `nodes` fake nodes, so Deployments become Available; 0 for a scenario whose
+    objects need no Pods, sparing the CPU of kube-scheduler and kwok), whose processes' CPU
+    the figures then include; with `pin`, pinned apart from kro (pin_control_plane)."""
     kubeconfig = os.environ.get("KUBECONFIG")
     if kubeconfig:
         asyncio.run(main(kubeconfig))
         return
-    with LocalCluster(options=ClusterOptions(nodes=1)) as state:
+    with LocalCluster(options=ClusterOptions(nodes=nodes)) as state:
         SETTINGS.control_plane.update(state.pids)
         if pin:
             SETTINGS.pinned = pin_control_plane(state.pids)

@@ -4,7 +4,7 @@ here with a `SCENARIO` and a line below; the order is the order `--help` lists t
 from __future__ import annotations
 
 from ..scenario import Scenario
-from . import configmaps, fifty, graph_decorator, three
+from . import configmaps, fifty, graph_decorator, spokes, three
 
 SCENARIOS: dict[str, Scenario] = {
     scenario.name: scenario
@@ -13,5 +13,6 @@ SCENARIOS: dict[str, Scenario] = {
         configmaps.SCENARIO,
         fifty.SCENARIO,
         graph_decorator.SCENARIO,
+        spokes.SCENARIO,
     )
 }
