@@ -179,6 +179,13 @@ def _time(record: Mapping[str, Any]) -> float:
     return datetime.fromisoformat(str(record["timestamp"]).replace("Z", "+00:00")).timestamp()
 
 
+def trace_key(record: Mapping[str, Any]) -> Key:
+    """The object a reconcile-trace record is about; a member cluster's instances (M-23,
+    `cluster=` in the record) are named `<cluster>/<namespace>`."""
+    ns, cluster = str(record.get("ns")), record.get("cluster")
+    return (f"{cluster}/{ns}" if cluster else ns, str(record.get("obj")))
+
+
 def reconcile_intervals(
     replicas: Mapping[str, KroProcess],
 ) -> dict[Key, list[tuple[float, float, str]]]:
@@ -191,7 +198,7 @@ def reconcile_intervals(
     for name, process in replicas.items():
         open_at: dict[Key, float] = {}
         for record in process.events():
-            key = (str(record.get("ns")), str(record.get("obj")))
+            key = trace_key(record)
             if record.get("event") == "shard.reconcile_start":
                 open_at[key] = _time(record)
             elif record.get("event") == "shard.reconcile_end" and key in open_at:
@@ -344,7 +351,7 @@ def open_reconciles(process: KroProcess) -> list[Key]:
     """The reconciles the replica started and never ended, per its trace."""
     started: list[Key] = []
     for record in process.events():
-        key = (str(record.get("ns")), str(record.get("obj")))
+        key = trace_key(record)
         if record.get("event") == "shard.reconcile_start":
             started.append(key)
         elif record.get("event") == "shard.reconcile_end" and key in started:

@@ -88,7 +88,7 @@ from kro.graph.hashing import graph_revision_name
 from kro.graph.resolver import SchemaResolver
 from kro.runtime.cache import InformerCache
 from kro.runtime.client import Client
-from kro.runtime.controller import Controller
+from kro.runtime.controller import Admission, Controller
 from kro.runtime.manager import Manager
 from kro.runtime.memory import ObjectMemory
 from kro.runtime.metrics import MetricsProvider
@@ -238,6 +238,8 @@ class KroApp:
                 self.members,
                 self._spoke,
                 conservative=options.rgd.conservative_crd_comparison,
+                share=cache.shard,
+                gained=self.requeue_rgds,
             )
             if self.members is not None and options.enable_multicluster
             else None
@@ -428,10 +430,15 @@ class KroApp:
             memory=ObjectMemory(enabled=self.options.skip_unchanged),
         )
 
-    def _spoke(self, cluster: str, client: Client) -> tuple[DynamicController, InstanceControllers]:
+    def _spoke(
+        self, cluster: str, client: Client, admission: Admission | None
+    ) -> tuple[DynamicController, InstanceControllers]:
         """A member's instance controllers (M-21): its informers, queue and workers, an applier
-        over its client, the hub's compiled revisions. Its metrics are not exported yet."""
-        dynamic = DynamicController(InformerCache(client), options=self.options.dynamic)
+        over its client, the hub's compiled revisions; with `admission`, only while this
+        replica owns the member (M-23). Its metrics are not exported yet."""
+        dynamic = DynamicController(
+            InformerCache(client), options=self.options.dynamic, admission=admission
+        )
         kinds = InstanceControllers(
             client=client,
             registry=self.registry,
@@ -471,6 +478,10 @@ class KroApp:
         """Queue every RGD and GraphRevision in the caches (this replica starts leading)."""
         for revision in self.cache.informer(GRAPH_REVISIONS).store.list():
             self.gr_queue.add(Request("", _name(revision)))
+        self.requeue_rgds()
+
+    def requeue_rgds(self) -> None:
+        """Queue every RGD in the cache (this replica starts leading, or owns a new member)."""
         for rgd in self.cache.informer(RGDS).store.list():
             self.enqueue_rgd(_name(rgd))
 

@@ -347,7 +347,11 @@ SetCondition = Callable[[str, str, str, str], None]
 
 
 async def report_permissions(
-    checker: PermissionChecker, graph: Graph, status: MutableMapping[str, Any], cond: SetCondition
+    checker: PermissionChecker,
+    graph: Graph,
+    status: MutableMapping[str, Any],
+    cond: SetCondition,
+    local_name: str = LOCAL_CLUSTER_NAME_DEFAULT,
 ) -> float | None:
     """Run the pre-flight for `graph`, report it in `status`, and return when to look again.
 
@@ -356,8 +360,10 @@ async def report_permissions(
     see why at the RGD. A check that could not be made is Unknown. When kro holds everything
     the condition is removed, not set True: an RGD that is fine carries exactly upstream's
     conditions, which suites written against upstream compare position by position.
+    `local_name`: the hub's cluster name (`--local-cluster-name`): a target naming it stays
+    here, so its kinds are checked; one naming a member is that member's concern.
     """
-    check = await checker.check(required_rules(graph))
+    check = await checker.check(required_rules(graph, local_name))
     if check.error is not None:
         message = f"cannot check kro's permissions: {check.error}"
         cond(CONDITION_PERMISSIONS_GRANTED, STATUS_UNKNOWN, REASON_PERMISSION_CHECK_FAILED, message)

@@ -79,6 +79,7 @@ from kro.api.names import (
     LABEL_OWNED,
     LABEL_RGD_ID,
     LABEL_RGD_NAME,
+    LOCAL_CLUSTER_NAME_DEFAULT,
     OWNED_VALUE,
     REASON_FAILED,
     REASON_FAILED_TO_START,
@@ -217,6 +218,8 @@ class RGDReconciler:
         self.resolver = resolver
         self.clusters = clusters
         self.spokes = spokes
+        self.hub = members.hub if members is not None else LOCAL_CLUSTER_NAME_DEFAULT
+        """The hub's cluster name: targets naming it stay here (the pre-flight counts them)."""
         """Hub and spokes (`--enable-multicluster`): the members that serve each kind too."""
         """Member clusters' schemas (MultiCluster): literal targets typed there (M-12)."""
         self.dynamic = dynamic
@@ -306,6 +309,8 @@ class RGDReconciler:
             # The leader deletes the CRD (if allowed) and removes the finalizer; the instances
             # of this replica's share are drained here as there.
             await self.kinds.release(name)
+            if self.spokes is not None:  # this replica's members drain theirs (M-23)
+                await self.spokes.release(name, None)
             self._forget(name)
             return Result()
         await self.kinds.settle(name)
@@ -333,7 +338,13 @@ class RGDReconciler:
             conservative=self.options.conservative_crd_comparison,
         ):
             return self._follow_wait()  # the leader applies it (CRD events bring us back too)
-        await self._register(rgd, entry.graph, number)
+        kind = await self._register(rgd, entry.graph, number)
+        if (
+            self.spokes is not None
+            and distributed(rgd)
+            and not await self.spokes.follow(rgd, crd, kind, number)
+        ):
+            return self._follow_wait()  # M-23: a member's CRD is the leader's to apply
         return Result()
 
     def _follow_wait(self) -> Result:
@@ -524,7 +535,7 @@ class RGDReconciler:
     ) -> Result:
         name = str(_meta(rgd)["name"])
         # Pre-flight: PermissionsGranted; while something is missing, look again later.
-        recheck_s = await report_permissions(self.permissions, graph, status, cond)
+        recheck_s = await report_permissions(self.permissions, graph, status, cond, self.hub)
         crd = self._desired_crd(rgd, graph)
         allow = (_meta(rgd).get("annotations") or {}).get(
             ANNOTATION_ALLOW_BREAKING_CHANGES

@@ -12,6 +12,16 @@ itself: its spoke has its own workers, and its informers list and watch it again
 comes back, so its instances are reconciled without an edit.
 
 The RGD's `status.clusters[]` says per member whether the kind is served there.
+
+Scale out (M-23). With `--shards=auto` the members are spread over the replicas: a member is a
+point of the shard hash space (`spread_hash` of its name, kro.runtime.sharding), and only the
+replica whose range holds that point runs its spoke. The spoke's workers ask the view before
+each reconcile, as the hub's do for a namespace, and their in-flight reconciles count in the
+view's drain: so a handover of a member is fenced exactly like one of a namespace (the losing
+replica stops reconciling the member's instances and finishes those in flight before it
+acknowledges the new view; the winner starts the spoke when its range grows). The member CRDs
+are the leader's to write, as the hub's CRD is: the leader installs them everywhere, and a
+replica that does not lead serves a member's kind once the leader's CRD is there.
 """
 
 from __future__ import annotations
@@ -24,15 +34,17 @@ from typing import Any
 
 import structlog
 
-from kro.api.names import LABEL_DISTRIBUTE
+from kro.api.names import LABEL_DISTRIBUTE, LABEL_KRO_VERSION
 from kro.api.objects import metadata as _meta
-from kro.controllers.crd import CRDError, delete_crd_if_owned, ensure_crd
+from kro.controllers.crd import CRDError, crd_is_current, delete_crd_if_owned, ensure_crd
 from kro.controllers.instance.kinds import InstanceControllers, Kind
 from kro.controllers.members import RegistryMembers
 from kro.dynamic import DynamicController
 from kro.engine.places import ClusterUnavailable
 from kro.runtime.client import Client
+from kro.runtime.controller import Admission
 from kro.runtime.errors import KubeError
+from kro.runtime.sharding import ShardView, contains, spread_hash
 
 __all__ = ["Spoke", "SpokeFactory", "Spokes", "distributed"]
 
@@ -62,50 +74,91 @@ class Spoke:
             await self.task
 
 
-SpokeFactory = Callable[[str, Client], tuple[DynamicController, InstanceControllers]]
-"""Builds a member's controllers over its client (the App: its options, registry, members)."""
+SpokeFactory = Callable[
+    [str, Client, Admission | None], tuple[DynamicController, InstanceControllers]
+]
+"""Builds a member's controllers over its client, admitting keys per the admission (M-23: its
+replica's share; None: every key) (the App: its options, registry, members)."""
 
 
 class Spokes:
-    """Every member's spoke (see the module docstring)."""
+    """Every member's spoke that this replica runs (see the module docstring)."""
 
     def __init__(
-        self, members: RegistryMembers, build: SpokeFactory, *, conservative: bool = False
+        self,
+        members: RegistryMembers,
+        build: SpokeFactory,
+        *,
+        conservative: bool = False,
+        share: ShardView | None = None,
+        gained: Callable[[], None] = lambda: None,
     ) -> None:
+        """`share`: this replica's shard view (`--shards=auto`), None for one replica.
+        `gained`: called when this replica's range grows over a member's point (the App
+        queues every RGD, whose reconcile serves their kinds in the new spoke)."""
         self._members = members
         self._build = build
         self._conservative = conservative
+        self._share = share
+        self._gained = gained
         self._spokes: dict[str, Spoke] = {}
         self._retiring: set[asyncio.Task[None]] = set()
         self._stopped = asyncio.Event()
         members.registry.subscribe(self._changed)
 
     async def run(self) -> None:
-        """Run (as a manager runnable) until shutdown, then stop every spoke."""
+        """Run (as a manager runnable) until shutdown, following the shard view's changes,
+        then stop every spoke."""
+        stopped = asyncio.ensure_future(self._stopped.wait())
         try:
-            await self._stopped.wait()
+            share, seen = self._share, -1
+            while share is not None and not stopped.done():
+                if share.version != seen:
+                    seen = share.version
+                    self._rebalance()
+                changed = asyncio.ensure_future(share.changed(seen))
+                await asyncio.wait({stopped, changed}, return_when=asyncio.FIRST_COMPLETED)
+                changed.cancel()
+            await stopped
         finally:
+            stopped.cancel()
             await self.close()
 
     def shutdown(self) -> None:
         self._stopped.set()
 
+    def owns(self, cluster: str) -> bool:
+        """Whether this replica reconciles `cluster`'s instances now (M-23)."""
+        return self._share is None or contains(self._share.ranges, spread_hash(cluster))
+
+    def _rebalance(self) -> None:
+        """The view moved: retire the spokes of members now another replica's, and have the
+        RGDs served again if a Ready member became ours."""
+        for cluster in [c for c in self._spokes if not self.owns(c)]:
+            log.info("spoke.handed_over", cluster=cluster)
+            self._retire(cluster)
+        if any(self.owns(c) and c not in self._spokes for c in self._ready()):
+            self._gained()
+
     def _changed(self, cluster: str, event: str) -> None:
         """A member left or its client was replaced: its spoke goes (a new one is built over
         the new client by the next RGD reconcile, which its `ready` brings)."""
         if event in ("removed", "updated"):
-            spoke = self._spokes.pop(cluster, None)
-            if spoke is not None:
-                task = asyncio.ensure_future(spoke.stop())
-                self._retiring.add(task)
-                task.add_done_callback(self._retiring.discard)
+            self._retire(cluster)
 
-    def _spoke(self, cluster: str) -> Spoke:
-        client = self._members.client(cluster)
+    def _retire(self, cluster: str) -> None:
+        spoke = self._spokes.pop(cluster, None)
+        if spoke is not None:
+            task = asyncio.ensure_future(spoke.stop())
+            self._retiring.add(task)
+            task.add_done_callback(self._retiring.discard)
+
+    def _spoke(self, cluster: str, client: Client) -> Spoke:
         spoke = self._spokes.get(cluster)
         if spoke is not None and spoke.client is client:
             return spoke
-        dynamic, kinds = self._build(cluster, client)
+        admission = self._share.pinned(cluster, cluster=cluster) if self._share else None
+        dynamic, kinds = self._build(cluster, client, admission)
         task = asyncio.create_task(dynamic.run(), name=f"spoke:{cluster}")
         spoke = self._spokes[cluster] = Spoke(cluster, client, dynamic, kinds, task)
         log.info("spoke.started", cluster=cluster)
@@ -123,21 +176,23 @@ class Spokes:
         *,
         allow_breaking: bool,
     ) -> list[dict[str, Any]]:
-        """Install the kind's CRD in every Ready member and serve its instances there; per
-        member, whether the kind is served (`status.clusters[]`)."""
+        """The leader's part: install the kind's CRD in every Ready member, and serve its
+        instances in the members this replica owns; per member, whether the kind is served
+        (`status.clusters[]`)."""
         rgd_name = str(_meta(rgd).get("name") or "")
         served: list[dict[str, Any]] = []
         for cluster in self._ready():
             try:
-                spoke = self._spoke(cluster)
+                client = self._members.client(cluster)
                 await ensure_crd(
-                    spoke.client,
+                    client,
                     crd,
                     rgd_name=rgd_name,
                     allow_breaking=allow_breaking,
                     conservative=self._conservative,
                 )
-                await spoke.kinds.serve(kind, revision)
+                if self.owns(cluster):
+                    await self._spoke(cluster, client).kinds.serve(kind, revision)
             except (ClusterUnavailable, CRDError, KubeError) as error:
                 log.warning("spoke.kind_not_served", cluster=cluster, error=str(error))
                 served.append({"name": cluster, "kindReady": False, "message": str(error)})
@@ -146,16 +201,47 @@ class Spokes:
             served.append({"name": cluster, "kindReady": True, "message": message})
         return served
 
+    async def follow(
+        self, rgd: Mapping[str, Any], crd: Mapping[str, Any], kind: Kind, revision: int
+    ) -> bool:
+        """A replica that does not lead (M-23): serve the kind in the members it owns once
+        the leader's CRD is there; False while one of them waits for it (retry later)."""
+        rgd_name = str(_meta(rgd).get("name") or "")
+        done = True
+        for cluster in [c for c in self._ready() if self.owns(c)]:
+            try:
+                client = self._members.client(cluster)
+                if not await crd_is_current(
+                    client,
+                    crd,
+                    rgd_name=rgd_name,
+                    ignore_labels=frozenset({LABEL_KRO_VERSION}),
+                    conservative=self._conservative,
+                ):
+                    done = False
+                    continue
+                await self._spoke(cluster, client).kinds.serve(kind, revision)
+            except (ClusterUnavailable, CRDError, KubeError) as error:
+                log.warning("spoke.kind_not_served", cluster=cluster, error=str(error))
+                done = False
+        return done
+
     async def release(self, rgd_name: str, crd_name: str | None) -> None:
-        """The RGD is going: each spoke drains its kind; with `crd_name` (only under
-        `--allow-crd-deletion`, as on the hub) the member's CRD is deleted too."""
+        """The RGD is going: each of this replica's spokes drains its kind; with `crd_name`
+        (the leader, and only under `--allow-crd-deletion`, as on the hub) every Ready
+        member's CRD is deleted too."""
         for spoke in list(self._spokes.values()):
             try:
                 await spoke.kinds.release(rgd_name)
-                if crd_name:
-                    await delete_crd_if_owned(spoke.client, crd_name, rgd_name=rgd_name)
-            except KubeError as error:  # an unreachable member keeps its CRD and instances
+            except KubeError as error:  # an unreachable member keeps its instances
                 log.warning("spoke.release_failed", cluster=spoke.cluster, error=str(error))
+        for cluster in self._ready() if crd_name else ():
+            try:
+                await delete_crd_if_owned(
+                    self._members.client(cluster), crd_name or "", rgd_name=rgd_name
+                )
+            except (ClusterUnavailable, KubeError) as error:  # it keeps its CRD
+                log.warning("spoke.release_failed", cluster=cluster, error=str(error))
 
     async def close(self) -> None:
         for cluster in list(self._spokes):

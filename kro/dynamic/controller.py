@@ -62,7 +62,7 @@ from kro.dynamic.watches import Enqueue, RouterMetrics, WatchCoordinator
 from kro.runtime.cache import InformerCache
 from kro.runtime.client import Client
 from kro.runtime.clock import Clock, RealClock
-from kro.runtime.controller import Controller
+from kro.runtime.controller import Admission, Controller
 from kro.runtime.errors import NotFound
 from kro.runtime.gvk import GVR
 from kro.runtime.informer import Informer
@@ -241,7 +241,9 @@ class DynamicController:
 
     `informers` is the process's informer registry (a Manager's `cache`), whose informers
     parents, children and other controllers share; the controller only acquires and releases
-    through it, so the cache's owner runs and closes it.
+    through it, so the cache's owner runs and closes it. `admission`: which keys it may reconcile,
+    when not the cache's shard view (a member cluster's spoke, owned as a whole by one replica:
+    kro.controllers.spokes).
     """
 
     def __init__(
@@ -251,6 +253,7 @@ class DynamicController:
         options: DynamicControllerOptions | None = None,
         clock: Clock | None = None,
         metrics: MetricsProvider = NOOP,
+        admission: Admission | None = None,
     ) -> None:
         self.options = options or DynamicControllerOptions()
         if self.options.workers < 1:
@@ -276,7 +279,7 @@ class DynamicController:
         self._registrations: dict[GVR, _Registration] = {}
         # Sharded replicas (kro.runtime.sharding): parents come from sharded informers and a
         # worker reconciles only what the view owns, counted in flight for the handover drain.
-        self.shard = informers.shard
+        self.shard: Admission | None = admission or informers.shard
         self._controller = Controller[ObjectRef](
             CONTROLLER_NAME,
             _Dispatch(self),

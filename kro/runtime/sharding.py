@@ -73,6 +73,14 @@ def fnv1a64(value: str) -> int:
     return h
 
 
+def spread_hash(key: str) -> int:
+    """A point of the hash space for a key no API server filters by (a member cluster's
+    name): the first 8 bytes of SHA-256. FNV-1a spreads names that differ only in their last
+    characters over one narrow band, which is harmless for namespaces, whose selector is the
+    server's, but would give `member-1` .. `member-9` all to one replica."""
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big")
+
+
 def assign(members: Iterable[str]) -> dict[str, Range]:
     """Contiguous, equal ranges over the sorted member names; together exactly [0, 2^64)."""
     names = sorted(set(members))
@@ -129,7 +137,7 @@ class ShardView:
         self.fallback = False
         self.identity = identity
         self._changed = asyncio.Event()
-        self._inflight: Tally[str] = Tally()
+        self._inflight: Tally[int] = Tally()
         self._trace = os.environ.get(TRACE_ENV) == "1"
         self._fallback_gauge = metrics.gauge(
             "kro_shard_fallback_mode",
@@ -194,27 +202,60 @@ class ShardView:
 
     def begin(self, namespace: str, name: str = "") -> bool:
         """Admit one reconcile of an object in `namespace`; False if not ours (skip it)."""
-        if not self.owns(namespace):
-            return False
-        self._inflight[namespace] += 1
-        if self._trace:
-            log.info("shard.reconcile_start", ns=namespace, obj=name, replica=self.identity)
-        return True
+        return self.enter(fnv1a64(namespace), ns=namespace, obj=name)
 
     def end(self, namespace: str, name: str = "") -> None:
+        self.leave(fnv1a64(namespace), ns=namespace, obj=name)
+
+    def enter(self, point: int, **trace: str) -> bool:
+        """Admit one reconcile of whatever hashes to `point`; False if not ours. `trace`
+        names it in the reconcile trace (`KRO_SHARD_TRACE_RECONCILES=1`)."""
+        if not contains(self.ranges, point):
+            return False
+        self._inflight[point] += 1
         if self._trace:
-            log.info("shard.reconcile_end", ns=namespace, obj=name, replica=self.identity)
-        self._inflight[namespace] -= 1
-        if self._inflight[namespace] <= 0:
-            del self._inflight[namespace]
+            log.info("shard.reconcile_start", replica=self.identity, **trace)
+        return True
+
+    def leave(self, point: int, **trace: str) -> None:
+        if self._trace:
+            log.info("shard.reconcile_end", replica=self.identity, **trace)
+        self._inflight[point] -= 1
+        if self._inflight[point] <= 0:
+            del self._inflight[point]
+
+    def pinned(self, key: str, **trace: str) -> PinnedShare:
+        """An admission for a group of objects that moves between replicas as one, at the
+        point `spread_hash(key)` (a member cluster's instances: kro.controllers.spokes)."""
+        return PinnedShare(self, spread_hash(key), trace)
 
     def inflight_outside(self) -> int:
-        return sum(n for ns, n in self._inflight.items() if not self.owns(ns))
+        return sum(n for point, n in self._inflight.items() if not contains(self.ranges, point))
 
     async def drain(self, clock: Clock, poll_s: float = 0.05) -> None:
         """Wait until no reconcile outside the current ranges is running."""
         while self.inflight_outside():
             await clock.sleep(poll_s)
+
+
+class PinnedShare:
+    """Admits every key of its group while the view owns the group's one point; in-flight
+    reconciles count in the view's drain, so a handover of the group is fenced exactly as one
+    of a namespace (kro.runtime.controller.Admission)."""
+
+    def __init__(self, view: ShardView, point: int, trace: Mapping[str, str]) -> None:
+        self.view = view
+        self.point = point
+        self._trace = dict(trace)
+
+    def owned(self) -> bool:
+        return contains(self.view.ranges, self.point)
+
+    def begin(self, namespace: str, name: str = "") -> bool:
+        return self.view.enter(self.point, ns=namespace, obj=name, **self._trace)
+
+    def end(self, namespace: str, name: str = "") -> None:
+        self.view.leave(self.point, ns=namespace, obj=name, **self._trace)
 
 
 class ShardLeaseClient(Protocol):

@@ -17,6 +17,7 @@ from kro.controllers.permissions import (
 )
 from kro.graph.builder import build_graph
 from kro.graph.model import Graph
+from kro.graph.options import BuildOptions
 from kro.graph.resolver import OfflineSchemaResolver
 
 RESOLVER = OfflineSchemaResolver.from_files()
@@ -244,3 +245,21 @@ def test_one_removed_rule_is_described_as_that_rule() -> None:
     assert describe_missing(removed.permissions()) == (
         "missing permissions: apps/deployments: get, list, watch, create, patch, delete"
     )
+
+
+def test_the_pre_flight_counts_a_target_naming_the_hub_by_its_configured_name() -> None:
+    """`--local-cluster-name=hub-a`: a resource targeted at `hub-a` is applied here, so the
+    pre-flight needs its kind; under the default name `hub-a` is a member, checked there."""
+    spec = rgd(
+        template("cm", "v1", "ConfigMap"),
+        {
+            **template("deploy", "apps/v1", "Deployment"),
+            "target": {"cluster": {"kubeconfigSecretName": "hub-a"}},
+        },
+    )
+    graph = build_graph(spec, RESOLVER, options=BuildOptions(multi_cluster=True))
+    here = {r.resources for r in required_rules(graph, "hub-a")}
+    default = {r.resources for r in required_rules(graph)}
+    assert ("deployments",) in here
+    assert ("deployments",) not in default
+    assert ("configmaps",) in default
