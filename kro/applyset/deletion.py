@@ -158,19 +158,22 @@ async def delete_next_wave(
     return await delete_planned(client, plan)
 
 
-async def delete_planned(client: Client, plan: DeletionPlan) -> DeletionProgress:
+async def delete_planned(
+    client: Client, plan: DeletionPlan, *, delete_wave: bool = True
+) -> DeletionProgress:
     """Take the step `plan` (read by `plan_next_wave` through `client`): release the orphaned
-    members, delete the plan's wave."""
+    members, delete the plan's wave. `delete_wave=False`: release only (across clusters, a
+    cluster whose highest wave is below another cluster's waits for it, M-16)."""
     parent = plan.parent
     releases, members = await release_orphans(client, plan.members, action=ON_DELETION)
     unreleased = len(releases.conflicts) + len(releases.failures)
-    if not members:
+    if not members or not delete_wave:
         return DeletionProgress(
-            done=releases.settled,
+            done=releases.settled and not members,
             released=releases.released,
             conflicts=releases.conflicts,
             failures=releases.failures,
-            remaining=unreleased,
+            remaining=len(members) + unreleased,
         )
     wave, current = _highest_wave(members)
     waiting = [m.ref for m in current if m.terminating]

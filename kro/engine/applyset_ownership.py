@@ -39,7 +39,7 @@ from kro.applyset import (
     read_inventory,
 )
 from kro.applyset.applier import member_body
-from kro.applyset.deletion import delete_planned, plan_next_wave
+from kro.applyset.deletion import DeletionPlan, delete_planned, plan_next_wave
 from kro.applyset.noop import already_applied
 from kro.applyset.prune import PruneResult
 from kro.engine.ownership import (
@@ -175,7 +175,7 @@ class ApplySetOwnership:
     async def teardown(self, owner_obj: dict[str, Any]) -> TeardownStep:
         clusters = _member_clusters(owner_obj, self.gvr, self.home)
         if clusters:
-            return await self._teardown_across(owner_obj, clusters)
+            return await self._teardown_across(owner_obj, clusters, act=True)
         try:
             progress = await delete_next_wave(self.client, owner_obj, self.gvr, self.home)
         except ApplySetError as error:  # an inventory that cannot be trusted: wait for a fix
@@ -191,21 +191,51 @@ class ApplySetOwnership:
         return TeardownStep(progress.done, wave=None if progress.done else progress.wave, plan=plan)
 
     async def _teardown_across(
-        self, owner_obj: dict[str, Any], clusters: Sequence[str]
+        self, owner_obj: dict[str, Any], clusters: Sequence[str], *, act: bool
     ) -> TeardownStep:
         """M-16: one teardown step over the instance's cluster and its member clusters: the
         highest apply-order wave left anywhere is deleted first (reverse dependency order
         across clusters). A member that cannot be reached holds the deletion, naming it,
-        unless the instance's `kro.run/abandon-cluster` gives it up (its objects are left)."""
+        unless the instance's `kro.run/abandon-cluster` gives it up (its objects are left).
+        `act=False`: the same step planned, nothing sent (`plan_teardown`)."""
         abandoned = abandoned_clusters(owner_obj)
         left = _left_in(owner_obj, self.gvr, self.home, [c for c in clusters if c in abandoned])
-        plans: dict[str, Any] = {}
-        for cluster in ["", *clusters]:
-            if cluster in abandoned:
-                log.warning(
-                    "applyset.cluster_abandoned", cluster=cluster, name=_meta(owner_obj).get("name")
-                )
+        plans = await self._plans(owner_obj, [c for c in ["", *clusters] if c not in abandoned])
+        if isinstance(plans, TeardownStep):
+            return plans
+        if not any(p.members for p in plans.values()):
+            return TeardownStep(True, abandoned=left)
+        highest = max((p.wave for p in plans.values() if p.wave is not None), default=None)
+        plan: list[str] = [f"abandon cluster {c}" for c in clusters if c in abandoned]
+        failures: list[str] = []
+        for cluster, found in plans.items():
+            if not found.members or (found.wave != highest and not found.releases):
                 continue
+            where, deleting = f"{cluster}: " if cluster else "", found.wave == highest
+            if act:
+                progress = await delete_planned(self._client(cluster), found, delete_wave=deleting)
+                failures.extend(f.message for f in progress.failures)
+                deleted, released = progress.deleted, progress.released
+            else:
+                released = tuple(m.ref for m in found.releases)
+                deleted = tuple(m.ref for m in found.current if deleting and not m.terminating)
+            plan.extend(f"delete {where}{ref}" for ref in deleted)
+            plan.extend(f"release {where}{ref}" for ref in released)
+        if failures:
+            return TeardownStep(False, wave=highest, blocked="; ".join(failures), transient=True)
+        if act:
+            for cluster in (c for c in clusters if c in abandoned):
+                name = _meta(owner_obj).get("name")
+                log.warning("applyset.cluster_abandoned", cluster=cluster, name=name)
+        held = () if act else _held_in(plans)
+        return TeardownStep(False, wave=highest, plan=tuple(plan), held=held, abandoned=left)
+
+    async def _plans(
+        self, owner_obj: dict[str, Any], clusters: Sequence[str]
+    ) -> dict[str, DeletionPlan] | TeardownStep:
+        """Each cluster's next deletion step, read there; or the step that holds it up."""
+        plans: dict[str, DeletionPlan] = {}
+        for cluster in clusters:
             try:
                 plans[cluster] = await plan_next_wave(
                     self._client(cluster), owner_obj, self.gvr, self.home
@@ -221,25 +251,12 @@ class ApplySetOwnership:
                         " to leave its objects there)"
                     )
                 return TeardownStep(False, blocked=blocked, transient=True)
-        waves = [p.wave for p in plans.values() if p.wave is not None]
-        if not any(p.members for p in plans.values()):
-            return TeardownStep(True, abandoned=left)
-        highest = max(waves) if waves else None
-        plan: list[str] = [f"abandon cluster {c}" for c in clusters if c in abandoned]
-        failures: list[str] = []
-        for cluster, found in plans.items():
-            if not found.members or (found.wave != highest and not found.releases):
-                continue
-            progress = await delete_planned(self._client(cluster), found)
-            failures.extend(f.message for f in progress.failures)
-            where = f"{cluster}: " if cluster else ""
-            plan.extend(f"delete {where}{ref}" for ref in progress.deleted)
-            plan.extend(f"release {where}{ref}" for ref in progress.released)
-        if failures:
-            return TeardownStep(False, wave=highest, blocked="; ".join(failures), transient=True)
-        return TeardownStep(False, wave=highest, plan=tuple(plan), abandoned=left)
+        return plans
 
     async def plan_teardown(self, owner_obj: dict[str, Any]) -> TeardownStep:
+        clusters = _member_clusters(owner_obj, self.gvr, self.home)
+        if clusters:
+            return await self._teardown_across(owner_obj, clusters, act=False)
         try:
             found = await plan_next_wave(self.client, owner_obj, self.gvr, self.home)
         except ApplySetError as error:
@@ -249,11 +266,9 @@ class ApplySetOwnership:
         plan = tuple(f"release {m.ref}" for m in found.releases) + tuple(
             f"delete {m.ref}" for m in found.current if not m.terminating
         )
-        held = sorted(
-            (_held(m) for m in found.remaining),
-            key=lambda h: (-h.wave, h.obj.kind, h.obj.namespace, h.obj.name),
+        return TeardownStep(
+            not found.members, wave=found.wave, plan=plan, held=_held_in({"": found})
         )
-        return TeardownStep(not found.members, wave=found.wave, plan=plan, held=tuple(held))
 
 
 def _in_cluster(result: ApplyResult, cluster: str) -> ApplyResult:
@@ -304,7 +319,7 @@ def _left_in(
     )
 
 
-def _held(member: Member) -> Held:
+def _held(member: Member, cluster: str = "") -> Held:
     gvk = member.gvk
     return Held(
         obj=ObjectId(gvk.api_version, gvk.kind, member.ref.namespace, member.ref.name),
@@ -312,4 +327,12 @@ def _held(member: Member) -> Held:
         wave=apply_order(member),
         terminating=member.terminating,
         finalizers=member.finalizers,
+        cluster=cluster,
     )
+
+
+def _held_in(plans: Mapping[str, DeletionPlan]) -> tuple[Held, ...]:
+    """What each cluster's plan still holds, highest wave first (a planned step's `held`)."""
+    held = [_held(m, cluster) for cluster, found in plans.items() for m in found.remaining]
+    held.sort(key=lambda h: (-h.wave, h.cluster, h.obj.kind, h.obj.namespace, h.obj.name))
+    return tuple(held)

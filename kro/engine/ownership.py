@@ -80,6 +80,8 @@ class Held:
     wave: int
     terminating: bool
     finalizers: tuple[str, ...] = ()
+    cluster: str = ""
+    """The member cluster it lives in (M-16); "" for the owner's own cluster."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,8 @@ from applyset_fakes import CONFIGMAPS, NS, WEBAPPS, configmap, live, seed_parent
 from kro.api.names import (
     ANNOTATION_ABANDON_CLUSTER,
     ANNOTATION_APPLYSET_CLUSTERS,
+    ANNOTATION_DELETION_POLICY,
+    DELETION_POLICY_ORPHANED,
     LABEL_APPLYSET_PART_OF,
 )
 from kro.applyset import Applier, Desired
@@ -185,3 +187,50 @@ def test_a_parent_in_a_member_has_an_applyset_of_its_own() -> None:
         Parent.from_object(obj, WEBAPPS, "m2").id,
     }
     assert len(ids) == 3
+
+
+async def test_the_planned_step_across_clusters_names_each_member_and_sends_nothing(
+    api: FakeApiServer,
+    member_api: FakeApiServer,
+    applier: Applier,
+    client: Client,
+    places: _Places,
+) -> None:
+    """`kro explain` of a deleting instance: the dry-run plan is the teardown's own step, in
+    the member as on the hub (wave 2 in m1 first), and what is held says where it lives."""
+    parent = await _pass(_ownership(applier, client, places), seed_parent(api), "a", "b")
+    planned = await _ownership(applier, client, places).plan_teardown(parent)
+    assert not planned.done
+    assert planned.wave == 2
+    assert planned.plan == (f"delete m1: configmaps.v1:{NS}/b",)
+    assert [(h.cluster, h.obj.name, h.wave) for h in planned.held] == [("m1", "b", 2), ("", "a", 1)]
+    assert live(member_api, CONFIGMAPS, "b", NS) is not None  # nothing was deleted
+    taken = await _ownership(applier, client, places).teardown(parent)
+    assert taken.plan == planned.plan  # the step planned is the step taken
+
+
+async def test_a_release_in_a_lower_wave_cluster_deletes_nothing_there_yet(
+    api: FakeApiServer,
+    member_api: FakeApiServer,
+    applier: Applier,
+    client: Client,
+    places: _Places,
+) -> None:
+    """M-16 with `deletionPolicy: Orphaned`: the hub's wave 1 waits for m1's wave 2 even when
+    the hub has an object to release in this step."""
+    batch = [*_batch("a", "b"), Desired("k", configmap("k", order=1), CONFIGMAPS, True)]
+    ownership = _ownership(applier, client, places)
+    parent, resources = await ownership.apply(seed_parent(api), batch)
+    assert all(r.error is None for r in resources)
+    kept = live(api, CONFIGMAPS, "k", NS)
+    assert kept is not None
+    await client.patch(
+        CONFIGMAPS,
+        "k",
+        {"metadata": {"annotations": {ANNOTATION_DELETION_POLICY: DELETION_POLICY_ORPHANED}}},
+        namespace=NS,
+    )
+    step = await _ownership(applier, client, places).teardown(parent)
+    assert live(member_api, CONFIGMAPS, "b", NS) is None  # wave 2, in the member
+    assert live(api, CONFIGMAPS, "a", NS) is not None  # wave 1 waits, though k is released
+    assert set(step.plan) == {f"release configmaps.v1:{NS}/k", f"delete m1: configmaps.v1:{NS}/b"}
