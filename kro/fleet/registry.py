@@ -303,6 +303,11 @@ class ClusterRegistry:
             )
         return slot.client
 
+    def count_watches(self, count: Callable[[str], int]) -> None:
+        """Export `kro_cluster_watch_count{cluster}` for every cluster in `names()`, each
+        `count(cluster)` read at scrape time (kro.fleet.metrics). Call once per registry."""
+        self._metrics.count_watches(self.names, count)
+
     def subscribe(self, listener: ClusterListener) -> Callable[[], None]:
         """Call `listener(name, event)` on every change; returns the call that unsubscribes.
 
@@ -597,4 +602,3 @@ async def _close(client: Client | None, prober: asyncio.Task[None] | None) -> No
 
 _HEALTHY_CODES: Final = frozenset({"404", "409", "410", "422"})
 """Answers that say the member serves (besides 2xx and 3xx): the object, not the cluster."""
-
