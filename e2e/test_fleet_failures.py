@@ -13,6 +13,10 @@ Each drill breaks one thing a fleet meets in production and checks what a user s
   condition names member-2 and `kro.run/abandon-cluster`); the annotation lets it go: its hub
   children are deleted and its member child is left in place, still there once member-2 is
   back. Abandoning a member says so in a Warning Event on the instance.
+* M-06 a member that stops answering: an instance whose ConfigMap lives in member-1 says
+  `ClusterUnreachable`, naming member-1, within seconds of its kube-apiserver's crash (kro's
+  first unanswered request marks the member not Ready, no probe needed); before that,
+  `kro_cluster_watch_count{cluster="member-1"}` counts the informers kro holds there.
 * M-04 credential rotation: member-1's registry Secret gets a new client certificate; an
   instance in member-1 keeps converging with no error reported in between.
 * M-04/M-12 a cluster registered after an instance targeting it: the instance, told
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -85,6 +90,9 @@ UNDELAYED_S = 3.0
 """M-05: a member-1 edit converges in about 0.2 s; a dead member must not add to that."""
 EVENT_S = 5.0
 """Events are recorded in the background: what the deletion announced is there by then."""
+UNREACHABLE_S = 10.0
+"""M-06: from a member's crash to its instance's condition naming it (a pass, at most one GET
+retry, no probe to wait for)."""
 
 
 fleet = fleet_fixture()
@@ -356,6 +364,53 @@ async def test_a_dead_member_never_delays_a_healthy_members_instances(
             with contextlib.suppress(NotFound):
                 await kro.client.delete(drill.gvr, instance, namespace=kro.namespace)
         await _reprobe(fleet, controller, "member-2")
+
+
+# -- M-06: a member that stops answering -----------------------------------------------------
+
+
+def _watch_count(controller: ControllerThread, cluster: str) -> float | None:
+    """`kro_cluster_watch_count{cluster}` as /metrics shows it now (None: no such series)."""
+    pattern = rf'^kro_cluster_watch_count\{{cluster="{re.escape(cluster)}"\}} (\S+)$'
+    found = re.search(pattern, controller.scrape(), re.MULTILINE)
+    return float(found.group(1)) if found else None
+
+
+async def test_an_unreachable_member_is_named_within_seconds(
+    fleet: Fleet, kro: KroEnv, controller: ControllerThread
+) -> None:
+    await _wait_member_ready(controller, "member-1")
+    drill = Outage(kro, fleet)
+    await drill.install("unreachable")
+    await drill.apply("a", "member-1", "one")
+    await drill.converged("a", "member-1", "one")
+    counts: list[float | None] = []
+
+    async def watched() -> bool:
+        counts.append(_watch_count(controller, "member-1"))
+        return (counts[-1] or 0.0) > 0
+
+    await eventually(watched, what="kro's informers on member-1 counted", timeout_s=TIMEOUT_S)
+    print(f'kro_cluster_watch_count{{cluster="member-1"}} = {counts[-1]:g}')
+
+    def unreachable(obj: dict[str, Any]) -> bool:
+        named = 'cluster "member-1" is unreachable' in _messages(obj)
+        return named and condition(obj, "Ready").get("reason") == "ClusterUnreachable"
+
+    try:
+        async with _apiserver_down(fleet, "member-1"):
+            began = time.monotonic()
+            await drill.apply("a", "member-1", "during")
+            failing = await kro.wait_instance(
+                drill.gvr, "a", unreachable, what="a: ClusterUnreachable", timeout_s=UNREACHABLE_S
+            )
+            took = time.monotonic() - began
+            print(f"member-1 down: a named it after {took:.1f}s: {_messages(failing)}")
+            assert state(failing) != "ACTIVE"
+            assert not _registry_ready(controller, "member-1")
+    finally:
+        await _reprobe(fleet, controller, "member-1")
+    await drill.converged("a", "member-1", "during")
 
 
 # -- M-16: deleting an instance whose member is unreachable ----------------------------------

@@ -84,6 +84,7 @@ from kro.controllers.spokes import Spokes
 from kro.dynamic import DynamicController, DynamicControllerOptions, ObjectRef, ScalarWatch
 from kro.dynamic.watches import Versions
 from kro.fleet import ClusterRegistry
+from kro.fleet.spoke_metrics import SpokeMetrics
 from kro.graph.hashing import graph_revision_name
 from kro.graph.resolver import SchemaResolver
 from kro.runtime.cache import InformerCache
@@ -227,6 +228,10 @@ class KroApp:
         """Owners whose deferred nodes wait for a kind (DeferredSchemaResolution)."""
         self.resolver: SchemaResolver = resolver or self.schemas
         self.dynamic = DynamicController(cache, options=options.dynamic, metrics=metrics)
+        self.spoke_metrics = SpokeMetrics(metrics)
+        """What the members' spokes record, beside the hub's series (kro.fleet.spoke_metrics)."""
+        self._spoke_caches: dict[str, InformerCache] = {}
+        """Each member's spoke's informers, for `kro_cluster_watch_count`."""
         self.members = self._cluster_registry(options.clusters, metrics)
         self.cluster_schemas = (
             MemberSchemas(self.members, self.resolver) if self.members is not None else None
@@ -405,12 +410,27 @@ class KroApp:
         members = RegistryMembers(registry)
         self.manager.add_runnable(members)
         registry.subscribe(self._cluster_changed)
+        registry.count_watches(self._cluster_watches)
         return members
+
+    def _cluster_watches(self, cluster: str) -> int:
+        """M-06 `kro_cluster_watch_count`: the informers kro holds open against `cluster` now:
+        the hub's cache for the local name; for a member, its spoke's and its owners' member
+        watches (read at scrape time)."""
+        if self.members is None or cluster == self.members.hub:
+            return len(self.cache.informers())
+        spoke = self._spoke_caches.get(cluster)
+        held = len(spoke.informers()) if spoke is not None else 0
+        return held + self.members.informers(cluster)
 
     def _cluster_changed(self, cluster: str, event: str) -> None:
         """M-12: an RGD whose literal target named a cluster that was not Ready is built again
         as soon as one is (every RGD not Active: the build says which were waiting); with hub
-        and spokes, every RGD (M-20: its CRD goes to the member that joined)."""
+        and spokes, every RGD (M-20: its CRD goes to the member that joined). A member that
+        left takes its spoke's series with it."""
+        if event == "removed":
+            self._spoke_caches.pop(cluster, None)
+            self.spoke_metrics.forget(cluster)
         if event != "ready":
             return
         if self.cluster_waits is not None:
@@ -435,9 +455,13 @@ class KroApp:
     ) -> tuple[DynamicController, InstanceControllers]:
         """A member's instance controllers (M-21): its informers, queue and workers, an applier
         over its client, the hub's compiled revisions; with `admission`, only while this
-        replica owns the member (M-23). Its metrics are not exported yet."""
+        replica owns the member (M-23). Its metrics go to the hub's families (aggregated over
+        the fleet), its queue's under `dynamic-controller-queue/<cluster>`
+        (kro.fleet.spoke_metrics, docs/metrics.md)."""
+        metrics = self.spoke_metrics.provider(cluster)
+        cache = self._spoke_caches[cluster] = InformerCache(client)
         dynamic = DynamicController(
-            InformerCache(client), options=self.options.dynamic, admission=admission
+            cache, options=self.options.dynamic, metrics=metrics, admission=admission
         )
         kinds = InstanceControllers(
             client=client,
@@ -445,9 +469,9 @@ class KroApp:
             applier=self._applier(client),
             dynamic=dynamic,
             options=self.options.rgd.instance,
-            metrics=InstanceMetrics(),
-            runtime_metrics=RuntimeMetrics(),
-            cel_metrics=CelMetrics(),
+            metrics=InstanceMetrics(metrics, state_gauges=self.options.state_gauges),
+            runtime_metrics=RuntimeMetrics(metrics),
+            cel_metrics=CelMetrics(metrics),
             kind_waits=self.kind_waits,
             members=self.members,
             own_cluster=cluster,

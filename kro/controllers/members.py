@@ -62,6 +62,11 @@ class RegistryMembers:
         self._watches.append(watches)
         return watches
 
+    def informers(self, cluster: str) -> int:
+        """The informers the owners' member watches hold open against `cluster` now (part of
+        `kro_cluster_watch_count`, M-06)."""
+        return sum(watches.informers(cluster) for watches in self._watches)
+
     def _changed(self, cluster: str, event: str) -> None:
         """A member's client was replaced or the member left: its watches go with the client."""
         if event in ("updated", "removed"):
@@ -129,6 +134,11 @@ class MemberWatches:
         coordinator = self._start(client)
         self._by_cluster[cluster] = (client, coordinator)
         return _BestEffort(coordinator, cluster, self)
+
+    def informers(self, cluster: str) -> int:
+        """The informers these watches hold in `cluster` (one per watched resource)."""
+        found = self._by_cluster.get(cluster)
+        return 0 if found is None else len(found[1].watched_gvrs())
 
     def unlisted(self, cluster: str) -> None:
         """A watch in `cluster` could not list in time: skip its watches for a while."""

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import structlog
 
@@ -52,7 +52,7 @@ from kro.engine.decorate import decorate
 from kro.engine.diagnose import Diagnosis, Diagnostician
 from kro.engine.owner import OwnerBinding
 from kro.engine.ownership import Listed, Ownership, PruneScope
-from kro.engine.places import ClusterUnavailable, OwnCluster, Places, take_target
+from kro.engine.places import ClusterUnavailable, OwnCluster, Places, take_target, unreachable
 from kro.engine.results import NodeReason, NodeResult, PassResult, object_id
 from kro.engine.watches import Watches
 from kro.graph.evaluate import EvaluationError, InstanceEvaluation, Pending, Readiness
@@ -65,6 +65,16 @@ from kro.runtime.gvk import GVR
 __all__ = ["GraphPass", "node_gvr"]
 
 log = structlog.get_logger(__name__)
+
+_CLUSTER_REASONS: Final[Mapping[str, NodeReason]] = {
+    reason.value: reason
+    for reason in (
+        NodeReason.CLUSTER_NOT_FOUND,
+        NodeReason.CLUSTER_FORBIDDEN,
+        NodeReason.CLUSTER_UNREACHABLE,
+    )
+}
+"""A ClusterUnavailable's reason as the node's (anything else: ClusterNotFound, M-12)."""
 
 _GVRS: dict[tuple[str, str, str], GVR] = {}
 """One GVR object per kind, shared by every pass: the watch requests a settled pass leaves
@@ -338,11 +348,7 @@ class GraphPass:
     def _unavailable(
         self, node: Node, desired: Sequence[Mapping[str, Any]], error: ClusterUnavailable
     ) -> None:
-        reason = (
-            NodeReason.CLUSTER_FORBIDDEN
-            if error.reason == NodeReason.CLUSTER_FORBIDDEN.value
-            else NodeReason.CLUSTER_NOT_FOUND
-        )
+        reason = _CLUSTER_REASONS.get(error.reason, NodeReason.CLUSTER_NOT_FOUND)
         self._set(node, NODE_STATE_ERROR, reason, str(error), objects=desired)
         self.result.retry = True  # a cluster joins or recovers without an edit of the owner
         self.result.unreachable.add(error.cluster)
@@ -372,6 +378,10 @@ class GraphPass:
         try:
             observed = await self._observe(node, desired)
         except KubeError as error:
+            lost = unreachable(getattr(error, "cluster", None) or self._cluster(node), error)
+            if lost is not None:  # M-06: the member did not answer; say which, and wait for it
+                self._unavailable(node, desired, lost)
+                return None
             if self._diagnostician is None:
                 raise
             return self._unreadable(node, desired, error)

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, MutableMapping
 from typing import Any, Protocol
 
-from kro.api.names import ANNOTATION_TARGET_CLUSTER
+from kro.api.names import ANNOTATION_TARGET_CLUSTER, REASON_CLUSTER_UNREACHABLE
 from kro.engine.watches import NoWatches, Watches
 from kro.runtime.client import Client
-from kro.runtime.errors import KubeError
+from kro.runtime.errors import KubeError, TransportError
 
 __all__ = [
     "ClusterUnavailable",
@@ -24,17 +24,38 @@ __all__ = [
     "Places",
     "WithMembers",
     "take_target",
+    "unreachable",
 ]
 
 
 class ClusterUnavailable(KubeError):
     """A target names a cluster that is not registered, or not Ready (M-12): the node's error,
-    reason `reason` (ClusterNotFound, ClusterForbidden, ...)."""
+    reason `reason` (ClusterNotFound, ClusterForbidden, ClusterUnreachable, ...)."""
 
     def __init__(self, cluster: str, reason: str, detail: str) -> None:
         self.cluster = cluster
         self.reason = reason
         super().__init__(detail)
+
+
+def unreachable(cluster: str, error: KubeError) -> ClusterUnavailable | None:
+    """A request to the member `cluster` that got no answer at all (refused, reset, TLS, no
+    response in time) as the node's `ClusterUnreachable` error, or None for any other error
+    (an answer, even a 500, is the object's business, not the cluster's; "" is the owner's
+    own cluster, whose failures stay the pass's).
+
+    The member's registry client already says which cluster (kro.fleet.client: its errors
+    carry `cluster`); any other client's error is prefixed with the name here.
+    """
+    if isinstance(error, ClusterUnavailable):
+        return error  # the registry said so between admit and this request
+    if not cluster or not isinstance(error, TransportError):
+        return None
+    if error.status is not None or not error.reason:
+        return None
+    named = getattr(error, "cluster", None) == cluster
+    detail = str(error) if named else f'cluster "{cluster}" is unreachable: {error}'
+    return ClusterUnavailable(cluster, REASON_CLUSTER_UNREACHABLE, detail)
 
 
 class Places(Protocol):

@@ -53,6 +53,7 @@ class NodeReason(StrEnum):
     APPLY_FAILED = "ApplyFailed"  # the API server refused the object
     CLUSTER_NOT_FOUND = "ClusterNotFound"  # the target names no registered, Ready cluster
     CLUSTER_FORBIDDEN = "ClusterForbidden"  # the owner may not reach the cluster (M-13)
+    CLUSTER_UNREACHABLE = "ClusterUnreachable"  # the member did not answer (M-06)
     READ_FAILED = "ReadFailed"  # the live object could not be read (dry run: e.g. Forbidden)
 
 

@@ -3,6 +3,11 @@
 `kro_cluster_ready{cluster}` is 1 while a member answers its probe, 0 otherwise (refused,
 unreachable, forbidden, not probed yet); the hub's local name is always 1.
 `kro_cluster_requests_total{cluster,method,code}` counts each member client's requests.
+`kro_cluster_watch_count{cluster}` is upstream's `dynamic_controller_watch_count` ("active
+informers") per cluster, computed at scrape time by whoever holds them (`count_watches`): for a
+member, the informers kro keeps open against it (its spoke's, its owners' member watches); for
+the hub's local name, the hub's own cache. Every registered member has a series from the
+start, 0 while nothing watches it, and none once it is gone.
 
 The second needs no change to kro.runtime: a member's client gets its own provider
 (`member_provider`) that hands the transport the hub's metrics unchanged, except that
@@ -14,10 +19,17 @@ Both families are removed with the member, so a churning fleet does not grow /me
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Final
 
-from kro.runtime.metrics import Counter, Gauge, Histogram, MetricsProvider
+from kro.runtime.metrics import (
+    CallbackGaugeProvider,
+    Counter,
+    Gauge,
+    Histogram,
+    MetricsProvider,
+    Sample,
+)
 
 REST_REQUESTS: Final = "rest_client_requests_total"
 """The transport's per-request counter (kro.runtime._transport), relabelled per member."""
@@ -38,6 +50,26 @@ class FleetMetrics:
             "kro_cluster_requests_total",
             "Requests kro sent to a member cluster, by method and HTTP status code.",
             ("cluster", "method", "code"),
+        )
+
+    def count_watches(
+        self, names: Callable[[], Iterable[str]], count: Callable[[str], int]
+    ) -> None:
+        """Export `kro_cluster_watch_count`: `count(cluster)` for each of `names()`, read at
+        every scrape (nothing with a provider that cannot compute gauges when scraped)."""
+        if not isinstance(self.provider, CallbackGaugeProvider):
+            return
+
+        def samples() -> Iterator[Sample]:
+            for cluster in names():
+                yield {"cluster": cluster}, float(count(cluster))
+
+        self.provider.callback_gauge(
+            "kro_cluster_watch_count",
+            "Number of active informers kro holds on each cluster (dynamic_controller_watch_count "
+            "per cluster).",
+            ("cluster",),
+            samples,
         )
 
     def set_ready(self, cluster: str, ready: bool) -> None:

@@ -27,6 +27,13 @@ member and every `probe_interval_s` (30 s) after that while the member has users
 every interval too, used or not, so that one that comes back is seen without waiting for a
 user to fail on it first.
 
+Passive health (M-06): a member's client is a `kro.fleet.client.MemberClient`. When one of its
+requests gets no answer at all, the member is marked not Ready at once (its reason says what
+failed), rather than up to 30 s later by its next probe, so owners are told `ClusterUnreachable`
+and leave it alone until it is back. It is back as soon as one of its requests is answered
+again (its informers keep trying) or its next probe passes. A member whose own requests since
+the last probe were all answered needs no probe at all.
+
 Nothing from a Secret but its name and the server URL is ever logged, kept in `reason`,
 published in metrics or passed to listeners (M-06).
 """
@@ -48,6 +55,7 @@ from kro.api.names import (
     CLUSTER_SECRETS_LABEL_DEFAULT,
     LOCAL_CLUSTER_NAME_DEFAULT,
 )
+from kro.fleet.client import MemberClient
 from kro.fleet.credentials import MemberCredentials, member_connection, secret_name
 from kro.fleet.errors import ClusterNotFound, ClusterNotReady, ClusterRefused
 from kro.fleet.metrics import FleetMetrics
@@ -85,6 +93,7 @@ ClusterEvent = Literal["added", "updated", "removed", "ready", "unready"]
 ClusterListener = Callable[[str, ClusterEvent], None]
 """Called with (cluster name, event) on the loop; must be quick (put a key on a queue)."""
 ClientFactory = Callable[[ConnectionConfig, ClientOptions], Client]
+"""Builds a member's client from its connection and options (tests substitute one)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -129,6 +138,8 @@ class _Slot:
     reason: str = NOT_PROBED
     refused: str = ""  # the refusal's code (kro.fleet.credentials.REASONS), "" if accepted
     used: bool = False  # `client_for` was called since the last probe
+    unreachable: bool = False  # not Ready because it did not answer (probe or passive)
+    lost: bool = False  # marked not Ready by a user's unanswered request (passive health)
     answered: bool | None = None  # since the last probe: every request answered (None: none)
     generation: int = 0  # bumped by every new client: a stale probe's outcome is dropped
     prober: asyncio.Task[None] | None = None
@@ -148,7 +159,8 @@ class ClusterRegistry:
     cache: the manager's informer cache; the Secret informer is then the cache's (shared, run
         by the cache, counted in readiness). Without it the registry runs its own.
     probe_interval_s, probe_timeout_s: see PROBE_INTERVAL_S and PROBE_TIMEOUT_S.
-    client_factory: builds a member's client (tests substitute it).
+    client_factory: builds a member's client (tests substitute it); None: a MemberClient,
+        whose unanswered requests name the cluster and mark it not Ready at once.
     """
 
     def __init__(
@@ -164,7 +176,7 @@ class ClusterRegistry:
         cache: InformerCache | None = None,
         probe_interval_s: float = PROBE_INTERVAL_S,
         probe_timeout_s: float = PROBE_TIMEOUT_S,
-        client_factory: ClientFactory = Client.from_config,
+        client_factory: ClientFactory | None = None,
     ) -> None:
         label_key, equals, _ = label.partition("=")
         if not equals or not label_key:
@@ -286,8 +298,15 @@ class ClusterRegistry:
             raise ClusterNotFound(name, namespace=self.namespace)
         slot.used = True
         if slot.client is None or slot.ready is not True:
-            raise ClusterNotReady(name, reason=slot.reason or NOT_PROBED)
+            raise ClusterNotReady(
+                name, reason=slot.reason or NOT_PROBED, unreachable=slot.unreachable
+            )
         return slot.client
+
+    def count_watches(self, count: Callable[[str], int]) -> None:
+        """Export `kro_cluster_watch_count{cluster}` for every cluster in `names()`, each
+        `count(cluster)` read at scrape time (kro.fleet.metrics). Call once per registry."""
+        self._metrics.count_watches(self.names, count)
 
     def subscribe(self, listener: ClusterListener) -> Callable[[], None]:
         """Call `listener(name, event)` on every change; returns the call that unsubscribes.
@@ -382,6 +401,7 @@ class ClusterRegistry:
         self._retire(slot.client, slot.prober)
         slot.generation += 1
         slot.client = slot.prober = None
+        slot.lost = slot.unreachable = False  # a new client: nothing is known of it yet
         if isinstance(outcome, ClusterRefused):
             slot.server = ""
             slot.refused = outcome.reason
@@ -403,10 +423,12 @@ class ClusterRegistry:
         # (M-05: one member never delays another's work).
         options = dataclasses.replace(
             self._options,
-            metrics=self._metrics.member_provider(slot.name, partial(_answered, slot)),
+            metrics=self._metrics.member_provider(
+                slot.name, partial(self._answered, slot, slot.generation)
+            ),
             max_retries=min(self._options.max_retries, MEMBER_RETRIES),
         )
-        slot.client = self._client_factory(outcome.config, options)
+        slot.client = self._new_client(slot, outcome.config, options)
         slot.prober = asyncio.create_task(
             self._probe_loop(slot, slot.generation, slot.client),
             name=f"cluster-registry.probe:{slot.name}",
@@ -417,6 +439,12 @@ class ClusterRegistry:
         else:
             log.info("cluster.added", **fields, auth=outcome.auth)
         return None
+
+    def _new_client(self, slot: _Slot, config: ConnectionConfig, options: ClientOptions) -> Client:
+        if self._client_factory is not None:
+            return self._client_factory(config, options)
+        unreachable = partial(self._unanswered, slot, slot.generation)
+        return MemberClient(config, options, cluster=slot.name, unreachable=unreachable)
 
     def _retire(self, client: Client | None, prober: asyncio.Task[None] | None) -> None:
         """Stop a probe and close its client in the background (closing awaits the sessions)."""
@@ -439,7 +467,7 @@ class ClusterRegistry:
                 try:
                     version = await probe(client, timeout_s=self._probe_timeout_s)
                 except ProbeFailed as failure:
-                    self._probed(slot, generation, None, str(failure))
+                    self._probed(slot, generation, None, str(failure), failure.unreachable)
                 except Exception as error:  # a bug: say so, and keep the member unready
                     log.exception("cluster.probe_crashed", cluster=slot.name)
                     self._probed(slot, generation, None, f"probe failed: {type(error).__name__}")
@@ -451,19 +479,58 @@ class ClusterRegistry:
             if vouched:
                 slot.used, slot.answered = False, None
 
-    def _probed(self, slot: _Slot, generation: int, version: str | None, failure: str) -> None:
-        if slot.generation != generation or self._slots.get(slot.name) is not slot:
+    def _probed(
+        self,
+        slot: _Slot,
+        generation: int,
+        version: str | None,
+        failure: str,
+        unreachable: bool = False,
+    ) -> None:
+        if not self._current(slot, generation):
             return  # a rotation or a removal overtook this probe
+        slot.lost = False
         if version is not None:
-            slot.version, slot.reason = version, ""
+            slot.version, slot.reason, slot.unreachable = version, "", False
             event = self._set_ready(slot, True)
         else:
-            slot.reason = failure
+            slot.reason, slot.unreachable = failure, unreachable
             event = self._set_ready(slot, False)
         if event is not None:
             self._emit(slot.name, event)
         else:
             self._notify_waiters()
+
+    def _current(self, slot: _Slot, generation: int) -> bool:
+        """Whether `slot` with this client generation is still the member's."""
+        return slot.generation == generation and self._slots.get(slot.name) is slot
+
+    # -- passive health -------------------------------------------------------------------------
+
+    def _unanswered(self, slot: _Slot, generation: int, cause: str) -> None:
+        """A request of the member's client got no answer (`cause`): a Ready member is not
+        Ready from now on (module docstring); its users are told ClusterUnreachable."""
+        if not self._current(slot, generation) or slot.ready is not True:
+            return
+        slot.lost = slot.unreachable = True
+        slot.reason = cause
+        event = self._set_ready(slot, False)
+        if event is not None:
+            self._emit(slot.name, event)
+
+    def _answered(self, slot: _Slot, generation: int, code: str) -> None:
+        """One request of the member's client was answered with `code` ("<error>": none):
+        any failure since the last probe makes the next one due; an answer brings a member
+        back that only its users' unanswered requests had marked not Ready."""
+        healthy = code[:1] in ("2", "3") or code in _HEALTHY_CODES
+        slot.answered = healthy if slot.answered is None else slot.answered and healthy
+        if not healthy or not slot.lost or not self._current(slot, generation):
+            return
+        slot.lost = slot.unreachable = False
+        slot.reason = ""
+        event = self._set_ready(slot, True)
+        if event is not None:
+            self._emit(slot.name, event)
 
     def _set_ready(self, slot: _Slot, ready: bool) -> ClusterEvent | None:
         """Record readiness; the event to announce when it changed (logged here)."""
@@ -535,10 +602,3 @@ async def _close(client: Client | None, prober: asyncio.Task[None] | None) -> No
 
 _HEALTHY_CODES: Final = frozenset({"404", "409", "410", "422"})
 """Answers that say the member serves (besides 2xx and 3xx): the object, not the cluster."""
-
-
-def _answered(slot: _Slot, code: str) -> None:
-    """One request of the member's client was answered with `code` ("<error>": none): any
-    failure since the last probe makes the next one due."""
-    healthy = code[:1] in ("2", "3") or code in _HEALTHY_CODES
-    slot.answered = healthy if slot.answered is None else slot.answered and healthy

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import socket
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,7 @@ from fleet_fakes import (
 )
 
 from kro.fleet import registry as registry_module
-from kro.fleet.errors import ClusterNotFound, ClusterNotReady
+from kro.fleet.errors import ClusterNotFound, ClusterNotReady, ClusterUnreachable
 from kro.fleet.registry import SECRETS, ClusterEvent, ClusterRegistry
 from kro.runtime import logging as runtime_logging
 from kro.runtime.cache import InformerCache
@@ -528,3 +529,104 @@ def _closed(client: Client) -> Any:
         return False
 
     return probe
+
+
+# -- passive health: an unanswered request (M-06) ------------------------------------------
+
+
+async def test_an_unanswered_request_names_the_member_and_makes_it_unready_at_once(
+    certs: pki.ClusterPKI,
+) -> None:
+    """No probe is due (a long interval): the user's failed request itself tells the registry,
+    and the next answered request brings the member back."""
+    async with fleet(certs, probe_interval_s=3600.0) as f:
+        f.seed(f.member_secret())
+        await f.registry.start()
+        await f.registry.wait_ready("east", timeout_s=5)
+        client = f.registry.client_for("east")
+        # More drops than aiohttp's own retry of a pooled connection the server closed.
+        f.member_api.inject(Fault("drop", method="GET", path="/configmaps", times=9))
+        with pytest.raises(ClusterUnreachable) as dropped:
+            await client.request("GET", "/api/v1/namespaces/default/configmaps")
+        assert isinstance(dropped.value, TransportError)  # whoever retries on one still does
+        assert str(dropped.value).startswith('cluster "east" is unreachable: ServerDisconnected')
+        assert dropped.value.condition_reason == "ClusterUnreachable"
+        assert f.events[-1] == ("east", "unready")
+        assert f.sample("kro_cluster_ready", cluster="east") == 0.0
+        with pytest.raises(ClusterNotReady) as told:
+            f.registry.client_for("east")
+        assert told.value.condition_reason == "ClusterUnreachable"
+        assert str(told.value).startswith('cluster "east" is unreachable: ServerDisconnected')
+        for text in never_shown(certs):
+            assert text not in str(told.value)
+        # An informer holding the client keeps trying: its first answer is the member back.
+        f.member_api.faults.clear()
+        await client.request("GET", "/api/v1/namespaces/default/configmaps")
+        assert f.events[-1] == ("east", "ready")
+        assert f.registry.client_for("east") is client
+        assert f.sample("kro_cluster_ready", cluster="east") == 1.0
+
+
+async def test_an_error_status_is_an_answer(certs: pki.ClusterPKI) -> None:
+    """A 500 says the member serves (its object or handler failed): it stays Ready."""
+    async with fleet(certs, probe_interval_s=3600.0) as f:
+        f.seed(f.member_secret())
+        await f.registry.start()
+        await f.registry.wait_ready("east", timeout_s=5)
+        client = f.registry.client_for("east")
+        f.member_api.inject(Fault("status", method="GET", path="/configmaps", status=500))
+        with pytest.raises(KubeError) as failed:
+            await client.request("GET", "/api/v1/namespaces/default/configmaps")
+        assert not isinstance(failed.value, ClusterUnreachable)
+        assert f.registry.client_for("east") is client
+
+
+async def test_a_member_that_never_answers_its_probe_is_unreachable(
+    certs: pki.ClusterPKI,
+) -> None:
+    """A probe that got no answer says ClusterUnreachable; rejected credentials do not (the
+    member answered: ClusterNotFound, its message telling why)."""
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()
+    async with fleet(certs, tokens={"someone-else"}) as f:
+        f.seed(secret(token_kubeconfig(f"https://127.0.0.1:{port}", certs), name="gone"))
+        f.seed(f.member_secret())
+        await f.registry.start()
+
+        def judged() -> bool:
+            gone, east = f.registry.get("gone"), f.registry.get("east")
+            return all(m is not None and m.reason != "not probed yet" for m in (gone, east))
+
+        await eventually(_async(judged), what="both members probed", timeout_s=5)
+        with pytest.raises(ClusterNotReady) as gone:
+            f.registry.client_for("gone")
+        assert gone.value.condition_reason == "ClusterUnreachable"
+        assert str(gone.value) == (
+            'cluster "gone" is unreachable: version: ClientConnectorError: cannot connect: '
+            "ECONNREFUSED"
+        )
+        with pytest.raises(ClusterNotReady) as rejected:
+            f.registry.client_for("east")
+        assert rejected.value.condition_reason == "ClusterNotFound"
+        assert "401 Unauthorized" in str(rejected.value)
+
+
+async def test_watch_count_per_cluster_from_the_start(certs: pki.ClusterPKI) -> None:
+    """M-06 kro_cluster_watch_count: every cluster of the registry, counted when scraped."""
+    held = {"east": 0}
+    async with fleet(certs) as f:
+        f.seed(f.member_secret())
+        f.registry.count_watches(lambda cluster: held.get(cluster, 7))
+        await f.registry.start()
+        await f.registry.wait_synced(5)
+        assert f.sample("kro_cluster_watch_count", cluster="east") == 0.0
+        assert f.sample("kro_cluster_watch_count", cluster="local") == 7.0
+        held["east"] = 3
+        assert f.sample("kro_cluster_watch_count", cluster="east") == 3.0
+        await f.hub.delete(SECRETS, "east", namespace=NAMESPACE)
+        await eventually(
+            _async(lambda: f.registry.get("east") is None), what="east removed", timeout_s=5
+        )
+        assert f.sample("kro_cluster_watch_count", cluster="east") is None

@@ -65,13 +65,15 @@ class Verdict:
         return self.reason in WAITING_REASONS
 
 
-_CLUSTER_REASONS: Final = frozenset({NodeReason.CLUSTER_FORBIDDEN, NodeReason.CLUSTER_NOT_FOUND})
+_CLUSTER_REASONS: Final = frozenset(
+    {NodeReason.CLUSTER_FORBIDDEN, NodeReason.CLUSTER_NOT_FOUND, NodeReason.CLUSTER_UNREACHABLE}
+)
 
 
 def _failure(result: NodeResult) -> Verdict:
     conflict = any(isinstance(e, FieldManagerConflict) for e in result.errors)
     reason = REASON_FIELD_MANAGER_CONFLICT if conflict else REASON_APPLY_FAILED
-    if result.reason in _CLUSTER_REASONS:  # M-12, M-13: register the cluster, grant its Secret
+    if result.reason in _CLUSTER_REASONS:  # M-12, M-13, M-06: register, grant, bring it back
         reason = result.reason.value
     return Verdict(False, reason, f'node "{result.id}": {result.message}')
 

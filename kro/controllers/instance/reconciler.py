@@ -108,12 +108,17 @@ from kro.runtime.status import StatusWriter
 log = structlog.get_logger(__name__)
 
 
-_CLUSTER_REASONS = (NodeReason.CLUSTER_FORBIDDEN, NodeReason.CLUSTER_NOT_FOUND)
+_CLUSTER_REASONS = (
+    NodeReason.CLUSTER_FORBIDDEN,
+    NodeReason.CLUSTER_NOT_FOUND,
+    NodeReason.CLUSTER_UNREACHABLE,
+)
 
 
 def _cluster_reason(outcome: PassResult) -> str | None:
-    """M-12/M-13: a target that names no usable cluster is the condition's reason, which a
-    user can act on (register the cluster, grant its Secret), not a generic NotReady."""
+    """M-12/M-13/M-06: a target that names no usable cluster is the condition's reason, which
+    a user can act on (register the cluster, grant its Secret, bring the member back), not a
+    generic NotReady."""
     found = {r.reason for r in outcome}
     return next((reason.value for reason in _CLUSTER_REASONS if reason in found), None)
 
