@@ -11,6 +11,7 @@ M-23), and never by two at once (the reconcile trace, `KRO_SHARD_TRACE_RECONCILE
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 import pytest
 from fleet_support import REGISTRY, fleet_fixture
 from kro_harness import KroEnv, process_fixtures
-from sharding_fixtures import assert_no_overlap, member_lease, settled
+from sharding_fixtures import assert_no_overlap, member_lease, metric, scrape, settled
 
 from kro.runtime.client import Client
 from kro.runtime.config import load_default
@@ -132,6 +133,9 @@ async def test_members_are_spread_over_replicas_and_move_when_one_dies(
         assert _reconciled(process, since=marks[name]) == {
             m for m, o in owners.items() if o == name
         }, name
+        owned = metric(await asyncio.to_thread(scrape, process), "kro_shard_owned_instances")
+        assert owned is not None, name
+        assert owned >= 1, name  # its member's instance, counted as the replica's own
 
     moving = "member-1"
     dead = owners[moving]

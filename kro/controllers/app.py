@@ -492,11 +492,17 @@ class KroApp:
 
     def owned_instances(self) -> int:
         """Instances this replica owns now: the objects in its sharded parent informers (the
-        sharded informers of child kinds hold children, kro.dynamic.watches)."""
+        sharded informers of child kinds hold children, kro.dynamic.watches), and those of the
+        members whose spokes it runs (M-23)."""
         parents = self.dynamic.registered()
-        return sum(
+        owned = sum(
             len(i.store) for i in self.cache.informers() if i.shard is not None and i.gvr in parents
         )
+        for cluster, kinds in (self.spokes.parents() if self.spokes is not None else {}).items():
+            cache = self._spoke_caches.get(cluster)
+            informers = cache.informers() if cache is not None else []
+            owned += sum(len(i.store) for i in informers if i.gvr in kinds)
+        return owned
 
     def requeue_all(self) -> None:
         """Queue every RGD and GraphRevision in the caches (this replica starts leading)."""

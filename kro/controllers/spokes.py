@@ -44,6 +44,7 @@ from kro.engine.places import ClusterUnavailable
 from kro.runtime.client import Client
 from kro.runtime.controller import Admission
 from kro.runtime.errors import KubeError
+from kro.runtime.gvk import GVR
 from kro.runtime.sharding import ShardView, contains, spread_hash
 
 __all__ = ["Spoke", "SpokeFactory", "Spokes", "distributed"]
@@ -130,6 +131,11 @@ class Spokes:
     def owns(self, cluster: str) -> bool:
         """Whether this replica reconciles `cluster`'s instances now (M-23)."""
         return self._share is None or contains(self._share.ranges, spread_hash(cluster))
+
+    def parents(self) -> dict[str, frozenset[GVR]]:
+        """The instance kinds each of this replica's spokes serves now, by member (M-23: the
+        instances it owns, for `kro_shard_owned_instances`)."""
+        return {cluster: spoke.dynamic.registered() for cluster, spoke in self._spokes.items()}
 
     def _rebalance(self) -> None:
         """The view moved: retire the spokes of members now another replica's, and have the
