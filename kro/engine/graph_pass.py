@@ -353,6 +353,21 @@ class GraphPass:
         self.result.retry = True  # a cluster joins or recovers without an edit of the owner
         self.result.unreachable.add(error.cluster)
 
+    def _lost(
+        self, node: Node, applied: Sequence[AppliedResource | None]
+    ) -> ClusterUnavailable | None:
+        """The first apply of `node` that its member cluster did not answer, as the node's
+        `ClusterUnreachable` error (kro.engine.places.unreachable); None otherwise."""
+        for index, resource in enumerate(applied):
+            error = resource.error if resource is not None else None
+            if isinstance(error, KubeError):
+                lost = unreachable(
+                    getattr(error, "cluster", None) or self._cluster(node, index), error
+                )
+                if lost is not None:
+                    return lost
+        return None
+
     def _cluster(self, node: Node, index: int = 0) -> str:
         clusters = self._clusters.get(node.id) or ()
         return clusters[index] if index < len(clusters) else ""
@@ -807,6 +822,10 @@ class GraphPass:
             items = self._rendered(node_id)
             rendered = [d.obj for d in items]
             whole = bool(items) and all(d.observed is not None for d in items)
+            lost = self._lost(node, applied)
+            if lost is not None:  # M-06: a member that did not answer the apply
+                self._unavailable(node, rendered, lost)
+                continue
             if errors:
                 message = "; ".join(str(e) for e in errors)
                 self._set(

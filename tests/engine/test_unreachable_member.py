@@ -132,3 +132,19 @@ def test_another_clients_failure_is_named_by_the_pass() -> None:
     assert str(found) == (
         'cluster "m2" is unreachable: GET /api: ClientConnectorError: cannot connect: ECONNREFUSED'
     )
+
+
+async def test_a_member_that_drops_the_apply_is_the_nodes_cluster_unreachable(
+    api: FakeApiServer, client: Client, member_api: FakeApiServer, member: MemberClient
+) -> None:
+    """The read answered (a cache, or the member fell between read and apply): the apply's
+    missing answer is the cluster's, named, not the node's `ApplyFailed`."""
+    member_api.inject(Fault("drop", method="PATCH", path="/configmaps", times=5))
+    obj = owner(api, {"cluster": "m1"})
+    result = await run_with(_graph(), client, obj, _Places(client, member))
+    there = next(r for r in result if r.id == "there")
+    assert there.state == NODE_STATE_ERROR
+    assert there.reason is NodeReason.CLUSTER_UNREACHABLE
+    assert there.message.startswith('cluster "m1" is unreachable: ')
+    assert "m1" in result.unreachable
+    assert result.retry
