@@ -6,6 +6,7 @@
 * M-10/M-15: a target from `schema` moves with the instance's spec: the object is created in the
   new member, then pruned from the old one.
 * M-12: a target that names no registered cluster leaves the instance not Ready, naming it.
+* M-11: data flows between two members: a Secret read in member-1 feeds a ConfigMap in member-2.
 """
 
 from __future__ import annotations
@@ -244,3 +245,68 @@ async def test_an_rgd_waiting_for_its_cluster_is_built_when_it_joins(
         await kro.wait_rgd_active(kro.rgd_name("late"))
     finally:
         await kro.client.delete(SECRETS, cluster, namespace="kro-system")
+
+
+async def test_data_flows_from_one_member_into_another(fleet: Fleet, kro: KroEnv) -> None:
+    """M-11: a Secret read in member-1 (an external reference targeted there) feeds a ConfigMap
+    applied in member-2; an edit of the Secret in member-1 reaches member-2 without an edit of
+    the instance, and deleting the instance leaves the Secret, which kro did not create."""
+    name = f"flow-{kro.suffix}"
+    creds = {
+        "id": "creds",
+        "target": {"cluster": {"kubeconfigSecretName": "member-1"}},
+        "externalRef": {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "${schema.spec.name}", "namespace": "default"},
+        },
+    }
+    copy = {
+        "id": "copy",
+        "target": {"cluster": {"kubeconfigSecretName": "member-2"}},
+        "template": {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "${schema.spec.name}", "namespace": "default"},
+            "data": {"endpoint": "${string(creds.data.endpoint)}"},
+        },
+    }
+    async with (
+        Client.from_config(await _config(fleet, "member-1")) as one,
+        Client.from_config(await _config(fleet, "member-2")) as two,
+    ):
+        secret = {"metadata": {"name": name}, "stringData": {"endpoint": "db-1.internal:5432"}}
+        await one.create(SECRETS, secret, namespace="default")
+        try:
+            await kro.apply_rgd(kro.rgd("flow", "Flow", {"name": "string"}, [creds, copy]))
+            await kro.wait_rgd_active(kro.rgd_name("flow"))
+            gvr = await kro.gvr_of("Flow")
+            await kro.apply_instance("Flow", "one", {"name": name})
+            await kro.wait_instance(gvr, "one", timeout_s=TIMEOUT_S)
+
+            async def copied(value: str) -> bool:
+                try:
+                    found = await two.get(CONFIGMAPS, name, namespace="default")
+                except NotFound:
+                    return False
+                return (found.get("data") or {}).get("endpoint") == value
+
+            assert await copied("db-1.internal:5432")
+            assert await _member_object(fleet, "member-1", name) is None  # only in member-2
+            await one.patch(
+                SECRETS,
+                name,
+                {"stringData": {"endpoint": "db-2.internal:5432"}},
+                namespace="default",
+            )
+            await eventually(
+                lambda: copied("db-2.internal:5432"),
+                what="the Secret's new value in member-2",
+                timeout_s=TIMEOUT_S,
+            )
+            await kro.client.delete(gvr, "one", namespace=kro.namespace)
+            await kro.wait_gone(gvr, "one", timeout_s=TIMEOUT_S)
+            assert not await copied("db-2.internal:5432")  # deleted from member-2
+            await one.get(SECRETS, name, namespace="default")  # never kro's to delete
+        finally:
+            await one.delete(SECRETS, name, namespace="default")
