@@ -20,11 +20,16 @@ from kro_harness import KroEnv, kro_fixtures
 from kro.cli.explain import add_explain_command, explain, parse_request
 from kro.cli.explain_format import render
 from kro.cli.explain_mask import SecretMask
+from kro.runtime.client import Client
+from kro.runtime.config import load_default
+from kro.runtime.gvk import GVR
 from kro.testing.fleet import Fleet
+from kro.testing.waiting import eventually
 
 ARGS = fleet_args()
 controller, kro = kro_fixtures(ARGS)
 TIMEOUT_S = 60.0
+CONFIGMAPS = GVR("", "v1", "configmaps")
 
 
 fleet = fleet_fixture()
@@ -83,3 +88,47 @@ async def test_explain_names_the_member_of_a_targeted_node(fleet: Fleet, kro: Kr
     text = await run_explain(kro, target, "-n", kro.namespace, output="text")
     remote_row = next(line.split() for line in text.splitlines() if "remote" in line.split()[:1])
     assert remote_row[4:6] == ["member-1", "ready"]
+
+
+async def test_explain_of_a_deletion_held_in_a_member_names_the_member(
+    fleet: Fleet, kro: KroEnv
+) -> None:
+    """M-16 and M-07: a deleting instance is explained from the teardown's own plan, in its
+    member clusters as on the hub: a child in member-1 held by someone else's finalizer is
+    named with its cluster, as what blocks the deletion."""
+    remote = _configmap("remote")
+    remote["template"]["metadata"]["namespace"] = "default"
+    remote["target"] = {"cluster": {"kubeconfigSecretName": "member-1"}}
+    await kro.apply_rgd(kro.rgd("held", "Held", {"name": "string"}, [remote]))
+    await kro.wait_rgd_active(kro.rgd_name("held"))
+    name = f"held-{kro.suffix}"
+    await kro.apply_instance("Held", "one", {"name": name})
+    gvr = await kro.gvr_of("Held")
+    await kro.wait_instance(gvr, "one", timeout_s=TIMEOUT_S)
+    config = await load_default(str(fleet.member("member-1").kubeconfig_path))
+    child = f"{name}-remote"
+    async with Client.from_config(config) as member:
+        hold = {"metadata": {"finalizers": ["example.com/hold"]}}
+        await member.patch(CONFIGMAPS, child, hold, namespace="default")
+        try:
+            await kro.client.delete(gvr, "one", namespace=kro.namespace)
+
+            async def terminating() -> bool:
+                found = await member.get(CONFIGMAPS, child, namespace="default")
+                return bool(found["metadata"].get("deletionTimestamp"))
+
+            await eventually(terminating, what="the member's child deleted", timeout_s=TIMEOUT_S)
+            target = f"{gvr.resource}.{gvr.group}/one"
+            data = json.loads(await run_explain(kro, target, "-n", kro.namespace))
+            blockers = data["deletion"]["blockers"]
+            assert any(
+                f'ConfigMap default/{child} (node "remote") in cluster "member-1" is terminating '
+                "but held by finalizer(s) example.com/hold" in b
+                for b in blockers
+            ), blockers
+            assert data["rootCause"].startswith("deletion is blocked")
+        finally:
+            await member.patch(
+                CONFIGMAPS, child, {"metadata": {"finalizers": []}}, namespace="default"
+            )
+    await kro.wait_gone(gvr, "one", timeout_s=TIMEOUT_S)

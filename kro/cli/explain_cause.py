@@ -44,6 +44,7 @@ from kro.cli.explain_report import (
     MemberReport,
     NodeReport,
     NodeStatus,
+    held_label,
 )
 from kro.controllers.instance.status import PASS_FAILED_PREFIX
 
@@ -241,13 +242,13 @@ def summarize_deletion(instance: Mapping[str, Any], live: LiveMembers) -> Deleti
 
 
 def _member_blockers(member: MemberReport, recorded: str) -> list[str]:
-    node = f' (node "{member.node}")' if member.node else ""
+    label = held_label(member)
     if member.terminating and member.finalizers:
         return [
-            f"{member.obj}{node} is terminating but held by finalizer(s) "
+            f"{label} is terminating but held by finalizer(s) "
             f"{', '.join(member.finalizers)}, which kro does not own: whoever added them must "
             "finish (or remove them) before kro can delete the next wave"
         ]
     if not member.terminating and recorded:
-        return [f"{member.obj}{node} could not be deleted: {recorded}"]
+        return [f"{label} could not be deleted: {recorded}"]
     return []

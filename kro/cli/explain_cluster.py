@@ -161,7 +161,8 @@ async def explain_instance(
     would_write: tuple[str, ...] = ()
     loaded = LoadedGraph()
     if _meta(instance).get("deletionTimestamp"):
-        deletion = summarize_deletion(instance, await planned_deletion(client, instance, info.gvr))
+        planned = await planned_deletion(client, instance, info.gvr, access)
+        deletion = summarize_deletion(instance, planned)
     elif rgd_name:
         loaded = await load_graph(client, rgd_name)
         notes += loaded.notes

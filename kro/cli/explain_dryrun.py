@@ -52,7 +52,9 @@ from kro.runtime.errors import Forbidden
 from kro.runtime.gvk import GVR
 
 NOT_RUNNING = "kro recorded no error (is the kro controller running?)"
-_CLUSTER_REASONS = frozenset({NodeReason.CLUSTER_NOT_FOUND, NodeReason.CLUSTER_FORBIDDEN})
+_CLUSTER_REASONS = frozenset(
+    {NodeReason.CLUSTER_NOT_FOUND, NodeReason.CLUSTER_FORBIDDEN, NodeReason.CLUSTER_UNREACHABLE}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,6 +258,8 @@ def _worded(  # noqa: C901, PLR0911 - one case per NodeReason
         case NodeReason.APPLY_FAILED:
             reason = "the last apply failed" if found.exists else "the API server refused it"
             return NodeStatus.ERROR, reason, found.message
+        case NodeReason.CLUSTER_UNREACHABLE:
+            return NodeStatus.ERROR, "its target cluster does not answer", found.message
         case NodeReason.CLUSTER_NOT_FOUND | NodeReason.CLUSTER_FORBIDDEN:
             return NodeStatus.ERROR, "its target cluster cannot be used", found.message
         case NodeReason.READ_FAILED:
@@ -264,18 +268,25 @@ def _worded(  # noqa: C901, PLR0911 - one case per NodeReason
 
 
 async def planned_deletion(
-    client: Client, instance: Mapping[str, Any], gvr: GVR
+    client: Client,
+    instance: Mapping[str, Any],
+    gvr: GVR,
+    access: ClusterAccess | None = None,
 ) -> LiveMembers:
     """The members the controller's next teardown step of `instance` would act on, as that
-    step plans it (the recording ownership over the instance's ApplySet: reads only)."""
-    ownership = ApplySetOwnership(
-        applier=Applier(client, ApplierOptions(tooling="kro explain")), client=client, gvr=gvr
-    )
-    step = await RecordingOwnership(ownership).teardown(dict(instance))
+    step plans it (the recording ownership over the instance's ApplySet: reads only), in the
+    instance's cluster and in each member cluster its ApplySet records (M-16), read there as
+    the caller (`access`: where the members' Secrets are)."""
+    async with CallerClusters(client, access or ClusterAccess(), lambda member: member) as places:
+        ownership = ApplySetOwnership(
+            applier=Applier(client, ApplierOptions(tooling="kro explain")),
+            client=client,
+            gvr=gvr,
+            places=places,
+        )
+        step = await RecordingOwnership(ownership).teardown(dict(instance))
     if step.blocked and not step.transient:
         return LiveMembers(inventory_error=step.blocked)
     if step.blocked:
         return LiveMembers(errors=(f"cannot list the members: {step.blocked}",))
     return LiveMembers(step.held)
-
-

@@ -24,6 +24,7 @@ from kro.cli.explain_report import (
     NodeReport,
     RGDReport,
     ShardReport,
+    held_label,
     to_data,
 )
 
@@ -188,11 +189,10 @@ def _deletion(deletion: DeletionReport) -> list[str]:
     if deletion.members:
         lines.append(f"{_INDENT}children left:")
         for member in deletion.members:
-            node = f' (node "{member.node}")' if member.node else ""
             state = "terminating" if member.terminating else "not deleted yet"
             if member.finalizers:
                 state += f", finalizers: {', '.join(member.finalizers)}"
-            lines.append(f"{_INDENT * 2}wave {member.wave}: {member.obj}{node}: {state}")
+            lines.append(f"{_INDENT * 2}wave {member.wave}: {held_label(member)}: {state}")
     finalizers = ", ".join(deletion.instance_finalizers) or "none"
     lines.append(f"{_INDENT}instance finalizers: {finalizers}")
     return lines

@@ -31,7 +31,15 @@ from kro.engine.ownership import Held as MemberReport
 from kro.engine.results import MissingField, ObjectId
 
 # re-exported: the report quotes the engine's values (a member as the teardown's plan holds it)
-__all__ = ["MemberReport", "MissingField", "ObjectId"]
+__all__ = ["MemberReport", "MissingField", "ObjectId", "held_label"]
+
+
+def held_label(member: MemberReport) -> str:
+    """A child left by a deletion, in words: the object, its node, and its member cluster
+    (M-16) when it lives in one."""
+    node = f' (node "{member.node}")' if member.node else ""
+    where = f' in cluster "{member.cluster}"' if member.cluster else ""
+    return f"{member.obj}{node}{where}"
 
 
 class NodeStatus(StrEnum):

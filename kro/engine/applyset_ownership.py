@@ -237,6 +237,8 @@ class ApplySetOwnership:
         plans: dict[str, DeletionPlan] = {}
         for cluster in clusters:
             try:
+                if cluster and self.places is not None:
+                    await self.places.admit(cluster)
                 plans[cluster] = await plan_next_wave(
                     self._client(cluster), owner_obj, self.gvr, self.home
                 )
