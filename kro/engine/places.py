@@ -44,8 +44,8 @@ def unreachable(cluster: str, error: KubeError) -> ClusterUnavailable | None:
     (an answer, even a 500, is the object's business, not the cluster's; "" is the owner's
     own cluster, whose failures stay the pass's).
 
-    The member's registry client already says which cluster (kro.fleet.client: its errors
-    carry `cluster`); any other client's error is prefixed with the name here.
+    The member's registry client already says which cluster (its errors carry `cluster`,
+    kro.fleet.errors.unanswered_in); any other client's error is prefixed with the name here.
     """
     if isinstance(error, ClusterUnavailable):
         return error  # the registry said so between admit and this request

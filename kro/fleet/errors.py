@@ -7,8 +7,9 @@ Four failures a caller of the registry meets, one class each, all under `Cluster
 * `ClusterNotFound`: no Secret (and not the hub) has that name (M-02, M-12).
 * `ClusterNotReady`: the member is known but refused or failing its probe (M-06, M-12).
 * `ClusterUnreachable`: a request to a member got no answer at all (refused, reset, TLS,
-  timed out): raised by the member's own client (kro.fleet.client) in place of the transport's
-  error, so every message about it names the cluster (M-06).
+  timed out): raised by the member's client in place of the transport's error (its
+  `ClientOptions.unanswered` is `unanswered_in`), so every message about it names the cluster
+  (M-06).
 
 Messages name the cluster, its Secret and a reason, never a value from the Secret: they travel
 into logs, conditions, Events and CLI output (M-06).
@@ -16,6 +17,7 @@ into logs, conditions, Events and CLI output (M-06).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final
 
 from kro.api.names import REASON_CLUSTER_NOT_FOUND, REASON_CLUSTER_UNREACHABLE
@@ -118,6 +120,26 @@ def unreachable(cluster: str, error: TransportError) -> ClusterUnreachable:
     if isinstance(error, RequestTimeout):
         return ClusterTimedOut(cluster, error)
     return ClusterUnreachable(cluster, error)
+
+
+def unanswered_in(
+    cluster: str, told: Callable[[str], None] = lambda cause: None
+) -> Callable[[TransportError], TransportError]:
+    """`ClientOptions.unanswered` of the member `cluster`'s client: a request that got no
+    answer raises `ClusterUnreachable` naming the cluster, and `told` hears its short cause
+    at once (the registry marks the member not Ready: passive health, M-06). The transport
+    on the hub talks to one server and never had to say which; a member's failure is read
+    where a user reads it (a condition, a log line, an Event), and "which cluster?" comes
+    first. An answer, even a 500, a closed client or a stream cut mid-way is not silence."""
+
+    def name(error: TransportError) -> TransportError:
+        if not no_answer(error):
+            return error
+        named = unreachable(cluster, error)
+        told(named.cause)
+        return named
+
+    return name
 
 
 def no_answer(error: TransportError) -> bool:

@@ -27,12 +27,13 @@ member and every `probe_interval_s` (30 s) after that while the member has users
 every interval too, used or not, so that one that comes back is seen without waiting for a
 user to fail on it first.
 
-Passive health (M-06): a member's client is a `kro.fleet.client.MemberClient`. When one of its
-requests gets no answer at all, the member is marked not Ready at once (its reason says what
-failed), rather than up to 30 s later by its next probe, so owners are told `ClusterUnreachable`
-and leave it alone until it is back. It is back as soon as one of its requests is answered
-again (its informers keep trying) or its next probe passes. A member whose own requests since
-the last probe were all answered needs no probe at all.
+Passive health (M-06): a member's client names it in what a request that got no answer raises
+(`kro.fleet.errors.unanswered_in`). When one of its requests gets no answer at all, the member
+is marked not Ready at once (its reason says what failed), rather than up to 30 s later by its
+next probe, so owners are told `ClusterUnreachable` and leave it alone until it is back. It is
+back as soon as one of its requests is answered again (its informers keep trying) or its next
+probe passes. A member whose own requests since the last probe were all answered needs no
+probe at all.
 
 Nothing from a Secret but its name and the server URL is ever logged, kept in `reason`,
 published in metrics or passed to listeners (M-06).
@@ -44,7 +45,7 @@ import asyncio
 import dataclasses
 import hashlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Final, Literal
 
@@ -55,9 +56,8 @@ from kro.api.names import (
     CLUSTER_SECRETS_LABEL_DEFAULT,
     LOCAL_CLUSTER_NAME_DEFAULT,
 )
-from kro.fleet.client import MemberClient
 from kro.fleet.credentials import MemberCredentials, member_connection, secret_name
-from kro.fleet.errors import ClusterNotFound, ClusterNotReady, ClusterRefused
+from kro.fleet.errors import ClusterNotFound, ClusterNotReady, ClusterRefused, unanswered_in
 from kro.fleet.metrics import FleetMetrics
 from kro.fleet.probe import ProbeFailed, probe
 from kro.runtime.cache import InformerCache
@@ -159,8 +159,8 @@ class ClusterRegistry:
     cache: the manager's informer cache; the Secret informer is then the cache's (shared, run
         by the cache, counted in readiness). Without it the registry runs its own.
     probe_interval_s, probe_timeout_s: see PROBE_INTERVAL_S and PROBE_TIMEOUT_S.
-    client_factory: builds a member's client (tests substitute it); None: a MemberClient,
-        whose unanswered requests name the cluster and mark it not Ready at once.
+    client_factory: builds a member's client (tests substitute it); None: a `Client` whose
+        unanswered requests name the cluster and mark it not Ready at once.
     """
 
     def __init__(
@@ -443,8 +443,8 @@ class ClusterRegistry:
     def _new_client(self, slot: _Slot, config: ConnectionConfig, options: ClientOptions) -> Client:
         if self._client_factory is not None:
             return self._client_factory(config, options)
-        unreachable = partial(self._unanswered, slot, slot.generation)
-        return MemberClient(config, options, cluster=slot.name, unreachable=unreachable)
+        told = partial(self._unanswered, slot, slot.generation)
+        return Client(config, replace(options, unanswered=unanswered_in(slot.name, told)))
 
     def _retire(self, client: Client | None, prober: asyncio.Task[None] | None) -> None:
         """Stop a probe and close its client in the background (closing awaits the sessions)."""

@@ -226,10 +226,16 @@ class Transport:
             try:
                 resp = await self._attempt(call)
             except TransportError as e:
-                if call.method != "GET" or call.watch or attempt >= self._options.max_retries:
-                    raise
-                if isinstance(e, RequestTimeout | _TLSFailure):
-                    raise
+                if (
+                    call.method != "GET"
+                    or call.watch
+                    or attempt >= self._options.max_retries
+                    or isinstance(e, RequestTimeout | _TLSFailure)
+                ):
+                    unanswered = self._options.unanswered
+                    if unanswered is None:
+                        raise
+                    raise unanswered(e) from e
                 attempt += 1
                 self._m_retries.inc(code="<error>", verb=verb, host=self._host)
                 await self._clock.sleep(min(0.1 * 2**attempt, self._options.max_retry_wait_s))

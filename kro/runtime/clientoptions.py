@@ -8,9 +8,11 @@ re-exports it, where callers have always found it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kro.runtime.clock import Clock
+from kro.runtime.errors import TransportError
 from kro.runtime.metrics import NOOP, MetricsProvider
 
 __all__ = ["ClientOptions"]
@@ -36,6 +38,9 @@ class ClientOptions:
     keepalive_timeout_s: idle pooled connections are closed after this long.
     max_line_bytes: the largest watch event accepted (etcd's limit is ~1.5 MiB per object).
     clock: time source for throttling and retry waits; tests pass a FakeClock.
+    unanswered: what a request that got no response at all raises, given the transport's
+        TransportError once its retries are spent (the error itself, or one that says more: a
+        client of many servers names the server, kro.fleet); None raises the error as it is.
     """
 
     qps: float = 50.0
@@ -52,3 +57,4 @@ class ClientOptions:
     keepalive_timeout_s: float = 30.0
     max_line_bytes: int = 16 * 2**20
     clock: Clock | None = None
+    unanswered: Callable[[TransportError], TransportError] | None = None

@@ -6,6 +6,7 @@ that is an error status stays the object's business."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ from kro.engine import GraphPass, NodeReason, PassResult
 from kro.engine.applyset_ownership import ApplySetOwnership
 from kro.engine.places import ClusterUnavailable, unreachable
 from kro.engine.watches import NoWatches, Watches
-from kro.fleet.client import MemberClient
+from kro.fleet.errors import unanswered_in
 from kro.graph.evaluate import InstanceEvaluation
 from kro.runtime.client import Client, ClientOptions
 from kro.runtime.config import ConnectionConfig
@@ -62,12 +63,11 @@ async def member_api() -> AsyncIterator[FakeApiServer]:
 
 
 @pytest.fixture
-async def member(member_api: FakeApiServer) -> AsyncIterator[MemberClient]:
+async def member(member_api: FakeApiServer) -> AsyncIterator[Client]:
     options = ClientOptions(qps=10_000.0, burst=10_000, max_retries=0)
     heard: list[str] = []
-    async with MemberClient(
-        ConnectionConfig(server=member_api.url), options, cluster="m1", unreachable=heard.append
-    ) as client:
+    options = replace(options, unanswered=unanswered_in("m1", heard.append))
+    async with Client(ConnectionConfig(server=member_api.url), options) as client:
         yield client
 
 
@@ -95,7 +95,7 @@ def _graph() -> Any:
 
 
 async def test_a_member_that_drops_the_read_is_the_nodes_cluster_unreachable(
-    api: FakeApiServer, client: Client, member_api: FakeApiServer, member: MemberClient
+    api: FakeApiServer, client: Client, member_api: FakeApiServer, member: Client
 ) -> None:
     member_api.inject(Fault("drop", method="GET", path="/configmaps", times=5))
     obj = owner(api, {"cluster": "m1"})
@@ -135,7 +135,7 @@ def test_another_clients_failure_is_named_by_the_pass() -> None:
 
 
 async def test_a_member_that_drops_the_apply_is_the_nodes_cluster_unreachable(
-    api: FakeApiServer, client: Client, member_api: FakeApiServer, member: MemberClient
+    api: FakeApiServer, client: Client, member_api: FakeApiServer, member: Client
 ) -> None:
     """The read answered (a cache, or the member fell between read and apply): the apply's
     missing answer is the cluster's, named, not the node's `ApplyFailed`."""

@@ -388,3 +388,33 @@ def test_transport_errors_keep_their_fields_across_pickling() -> None:
         200,
         "TimeoutError",
     )
+
+
+class _Named(TransportError):
+    """What a client of many servers raises in place of an unanswered request's error."""
+
+
+async def test_an_unanswered_request_raises_what_the_options_say_and_an_answer_does_not() -> None:
+    """`ClientOptions.unanswered`: after the retries, a request that got no response at all
+    raises what the hook returns (kro.fleet names the member cluster in it); one that got an
+    answer, even a 500, raises as always, and the hook is not asked."""
+    seen: list[TransportError] = []
+
+    def unanswered(error: TransportError) -> TransportError:
+        seen.append(error)
+        return _Named(f"server X: {error}", method=error.method, path=error.path)
+
+    with socket.socket() as probe:  # a port nothing listens on: the connection is refused
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    options = dataclasses.replace(OPTIONS, unanswered=unanswered)
+    async with Client(ConnectionConfig(server=f"http://127.0.0.1:{port}"), options) as client:
+        with pytest.raises(_Named) as raised:
+            await client.get(CM, "a", namespace="default")
+    assert str(raised.value).startswith("server X: GET /api/v1/namespaces/default/configmaps/a")
+    assert len(seen) == 1
+    async with FakeApiServer() as api, Client(ConnectionConfig(server=api.url), options) as client:
+        api.inject(Fault("status", method="GET", path="/configmaps", status=500, times=1))
+        with pytest.raises(InternalError):
+            await client.get(CM, "a", namespace="default")
+    assert len(seen) == 1
