@@ -3,15 +3,22 @@ their controller, and the session fleet with its registry Secrets in place.
 
     controller, kro = kro_fixtures(fleet_args("GraphKind=true", extra=(...)))
     fleet = fleet_fixture()
+    members = members_fixture()
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
 
 import pytest
-from kro_harness import CONTROLLER_ARGS
+from kro_harness import CONTROLLER_ARGS, KroEnv
 
+from kro.runtime.client import Client
+from kro.runtime.config import load_default
+from kro.runtime.errors import NotFound
+from kro.runtime.gvk import GVR
 from kro.testing.fleet import Fleet
 
 REGISTRY = "kro-system"
@@ -40,3 +47,28 @@ def fleet_fixture() -> Callable[[Fleet], Fleet]:
         return kube_fleet
 
     return fleet
+
+
+MEMBERS = ("member-1", "member-2")
+NAMESPACES = GVR("", "v1", "namespaces")
+
+
+def members_fixture() -> Any:
+    """A test's `members` fixture: a client per member, with the test's namespace created in
+    each (deleted after the test)."""
+
+    @pytest.fixture
+    async def members(fleet: Fleet, kro: KroEnv) -> AsyncIterator[dict[str, Client]]:
+        clients: dict[str, Client] = {}
+        async with contextlib.AsyncExitStack() as stack:
+            for name in MEMBERS:
+                config = await load_default(str(fleet.member(name).kubeconfig_path))
+                client = await stack.enter_async_context(Client.from_config(config))
+                await client.create(NAMESPACES, {"metadata": {"name": kro.namespace}})
+                clients[name] = client
+            yield clients
+            for client in clients.values():
+                with contextlib.suppress(NotFound):
+                    await client.delete(NAMESPACES, kro.namespace)
+
+    return members

@@ -12,21 +12,16 @@ M-23), and never by two at once (the reconcile trace, `KRO_SHARD_TRACE_RECONCILE
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest
-from fleet_support import REGISTRY, fleet_fixture
+from fleet_support import MEMBERS, REGISTRY, fleet_fixture, members_fixture
 from kro_harness import KroEnv, process_fixtures
 from sharding_fixtures import assert_no_overlap, member_lease, metric, scrape, settled
 
 from kro.runtime.client import Client
-from kro.runtime.config import load_default
 from kro.runtime.errors import NotFound
 from kro.runtime.gvk import GVR
 from kro.runtime.sharding import TRACE_ENV, assign, contains, spread_hash
-from kro.testing.fleet import Fleet
 from kro.testing.kroprocess import KroProcess
 from kro.testing.waiting import eventually
 
@@ -40,25 +35,10 @@ spawn, kro = process_fixtures(
 )
 fleet = fleet_fixture()
 CONFIGMAPS = GVR("", "v1", "configmaps")
-NAMESPACES = GVR("", "v1", "namespaces")
-MEMBERS = ("member-1", "member-2")
 TIMEOUT_S = 90.0
 
 
-@pytest.fixture
-async def members(fleet: Fleet, kro: KroEnv) -> AsyncIterator[dict[str, Client]]:
-    """A client per member, with the test's namespace created there (deleted after)."""
-    clients: dict[str, Client] = {}
-    async with contextlib.AsyncExitStack() as stack:
-        for name in MEMBERS:
-            config = await load_default(str(fleet.member(name).kubeconfig_path))
-            client = await stack.enter_async_context(Client.from_config(config))
-            await client.create(NAMESPACES, {"metadata": {"name": kro.namespace}})
-            clients[name] = client
-        yield clients
-        for client in clients.values():
-            with contextlib.suppress(NotFound):
-                await client.delete(NAMESPACES, kro.namespace)
+members = members_fixture()
 
 
 def _owners(replicas: dict[str, KroProcess]) -> dict[str, str]:

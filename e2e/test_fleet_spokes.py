@@ -10,12 +10,10 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from fleet_support import fleet_args, fleet_fixture
+from fleet_support import MEMBERS, fleet_args, fleet_fixture, members_fixture
 from kro_harness import KroEnv, kro_fixtures
 
 from kro.api.names import LABEL_DISTRIBUTE
@@ -29,30 +27,15 @@ from kro.testing.waiting import eventually
 ARGS = fleet_args(extra=("--enable-multicluster",))
 controller, kro = kro_fixtures(ARGS)
 CONFIGMAPS = GVR("", "v1", "configmaps")
-NAMESPACES = GVR("", "v1", "namespaces")
 CRDS = GVR("apiextensions.k8s.io", "v1", "customresourcedefinitions")
 RGDS = GVR("kro.run", "v1alpha1", "resourcegraphdefinitions")
-MEMBERS = ("member-1", "member-2")
 TIMEOUT_S = 60.0
 
 
 fleet = fleet_fixture()
 
 
-@pytest.fixture
-async def members(fleet: Fleet, kro: KroEnv) -> AsyncIterator[dict[str, Client]]:
-    """A client per member, with the test's namespace created there (deleted after)."""
-    clients: dict[str, Client] = {}
-    async with contextlib.AsyncExitStack() as stack:
-        for name in MEMBERS:
-            config = await load_default(str(fleet.member(name).kubeconfig_path))
-            client = await stack.enter_async_context(Client.from_config(config))
-            await client.create(NAMESPACES, {"metadata": {"name": kro.namespace}})
-            clients[name] = client
-        yield clients
-        for client in clients.values():
-            with contextlib.suppress(NotFound):
-                await client.delete(NAMESPACES, kro.namespace)
+members = members_fixture()
 
 
 def _settings() -> dict[str, Any]:

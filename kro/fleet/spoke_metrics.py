@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final
 
 from kro.runtime.metrics import (
+    NOOP,
     CallbackGaugeProvider,
     Counter,
     Gauge,
@@ -93,25 +94,6 @@ class _Series:
             self._metric.remove(**self._labels(labels))
 
 
-class _Dropped:
-    """A gauge of one controller's absolute state, which a spoke does not record."""
-
-    def inc(self, amount: float = 1.0, **labels: str) -> None:
-        return None
-
-    def dec(self, amount: float = 1.0, **labels: str) -> None:
-        return None
-
-    def set(self, value: float, **labels: str) -> None:
-        return None
-
-    def remove(self, **labels: str) -> None:
-        return None
-
-
-_DROPPED: Final = _Dropped()
-
-
 class SpokeProvider:
     """The provider one spoke records through (module docstring). Made by `SpokeMetrics`."""
 
@@ -129,8 +111,8 @@ class SpokeProvider:
 
     def gauge(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Gauge:
         metric = self._hub.gauge(name, documentation, labels)
-        if not _queue_family(name, labels):
-            return _DROPPED
+        if not _queue_family(name, labels):  # one controller's absolute state: not recorded
+            return NOOP.gauge(name, documentation, labels)
         return _Series(metric, self, own=True)
 
     def histogram(
