@@ -20,13 +20,14 @@ to a member cluster (MultiCluster) is read there, through the member's registry 
 caller may read it (`explain_places`), and every node names its cluster (M-07).
 
 It only reads (GET and LIST), so the chart's `view` role is enough; what that role cannot read
-(GraphRevisions, CRDs) is worked around and mentioned under "Notes". Secret data is never
-printed (`explain_mask`).
+(GraphRevisions, CRDs) is worked around and mentioned under "Notes" or as an `unknown` node,
+never by failing the command. Secret data is never printed (`explain_mask`).
 
 Exit codes: 0 explained (whatever the state), 1 cannot explain (unknown kind, not found, not
 readable, cluster unreachable), 2 usage errors.
 
-Modules: `explain_cluster` (reads an instance), `explain_rgd` (reads an RGD), `explain_source`
+Modules: `explain_cluster` (reads an instance; the one path for every owner kind),
+`explain_graph` (a Graph's differences), `explain_rgd` (reads an RGD), `explain_source`
 (the graph kro runs), `explain_dryrun` (per-node state: the engine's pass, dry; and the
 teardown's plan of a deleting instance), `explain_cause` (root cause), `explain_format`
 (printing), `explain_mask` (Secrets).

@@ -32,7 +32,7 @@ from kro.applyset import Applier, ApplierOptions
 from kro.cli.explain_cause import LiveMembers
 from kro.cli.explain_mask import SecretMask
 from kro.cli.explain_places import CallerClusters, ClusterAccess
-from kro.cli.explain_report import NodeReport, NodeStatus
+from kro.cli.explain_report import EventReport, NodeReport, NodeStatus
 from kro.controllers.graph.binding import GraphBinding
 from kro.controllers.graph.inventory import GRAPHS, StatusInventory
 from kro.controllers.instance.binding import InstanceBinding
@@ -57,10 +57,13 @@ _CLUSTER_REASONS = frozenset({NodeReason.CLUSTER_NOT_FOUND, NodeReason.CLUSTER_F
 
 @dataclass(frozen=True, slots=True)
 class DryRun:
-    """The engine's dry run in a user's words: every node, and what a pass would write."""
+    """The engine's dry run in a user's words: every node, and what a pass would write; and
+    once `explain_cluster.survey` read them, the Warning Events and what to note."""
 
-    nodes: tuple[NodeReport, ...]
-    would_write: tuple[str, ...]
+    nodes: tuple[NodeReport, ...] = ()
+    would_write: tuple[str, ...] = ()
+    events: tuple[EventReport, ...] = ()
+    notes: tuple[str, ...] = ()
 
 
 class ReadingClient:
@@ -263,9 +266,7 @@ def _worded(  # noqa: C901, PLR0911 - one case per NodeReason
     return NodeStatus.UNKNOWN, found.message, ""
 
 
-async def planned_deletion(
-    client: Client, instance: Mapping[str, Any], gvr: GVR
-) -> LiveMembers:
+async def planned_deletion(client: Client, instance: Mapping[str, Any], gvr: GVR) -> LiveMembers:
     """The members the controller's next teardown step of `instance` would act on, as that
     step plans it (the recording ownership over the instance's ApplySet: reads only)."""
     ownership = ApplySetOwnership(
@@ -277,5 +278,3 @@ async def planned_deletion(
     if step.blocked:
         return LiveMembers(errors=(f"cannot list the members: {step.blocked}",))
     return LiveMembers(step.held)
-
-

@@ -26,7 +26,7 @@ from kro.api.names import (
 )
 from kro.api.objects import metadata as _meta
 from kro.cli.explain_cause import condition_reports, one_line
-from kro.cli.explain_cluster import ExplainError
+from kro.cli.explain_cluster import ExplainError, generation_of
 from kro.cli.explain_report import BuildFailure, GraphNode, RGDReport
 from kro.cli.explain_source import compile_graph, read_revisions, revision_problem
 from kro.controllers.rgd import RGDS
@@ -113,7 +113,6 @@ async def explain_rgd(client: Client, name: str) -> RGDReport:
             f"have changed since): {build.message}"
         )
         build = None
-    generation = _meta(rgd).get("generation")
     schema = (rgd.get("spec") or {}).get("schema") or {}
     return RGDReport(
         root_cause=one_line(
@@ -121,7 +120,7 @@ async def explain_rgd(client: Client, name: str) -> RGDReport:
         ),
         name=name,
         state=state,
-        generation=generation if isinstance(generation, int) else None,
+        generation=generation_of(rgd),
         kind=str(schema.get("kind") or ""),
         deleting=bool(_meta(rgd).get("deletionTimestamp")),
         finalizers=tuple(str(f) for f in _meta(rgd).get("finalizers") or ()),
