@@ -23,7 +23,6 @@ import structlog
 
 from kro.api.conditions import watches_healthy
 from kro.api.names import (
-    ANNOTATION_RECONCILE,
     CONDITION_GRAPH_RESOLVED,
     CONDITION_INSTANCE_MANAGED,
     CONDITION_RESOURCES_READY,
@@ -49,8 +48,6 @@ from kro.api.names import (
     REASON_RESOURCE_DELETING,
     REASON_SCHEMA_PENDING,
     REASON_UNDER_DELETION,
-    RECONCILE_DISABLED,
-    RECONCILE_SUSPENDED,
     STATUS_FALSE,
     STATUS_TRUE,
     STATUS_UNKNOWN,
@@ -69,6 +66,7 @@ from kro.controllers.instance.status import (
     PASS_FAILED_PREFIX,
     RESOURCE_ERROR_PREFIX,
     InstanceStatus,
+    is_suspended,
     node_reasons,
     node_state_summary,
 )
@@ -134,14 +132,6 @@ def apply_failure(errors: Mapping[str, Sequence[BaseException]]) -> Failure:
         "apply failed: " + "; ".join(parts),
         {"resource_id": ",".join(errors), "code": ",".join(codes)},
     )
-
-
-def is_suspended(instance: Mapping[str, Any]) -> bool:
-    """`kro.run/reconcile: suspended` (or legacy `disabled`), case-insensitive (R-07)."""
-    value = str(
-        ((instance.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_RECONCILE, "")
-    )
-    return value.lower() in (RECONCILE_SUSPENDED, RECONCILE_DISABLED)
 
 
 def should_enqueue_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:

@@ -26,6 +26,7 @@ from kro.api.conditions import (
     set_condition,
 )
 from kro.api.names import (
+    ANNOTATION_RECONCILE,
     CONDITION_FIELD_CONFLICT,
     CONDITION_READY,
     CONDITION_RESOURCES_READY,
@@ -36,6 +37,8 @@ from kro.api.names import (
     INSTANCE_STATUS_CONDITIONS,
     NODE_STATE_ERROR,
     REASON_FIELD_YIELDED,
+    RECONCILE_DISABLED,
+    RECONCILE_SUSPENDED,
     STATUS_TRUE,
 )
 
@@ -228,6 +231,13 @@ def node_state_summary(states: Sequence[str], terminal: Sequence[str]) -> str:
     if all(s in terminal for s in states):
         return INSTANCE_STATE_ACTIVE
     return INSTANCE_STATE_IN_PROGRESS
+
+
+def is_suspended(instance: Mapping[str, Any]) -> bool:
+    """`kro.run/reconcile: suspended` (or legacy `disabled`), case-insensitive (R-07)."""
+    annotations = (instance.get("metadata") or {}).get("annotations") or {}
+    value = str(annotations.get(ANNOTATION_RECONCILE, "")).lower()
+    return value in (RECONCILE_SUSPENDED, RECONCILE_DISABLED)
 
 
 # -- ResourcesReady's messages: written here, and read back by `kro explain` ---------------------
