@@ -399,18 +399,10 @@ class GraphReconciler(OwnerReconciler):
         if verdict is not None:
             put(CONDITION_RESOURCES_CONVERGED, verdict.ok, verdict.reason, verdict.message)
         if watches is not None:  # reported, not a dependent of Ready (V-59)
-            put(
-                CONDITION_WATCHES_HEALTHY,
-                str(watches.get("status")),
-                str(watches.get("reason") or ""),
-                str(watches.get("message") or ""),
-            )
-        ready = aggregate_ready(status["conditions"], GRAPH_DEPENDENT_CONDITIONS)
+            put(CONDITION_WATCHES_HEALTHY, *_fields(watches))
         put(
             CONDITION_READY,
-            str(ready.get("status") or STATUS_FALSE),
-            str(ready.get("reason") or ""),
-            str(ready.get("message") or ""),
+            *_fields(aggregate_ready(status["conditions"], GRAPH_DEPENDENT_CONDITIONS)),
         )
         status["conditions"] = ordered_conditions(
             status["conditions"],
@@ -427,3 +419,9 @@ class GraphReconciler(OwnerReconciler):
         except NotFound:
             return obj
         return obj if written is None else written
+
+
+def _fields(condition: Condition) -> tuple[str, str, str]:
+    """A computed condition's status, reason and message, to set as the Graph's own."""
+    status = str(condition.get("status") or STATUS_FALSE)
+    return status, str(condition.get("reason") or ""), str(condition.get("message") or "")
