@@ -16,9 +16,8 @@ resolved again against the objects the apply returned, in waves, as long as an a
 progress: a graph whose data all flows within one pass converges in one. A node is never
 applied twice in one pass, and a node still pending ends the pass without a prune, as upstream.
 
-How what rendered is kept (applied, recorded, pruned, torn down) is the owner's ownership, the
-pass's one plug-in (kro.engine.ownership): an ApplySet for an RGD instance, the status inventory
-for a `Graph`, a recording one for a dry run. The pass never asks which one it has.
+How what rendered is kept (applied, recorded, pruned, torn down) is the owner's ownership
+(kro.engine.ownership); the pass never asks which one it has.
 
 Every node ends the pass with one `NodeResult`; the adapter derives everything users see from
 them. A diagnosing pass (`kro explain`, over the recording ownership, as the caller) goes on
