@@ -91,7 +91,7 @@ async def resolve_kind(client: Client, text: str) -> ResourceInfo:
 async def read_owner(
     client: Client, gvr: GVR, kind: str, name: str, namespace: str | None, *, hint: str = ""
 ) -> dict[str, Any]:
-    """The owner to explain (an instance, a Graph); ExplainError when it cannot be read."""
+    """The object to explain (an instance, a Graph, an RGD); ExplainError if unreadable."""
     where = f' in namespace "{namespace}"' if namespace else ""
     try:
         return await client.get(gvr, name, namespace=namespace)
