@@ -706,69 +706,42 @@ class GraphPass:
         return True
 
     def _queue(self, node: Node, desired: Sequence[Mapping[str, Any]], observed: Any) -> None:
-        ids: list[str] = []
-        if node.type is NodeType.PATCH:  # contributed fields only: no marks of kro's
-            for index, (obj, live) in enumerate(zip(desired, observed, strict=True)):
-                resource_id = f"{node.id}-{index}" if node.for_each else node.id
-                gvr, namespaced = self._gvr(node, index), self._namespaced(node, index)
-                cluster = self._cluster(node, index)
-                self._batch.append(
-                    Desired(resource_id, obj, gvr, namespaced, observed=live, cluster=cluster)
-                )
-                ids.append(resource_id)
-            self._items[node.id] = ids
-            return
+        """Batch the node's objects, with kro's marks (a patch's contributed fields only)."""
+        patch, collection = node.type is NodeType.PATCH, node.type is NodeType.COLLECTION
         labels = self.binding.child_labels(self.owner_obj, node.id)
         remote_labels = {**labels, LABEL_HUB: self.places.hub}  # M-14
         marks = self.binding.child_annotations(self.owner_obj, node.id)
         remote_marks = marks
         if self.places.own != self.places.hub:  # M-21: from an instance living in a member
             remote_marks = {**marks, ANNOTATION_ORIGINATING_CLUSTER: self.places.own}
-        if node.type is NodeType.COLLECTION:
-            live = self._rows.pop(node.id, None) or {("", *_identity(o)): o for o in observed or []}
-            for index, obj in enumerate(desired):
-                resource_id = f"{node.id}-{index}"
-                cluster = self._cluster(node, index)
-                self._batch.append(
-                    Desired(
-                        resource_id,
-                        decorate(
-                            obj,
-                            remote_labels if cluster else labels,
-                            node.apply_order,
-                            node_path=node.id,
-                            index=index,
-                            size=len(desired),
-                            deletion_policy=node.deletion_policy,
-                            annotations=remote_marks if cluster else marks,
-                        ),
-                        self._gvr(node, index),
-                        self._namespaced(node, index),
-                        observed=live.get((cluster, *_identity(obj))),
-                        cluster=cluster,
-                    )
+        rows: dict[tuple[str, str, str], Mapping[str, Any]] = {}
+        if collection:
+            rows = self._rows.pop(node.id, {}) or {("", *_identity(o)): o for o in observed or []}
+        ids: list[str] = []
+        for index, obj in enumerate(desired if patch or collection else desired[:1]):
+            many = collection or (patch and bool(node.for_each))
+            resource_id = f"{node.id}-{index}" if many else node.id
+            cluster = self._cluster(node, index)
+            live = observed[index] if patch else observed
+            if collection:
+                live = rows.get((cluster, *_identity(obj)))
+            body = obj
+            if not patch:
+                body = decorate(
+                    obj,
+                    remote_labels if cluster else labels,
+                    node.apply_order,
+                    node_path=node.id,
+                    index=index,
+                    size=len(desired) if collection else None,
+                    deletion_policy=node.deletion_policy,
+                    annotations=remote_marks if cluster else marks,
                 )
-                ids.append(resource_id)
-        else:
-            cluster = self._cluster(node)
+            gvr, namespaced = self._gvr(node, index), self._namespaced(node, index)
             self._batch.append(
-                Desired(
-                    node.id,
-                    decorate(
-                        desired[0],
-                        remote_labels if cluster else labels,
-                        node.apply_order,
-                        node_path=node.id,
-                        deletion_policy=node.deletion_policy,
-                        annotations=remote_marks if cluster else marks,
-                    ),
-                    self._gvr(node),
-                    self._namespaced(node),
-                    observed=observed,
-                    cluster=cluster,
-                )
+                Desired(resource_id, body, gvr, namespaced, observed=live, cluster=cluster)
             )
-            ids.append(node.id)
+            ids.append(resource_id)
         self._items[node.id] = ids
 
     # -- results + prune -------------------------------------------------------------------
