@@ -253,21 +253,22 @@ class InstanceReconciler(OwnerReconciler):
         """
         self.metrics.reconcile_total.inc(gvr=self._gvr_label)
         started = time.monotonic()
-        try:
-            with structlog.contextvars.bound_contextvars(
-                rgd=self.rgd_name, namespace=request.namespace, name=request.name
-            ):
+        with structlog.contextvars.bound_contextvars(
+            rgd=self.rgd_name, namespace=request.namespace, name=request.name
+        ):
+            try:
                 return await super().reconcile(request)
-        except Exception as error:
-            self._settled.forget((request.namespace, request.name))
-            self._known.forget((request.namespace, request.name))
-            self.metrics.reconcile_errors.inc(gvr=self._gvr_label)
-            # Reported already, gone, or a stale read the retry re-reads: nothing to act on.
-            if not isinstance(error, ReconcileFailed | NotFound | Conflict):
-                self._report_unowned(request, error)
-            raise
-        finally:
-            self.metrics.reconcile_duration.observe(time.monotonic() - started, gvr=self._gvr_label)
+            except Exception as error:
+                self._settled.forget((request.namespace, request.name))
+                self._known.forget((request.namespace, request.name))
+                self.metrics.reconcile_errors.inc(gvr=self._gvr_label)
+                # Reported already, gone, or a stale read the retry re-reads: nothing to act on.
+                if not isinstance(error, ReconcileFailed | NotFound | Conflict):
+                    self._report_unowned(request, error)
+                raise
+            finally:
+                duration = time.monotonic() - started
+                self.metrics.reconcile_duration.observe(duration, gvr=self._gvr_label)
 
     def _report_unowned(self, request: Request, error: Exception) -> None:
         reference = {
@@ -275,14 +276,8 @@ class InstanceReconciler(OwnerReconciler):
             "kind": self.kind,
             "metadata": {"name": request.name, "namespace": request.namespace},
         }
-        with structlog.contextvars.bound_contextvars(
-            rgd=self.rgd_name, namespace=request.namespace, name=request.name
-        ):
-            self.failures.report(
-                (request.namespace, request.name),
-                reference,
-                Failure(EVENT_RECONCILE_FAILED, f"reconcile failed: {error}"),
-            )
+        failure = Failure(EVENT_RECONCILE_FAILED, f"reconcile failed: {error}")
+        self.failures.report((request.namespace, request.name), reference, failure)
 
     async def load(self, ref: ObjectRef) -> dict[str, Any] | Result | None:
         """The instance: kro's last write of it, the labeller's answer for a new one, or a
