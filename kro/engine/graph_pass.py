@@ -506,10 +506,8 @@ class GraphPass:
         for index, target in enumerate(desired):
             found = await self._read_row(node, index, target)
             if found is None or _meta(found).get("deletionTimestamp"):
-                namespace, name = _identity(target)
-                where = f"{namespace}/{name}" if namespace else name
                 state = "not found" if found is None else "being deleted"
-                message = f"patch target {target.get('kind')} {where} {state}"
+                message = f"patch target {object_id(target)} {state}"
                 self._set(
                     node,
                     NODE_STATE_WAITING_FOR_READINESS,

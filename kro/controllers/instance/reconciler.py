@@ -695,19 +695,18 @@ class InstanceReconciler(OwnerReconciler):
         current: Mapping[str, Any] = instance
         self._track(instance, str(desired.get("state") or ""), desired.get("conditions") or [])
         for attempt in (1, 2):
-            fresh = attempt == 1
-            namespace = (current.get("metadata") or {}).get("namespace") or None
             try:
                 written = await self._status.write(self.gvr, current, desired)
                 if written is None:
                     return None
                 self._report(instance, desired)
                 # After a conflict the pass's input was stale: nothing to vouch for.
-                return written if fresh else None
+                return written if attempt == 1 else None
             except Conflict:
                 if attempt == 2:
                     raise
                 meta = current.get("metadata") or {}
+                namespace = meta.get("namespace") or None
                 current = await self.client.get(self.gvr, meta["name"], namespace=namespace)
             except NotFound:
                 return None
