@@ -546,30 +546,8 @@ class GraphPass:
 
     async def _observe_one(self, node: Node, desired: Sequence[Mapping[str, Any]]) -> Any:
         """A resource or an external reference by name: the object, or None."""
-        gvr = self._gvr(node)
-        parent = self.binding.ref
-        namespace, name = _identity(desired[0])
-        request = ScalarWatch(node.id, gvr, namespace, name)
-        remote = bool(self._cluster(node))
-        if not remote:
-            self._requests[node.id] = request
-        await self._watches(node).watch(parent, request)
-        listed = (
-            None
-            if node.type.is_external or remote
-            else self._listed.get((gvr.group, gvr.resource, namespace, name))
-        )
-        known, live = (True, listed) if listed is not None else self._from_cache(node, request)
-        if not known:
-            try:
-                live = await self._client(node).get(gvr, name, namespace=namespace or None)
-            except NotFound:
-                live = None
-        if not remote:  # a member's reads are not the settled check's (PassResult.remote)
-            self.reads[request] = _versions([live] if live is not None else [])
-        if live is None:
-            return None
-        if not node.type.is_external and self._deleting(node, desired, [live]):
+        live = await self._read_row(node, 0, desired[0], answered=True)
+        if live is not None and not node.type.is_external and self._deleting(node, desired, [live]):
             return _DELETING
         return live
 
@@ -632,25 +610,34 @@ class GraphPass:
         return items
 
     async def _read_row(
-        self, node: Node, index: int, obj: Mapping[str, Any]
+        self, node: Node, index: int, obj: Mapping[str, Any], *, answered: bool = False
     ) -> Mapping[str, Any] | None:
-        """GET the object row `index` of `node` names, watching it; None when it is absent."""
+        """GET the object row `index` of `node` names, watching it; None when it is absent.
+        `answered`: what the ownership listed up front, or a cache (`_from_cache`), may answer
+        instead, and the node's reads are this request's (`_requests`)."""
         gvr = self._gvr(node, index)
         namespace, name = _identity(obj)
         request = ScalarWatch(node.id, gvr, namespace, name)
-        await self._watches(node, index).watch(self.binding.ref, request)
         remote = bool(self._cluster(node, index))
-        try:
-            found: Mapping[str, Any] = await self._client(node, index).get(
-                gvr, name, namespace=namespace or None
+        if answered and not remote:
+            self._requests[node.id] = request
+        await self._watches(node, index).watch(self.binding.ref, request)
+        known, live = False, None
+        if answered:
+            listed = (
+                None
+                if node.type.is_external or remote
+                else self._listed.get((gvr.group, gvr.resource, namespace, name))
             )
-        except NotFound:
-            if not remote:
-                self.reads[request] = {}
-            return None
-        if not remote:
-            self.reads[request] = _versions([found])  # a settled pass must see it change
-        return found
+            known, live = (True, listed) if listed is not None else self._from_cache(node, request)
+        if not known:
+            try:
+                live = await self._client(node, index).get(gvr, name, namespace=namespace or None)
+            except NotFound:
+                live = None
+        if not remote:  # a member's reads are not the settled check's (PassResult.remote)
+            self.reads[request] = _versions([live] if live is not None else [])
+        return live
 
     def _from_cache(
         self, node: Node, request: ScalarWatch
