@@ -303,18 +303,21 @@ def _covers(live: Any, desired: Any) -> bool:
 def _value_at(body: Any, path: Sequence[str]) -> Any:
     current = body
     for key in path:
-        if key.startswith("f:") and isinstance(current, Mapping):
-            current = current.get(key[2:], _MISSING)
-        elif key.startswith("k:"):
-            try:
-                current = _find(current, json.loads(key[2:]))
-            except ValueError:
-                return _MISSING
-        else:
-            return _MISSING
+        current = _child(current, key)
         if current is _MISSING:
             return _MISSING
     return current
+
+
+def _child(current: Any, key: str) -> Any:
+    if key.startswith("f:") and isinstance(current, Mapping):
+        return current.get(key[2:], _MISSING)
+    if key.startswith("k:"):
+        try:
+            return _find(current, json.loads(key[2:]))
+        except ValueError:
+            return _MISSING
+    return _MISSING
 
 
 def _encode(value: Any) -> bytes:
@@ -342,28 +345,11 @@ def without_paths(body: Mapping[str, Any], paths: Sequence[PathKey]) -> dict[str
     """A deep copy of `body` without the given leaves (empty parents are kept: harmless)."""
     out: dict[str, Any] = orjson.loads(orjson.dumps(body))
     for path in paths:
-        parent: Any = out
-        for key in path[:-1]:
-            parent = _child(parent, key)
-            if parent is _MISSING:
-                break
-        else:
-            last = path[-1]
-            if last.startswith("f:") and isinstance(parent, dict):
-                parent.pop(last[2:], None)
-            elif last.startswith("k:") and isinstance(parent, list):
-                target = _find(parent, json.loads(last[2:]))
-                if target is not _MISSING:
-                    parent.remove(target)
+        parent, last = _value_at(out, path[:-1]), path[-1]
+        if last.startswith("f:") and isinstance(parent, dict):
+            parent.pop(last[2:], None)
+        elif last.startswith("k:") and isinstance(parent, list):
+            target = _find(parent, json.loads(last[2:]))
+            if target is not _MISSING:
+                parent.remove(target)
     return out
-
-
-def _child(current: Any, key: str) -> Any:
-    if key.startswith("f:") and isinstance(current, dict):
-        return current.get(key[2:], _MISSING)
-    if key.startswith("k:"):
-        try:
-            return _find(current, json.loads(key[2:]))
-        except ValueError:
-            return _MISSING
-    return _MISSING

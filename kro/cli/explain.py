@@ -6,27 +6,22 @@
     (instances and Graphs also take [--cluster-secrets-namespace NS] [--cluster-secrets-label
     KEY=VALUE] [--cluster-secrets-key KEY] [--local-cluster-name NAME] [--cluster-timeout S])
 
-For an instance it reads the live object, its ResourceGraphDefinition and the GraphRevision kro
-runs, compiles the graph with the cluster's schemas, and evaluates it against the live children
-with the instance controller's own evaluation (`kro.graph.evaluate`), so each node's state is
-what kro itself would conclude: applied / ready / waiting (on which node, or which expression
-reading which missing field of which object) / excluded by includeWhen / not ready (which
-readyWhen is false) / error (the API server's message kro recorded). The first line is the
-root cause. A deleting instance shows the deletion wave in progress and what blocks it. For an
-RGD it shows why it is not Active, down to the resource, field and expression of a build error.
-For a Graph (kro.run/v1alpha1) it runs the same dry pass over the Graph's own nodes and adds the
-Graph's conditions and `status.managedResources` (`explain_graph`). A node whose target sends it
-to a member cluster (MultiCluster) is read there, through the member's registry Secret as the
-caller may read it (`explain_places`), and every node names its cluster (M-07).
+For an instance or a Graph it runs the controller's own pass, dry, against the live objects
+(`explain_dryrun`), so each node's state (`explain_report.NodeStatus`) is what kro itself would
+conclude; the first line is the root cause. A deleting instance shows the deletion wave in
+progress and what blocks it. For an RGD it shows why it is not Active, down to the resource,
+field and expression of a build error. A node sent to a member cluster (MultiCluster) is read
+there as the caller may read it (`explain_places`), and every node names its cluster (M-07).
 
 It only reads (GET and LIST), so the chart's `view` role is enough; what that role cannot read
-(GraphRevisions, CRDs) is worked around and mentioned under "Notes". Secret data is never
-printed (`explain_mask`).
+(GraphRevisions, CRDs) is worked around and mentioned under "Notes" or as an `unknown` node,
+never by failing the command. Secret data is never printed (`explain_mask`).
 
 Exit codes: 0 explained (whatever the state), 1 cannot explain (unknown kind, not found, not
 readable, cluster unreachable), 2 usage errors.
 
-Modules: `explain_cluster` (reads an instance), `explain_rgd` (reads an RGD), `explain_source`
+Modules: `explain_cluster` (reads an instance; the one path for every owner kind),
+`explain_graph` (a Graph's differences), `explain_rgd` (reads an RGD), `explain_source`
 (the graph kro runs), `explain_dryrun` (per-node state: the engine's pass, dry; and the
 teardown's plan of a deleting instance), `explain_cause` (root cause), `explain_format`
 (printing), `explain_mask` (Secrets).

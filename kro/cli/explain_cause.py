@@ -33,8 +33,6 @@ from kro.api.names import (
     CONDITION_RESOURCES_READY,
     FINALIZER,
     INSTANCE_STATE_ACTIVE,
-    RECONCILE_DISABLED,
-    RECONCILE_SUSPENDED,
     STATUS_FALSE,
     STATUS_TRUE,
 )
@@ -46,7 +44,7 @@ from kro.cli.explain_report import (
     NodeStatus,
     held_label,
 )
-from kro.controllers.instance.status import PASS_FAILED_PREFIX
+from kro.controllers.instance.status import PASS_FAILED_PREFIX, is_suspended
 
 _PHRASES: Final = {
     NodeStatus.ERROR: "failed",
@@ -70,12 +68,6 @@ def condition_reports(instance: Mapping[str, Any]) -> tuple[ConditionReport, ...
         )
         for c in conditions_of(instance.get("status"))
     )
-
-
-def is_suspended(instance: Mapping[str, Any]) -> bool:
-    annotations = (instance.get("metadata") or {}).get("annotations") or {}
-    value = str(annotations.get(ANNOTATION_RECONCILE, "")).lower()
-    return value in (RECONCILE_SUSPENDED, RECONCILE_DISABLED)
 
 
 def describe_node(node: NodeReport) -> str:

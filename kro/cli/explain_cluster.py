@@ -1,8 +1,9 @@
-"""kro.cli.explain_cluster: read an instance and everything it depends on, then explain it.
+"""kro.cli.explain_cluster: read an owner and everything it depends on, then explain it.
 
-Only GET and LIST are issued — the `view` role's verbs — and whatever is refused is reported
-as a note or as an `unknown` node instead of failing the command: a user who may read the
-instance but not, say, the GraphRevisions still gets every answer the rest allows.
+One path for every owner kind (`survey`): the engine's dry pass over the owner's graph, then
+the Warning Events about the owner and what the pass read. What differs between an RGD
+instance (here) and a Graph (`explain_graph`) is data handed to it: how the object is found,
+its graph, the refusals its controller recorded, and the report the findings fill in.
 
 Reads, in order: discovery (the kind given on the command line), the instance, its RGD and the
 graph kro runs (`explain_source`), then the engine's pass over the instance in dry-run
@@ -16,12 +17,12 @@ replica owns the instance (`explain_shard`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from kro.api.objects import metadata as _meta
 from kro.cli.explain_cause import condition_reports, root_cause, summarize_deletion
-from kro.cli.explain_dryrun import ReadingClient, dry_run, planned_deletion
+from kro.cli.explain_dryrun import DryRun, ReadingClient, dry_run, planned_deletion
 from kro.cli.explain_mask import SecretMask
 from kro.cli.explain_places import ClusterAccess
 from kro.cli.explain_report import EventReport, InstanceReport, NodeReport, NodeStatus
@@ -29,6 +30,7 @@ from kro.cli.explain_shard import read_shard_owners
 from kro.cli.explain_source import LoadedGraph, find_rgd_name, forbidden_note, load_graph
 from kro.controllers.instance.status import recorded_apply_errors
 from kro.engine.results import object_id
+from kro.graph.model import Graph
 from kro.runtime.client import Client
 from kro.runtime.discovery import ResourceInfo
 from kro.runtime.errors import Forbidden, KubeError, NotFound
@@ -86,17 +88,22 @@ async def resolve_kind(client: Client, text: str) -> ResourceInfo:
     return next((m for m in matches if m.gvk.version == preferred), matches[0])
 
 
-async def read_instance(client: Client, info: ResourceInfo, target: Target) -> dict[str, Any]:
-    namespace = target.namespace if info.namespaced else None
+async def read_owner(
+    client: Client, gvr: GVR, kind: str, name: str, namespace: str | None, *, hint: str = ""
+) -> dict[str, Any]:
+    """The object to explain (an instance, a Graph, an RGD); ExplainError if unreadable."""
     where = f' in namespace "{namespace}"' if namespace else ""
     try:
-        return await client.get(info.gvr, target.name, namespace=namespace)
+        return await client.get(gvr, name, namespace=namespace)
     except NotFound:
-        raise ExplainError(f'{info.gvk.kind} "{target.name}" not found{where}') from None
+        raise ExplainError(f'{kind} "{name}" not found{where}{hint}') from None
     except Forbidden as error:
-        raise ExplainError(
-            f'cannot read {info.gvk.kind} "{target.name}"{where}: {error.message}'
-        ) from None
+        raise ExplainError(f'cannot read {kind} "{name}"{where}: {error.message}') from None
+
+
+def generation_of(obj: Mapping[str, Any]) -> int | None:
+    generation = _meta(obj).get("generation")
+    return generation if isinstance(generation, int) else None
 
 
 def is_kro_event(event: Mapping[str, Any]) -> bool:
@@ -145,20 +152,43 @@ def unseen_notes(nodes: Sequence[NodeReport], access: ClusterAccess | None) -> l
     ]
 
 
+async def survey(
+    client: Client,
+    owner: Mapping[str, Any],
+    gvr: GVR,
+    mask: SecretMask,
+    *,
+    graph: Graph | None,
+    recorded: Mapping[str, str],
+    notes: Sequence[str] = (),
+    access: ClusterAccess | None = None,
+) -> DryRun:
+    """The one path of `kro explain` for an owner of resource `gvr`: the kind's differences
+    are its graph (None: nothing to run), the refusals its controller recorded, and notes.
+    `access`: where the member clusters' Secrets are, for targeted nodes (M-07)."""
+    mask.add(owner)
+    ident = object_id(owner)
+    uids = {str(_meta(owner).get("uid") or ""): str(ident)}
+    dry = DryRun()
+    if graph is not None:
+        reader = ReadingClient(client, owner, mask)
+        dry = await dry_run(graph, owner, gvr, reader, recorded, access=access)
+        uids.update(reader.uids)
+    events, note = await read_events(client, ident.namespace, uids)
+    notes = (*notes, *([note] if note else []), *unseen_notes(dry.nodes, access))
+    return replace(dry, events=events, notes=notes)
+
+
 async def explain_instance(
     client: Client, target: Target, mask: SecretMask, access: ClusterAccess | None = None
 ) -> InstanceReport:
-    """Everything `kro explain KIND/NAME` prints; raises ExplainError when it cannot.
-    `access`: where the member clusters' Secrets are, for targeted nodes (M-07)."""
+    """Everything `kro explain KIND/NAME` prints; raises ExplainError when it cannot."""
     info = await resolve_kind(client, target.kind)
-    instance = await read_instance(client, info, target)
-    mask.add(instance)
+    namespace = target.namespace if info.namespaced else None
+    instance = await read_owner(client, info.gvr, info.gvk.kind, target.name, namespace)
     ident = object_id(instance)
     rgd_name, notes = await find_rgd_name(client, instance, info)
-    uids = {str(_meta(instance).get("uid") or ""): str(ident)}
     deletion = None
-    nodes: list[NodeReport] = []
-    would_write: tuple[str, ...] = ()
     loaded = LoadedGraph()
     if _meta(instance).get("deletionTimestamp"):
         planned = await planned_deletion(client, instance, info.gvr, access)
@@ -166,34 +196,29 @@ async def explain_instance(
     elif rgd_name:
         loaded = await load_graph(client, rgd_name)
         notes += loaded.notes
-        if loaded.graph is not None:
-            reader = ReadingClient(client, instance, mask)
-            recorded = recorded_apply_errors(instance, loaded.graph.topological_order)
-            dry = await dry_run(loaded.graph, instance, info.gvr, reader, recorded, access=access)
-            nodes, would_write = list(dry.nodes), dry.would_write
-            uids.update(reader.uids)
     else:
         notes.append("no ResourceGraphDefinition found for this kind: is it an instance of one?")
-    events, note = await read_events(client, ident.namespace, uids)
-    shards = await read_shard_owners(client, ident.namespace)
-    notes += [note] if note else []
-    notes += unseen_notes(nodes, access)
-    status = instance.get("status") or {}
-    generation = _meta(instance).get("generation")
+    graph = loaded.graph
+    recorded = recorded_apply_errors(instance, graph.topological_order) if graph else {}
+    found = await survey(
+        client, instance, info.gvr, mask, graph=graph, recorded=recorded, notes=notes, access=access
+    )
     return InstanceReport(
-        root_cause=root_cause(instance, nodes, deletion=deletion, source_problem=loaded.problem),
+        root_cause=root_cause(
+            instance, found.nodes, deletion=deletion, source_problem=loaded.problem
+        ),
         api_version=ident.api_version,
         kind=ident.kind,
         namespace=ident.namespace,
         name=ident.name,
-        state=str(status.get("state") or ""),
-        generation=generation if isinstance(generation, int) else None,
+        state=str((instance.get("status") or {}).get("state") or ""),
+        generation=generation_of(instance),
         source=loaded.source,
-        nodes=tuple(nodes),
+        nodes=found.nodes,
         deletion=deletion,
         conditions=condition_reports(instance),
-        events=events,
-        notes=tuple(notes),
-        shards=shards,
-        would_write=would_write,
+        events=found.events,
+        notes=found.notes,
+        shards=await read_shard_owners(client, ident.namespace),
+        would_write=found.would_write,
     )

@@ -32,7 +32,7 @@ from kro.applyset import Applier, ApplierOptions
 from kro.cli.explain_cause import LiveMembers
 from kro.cli.explain_mask import SecretMask
 from kro.cli.explain_places import CallerClusters, ClusterAccess
-from kro.cli.explain_report import NodeReport, NodeStatus
+from kro.cli.explain_report import EventReport, NodeReport, NodeStatus
 from kro.controllers.graph.binding import GraphBinding
 from kro.controllers.graph.inventory import GRAPHS, StatusInventory
 from kro.controllers.instance.binding import InstanceBinding
@@ -59,10 +59,13 @@ _CLUSTER_REASONS = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class DryRun:
-    """The engine's dry run in a user's words: every node, and what a pass would write."""
+    """The engine's dry run in a user's words: every node, and what a pass would write; and
+    once `explain_cluster.survey` read them, the Warning Events and what to note."""
 
-    nodes: tuple[NodeReport, ...]
-    would_write: tuple[str, ...]
+    nodes: tuple[NodeReport, ...] = ()
+    would_write: tuple[str, ...] = ()
+    events: tuple[EventReport, ...] = ()
+    notes: tuple[str, ...] = ()
 
 
 class ReadingClient:

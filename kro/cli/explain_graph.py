@@ -11,7 +11,6 @@ controller saw, the API server's refusal of an apply, comes from the Graph's
 
 The controller applies as the Graph's ServiceAccount; explain reads as the caller, so a node
 the caller may not read shows `unknown` rather than what the ServiceAccount would see.
-Only GET and LIST are sent. Secret data is never printed (`explain_mask`).
 """
 
 from __future__ import annotations
@@ -33,8 +32,7 @@ from kro.api.graph import (
 from kro.api.names import STATUS_FALSE, STATUS_TRUE
 from kro.api.objects import metadata as _meta
 from kro.cli.explain_cause import condition_reports, describe_node, first_problem, one_line
-from kro.cli.explain_cluster import ExplainError, read_events, unseen_notes
-from kro.cli.explain_dryrun import ReadingClient, dry_run
+from kro.cli.explain_cluster import generation_of, read_owner, survey
 from kro.cli.explain_mask import SecretMask
 from kro.cli.explain_places import ClusterAccess
 from kro.cli.explain_report import GraphReport, NodeReport
@@ -46,7 +44,6 @@ from kro.graph.graph_kind import compile_graph_async
 from kro.graph.model import Graph
 from kro.graph.options import BuildOptions
 from kro.runtime.client import Client
-from kro.runtime.errors import Forbidden, NotFound
 
 GRAPH_WORDS: Final = frozenset({"graph", "graphs", "graph.kro.run", "graphs.kro.run"})
 _RECORDED: Final = re.compile(r'^node "(?P<id>[^"]+)": (?P<message>.*)$', re.DOTALL)
@@ -131,62 +128,38 @@ async def explain_graph(
     mask: SecretMask,
     access: ClusterAccess | None = None,
 ) -> GraphReport:
-    """Everything `kro explain graph NAME` prints; raises ExplainError when it cannot.
-    `access`: where the member clusters' Secrets are, for targeted nodes (M-07)."""
-    try:
-        obj = await client.get(GRAPHS, name, namespace=namespace)
-    except NotFound:
-        raise ExplainError(
-            f'Graph "{name}" not found in namespace "{namespace}" (is the graphs.kro.run CRD '
-            "installed?)"
-        ) from None
-    except Forbidden as error:
-        raise ExplainError(
-            f'cannot read Graph "{name}" in namespace "{namespace}": {error.message}'
-        ) from None
-    mask.add(obj)
-    ident = object_id(obj)
-    uids = {str(_meta(obj).get("uid") or ""): str(ident)}
-    nodes: tuple[NodeReport, ...] = ()
-    would_write: tuple[str, ...] = ()
-    compile_error = ""
-    notes: list[str] = []
-    if not _meta(obj).get("deletionTimestamp"):
-        compiled = await _compile(client, obj)
-        if isinstance(compiled, str):
-            compile_error = compiled
-        else:
-            reader = ReadingClient(client, obj, mask)
-            recorded = recorded_apply_errors(obj)
-            dry = await dry_run(compiled, obj, GRAPHS, reader, recorded, access=access)
-            nodes, would_write = dry.nodes, dry.would_write
-            uids.update(reader.uids)
-    events, note = await read_events(client, namespace, uids)
-    notes += [note] if note else []
-    notes += unseen_notes(nodes, access)
-    if any(n.status.value == "unknown" for n in nodes):
-        notes.append(
+    """Everything `kro explain graph NAME` prints; raises ExplainError when it cannot."""
+    hint = " (is the graphs.kro.run CRD installed?)"
+    obj = await read_owner(client, GRAPHS, "Graph", name, namespace, hint=hint)
+    deleting = bool(_meta(obj).get("deletionTimestamp"))
+    compiled = None if deleting else await _compile(client, obj)
+    compile_error = compiled if isinstance(compiled, str) else ""
+    graph = compiled if isinstance(compiled, Graph) else None
+    recorded = recorded_apply_errors(obj)
+    found = await survey(client, obj, GRAPHS, mask, graph=graph, recorded=recorded, access=access)
+    notes = found.notes
+    if any(n.status.value == "unknown" for n in found.nodes):
+        notes += (
             "explain reads as you; kro applies as the Graph's ServiceAccount, which may be "
-            "allowed what you are not"
+            "allowed what you are not",
         )
+    ident = object_id(obj)
     spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
-    generation = _meta(obj).get("generation")
     return GraphReport(
-        root_cause=one_line(graph_root_cause(obj, nodes, compile_error)),
+        root_cause=one_line(graph_root_cause(obj, found.nodes, compile_error)),
         namespace=ident.namespace,
         name=ident.name,
-        generation=generation if isinstance(generation, int) else None,
+        generation=generation_of(obj),
         service_account=service_account_username(
             namespace, str(spec.get("serviceAccountName") or "")
         ),
-        applied_service_account=str(status.get("appliedServiceAccount") or ""),
-        deleting=bool(_meta(obj).get("deletionTimestamp")),
+        applied_service_account=str((obj.get("status") or {}).get("appliedServiceAccount") or ""),
+        deleting=deleting,
         compile_error=compile_error,
-        nodes=nodes,
-        would_write=would_write,
+        nodes=found.nodes,
+        would_write=found.would_write,
         managed_resources=tuple(entries_of(obj)),
         conditions=condition_reports(obj),
-        events=events,
-        notes=tuple(notes),
+        events=found.events,
+        notes=notes,
     )

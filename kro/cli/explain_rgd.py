@@ -26,13 +26,12 @@ from kro.api.names import (
 )
 from kro.api.objects import metadata as _meta
 from kro.cli.explain_cause import condition_reports, one_line
-from kro.cli.explain_cluster import ExplainError
+from kro.cli.explain_cluster import generation_of, read_owner
 from kro.cli.explain_report import BuildFailure, GraphNode, RGDReport
 from kro.cli.explain_source import compile_graph, read_revisions, revision_problem
 from kro.controllers.rgd import RGDS
 from kro.graph.model import Graph
 from kro.runtime.client import Client
-from kro.runtime.errors import Forbidden, NotFound
 
 _ORDER: Final = (
     (CONDITION_GRAPH_ACCEPTED, "the graph is not accepted"),
@@ -92,14 +91,7 @@ def rgd_root_cause(rgd: Mapping[str, Any], build: BuildFailure | None, revision_
 
 
 async def explain_rgd(client: Client, name: str) -> RGDReport:
-    try:
-        rgd = await client.get(RGDS, name)
-    except NotFound:
-        raise ExplainError(f'ResourceGraphDefinition "{name}" not found') from None
-    except Forbidden as error:
-        raise ExplainError(
-            f'cannot read ResourceGraphDefinition "{name}": {error.message}'
-        ) from None
+    rgd = await read_owner(client, RGDS, "ResourceGraphDefinition", name, None)
     revisions, note = await read_revisions(client, name)
     notes = [note] if note else []
     status = rgd.get("status") or {}
@@ -113,7 +105,6 @@ async def explain_rgd(client: Client, name: str) -> RGDReport:
             f"have changed since): {build.message}"
         )
         build = None
-    generation = _meta(rgd).get("generation")
     schema = (rgd.get("spec") or {}).get("schema") or {}
     return RGDReport(
         root_cause=one_line(
@@ -121,7 +112,7 @@ async def explain_rgd(client: Client, name: str) -> RGDReport:
         ),
         name=name,
         state=state,
-        generation=generation if isinstance(generation, int) else None,
+        generation=generation_of(rgd),
         kind=str(schema.get("kind") or ""),
         deleting=bool(_meta(rgd).get("deletionTimestamp")),
         finalizers=tuple(str(f) for f in _meta(rgd).get("finalizers") or ()),

@@ -27,6 +27,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from kro.api.objects import metadata as _meta
 from kro.cli.explain_report import ShardReport
 from kro.runtime.errors import KubeError
 from kro.runtime.leaderelection import LEASES
@@ -47,10 +48,6 @@ class LeaseLister(Protocol):
     async def list_all(
         self, gvr: Any, *, label_selector: str | None = None
     ) -> tuple[list[dict[str, Any]], str]: ...
-
-
-def _meta(lease: Mapping[str, Any]) -> Mapping[str, Any]:
-    return lease.get("metadata") or {}
 
 
 def _renewed(spec: Mapping[str, Any]) -> datetime | None:

@@ -24,7 +24,7 @@ from typing import Any
 
 import structlog
 
-from kro.api.names import EVENT_WAITING_FOR_CRD
+from kro.api.names import EVENT_CLUSTER_ABANDONED, EVENT_WAITING_FOR_CRD
 from kro.api.objects import metadata as _meta
 from kro.applyset import ApplySetError
 from kro.controllers.kind_waits import KindWaits
@@ -68,6 +68,8 @@ class OwnerReconciler(ABC):
     owner's own watches."""
     cluster_waits: ClusterWaits | None = None
     """Owners waiting for a target's cluster (MultiCluster): woken when it is Ready."""
+    warnings: EventRecorder | None = None
+    """Where the kind's Warning Events about an owner go (None: logged only)."""
 
     async def reconcile(self, request: Request) -> Result:
         ref = ObjectRef(self.gvr, request.namespace, request.name)
@@ -113,9 +115,12 @@ class OwnerReconciler(ABC):
             self.cluster_waits.forget(ref)
 
     def abandoned(self, obj: Mapping[str, Any], left: Sequence[str]) -> None:
-        """M-16: the teardown gave up on unreachable members (`left`: one line each); the
-        kind reports it (a Warning Event). Default: logged."""
+        """M-16: the teardown gave up on unreachable members (`left`: one line each): logged,
+        and a Warning Event on the owner lists what was left in each."""
         log.warning("owner.clusters_abandoned", left=list(left))
+        if self.warnings is not None:
+            message = "deletion gave up on unreachable clusters, their objects are left: "
+            self.warnings.record(obj, "Warning", EVENT_CLUSTER_ABANDONED, message + "; ".join(left))
 
     # -- the shared steps --------------------------------------------------------------------
 
@@ -168,7 +173,6 @@ class OwnerReconciler(ABC):
         obj: Mapping[str, Any],
         graph: Graph,
         result: PassResult,
-        events: EventRecorder | None,
     ) -> float | None:
         """After a pass: the kinds its deferred nodes wait for (`SchemaPending`) are
         remembered so that their CRD wakes the owner (kro.controllers.kind_waits), each new
@@ -184,12 +188,12 @@ class OwnerReconciler(ABC):
         for kind in self.kind_waits.waiting(ref, waiting):
             node = graph.node(waiting[kind])
             log.info("owner.waiting_for_crd", node=node.id, kind=kind[1], group=kind[0])
-            if events is not None:
+            if self.warnings is not None:
                 message = (
                     f'node "{node.id}" waits for kind {node.gvk.kind} of '
                     f"{node.gvk.api_version}: not served yet, waiting for its CRD"
                 )
-                events.record(obj, "Warning", EVENT_WAITING_FOR_CRD, message)
+                self.warnings.record(obj, "Warning", EVENT_WAITING_FOR_CRD, message)
         return self.kind_waits.retry_after(waiting) if waiting else None
 
     @staticmethod

@@ -1,14 +1,8 @@
 """kro.engine: run a compiled graph of nodes for one owning object.
 
-One pass (`GraphPass`) resolves the nodes in dependency order, renders them, applies them
-through the owner's ownership (the engine's one plug-in: an ApplySet for an RGD instance, the
-status inventory of a `Graph`, a recording one for a dry run), observes the result, decides
-readiness, and has the ownership prune what is no longer rendered; teardown deletes in reverse
-order through the same ownership. Every pass ends with one structured result per node
-(`kro.engine.results`), from which whoever runs the engine derives what users see: an owner's
-status, conditions, Events and metrics, and `kro explain`'s report (a dry run of the same
-pass). The engine knows nothing of RGDs: the owner's adapter says how its objects are marked
-(`OwnerBinding`) and kept (`Ownership`).
+The engine knows nothing of RGDs: the owner's adapter says how its objects are marked
+(`OwnerBinding`) and kept (`Ownership`); every pass ends with one result per node, from which
+whoever runs the engine derives what users see (status, Events, metrics, `kro explain`).
 
 Modules: `graph_pass` (the pass), `results` (what it yields), `diagnose` (on what a node waits,
 when asked), `decorate` (kro's marks on applied objects), `owner` and `watches` (what the pass

@@ -37,13 +37,13 @@ class Diagnosis:
     missing: MissingField | None = None
 
 
+@dataclass(frozen=True, slots=True)
 class Diagnostician:
     """Diagnoses the nodes of one pass, against that pass's evaluation."""
 
-    def __init__(self, graph: Graph, evaluation: InstanceEvaluation, owner: ObjectId) -> None:
-        self.graph = graph
-        self.evaluation = evaluation
-        self.owner = owner
+    graph: Graph
+    evaluation: InstanceEvaluation
+    owner: ObjectId
 
     def waiting(self, node: Node, fallback: str, *, include_when: bool) -> Diagnosis:
         """A node that cannot be rendered (or whose includeWhen cannot be decided) yet."""

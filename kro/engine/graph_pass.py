@@ -16,9 +16,8 @@ resolved again against the objects the apply returned, in waves, as long as an a
 progress: a graph whose data all flows within one pass converges in one. A node is never
 applied twice in one pass, and a node still pending ends the pass without a prune, as upstream.
 
-How what rendered is kept (applied, recorded, pruned, torn down) is the owner's ownership, the
-pass's one plug-in (kro.engine.ownership): an ApplySet for an RGD instance, the status inventory
-for a `Graph`, a recording one for a dry run. The pass never asks which one it has.
+How what rendered is kept (applied, recorded, pruned, torn down) is the owner's ownership
+(kro.engine.ownership); the pass never asks which one it has.
 
 Every node ends the pass with one `NodeResult`; the adapter derives everything users see from
 them. A diagnosing pass (`kro explain`, over the recording ownership, as the caller) goes on
@@ -532,10 +531,8 @@ class GraphPass:
         for index, target in enumerate(desired):
             found = await self._read_row(node, index, target)
             if found is None or _meta(found).get("deletionTimestamp"):
-                namespace, name = _identity(target)
-                where = f"{namespace}/{name}" if namespace else name
                 state = "not found" if found is None else "being deleted"
-                message = f"patch target {target.get('kind')} {where} {state}"
+                message = f"patch target {object_id(target)} {state}"
                 self._set(
                     node,
                     NODE_STATE_WAITING_FOR_READINESS,
@@ -574,30 +571,8 @@ class GraphPass:
 
     async def _observe_one(self, node: Node, desired: Sequence[Mapping[str, Any]]) -> Any:
         """A resource or an external reference by name: the object, or None."""
-        gvr = self._gvr(node)
-        parent = self.binding.ref
-        namespace, name = _identity(desired[0])
-        request = ScalarWatch(node.id, gvr, namespace, name)
-        remote = bool(self._cluster(node))
-        if not remote:
-            self._requests[node.id] = request
-        await self._watches(node).watch(parent, request)
-        listed = (
-            None
-            if node.type.is_external or remote
-            else self._listed.get((gvr.group, gvr.resource, namespace, name))
-        )
-        known, live = (True, listed) if listed is not None else self._from_cache(node, request)
-        if not known:
-            try:
-                live = await self._client(node).get(gvr, name, namespace=namespace or None)
-            except NotFound:
-                live = None
-        if not remote:  # a member's reads are not the settled check's (PassResult.remote)
-            self.reads[request] = _versions([live] if live is not None else [])
-        if live is None:
-            return None
-        if not node.type.is_external and self._deleting(node, desired, [live]):
+        live = await self._read_row(node, 0, desired[0], answered=True)
+        if live is not None and not node.type.is_external and self._deleting(node, desired, [live]):
             return _DELETING
         return live
 
@@ -660,25 +635,34 @@ class GraphPass:
         return items
 
     async def _read_row(
-        self, node: Node, index: int, obj: Mapping[str, Any]
+        self, node: Node, index: int, obj: Mapping[str, Any], *, answered: bool = False
     ) -> Mapping[str, Any] | None:
-        """GET the object row `index` of `node` names, watching it; None when it is absent."""
+        """GET the object row `index` of `node` names, watching it; None when it is absent.
+        `answered`: what the ownership listed up front, or a cache (`_from_cache`), may answer
+        instead, and the node's reads are this request's (`_requests`)."""
         gvr = self._gvr(node, index)
         namespace, name = _identity(obj)
         request = ScalarWatch(node.id, gvr, namespace, name)
-        await self._watches(node, index).watch(self.binding.ref, request)
         remote = bool(self._cluster(node, index))
-        try:
-            found: Mapping[str, Any] = await self._client(node, index).get(
-                gvr, name, namespace=namespace or None
+        if answered and not remote:
+            self._requests[node.id] = request
+        await self._watches(node, index).watch(self.binding.ref, request)
+        known, live = False, None
+        if answered:
+            listed = (
+                None
+                if node.type.is_external or remote
+                else self._listed.get((gvr.group, gvr.resource, namespace, name))
             )
-        except NotFound:
-            if not remote:
-                self.reads[request] = {}
-            return None
-        if not remote:
-            self.reads[request] = _versions([found])  # a settled pass must see it change
-        return found
+            known, live = (True, listed) if listed is not None else self._from_cache(node, request)
+        if not known:
+            try:
+                live = await self._client(node, index).get(gvr, name, namespace=namespace or None)
+            except NotFound:
+                live = None
+        if not remote:  # a member's reads are not the settled check's (PassResult.remote)
+            self.reads[request] = _versions([live] if live is not None else [])
+        return live
 
     def _from_cache(
         self, node: Node, request: ScalarWatch
@@ -732,69 +716,42 @@ class GraphPass:
         return True
 
     def _queue(self, node: Node, desired: Sequence[Mapping[str, Any]], observed: Any) -> None:
-        ids: list[str] = []
-        if node.type is NodeType.PATCH:  # contributed fields only: no marks of kro's
-            for index, (obj, live) in enumerate(zip(desired, observed, strict=True)):
-                resource_id = f"{node.id}-{index}" if node.for_each else node.id
-                gvr, namespaced = self._gvr(node, index), self._namespaced(node, index)
-                cluster = self._cluster(node, index)
-                self._batch.append(
-                    Desired(resource_id, obj, gvr, namespaced, observed=live, cluster=cluster)
-                )
-                ids.append(resource_id)
-            self._items[node.id] = ids
-            return
+        """Batch the node's objects, with kro's marks (a patch's contributed fields only)."""
+        patch, collection = node.type is NodeType.PATCH, node.type is NodeType.COLLECTION
         labels = self.binding.child_labels(self.owner_obj, node.id)
         remote_labels = {**labels, LABEL_HUB: self.places.hub}  # M-14
         marks = self.binding.child_annotations(self.owner_obj, node.id)
         remote_marks = marks
         if self.places.own != self.places.hub:  # M-21: from an instance living in a member
             remote_marks = {**marks, ANNOTATION_ORIGINATING_CLUSTER: self.places.own}
-        if node.type is NodeType.COLLECTION:
-            live = self._rows.pop(node.id, None) or {("", *_identity(o)): o for o in observed or []}
-            for index, obj in enumerate(desired):
-                resource_id = f"{node.id}-{index}"
-                cluster = self._cluster(node, index)
-                self._batch.append(
-                    Desired(
-                        resource_id,
-                        decorate(
-                            obj,
-                            remote_labels if cluster else labels,
-                            node.apply_order,
-                            node_path=node.id,
-                            index=index,
-                            size=len(desired),
-                            deletion_policy=node.deletion_policy,
-                            annotations=remote_marks if cluster else marks,
-                        ),
-                        self._gvr(node, index),
-                        self._namespaced(node, index),
-                        observed=live.get((cluster, *_identity(obj))),
-                        cluster=cluster,
-                    )
+        rows: dict[tuple[str, str, str], Mapping[str, Any]] = {}
+        if collection:
+            rows = self._rows.pop(node.id, {}) or {("", *_identity(o)): o for o in observed or []}
+        ids: list[str] = []
+        for index, obj in enumerate(desired if patch or collection else desired[:1]):
+            many = collection or (patch and bool(node.for_each))
+            resource_id = f"{node.id}-{index}" if many else node.id
+            cluster = self._cluster(node, index)
+            live = observed[index] if patch else observed
+            if collection:
+                live = rows.get((cluster, *_identity(obj)))
+            body = obj
+            if not patch:
+                body = decorate(
+                    obj,
+                    remote_labels if cluster else labels,
+                    node.apply_order,
+                    node_path=node.id,
+                    index=index,
+                    size=len(desired) if collection else None,
+                    deletion_policy=node.deletion_policy,
+                    annotations=remote_marks if cluster else marks,
                 )
-                ids.append(resource_id)
-        else:
-            cluster = self._cluster(node)
+            gvr, namespaced = self._gvr(node, index), self._namespaced(node, index)
             self._batch.append(
-                Desired(
-                    node.id,
-                    decorate(
-                        desired[0],
-                        remote_labels if cluster else labels,
-                        node.apply_order,
-                        node_path=node.id,
-                        deletion_policy=node.deletion_policy,
-                        annotations=remote_marks if cluster else marks,
-                    ),
-                    self._gvr(node),
-                    self._namespaced(node),
-                    observed=observed,
-                    cluster=cluster,
-                )
+                Desired(resource_id, body, gvr, namespaced, observed=live, cluster=cluster)
             )
-            ids.append(node.id)
+            ids.append(resource_id)
         self._items[node.id] = ids
 
     # -- results + prune -------------------------------------------------------------------

@@ -79,8 +79,7 @@ class RecordingOwnership:
     ) -> tuple[dict[str, Any], PruneOutcome]:
         return owner_obj, PruneOutcome()
 
-    async def teardown(self, owner_obj: dict[str, Any]) -> TeardownStep:
-        return await self.inner.plan_teardown(owner_obj)
-
     async def plan_teardown(self, owner_obj: dict[str, Any]) -> TeardownStep:
         return await self.inner.plan_teardown(owner_obj)
+
+    teardown = plan_teardown  # a dry run's teardown step is its plan

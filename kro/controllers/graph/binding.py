@@ -9,6 +9,7 @@ ApplySet labels, no ownerReferences.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kro.api.graph import node_id_label_value
@@ -20,25 +21,17 @@ from kro.runtime.gvk import GVR
 __all__ = ["GraphBinding"]
 
 
+@dataclass(frozen=True, slots=True)
 class GraphBinding:
     """`OwnerBinding` of one Graph (kro.engine.owner)."""
 
-    def __init__(self, gvr: GVR, ref: ObjectRef, graph: Graph) -> None:
-        self._gvr = gvr
-        self._ref = ref
-        self._graph = graph
-
-    @property
-    def gvr(self) -> GVR:
-        return self._gvr
-
-    @property
-    def ref(self) -> ObjectRef:
-        return self._ref
+    gvr: GVR
+    ref: ObjectRef
+    graph: Graph
 
     def child_labels(self, owner: Mapping[str, Any], node_id: str) -> dict[str, str]:
         labels = {LABEL_NODE_ID: node_id_label_value(node_id)}
-        if self._graph.node(node_id).type is NodeType.COLLECTION:
+        if self.graph.node(node_id).type is NodeType.COLLECTION:
             labels[LABEL_INSTANCE_ID] = _uid(owner)
         return labels
 

@@ -5,7 +5,7 @@ what it created is `status.managedResources` (V-57), so the record must never ho
 the cluster does. Before any write to the cluster the record becomes the union of what it held
 and what this pass is about to apply (without UIDs); after the apply each entry gains the UID
 the server returned. A crash between the two leaves a superset, which the next pass or the
-teardown settles: an entry without a UID is deleted only once proven (`proven`: the live object
+teardown settles: an entry without a UID is deleted only once proven (`delete`: the live object
 carries this Graph's template field manager, so this Graph applied it), by the UID the object
 has; otherwise kro cannot prove the object is one it created and forgets the entry.
 
@@ -470,12 +470,10 @@ class StatusInventory:
 
     async def release(self, contribution: Contribution) -> None:
         """Drop exactly the fields `contribution`'s manager holds; a gone target is done."""
-        group, _, version = contribution.api_version.rpartition("/")
         client = self._client_in(contribution.cluster)
-        info = await client.mapper.resource_for(GVK(group, version, contribution.kind))
         try:
             await client.apply(
-                info.gvr,
+                await _gvr_of(client, contribution),
                 contribution.identity_body(),
                 field_manager=contribution.field_manager,
                 force=True,
@@ -515,12 +513,8 @@ class StatusInventory:
         kept: list[Entry] = []
         deleted = False
         for entry in reversed(stale):
-            try:
-                target = await self.proven(entry)
-                if target is None:  # gone, or never proven ours: forget it, never delete it
-                    continue
-                await self.delete(target)
-                deleted = True
+            try:  # False: gone, or never proven ours (forgotten, never deleted)
+                deleted = await self.delete(entry) or deleted
             except KubeError as error:
                 self.prune_errors.append(f"{_entry_name(entry)}: {error}")
                 kept.append(entry)
@@ -547,9 +541,7 @@ class StatusInventory:
                 left.setdefault(entry.cluster, []).append(_entry_name(entry))
                 continue
             try:
-                target = await self.proven(entry)
-                if target is not None:
-                    await self.delete(target)
+                if await self.delete(entry):
                     plan.append(f"delete {_entry_name(entry)}")
             except KubeError as error:  # in a member: held until back, or abandoned (M-16)
                 hint = (
@@ -601,8 +593,9 @@ class StatusInventory:
                 settled.append(contribution)
         return _distinct([*settled, *self._contributed])
 
-    async def proven(self, entry: Entry) -> Entry | None:
-        """The entry with the UID to delete it by, or None when nothing of this Graph's is there.
+    async def delete(self, entry: Entry) -> bool:
+        """DELETE the recorded object, preconditioned on its UID (gone or replaced meanwhile
+        counts as done); False when nothing of this Graph's is there.
 
         An entry has its UID once its apply was answered. One written ahead whose apply reached
         the server but whose UID was never recorded (kro killed in between) is proven by the
@@ -610,35 +603,33 @@ class StatusInventory:
         applied it, and its UID is the one to delete. Without that proof (no such object, or
         one this Graph never applied) it is forgotten, never deleted.
         """
-        if entry.uid:
-            return entry
         client = self._client_in(entry.cluster)
         gvr = await _gvr_of(client, entry)
-        try:
-            live = await client.get(gvr, entry.name, namespace=entry.namespace or None)
-        except NotFound:
-            return None
-        managers = {m.get("manager") for m in _meta(live).get("managedFields") or ()}
-        uid = str(_meta(live).get("uid") or "")
-        return replace(entry, uid=uid) if self._manager in managers and uid else None
-
-    async def delete(self, entry: Entry) -> None:
-        """DELETE preconditioned on the recorded UID; gone or replaced counts as done."""
-        client = self._client_in(entry.cluster)
-        gvr = await _gvr_of(client, entry)
+        namespace = entry.namespace or None
+        uid = entry.uid
+        if not uid:
+            try:
+                live = await client.get(gvr, entry.name, namespace=namespace)
+            except NotFound:
+                return False
+            managers = {m.get("manager") for m in _meta(live).get("managedFields") or ()}
+            uid = str(_meta(live).get("uid") or "") if self._manager in managers else ""
+            if not uid:
+                return False
         try:
             await client.delete(
                 gvr,
                 entry.name,
-                namespace=entry.namespace or None,
-                preconditions={"uid": entry.uid},
+                namespace=namespace,
+                preconditions={"uid": uid},
                 propagation_policy="Background",
             )
         except (NotFound, Conflict):
-            return
+            return True
         log.info(
             "graph.object_deleted", kind=entry.kind, namespace=entry.namespace, name=entry.name
         )
+        return True
 
     # -- status ----------------------------------------------------------------------------
 
@@ -681,7 +672,7 @@ def _where(desired: Desired) -> str:
     return f"{desired.namespace}/{desired.name}" if desired.namespace else desired.name
 
 
-async def _gvr_of(client: Client, entry: Entry) -> GVR:
+async def _gvr_of(client: Client, entry: Entry | Contribution) -> GVR:
     group, _, version = entry.api_version.rpartition("/")
     info = await client.mapper.resource_for(GVK(group, version, entry.kind))
     return info.gvr

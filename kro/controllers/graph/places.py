@@ -13,6 +13,7 @@ asked again by the next pass, so a grant is picked up without an edit.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from kro.api.names import REASON_CLUSTER_FORBIDDEN
@@ -76,45 +77,39 @@ def _forbidden(username: str, namespace: str, cluster: str) -> str:
     )
 
 
+@dataclass(frozen=True, slots=True)
 class ReadableClusters:
     """The member clusters' schemas a Graph may compile against: those whose Secret its
     ServiceAccount may read (M-13), so a compile never tells of another's cluster. A node
     naming any other cluster is typed with the hub's kinds (the pass then refuses it,
     `ClusterForbidden`); a kind the hub does not serve is the refusal itself."""
 
-    def __init__(
-        self,
-        schemas: ClusterSchemas,
-        hub: SchemaResolver,
-        readable: frozenset[str],
-        refusal: Callable[[str], str],
-    ) -> None:
-        self._schemas = schemas
-        self._hub = hub
-        self._readable = readable
-        self._refusal = refusal
+    schemas: ClusterSchemas
+    hub: SchemaResolver
+    readable: frozenset[str]
+    refusal: Callable[[str], str]
 
     def resolver(self, cluster: str) -> SchemaResolver:
-        if cluster in self._readable:
-            return self._schemas.resolver(cluster)
-        return _Unreadable(self._hub, self._refusal(cluster))
+        if cluster in self.readable:
+            return self.schemas.resolver(cluster)
+        return _Unreadable(self.hub, self.refusal(cluster))
 
 
+@dataclass(frozen=True, slots=True)
 class _Unreadable:
     """The hub's kinds, for a node whose cluster the Graph may not read."""
 
-    def __init__(self, hub: SchemaResolver, refusal: str) -> None:
-        self._hub = hub
-        self._refusal = refusal
+    hub: SchemaResolver
+    refusal: str
 
     def resolve(self, gvk: GVK) -> ResolvedSchema:
         try:
-            return self._hub.resolve(gvk)
+            return self.hub.resolve(gvk)
         except SchemaNotFoundError:
-            raise GraphError(self._refusal) from None
+            raise GraphError(self.refusal) from None
 
     async def prefetch(self, gvks: Iterable[GVK]) -> None:
-        await self._hub.prefetch(gvks)
+        await self.hub.prefetch(gvks)
 
 
 async def readable_clusters(

@@ -18,7 +18,7 @@ Graph:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -49,7 +49,7 @@ from kro.api.graph import (
     own_identity_refusal,
     service_account_username,
 )
-from kro.api.names import EVENT_CLUSTER_ABANDONED, STATUS_FALSE, STATUS_TRUE
+from kro.api.names import STATUS_FALSE, STATUS_TRUE
 from kro.api.objects import metadata as _meta
 from kro.applyset import Applier
 from kro.controllers.graph.binding import GraphBinding
@@ -144,7 +144,7 @@ class GraphReconciler(OwnerReconciler):
         self.client = client
         self.gvr = GRAPHS
         self.finalizer = GRAPH_FINALIZER
-        self.events = events
+        self.warnings = events
         self.resolver = resolver
         self.watches = watches
         self.applier = applier  # its skip memory is the process's, shared with the Graphs
@@ -196,12 +196,12 @@ class GraphReconciler(OwnerReconciler):
     def _warn_encoded_ids(self, obj: Mapping[str, Any], graph: Graph) -> None:
         """V-61: a node whose objects carry a hashed `kro.run/node-id` is named in a Warning
         Event on every reconcile, so `kubectl describe graph` tells how to select them."""
-        if self.events is None:
+        if self.warnings is None:
             return
         for path in graph.nodes:
             message = node_id_encoded_message(path)
             if message is not None:
-                self.events.record(obj, "Warning", EVENT_NODE_ID_ENCODED, message)
+                self.warnings.record(obj, "Warning", EVENT_NODE_ID_ENCODED, message)
 
     # -- compile ---------------------------------------------------------------------------
 
@@ -312,7 +312,7 @@ class GraphReconciler(OwnerReconciler):
             applied_as=applied_as,
             watches=watches_healthy(health.blocked, health.pending),
         )
-        retry = self.schema_waits(ref, work.owner_obj, graph, work.result, self.events)
+        retry = self.schema_waits(ref, work.owner_obj, graph, work.result)
         if any(n.deferred for n in graph.nodes.values()) and await served_but_deferred(
             self.client.mapper, graph
         ):  # compiled before its kind was published: typed on the next reconcile
@@ -348,13 +348,6 @@ class GraphReconciler(OwnerReconciler):
             namespace, str((obj.get("spec") or {}).get("serviceAccountName") or "")
         )
         return self.ownership(obj, username)
-
-    def abandoned(self, obj: Mapping[str, Any], left: Sequence[str]) -> None:
-        """M-16: a Warning Event on the Graph lists what was left in each abandoned member."""
-        super().abandoned(obj, left)
-        if self.events is not None:
-            message = "deletion gave up on unreachable clusters, their objects are left: "
-            self.events.record(obj, "Warning", EVENT_CLUSTER_ABANDONED, message + "; ".join(left))
 
     async def tearing_down(self, obj: dict[str, Any], ref: ObjectRef, step: TeardownStep) -> Result:
         """A Graph deletes everything in one step: what is left failed (V-64)."""
@@ -406,18 +399,10 @@ class GraphReconciler(OwnerReconciler):
         if verdict is not None:
             put(CONDITION_RESOURCES_CONVERGED, verdict.ok, verdict.reason, verdict.message)
         if watches is not None:  # reported, not a dependent of Ready (V-59)
-            put(
-                CONDITION_WATCHES_HEALTHY,
-                str(watches.get("status")),
-                str(watches.get("reason") or ""),
-                str(watches.get("message") or ""),
-            )
-        ready = aggregate_ready(status["conditions"], GRAPH_DEPENDENT_CONDITIONS)
+            put(CONDITION_WATCHES_HEALTHY, *_fields(watches))
         put(
             CONDITION_READY,
-            str(ready.get("status") or STATUS_FALSE),
-            str(ready.get("reason") or ""),
-            str(ready.get("message") or ""),
+            *_fields(aggregate_ready(status["conditions"], GRAPH_DEPENDENT_CONDITIONS)),
         )
         status["conditions"] = ordered_conditions(
             status["conditions"],
@@ -434,3 +419,9 @@ class GraphReconciler(OwnerReconciler):
         except NotFound:
             return obj
         return obj if written is None else written
+
+
+def _fields(condition: Condition) -> tuple[str, str, str]:
+    """A computed condition's status, reason and message, to set as the Graph's own."""
+    status = str(condition.get("status") or STATUS_FALSE)
+    return status, str(condition.get("reason") or ""), str(condition.get("message") or "")

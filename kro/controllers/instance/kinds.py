@@ -117,21 +117,13 @@ class InstanceControllers:
         kind is let go of only at that RGD's next reconcile). `kind_waits`: where instances
         whose deferred nodes wait for a kind are remembered, for its CRD to wake them."""
         self._client = client
-        self._registry = registry
-        self._applier = applier
         self._dynamic = dynamic
         self._options = options
         self._metrics = metrics
-        self._runtime_metrics = runtime_metrics
-        self._cel_metrics = cel_metrics
         self._condition_durations = condition_durations
         self._recorders = recorders
         self._enqueue_rgd = enqueue_rgd
-        self._kind_waits = kind_waits
-        self._members = members
-        self._own_cluster = own_cluster
-        self._cluster_waits = cluster_waits
-        self._member_watches = (
+        member_watches = (  # the instances' watches in member clusters, to this queue (M-14)
             members.watches(
                 lambda client: dynamic.coordinator(
                     dynamic.enqueue, client=client, sync_timeout_s=MEMBER_SYNC_TIMEOUT_S
@@ -140,7 +132,22 @@ class InstanceControllers:
             if members is not None
             else None
         )
-        """The instances' watches in member clusters, routed to the instance queue (M-14)."""
+        self._shared: dict[str, Any] = {
+            "client": client,
+            "registry": registry,
+            "applier": applier,
+            "options": options,
+            "metrics": metrics,
+            "runtime_metrics": runtime_metrics,
+            "cel_metrics": cel_metrics,
+            "condition_durations": condition_durations,
+            "kind_waits": kind_waits,
+            "members": members,
+            "member_watches": member_watches,
+            "own_cluster": own_cluster,
+            "cluster_waits": cluster_waits,
+        }
+        """What every instance reconciler is built with, whatever its kind."""
         self._served: dict[str, _Served] = {}  # rgd uid -> the kind registered for it
         self._draining: dict[GVR, Kind] = {}  # kinds of deleted RGDs that still have instances
         # One per kind, kept across re-registrations (a new revision builds a new reconciler):
@@ -301,26 +308,14 @@ class InstanceControllers:
             self._recorders.recorder(recorder_name(kind.crd_name)) if self._recorders else None
         )
         return {
+            **self._shared,
             "rgd_name": kind.rgd_name,
             "rgd_uid": kind.rgd_uid,
             "gvr": kind.gvr,
             "kind": kind.kind,
-            "client": self._client,
-            "registry": self._registry,
-            "applier": self._applier,
             "watches": self._dynamic.watches,
-            "options": self._options,
-            "metrics": self._metrics,
-            "runtime_metrics": self._runtime_metrics,
-            "cel_metrics": self._cel_metrics,
-            "condition_durations": self._condition_durations,
             "events": recorder if self._options.condition_events else None,
             "warnings": recorder,
             "failures": self._failures_of(kind, recorder),
             "waits": self._waits.setdefault(kind.gvr, requeue_backoff(self._options)),
-            "kind_waits": self._kind_waits,
-            "members": self._members,
-            "member_watches": self._member_watches,
-            "own_cluster": self._own_cluster,
-            "cluster_waits": self._cluster_waits,
         }

@@ -23,11 +23,9 @@ import structlog
 
 from kro.api.conditions import watches_healthy
 from kro.api.names import (
-    ANNOTATION_RECONCILE,
     CONDITION_GRAPH_RESOLVED,
     CONDITION_INSTANCE_MANAGED,
     CONDITION_RESOURCES_READY,
-    EVENT_CLUSTER_ABANDONED,
     EVENT_DELETION_BLOCKED,
     EVENT_RECONCILE_FAILED,
     EVENT_RESOURCE_APPLY_FAILED,
@@ -50,13 +48,11 @@ from kro.api.names import (
     REASON_RESOURCE_DELETING,
     REASON_SCHEMA_PENDING,
     REASON_UNDER_DELETION,
-    RECONCILE_DISABLED,
-    RECONCILE_SUSPENDED,
     STATUS_FALSE,
     STATUS_TRUE,
     STATUS_UNKNOWN,
 )
-from kro.applyset import Applier, ApplySetError, Contest
+from kro.applyset import Applier, Contest
 from kro.controllers.events import record_condition_changes
 from kro.controllers.failures import Failure, FailureReporter
 from kro.controllers.instance import contests
@@ -70,6 +66,7 @@ from kro.controllers.instance.status import (
     PASS_FAILED_PREFIX,
     RESOURCE_ERROR_PREFIX,
     InstanceStatus,
+    is_suspended,
     node_reasons,
     node_state_summary,
 )
@@ -90,13 +87,12 @@ from kro.controllers.registry import RevisionRegistry, RevisionState
 from kro.controllers.requeue import RequeueBackoff
 from kro.controllers.settled import SettledPasses
 from kro.dynamic import ObjectRef, ScalarWatch, WatchCoordinator
-from kro.dynamic.watches import Versions, WatchRequest
 from kro.engine.applyset_ownership import ApplySetOwnership
 from kro.engine.graph_pass import GraphPass
 from kro.engine.ownership import TeardownStep
 from kro.engine.places import MemberClusters, Places, WithMembers
 from kro.engine.results import NodeReason, PassCounts, PassResult
-from kro.graph.evaluate import EvaluationError, InstanceEvaluation
+from kro.graph.evaluate import InstanceEvaluation
 from kro.graph.model import Graph
 from kro.runtime.client import Client
 from kro.runtime.errors import Conflict, KubeError, NotFound
@@ -141,14 +137,6 @@ def apply_failure(errors: Mapping[str, Sequence[BaseException]]) -> Failure:
         "apply failed: " + "; ".join(parts),
         {"resource_id": ",".join(errors), "code": ",".join(codes)},
     )
-
-
-def is_suspended(instance: Mapping[str, Any]) -> bool:
-    """`kro.run/reconcile: suspended` (or legacy `disabled`), case-insensitive (R-07)."""
-    value = str(
-        ((instance.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_RECONCILE, "")
-    )
-    return value.lower() in (RECONCILE_SUSPENDED, RECONCILE_DISABLED)
 
 
 def should_enqueue_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
@@ -270,21 +258,22 @@ class InstanceReconciler(OwnerReconciler):
         """
         self.metrics.reconcile_total.inc(gvr=self._gvr_label)
         started = time.monotonic()
-        try:
-            with structlog.contextvars.bound_contextvars(
-                rgd=self.rgd_name, namespace=request.namespace, name=request.name
-            ):
+        with structlog.contextvars.bound_contextvars(
+            rgd=self.rgd_name, namespace=request.namespace, name=request.name
+        ):
+            try:
                 return await super().reconcile(request)
-        except Exception as error:
-            self._settled.forget((request.namespace, request.name))
-            self._known.forget((request.namespace, request.name))
-            self.metrics.reconcile_errors.inc(gvr=self._gvr_label)
-            # Reported already, gone, or a stale read the retry re-reads: nothing to act on.
-            if not isinstance(error, ReconcileFailed | NotFound | Conflict):
-                self._report_unowned(request, error)
-            raise
-        finally:
-            self.metrics.reconcile_duration.observe(time.monotonic() - started, gvr=self._gvr_label)
+            except Exception as error:
+                self._settled.forget((request.namespace, request.name))
+                self._known.forget((request.namespace, request.name))
+                self.metrics.reconcile_errors.inc(gvr=self._gvr_label)
+                # Reported already, gone, or a stale read the retry re-reads: nothing to act on.
+                if not isinstance(error, ReconcileFailed | NotFound | Conflict):
+                    self._report_unowned(request, error)
+                raise
+            finally:
+                duration = time.monotonic() - started
+                self.metrics.reconcile_duration.observe(duration, gvr=self._gvr_label)
 
     def _report_unowned(self, request: Request, error: Exception) -> None:
         reference = {
@@ -292,14 +281,8 @@ class InstanceReconciler(OwnerReconciler):
             "kind": self.kind,
             "metadata": {"name": request.name, "namespace": request.namespace},
         }
-        with structlog.contextvars.bound_contextvars(
-            rgd=self.rgd_name, namespace=request.namespace, name=request.name
-        ):
-            self.failures.report(
-                (request.namespace, request.name),
-                reference,
-                Failure(EVENT_RECONCILE_FAILED, f"reconcile failed: {error}"),
-            )
+        failure = Failure(EVENT_RECONCILE_FAILED, f"reconcile failed: {error}")
+        self.failures.report((request.namespace, request.name), reference, failure)
 
     async def load(self, ref: ObjectRef) -> dict[str, Any] | Result | None:
         """The instance: kro's last write of it, the labeller's answer for a new one, or a
@@ -372,22 +355,16 @@ class InstanceReconciler(OwnerReconciler):
             places=self.places,
         )
         try:
-            return await self._run_pass(work, parent, graph, status, evaluation)
+            return await self._run_pass(work, parent, status)
         finally:
             self.cel_metrics.record(evaluation.eval_durations_s)
 
-    async def _run_pass(
-        self,
-        work: GraphPass,
-        parent: ObjectRef,
-        graph: Graph,
-        status: InstanceStatus,
-        evaluation: InstanceEvaluation,
-    ) -> Result:
+    async def _run_pass(self, work: GraphPass, parent: ObjectRef, status: InstanceStatus) -> Result:
         try:
-            outcome = await work.run()
-        except (EvaluationError, ApplySetError, KubeError) as error:
-            await self.end_cycle(parent, commit=False)
+            error = await self.run_pass(work, parent)
+        finally:
+            self._count(work.result.counts)
+        if error is not None:
             self._report_watches(parent, status)
             message = f"{PASS_FAILED_PREFIX}{error}"
             status.set(CONDITION_RESOURCES_READY, STATUS_FALSE, REASON_NOT_READY, message)
@@ -401,9 +378,7 @@ class InstanceReconciler(OwnerReconciler):
                 Failure(EVENT_RECONCILE_FAILED, message, {k: v for k, v in fields.items() if v}),
             )
             raise ReconcileFailed(str(error)) from error
-        finally:
-            self._count(work.result.counts)
-        await self.end_cycle(parent, commit=True, result=outcome)
+        outcome = work.result
         watches_synced = self._report_watches(parent, status)
         if outcome.deleting is not None:  # a child is terminating: nothing was applied (R-08)
             status.set(
@@ -415,17 +390,8 @@ class InstanceReconciler(OwnerReconciler):
             await self._write_status(work.owner_obj, status.build(INSTANCE_STATE_IN_PROGRESS, None))
             return self.wait(parent, "child_deleting")
         # Deferred nodes waiting for their kind: the kind's CRD wakes the instance.
-        retry = self.schema_waits(parent, work.owner_obj, graph, outcome, self.warnings)
-        result = await self._finish(
-            work.owner_obj,
-            graph,
-            status,
-            evaluation,
-            outcome,
-            reads=work.reads,
-            watches_synced=watches_synced,
-        )
-        return self.sooner(result, retry)
+        retry = self.schema_waits(parent, work.owner_obj, work.graph, outcome)
+        return self.sooner(await self._finish(work, status, watches_synced), retry)
 
     def _report_watches(self, parent: ObjectRef, status: InstanceStatus) -> bool:
         """WatchesHealthy (V-14) from the watches the pass left in place; whether every
@@ -564,19 +530,12 @@ class InstanceReconciler(OwnerReconciler):
         return instance
 
     async def _finish(
-        self,
-        instance: dict[str, Any],
-        graph: Graph,
-        status: InstanceStatus,
-        evaluation: InstanceEvaluation,
-        outcome: PassResult,
-        *,
-        reads: Mapping[WatchRequest, Versions],
-        watches_synced: bool = True,
+        self, work: GraphPass, status: InstanceStatus, watches_synced: bool
     ) -> Result:
+        instance, outcome, evaluation = work.owner_obj, work.result, work.evaluation
         states = [
             outcome.nodes[n].state if n in outcome.nodes else INSTANCE_STATE_IN_PROGRESS
-            for n in graph.topological_order
+            for n in work.graph.topological_order
         ]
         node_state = node_state_summary(states, NODE_TERMINAL_STATES)
         reasons = node_reasons(outcome)
@@ -605,7 +564,9 @@ class InstanceReconciler(OwnerReconciler):
         self._report_contests(instance, status, outcome.contests)
         self._report_apply_errors(instance, outcome)
         author = (
-            evaluation.author_conditions(status.builtin_conditions()) if graph.conditions else None
+            evaluation.author_conditions(status.builtin_conditions())
+            if work.graph.conditions
+            else None
         )
         desired = status.build(node_state, evaluation.status_fields(), author)
         # A pass that cannot see every change it depends on is never taken as settled: the
@@ -627,7 +588,7 @@ class InstanceReconciler(OwnerReconciler):
             # The next pass would change nothing unless something it reads changes: remember
             # what it read (or wrote) so the caches can confirm that at no cost.
             version = str((final.get("metadata") or {}).get("resourceVersion") or "")
-            self._settled.record(object_key(instance), graph, version, reads)
+            self._settled.record(object_key(instance), work.graph, version, work.reads)
         else:  # the next pass starts from it, if nobody writes the instance meanwhile
             self._known.keep(object_key(instance), final)
         parent = ObjectRef(self.gvr, *object_key(instance))
@@ -739,19 +700,18 @@ class InstanceReconciler(OwnerReconciler):
         current: Mapping[str, Any] = instance
         self._track(instance, str(desired.get("state") or ""), desired.get("conditions") or [])
         for attempt in (1, 2):
-            fresh = attempt == 1
-            namespace = (current.get("metadata") or {}).get("namespace") or None
             try:
                 written = await self._status.write(self.gvr, current, desired)
                 if written is None:
                     return None
                 self._report(instance, desired)
                 # After a conflict the pass's input was stale: nothing to vouch for.
-                return written if fresh else None
+                return written if attempt == 1 else None
             except Conflict:
                 if attempt == 2:
                     raise
                 meta = current.get("metadata") or {}
+                namespace = meta.get("namespace") or None
                 current = await self.client.get(self.gvr, meta["name"], namespace=namespace)
             except NotFound:
                 return None
@@ -769,13 +729,6 @@ class InstanceReconciler(OwnerReconciler):
                 str(meta.get("name") or ""),
                 conditions,
             )
-
-    def abandoned(self, obj: Mapping[str, Any], left: Sequence[str]) -> None:
-        """M-16: a Warning Event on the instance lists what was left in each abandoned member."""
-        super().abandoned(obj, left)
-        if self.warnings is not None:
-            message = "deletion gave up on unreachable clusters, their objects are left: "
-            self.warnings.record(obj, "Warning", EVENT_CLUSTER_ABANDONED, message + "; ".join(left))
 
     async def forget(self, parent: ObjectRef) -> None:
         """The instance is gone (or no longer ours): drop its watches and metric series."""

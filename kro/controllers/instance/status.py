@@ -26,6 +26,7 @@ from kro.api.conditions import (
     set_condition,
 )
 from kro.api.names import (
+    ANNOTATION_RECONCILE,
     CONDITION_FIELD_CONFLICT,
     CONDITION_READY,
     CONDITION_RESOURCES_READY,
@@ -36,6 +37,8 @@ from kro.api.names import (
     INSTANCE_STATUS_CONDITIONS,
     NODE_STATE_ERROR,
     REASON_FIELD_YIELDED,
+    RECONCILE_DISABLED,
+    RECONCILE_SUSPENDED,
     STATUS_TRUE,
 )
 
@@ -58,21 +61,33 @@ class InstanceStatus:
         self.generation = _generation(instance)
         self.now = now or now_rfc3339()
         self._created = str((instance.get("metadata") or {}).get("creationTimestamp") or self.now)
-        self._builtin: dict[str, Any] = {
-            "conditions": [
-                copy.deepcopy(c)
-                for c in self.previous.get("conditions") or []
-                if isinstance(c, Mapping) and c.get("type") in INSTANCE_STATUS_CONDITIONS
-            ]
-        }
+        self._builtin = self._previous(*INSTANCE_STATUS_CONDITIONS)
         self._initialise_missing()
-        self._extra: dict[str, Any] = {
+        self._extra = self._previous(CONDITION_FIELD_CONFLICT)
+
+    def _previous(self, *types: str) -> dict[str, Any]:
+        """The previous conditions of `types`, copied (`set_condition` changes them in place)."""
+        conditions = self.previous.get("conditions") or []
+        return {
             "conditions": [
                 copy.deepcopy(c)
-                for c in self.previous.get("conditions") or []
-                if isinstance(c, Mapping) and c.get("type") == CONDITION_FIELD_CONFLICT
+                for c in conditions
+                if isinstance(c, Mapping) and c.get("type") in types
             ]
         }
+
+    def _set_in(
+        self, holder: dict[str, Any], condition_type: str, status: str, reason: str, message: str
+    ) -> None:
+        set_condition(
+            holder,
+            condition_type,
+            status,
+            now=self.now,
+            reason=reason,
+            message=message,
+            observed_generation=self.generation,
+        )
 
     def set_field_conflict(self, message: str | None) -> None:
         """kro-py's FieldConflict condition: True with `message` while fields are yielded,
@@ -81,14 +96,8 @@ class InstanceStatus:
         if message is None:
             self._extra["conditions"] = []
             return
-        set_condition(
-            self._extra,
-            CONDITION_FIELD_CONFLICT,
-            STATUS_TRUE,
-            now=self.now,
-            reason=REASON_FIELD_YIELDED,
-            message=message,
-            observed_generation=self.generation,
+        self._set_in(
+            self._extra, CONDITION_FIELD_CONFLICT, STATUS_TRUE, REASON_FIELD_YIELDED, message
         )
 
     def _initialise_missing(self) -> None:
@@ -111,15 +120,7 @@ class InstanceStatus:
             conditions.append(condition)
 
     def set(self, condition_type: str, status: str, reason: str, message: str = "") -> None:
-        set_condition(
-            self._builtin,
-            condition_type,
-            status,
-            now=self.now,
-            reason=reason,
-            message=message,
-            observed_generation=self.generation,
-        )
+        self._set_in(self._builtin, condition_type, status, reason, message)
 
     def put(self, condition: Condition) -> None:
         """`set` from a condition computed elsewhere (type, status, reason, message)."""
@@ -136,22 +137,9 @@ class InstanceStatus:
         root = aggregate_ready(
             conditions, INSTANCE_DEPENDENT_CONDITIONS, generation=self.generation
         )
-        holder: dict[str, Any] = {
-            "conditions": [
-                copy.deepcopy(c)
-                for c in self.previous.get("conditions") or []
-                if isinstance(c, Mapping) and c.get("type") == CONDITION_READY
-            ]
-        }
-        set_condition(
-            holder,
-            CONDITION_READY,
-            str(root["status"]),
-            now=self.now,
-            reason=str(root.get("reason", "")),
-            message=str(root.get("message", "")),
-            observed_generation=self.generation,
-        )
+        holder = self._previous(CONDITION_READY)
+        reason, message = str(root.get("reason", "")), str(root.get("message", ""))
+        self._set_in(holder, CONDITION_READY, str(root["status"]), reason, message)
         return ordered_conditions(
             [*conditions, *self._extra["conditions"], *holder["conditions"]],
             dependents=INSTANCE_STATUS_CONDITIONS,
@@ -228,6 +216,13 @@ def node_state_summary(states: Sequence[str], terminal: Sequence[str]) -> str:
     if all(s in terminal for s in states):
         return INSTANCE_STATE_ACTIVE
     return INSTANCE_STATE_IN_PROGRESS
+
+
+def is_suspended(instance: Mapping[str, Any]) -> bool:
+    """`kro.run/reconcile: suspended` (or legacy `disabled`), case-insensitive (R-07)."""
+    annotations = (instance.get("metadata") or {}).get("annotations") or {}
+    value = str(annotations.get(ANNOTATION_RECONCILE, "")).lower()
+    return value in (RECONCILE_SUSPENDED, RECONCILE_DISABLED)
 
 
 # -- ResourcesReady's messages: written here, and read back by `kro explain` ---------------------
