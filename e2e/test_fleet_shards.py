@@ -68,75 +68,82 @@ async def test_members_are_spread_over_replicas_and_move_when_one_dies(
     assert len(set(owners.values())) == 2, owners  # the members' hash splits these two
     await settled(replicas.values())
     marks = {name: process.offset() for name, process in replicas.items()}
-    spec = {"color": "string"}
-    child = {
-        "id": "settings",
-        "template": {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "${schema.metadata.name}-settings"},
-            "data": {"color": "${schema.spec.color}"},
-        },
-    }
-    await kro.apply_rgd(kro.rgd("sharded-fleet", "ShardedFleet", spec, [child]))
-    await kro.wait_rgd_active(kro.rgd_name("sharded-fleet"))
-    gvr = await kro.gvr_of("ShardedFleet")
-
-    async def served_everywhere() -> bool:
-        clusters = ((await kro.get_rgd(kro.rgd_name("sharded-fleet"))).get("status") or {}).get(
-            "clusters"
-        ) or []
-        return {c["name"] for c in clusters if c.get("kindReady")} >= set(MEMBERS)
-
-    await eventually(served_everywhere, what="the kind in both members", timeout_s=TIMEOUT_S)
-
-    async def colored(member: str, color: str) -> bool:
-        try:
-            cm = await members[member].get(CONFIGMAPS, "one-settings", namespace=kro.namespace)
-        except NotFound:
-            return False
-        return (cm.get("data") or {}).get("color") == color
-
-    for client in members.values():
-        body = {
-            "apiVersion": f"{gvr.group}/{gvr.version}",
-            "kind": "ShardedFleet",
-            "metadata": {"name": "one", "namespace": kro.namespace},
-            "spec": {"color": "blue"},
+    try:
+        spec = {"color": "string"}
+        child = {
+            "id": "settings",
+            "template": {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "${schema.metadata.name}-settings"},
+                "data": {"color": "${schema.spec.color}"},
+            },
         }
-        await client.create(gvr, body, namespace=kro.namespace)
-    for member in MEMBERS:
-        await eventually(
-            lambda m=member: colored(m, "blue"), what=f"{member} converged", timeout_s=TIMEOUT_S
-        )
-    for name, process in replicas.items():  # each member by its owner alone
-        assert _reconciled(process, since=marks[name]) == {
-            m for m, o in owners.items() if o == name
-        }, name
-        owned = metric(await asyncio.to_thread(scrape, process), "kro_shard_owned_instances")
-        assert owned is not None, name
-        assert owned >= 1, name  # its member's instance, counted as the replica's own
+        await kro.apply_rgd(kro.rgd("sharded-fleet", "ShardedFleet", spec, [child]))
+        await kro.wait_rgd_active(kro.rgd_name("sharded-fleet"))
+        gvr = await kro.gvr_of("ShardedFleet")
 
-    moving = "member-1"
-    dead = owners[moving]
-    survivor = next(name for name in replicas if name != dead)
-    mark = replicas[survivor].offset()
-    replicas[dead].kill9()
-    await members[moving].patch(gvr, "one", {"spec": {"color": "green"}}, namespace=kro.namespace)
-    await eventually(
-        lambda: colored(moving, "green"), what=f"{moving} served by {survivor}", timeout_s=TIMEOUT_S
-    )
-    assert moving in _reconciled(replicas[survivor], since=mark)
-    assert assert_no_overlap(replicas) > 0
-    for client in members.values():
-        await client.delete(gvr, "one", namespace=kro.namespace)
-    for member in MEMBERS:
+        async def served_everywhere() -> bool:
+            clusters = ((await kro.get_rgd(kro.rgd_name("sharded-fleet"))).get("status") or {}).get(
+                "clusters"
+            ) or []
+            return {c["name"] for c in clusters if c.get("kindReady")} >= set(MEMBERS)
 
-        async def gone(member: str = member) -> bool:
+        await eventually(served_everywhere, what="the kind in both members", timeout_s=TIMEOUT_S)
+
+        async def colored(member: str, color: str) -> bool:
             try:
-                await members[member].get(CONFIGMAPS, "one-settings", namespace=kro.namespace)
+                cm = await members[member].get(CONFIGMAPS, "one-settings", namespace=kro.namespace)
             except NotFound:
-                return True
-            return False
+                return False
+            return (cm.get("data") or {}).get("color") == color
 
-        await eventually(gone, what=f"the child deleted in {member}", timeout_s=TIMEOUT_S)
+        for client in members.values():
+            body = {
+                "apiVersion": f"{gvr.group}/{gvr.version}",
+                "kind": "ShardedFleet",
+                "metadata": {"name": "one", "namespace": kro.namespace},
+                "spec": {"color": "blue"},
+            }
+            await client.create(gvr, body, namespace=kro.namespace)
+        for member in MEMBERS:
+            await eventually(
+                lambda m=member: colored(m, "blue"), what=f"{member} converged", timeout_s=TIMEOUT_S
+            )
+        for name, process in replicas.items():  # each member by its owner alone
+            assert _reconciled(process, since=marks[name]) == {
+                m for m, o in owners.items() if o == name
+            }, name
+            owned = metric(await asyncio.to_thread(scrape, process), "kro_shard_owned_instances")
+            assert owned is not None, name
+            assert owned >= 1, name  # its member's instance, counted as the replica's own
+
+        moving = "member-1"
+        dead = owners[moving]
+        survivor = next(name for name in replicas if name != dead)
+        mark = replicas[survivor].offset()
+        replicas[dead].kill9()
+        await members[moving].patch(
+            gvr, "one", {"spec": {"color": "green"}}, namespace=kro.namespace
+        )
+        await eventually(
+            lambda: colored(moving, "green"),
+            what=f"{moving} served by {survivor}",
+            timeout_s=TIMEOUT_S,
+        )
+        assert moving in _reconciled(replicas[survivor], since=mark)
+        assert assert_no_overlap(replicas) > 0
+        for client in members.values():
+            await client.delete(gvr, "one", namespace=kro.namespace)
+        for member in MEMBERS:
+
+            async def gone(member: str = member) -> bool:
+                try:
+                    await members[member].get(CONFIGMAPS, "one-settings", namespace=kro.namespace)
+                except NotFound:
+                    return True
+                return False
+
+            await eventually(gone, what=f"the child deleted in {member}", timeout_s=TIMEOUT_S)
+    finally:
+        await kro.cleanup()  # the RGD goes while a replica runs: no kind left to others
