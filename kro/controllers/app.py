@@ -245,6 +245,7 @@ class KroApp:
                 conservative=options.rgd.conservative_crd_comparison,
                 share=cache.shard,
                 gained=self.requeue_rgds,
+                retired=self._spoke_retired,
             )
             if self.members is not None and options.enable_multicluster
             else None
@@ -427,10 +428,7 @@ class KroApp:
         """M-12: an RGD whose literal target named a cluster that was not Ready is built again
         as soon as one is (every RGD not Active: the build says which were waiting); with hub
         and spokes, every RGD (M-20: its CRD goes to the member that joined). A member that
-        left takes its spoke's series with it."""
-        if event == "removed":
-            self._spoke_caches.pop(cluster, None)
-            self.spoke_metrics.forget(cluster)
+        left takes its spoke's series with it (`_spoke_retired`)."""
         if event != "ready":
             return
         if self.cluster_waits is not None:
@@ -449,6 +447,12 @@ class KroApp:
             ),
             memory=ObjectMemory(enabled=self.options.skip_unchanged),
         )
+
+    def _spoke_retired(self, cluster: str) -> None:
+        """A member's spoke stopped here (it left, rotated, or another replica owns it now):
+        its series and its informers no longer count on this replica."""
+        self._spoke_caches.pop(cluster, None)
+        self.spoke_metrics.forget(cluster)
 
     def _spoke(
         self, cluster: str, client: Client, admission: Admission | None

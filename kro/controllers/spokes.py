@@ -93,15 +93,19 @@ class Spokes:
         conservative: bool = False,
         share: ShardView | None = None,
         gained: Callable[[], None] = lambda: None,
+        retired: Callable[[str], None] = lambda cluster: None,
     ) -> None:
         """`share`: this replica's shard view (`--shards=auto`), None for one replica.
         `gained`: called when this replica's range grows over a member's point (the App
-        queues every RGD, whose reconcile serves their kinds in the new spoke)."""
+        queues every RGD, whose reconcile serves their kinds in the new spoke). `retired`:
+        called with a member whose spoke stops here (it left, its credential rotated, or
+        another replica took it): the App drops what it exported for that spoke."""
         self._members = members
         self._build = build
         self._conservative = conservative
         self._share = share
         self._gained = gained
+        self._retired = retired
         self._spokes: dict[str, Spoke] = {}
         self._retiring: set[asyncio.Task[None]] = set()
         self._stopped = asyncio.Event()
@@ -155,6 +159,7 @@ class Spokes:
     def _retire(self, cluster: str) -> None:
         spoke = self._spokes.pop(cluster, None)
         if spoke is not None:
+            self._retired(cluster)
             task = asyncio.ensure_future(spoke.stop())
             self._retiring.add(task)
             task.add_done_callback(self._retiring.discard)

@@ -165,12 +165,14 @@ async def test_the_spoke_admits_keys_only_while_the_view_owns_its_member() -> No
 async def test_a_handover_retires_the_spoke_and_a_grown_range_serves_again() -> None:
     view, ours, theirs = _halves()
     gained: list[bool] = []
+    retired: list[str] = []
     built = _Built()
     spokes = Spokes(
         cast(RegistryMembers, _Members([ours, theirs])),
         built,
         share=view,
         gained=lambda: gained.append(True),
+        retired=retired.append,
     )
     runner = asyncio.create_task(spokes.run())
     await spokes.follow(RGD, CRD, KIND, 1)
@@ -179,6 +181,7 @@ async def test_a_handover_retires_the_spoke_and_a_grown_range_serves_again() -> 
     view.set_ranges([])
     await eventually(_when(lambda: not spokes._spokes), what="the spoke retired", timeout_s=5)
     assert not gained
+    assert retired == [ours]  # its series and informers stop counting on this replica
     view.set_ranges([(0, HASH_SPACE)])  # grown over both members
     await eventually(_when(lambda: bool(gained)), what="the RGDs queued again", timeout_s=5)
     spokes.shutdown()
