@@ -19,7 +19,13 @@ from typing import Any
 
 import structlog
 
-from kro.api.names import LABEL_MANAGED_BY, LABEL_OWNED, LABEL_RGD_NAME, MANAGED_BY_VALUE
+from kro.api.names import (
+    LABEL_KRO_VERSION,
+    LABEL_MANAGED_BY,
+    LABEL_OWNED,
+    LABEL_RGD_NAME,
+    MANAGED_BY_VALUE,
+)
 from kro.graph.compat import compare_crds
 from kro.runtime.client import Client
 from kro.runtime.errors import NotFound
@@ -131,14 +137,16 @@ async def crd_is_current(
     desired: Mapping[str, Any],
     *,
     rgd_name: str,
-    ignore_labels: frozenset[str] = frozenset(),
+    ignore_labels: frozenset[str] = frozenset({LABEL_KRO_VERSION}),
     conservative: bool = False,
 ) -> bool:
     """Read-only: is the cluster's CRD the one `ensure_crd(desired)` would leave as it is, and
-    Established? False while it is missing, owned by someone else, or not updated yet.
+    Established? False while it is missing, owned by someone else, or not updated yet. What a
+    replica that does not lead waits for before it serves a kind (on the hub, or in its
+    members: kro.controllers.spokes).
 
-    `ignore_labels`: labels that may differ (the kro version, while replicas of two versions
-    run side by side during a rolling upgrade). `conservative`: as the leader compares.
+    `ignore_labels`: labels that may differ (by default the kro version, while replicas of two
+    versions run side by side during a rolling upgrade). `conservative`: as the leader compares.
     """
     try:
         live = await client.get(CRDS, str(desired["metadata"]["name"]))

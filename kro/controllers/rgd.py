@@ -334,7 +334,6 @@ class RGDReconciler:
             self.client,
             crd,
             rgd_name=name,
-            ignore_labels=frozenset({LABEL_KRO_VERSION}),
             conservative=self.options.conservative_crd_comparison,
         ):
             return self._follow_wait()  # the leader applies it (CRD events bring us back too)

@@ -34,7 +34,7 @@ from typing import Any
 
 import structlog
 
-from kro.api.names import LABEL_DISTRIBUTE, LABEL_KRO_VERSION
+from kro.api.names import LABEL_DISTRIBUTE
 from kro.api.objects import metadata as _meta
 from kro.controllers.crd import CRDError, crd_is_current, delete_crd_if_owned, ensure_crd
 from kro.controllers.instance.kinds import InstanceControllers, Kind
@@ -226,7 +226,6 @@ class Spokes:
                     client,
                     crd,
                     rgd_name=rgd_name,
-                    ignore_labels=frozenset({LABEL_KRO_VERSION}),
                     conservative=self._conservative,
                 ):
                     done = False

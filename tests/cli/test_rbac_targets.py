@@ -7,33 +7,17 @@ trust rule by which it reaches that member. A graph without targets is unchanged
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Any, Final
 
 import pytest
 import yaml
-
-from kro.cli.rbac import add_rbac_command
+from test_rbac import run
 
 GATE: Final = "--feature-gates=MultiCluster=true"
 WRITE: Final = ["get", "list", "watch", "create", "patch", "delete"]
 MEMBER_WRITE: Final = "get, list, create, patch, delete"
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser(prog="kro")
-    commands = parser.add_subparsers(dest="command", required=True)
-    generate = commands.add_parser("generate").add_subparsers(dest="artifact", required=True)
-    add_rbac_command(generate)
-    try:
-        args = parser.parse_args(["generate", "rbac", *argv])
-        code = int(args.handler(args))
-    except SystemExit as exit_:
-        code = int(exit_.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def template(api_version: str, kind: str, node_id: str, **spec: Any) -> dict[str, Any]:
