@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+import structlog
 import yaml
 
 from kro.cli.controller import app_options, resync_period
@@ -188,6 +189,49 @@ def settings_resource(key: str) -> dict[str, Any]:
             "data": {key: "${schema.spec.value}"},
         },
     }
+
+
+class RenderedLines(logging.Handler):
+    """Every log line of an in-process controller exactly as it renders it (its own
+    formatter, what reaches its stderr): what a leak check must read. See `rendered_lines`."""
+
+    def __init__(self, formatter: logging.Formatter) -> None:
+        super().__init__(logging.DEBUG)
+        self.setFormatter(formatter)
+        self._lines: list[str] = []
+        self._guard = threading.Lock()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        line = self.format(record)
+        with self._guard:
+            self._lines.append(line)
+
+    @property
+    def lines(self) -> list[str]:
+        with self._guard:
+            return list(self._lines)
+
+    def mentioning(self, *words: str) -> list[str]:
+        return [line for line in self.lines if any(w in line for w in words)]
+
+
+@contextlib.contextmanager
+def rendered_lines() -> Iterator[RenderedLines]:
+    """Capture the in-process controller's rendered lines while the block runs (it must have
+    configured its logging: pytest adds handlers of its own to the root, not this formatter)."""
+    root = logging.getLogger()
+    formatters = [
+        h.formatter
+        for h in root.handlers
+        if isinstance(h.formatter, structlog.stdlib.ProcessorFormatter)
+    ]
+    assert formatters, "the controller did not configure its logging"
+    handler = RenderedLines(formatters[0])
+    root.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        root.removeHandler(handler)
 
 
 class LogRecords(logging.Handler):

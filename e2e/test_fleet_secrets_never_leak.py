@@ -31,28 +31,27 @@ import base64
 import contextlib
 import functools
 import json
-import logging
 import re
 import secrets
 import subprocess
 import sys
-import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 import pytest
-import structlog
 import yaml
 from fleet_support import fleet_args, fleet_fixture
 from kro_harness import (
     ControllerThread,
     KroEnv,
+    RenderedLines,
     condition,
     is_ready,
     kro_fixtures,
     meta,
+    rendered_lines,
     state,
 )
 
@@ -93,41 +92,10 @@ fleet = fleet_fixture()
 # -- what the controller logs, as rendered -----------------------------------------------------
 
 
-class RenderedLines(logging.Handler):
-    """Every log record rendered by the controller's own formatter (what reaches stderr)."""
-
-    def __init__(self, formatter: logging.Formatter) -> None:
-        super().__init__(logging.DEBUG)
-        self.setFormatter(formatter)
-        self._lines: list[str] = []
-        self._guard = threading.Lock()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        line = self.format(record)
-        with self._guard:
-            self._lines.append(line)
-
-    @property
-    def lines(self) -> list[str]:
-        with self._guard:
-            return list(self._lines)
-
-
 @pytest.fixture(scope="module")
 def logs(controller: ControllerThread) -> Iterator[RenderedLines]:
-    root = logging.getLogger()
-    formatters = [
-        h.formatter
-        for h in root.handlers
-        if isinstance(h.formatter, structlog.stdlib.ProcessorFormatter)
-    ]
-    assert formatters, "the controller did not configure its logging"
-    handler = RenderedLines(formatters[0])
-    root.addHandler(handler)
-    try:
+    with rendered_lines() as handler:
         yield handler
-    finally:
-        root.removeHandler(handler)
 
 
 # -- the needles -------------------------------------------------------------------------------

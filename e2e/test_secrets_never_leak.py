@@ -23,19 +23,25 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-import logging
 import secrets
-import threading
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-import structlog
 import yaml
 from inprocess_controller import InProcessController
-from kro_harness import CONFIGMAPS, KroEnv, condition, meta, state, wait_for
+from kro_harness import (
+    CONFIGMAPS,
+    KroEnv,
+    RenderedLines,
+    condition,
+    meta,
+    rendered_lines,
+    state,
+    wait_for,
+)
 from nginxapp_example import install_kro_crds
 
 from kro.controllers.graphrevision import GRAPH_REVISIONS
@@ -183,29 +189,6 @@ def identity(kube_cluster: ClusterHandle, kube_admin: AdminApi) -> Iterator[Iden
 # -- the controller, behind the proxy, with its log lines captured -----------------------------
 
 
-class CapturedLogs(logging.Handler):
-    """Every log line exactly as the controller renders it (same formatter as its stderr)."""
-
-    def __init__(self, formatter: logging.Formatter) -> None:
-        super().__init__(level=logging.DEBUG)
-        self.setFormatter(formatter)
-        self._lines: list[str] = []
-        self._guard = threading.Lock()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        line = self.format(record)
-        with self._guard:
-            self._lines.append(line)
-
-    @property
-    def lines(self) -> list[str]:
-        with self._guard:
-            return list(self._lines)
-
-    def mentioning(self, *words: str) -> list[str]:
-        return [line for line in self.lines if any(w in line for w in words)]
-
-
 @dataclass
 class Controller:
     """`kro controller` in-process (as the ServiceAccount, through the proxy), the proxy, and
@@ -213,7 +196,7 @@ class Controller:
 
     process: InProcessController
     proxy: FaultProxy
-    logs: CapturedLogs
+    logs: RenderedLines
     identity: Identity
 
 
@@ -236,24 +219,12 @@ def controller(
     )
     install_kro_crds(kube_admin)  # as `helm install` does, before the controller starts
     process = InProcessController(kubeconfig, ARGS).start()
-    root = logging.getLogger()
-    # The controller's own output formatter (pytest adds handlers of its own to the root).
-    formatters = [
-        h.formatter
-        for h in root.handlers
-        if isinstance(h.formatter, structlog.stdlib.ProcessorFormatter)
-    ]
-    assert formatters, "the controller did not configure its logging"
-    logs = CapturedLogs(formatters[0])
-    root.addHandler(logs)
-    try:
-        yield Controller(process, proxy, logs, identity)
-    finally:
-        proxy.set_mode(Mode.PASS)
+    with rendered_lines() as logs:
         try:
-            process.stop()
+            yield Controller(process, proxy, logs, identity)
         finally:
-            root.removeHandler(logs)
+            proxy.set_mode(Mode.PASS)
+            process.stop()
 
 
 @pytest.fixture
