@@ -779,7 +779,7 @@ class GraphPass:
             items = self._rendered(node_id)
             rendered = [d.obj for d in items]
             whole = bool(items) and all(d.observed is not None for d in items)
-            lost = self._lost(node, applied)
+            lost = self._lost(node, applied) if errors else None
             if lost is not None:  # M-06: a member that did not answer the apply
                 self._unavailable(node, rendered, lost)
                 continue
