@@ -33,7 +33,6 @@ from kro.applyset import (
     ReleaseFailed,
     apply_order,
     combined,
-    delete_next_wave,
     list_members,
     prune,
     read_inventory,
@@ -173,49 +172,45 @@ class ApplySetOwnership:
         return self.places.client(cluster)
 
     async def teardown(self, owner_obj: dict[str, Any]) -> TeardownStep:
-        clusters = _member_clusters(owner_obj, self.gvr, self.home)
-        if clusters:
-            return await self._teardown_across(owner_obj, clusters, act=True)
-        try:
-            progress = await delete_next_wave(self.client, owner_obj, self.gvr, self.home)
-        except ApplySetError as error:  # an inventory that cannot be trusted: wait for a fix
-            return TeardownStep(False, blocked=str(error))
-        except KubeError as error:  # the members cannot be listed (e.g. Forbidden)
-            return TeardownStep(False, blocked=str(error), transient=True)
-        if progress.failures:
-            reason = "; ".join(f.message for f in progress.failures)
-            return TeardownStep(False, wave=progress.wave, blocked=reason, transient=True)
-        plan = tuple(f"delete {ref}" for ref in progress.deleted) + tuple(
-            f"release {ref}" for ref in progress.released
-        )
-        return TeardownStep(progress.done, wave=None if progress.done else progress.wave, plan=plan)
+        return await self._step(owner_obj, act=True)
 
-    async def _teardown_across(
-        self, owner_obj: dict[str, Any], clusters: Sequence[str], *, act: bool
-    ) -> TeardownStep:
-        """M-16: one teardown step over the instance's cluster and its member clusters: the
-        highest apply-order wave left anywhere is deleted first (reverse dependency order
-        across clusters). A member that cannot be reached holds the deletion, naming it,
-        unless the instance's `kro.run/abandon-cluster` gives it up (its objects are left).
-        `act=False`: the same step planned, nothing sent (`plan_teardown`)."""
-        abandoned = abandoned_clusters(owner_obj)
-        left = _left_in(owner_obj, self.gvr, self.home, [c for c in clusters if c in abandoned])
+    async def plan_teardown(self, owner_obj: dict[str, Any]) -> TeardownStep:
+        return await self._step(owner_obj, act=False)
+
+    async def _step(self, owner_obj: dict[str, Any], *, act: bool) -> TeardownStep:
+        """One teardown step over the instance's cluster and the member clusters its ApplySet
+        records (M-16): what says `deletionPolicy: Orphaned` is released, and the highest
+        apply-order wave left anywhere is deleted (reverse dependency order across clusters).
+        A member that cannot be reached holds the deletion, naming it, unless the instance's
+        `kro.run/abandon-cluster` gives it up (its objects are left). `act=False`: the same
+        step planned, nothing sent (`plan_teardown`)."""
+        clusters = _member_clusters(owner_obj, self.gvr, self.home)
+        abandoned = [c for c in clusters if c in abandoned_clusters(owner_obj)]
+        left = _left_in(owner_obj, self.gvr, self.home, abandoned)
         plans = await self._plans(owner_obj, [c for c in ["", *clusters] if c not in abandoned])
         if isinstance(plans, TeardownStep):
             return plans
         if not any(p.members for p in plans.values()):
             return TeardownStep(True, abandoned=left)
         highest = max((p.wave for p in plans.values() if p.wave is not None), default=None)
-        plan: list[str] = [f"abandon cluster {c}" for c in clusters if c in abandoned]
+        plan: list[str] = [f"abandon cluster {c}" for c in abandoned]
         failures: list[str] = []
+        done = act
         for cluster, found in plans.items():
-            if not found.members or (found.wave != highest and not found.releases):
+            deleting = found.wave == highest
+            if found.members and not deleting and not found.releases:
+                done = False  # a lower wave waits for the higher ones elsewhere
+            if not found.members or not (deleting or found.releases):
                 continue
-            where, deleting = f"{cluster}: " if cluster else "", found.wave == highest
+            where = f"{cluster}: " if cluster else ""
             if act:
                 progress = await delete_planned(self._client(cluster), found, delete_wave=deleting)
                 failures.extend(f.message for f in progress.failures)
-                deleted, released = progress.deleted, progress.released
+                deleted, released, done = (
+                    progress.deleted,
+                    progress.released,
+                    done and progress.done,
+                )
             else:
                 released = tuple(m.ref for m in found.releases)
                 deleted = tuple(m.ref for m in found.current if deleting and not m.terminating)
@@ -223,17 +218,18 @@ class ApplySetOwnership:
             plan.extend(f"release {where}{ref}" for ref in released)
         if failures:
             return TeardownStep(False, wave=highest, blocked="; ".join(failures), transient=True)
-        if act:
-            for cluster in (c for c in clusters if c in abandoned):
-                name = _meta(owner_obj).get("name")
-                log.warning("applyset.cluster_abandoned", cluster=cluster, name=name)
+        for cluster in abandoned if act else ():
+            name = _meta(owner_obj).get("name")
+            log.warning("applyset.cluster_abandoned", cluster=cluster, name=name)
         held = () if act else _held_in(plans)
-        return TeardownStep(False, wave=highest, plan=tuple(plan), held=held, abandoned=left)
+        wave = None if done else highest
+        return TeardownStep(done, wave=wave, plan=tuple(plan), held=held, abandoned=left)
 
     async def _plans(
         self, owner_obj: dict[str, Any], clusters: Sequence[str]
     ) -> dict[str, DeletionPlan] | TeardownStep:
-        """Each cluster's next deletion step, read there; or the step that holds it up."""
+        """Each cluster's next deletion step, read there; or the step that holds it up (an
+        inventory that cannot be trusted waits for a fix; an API error may pass)."""
         plans: dict[str, DeletionPlan] = {}
         for cluster in clusters:
             try:
@@ -245,32 +241,14 @@ class ApplySetOwnership:
             except ApplySetError as error:
                 return TeardownStep(False, blocked=str(error))
             except KubeError as error:
-                where = f'cluster "{cluster}"' if cluster else "the instance's cluster"
-                blocked = f"{where} cannot be reached: {error}"
+                blocked = str(error)
                 if cluster:
-                    blocked += (
-                        f" (annotate the instance {ANNOTATION_ABANDON_CLUSTER}={cluster}"
-                        " to leave its objects there)"
+                    blocked = (
+                        f'cluster "{cluster}" cannot be reached: {error} (annotate the instance'
+                        f" {ANNOTATION_ABANDON_CLUSTER}={cluster} to leave its objects there)"
                     )
                 return TeardownStep(False, blocked=blocked, transient=True)
         return plans
-
-    async def plan_teardown(self, owner_obj: dict[str, Any]) -> TeardownStep:
-        clusters = _member_clusters(owner_obj, self.gvr, self.home)
-        if clusters:
-            return await self._teardown_across(owner_obj, clusters, act=False)
-        try:
-            found = await plan_next_wave(self.client, owner_obj, self.gvr, self.home)
-        except ApplySetError as error:
-            return TeardownStep(False, blocked=str(error))
-        except KubeError as error:
-            return TeardownStep(False, blocked=str(error), transient=True)
-        plan = tuple(f"release {m.ref}" for m in found.releases) + tuple(
-            f"delete {m.ref}" for m in found.current if not m.terminating
-        )
-        return TeardownStep(
-            not found.members, wave=found.wave, plan=plan, held=_held_in({"": found})
-        )
 
 
 def _in_cluster(result: ApplyResult, cluster: str) -> ApplyResult:
