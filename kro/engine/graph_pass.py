@@ -1,28 +1,18 @@
 """kro.engine.graph_pass: one pass of a compiled graph over one owning object.
 
-In topological order, per node: includeWhen (a skip is contagious: a node that depends on a
-skipped one is skipped too) → render the desired objects → read the live ones (GET for a
-resource and an external reference by name, LIST for a collection and a reference by selector),
-declaring each read to the watch coordinator so that a change brings the owner back → for an
-external reference, readiness. What rendered is applied in one batch through the owner's
-ownership (server-side apply, the items of a collection at most `--apply-concurrency` at a
-time), the server's answers are observed and readiness decided; finally the ownership prunes
-what is no longer rendered, as far as what the pass resolved allows.
+In topological order, per node: includeWhen (a skip is contagious) → render → read the live
+objects (GET by name, LIST by selector), declaring each read so that a change brings the owner
+back → an external reference's readiness. What rendered is applied in one batch through the
+owner's ownership (kro.engine.ownership, which the pass never tells apart), the answers are
+observed and readiness decided; finally the ownership prunes as far as the pass allows.
 
-Upstream renders every node once per pass, so a node that reads another's data (a ConfigMap
-copying one the same pass creates) waits for the next pass: a second trip through the queue, an
-owner read, a status write and a read of the dependency. Here the nodes left pending are
-resolved again against the objects the apply returned, in waves, as long as an apply makes
-progress: a graph whose data all flows within one pass converges in one. A node is never
-applied twice in one pass, and a node still pending ends the pass without a prune, as upstream.
+Upstream renders every node once per pass, so a node reading data the same pass creates waits
+for the next pass (another queue trip, owner read, status write). Here the nodes left pending
+are resolved again against what the apply returned, in waves, while an apply makes progress; a
+node is never applied twice in one pass, and a node still pending means no prune, as upstream.
 
-How what rendered is kept (applied, recorded, pruned, torn down) is the owner's ownership
-(kro.engine.ownership); the pass never asks which one it has.
-
-Every node ends the pass with one `NodeResult`; the adapter derives everything users see from
-them. A diagnosing pass (`kro explain`, over the recording ownership, as the caller) goes on
-past a failure so that every node gets its result: an object that does not exist is reported,
-not pretended, so what depends on it waits, as it does in the cluster.
+Every node ends with one `NodeResult`. A diagnosing pass (`kro explain`, recording ownership,
+as the caller) goes on past a failure so that every node gets its result.
 """
 
 from __future__ import annotations
@@ -76,9 +66,8 @@ _CLUSTER_REASONS: Final[Mapping[str, NodeReason]] = {
 """A ClusterUnavailable's reason as the node's (anything else: ClusterNotFound, M-12)."""
 
 _GVRS: dict[tuple[str, str, str], GVR] = {}
-"""One GVR object per kind, shared by every pass: the watch requests a settled pass leaves
-behind (one per child) hold it, and a new GVR per pass would be one more object per child
-(~0.5 MiB at 5,000 children). Bounded by the kinds graphs use."""
+"""One GVR object per kind for every pass: the watch requests settled passes leave (one per
+child) hold it (~0.5 MiB saved at 5,000 children)."""
 
 
 def node_gvr(node: Node) -> GVR:
@@ -106,12 +95,9 @@ class GraphPass:
     """One pass of `graph` over one owner (`owner_obj`, bound by `binding`, its objects kept by
     `ownership`).
 
-    diagnose: give every node its result and say on what waiting and not-ready nodes wait
-        (kro.engine.diagnose): a failed expression, an unreadable object or a terminating
-        child is reported and the pass goes on, where a controller pass stops at the first.
-        Only for a pass that writes nothing (the recording ownership).
-    recorded: with diagnose, per node, the API server's refusal of the last apply as the
-        controller recorded it: a node the caller may not read is reported by it.
+    diagnose: say on what each waiting node waits (kro.engine.diagnose) and go on past a failure
+        or a terminating child; only over the recording ownership, which writes nothing.
+    recorded: with diagnose, per node, the controller's recorded refusal of its last apply.
     """
 
     def __init__(
@@ -157,14 +143,10 @@ class GraphPass:
         scope, looked up in discovery."""
 
     async def run(self) -> PassResult:
-        """Resolve and observe every node, apply what rendered, record; then, in waves, the
-        nodes that waited for data the apply has just produced; finally prune.
-
-        Raises (unless diagnosing) EvaluationError, ApplySetError or KubeError when a node
-        cannot be evaluated or read, or the owner's record cannot be written: nothing after it
-        is applied; ReleaseFailed after the apply when prune could not release an orphan.
-        A terminating child ends the pass before any apply (`PassResult.deleting`).
-        """
+        """Resolve, apply and record every node, in waves while an apply feeds waiting nodes;
+        then prune. Raises (unless diagnosing) EvaluationError, ApplySetError or KubeError:
+        nothing after it is applied; ReleaseFailed when prune could not release an orphan. A
+        terminating child ends the pass before any apply (`PassResult.deleting`)."""
         self._listed = await self.ownership.begin(self.owner_obj)
         waiting = list(self.graph.topological_order)
         applied: list[Desired] = []  # every wave's batch so far
@@ -202,9 +184,7 @@ class GraphPass:
         return self.result
 
     async def _prune(self) -> None:
-        """Hand the ownership what it needs to prune safely; it decides how far it may go
-        (an ApplySet once every node resolved, a Graph's inventory on every pass that did not
-        fail, keeping what the nodes it could not resolve may still render: V-63)."""
+        """Hand the ownership what it needs to prune safely; it decides how far it may go."""
         nodes = self.result.nodes.values()
         scope = PruneScope(
             failed=self.result.failure is not None
@@ -234,16 +214,17 @@ class GraphPass:
         errors: Sequence[BaseException] = (),
         exists: bool = False,
     ) -> NodeResult:
+        told = diagnosis or Diagnosis(message)
         found = NodeResult(
             id=node.id,
             state=state,
             reason=reason,
-            message=diagnosis.message if diagnosis is not None else message,
+            message=told.message,
             objects=tuple(object_id(o) for o in objects),
-            expression=diagnosis.expression if diagnosis is not None else "",
-            field_path=diagnosis.field_path if diagnosis is not None else "",
-            waiting_on=diagnosis.waiting_on if diagnosis is not None else "",
-            missing=diagnosis.missing if diagnosis is not None else None,
+            expression=told.expression,
+            field_path=told.field_path,
+            waiting_on=told.waiting_on,
+            missing=told.missing,
             errors=tuple(errors),
             exists=exists,
             clusters=self._clusters_of(node),
@@ -266,15 +247,8 @@ class GraphPass:
     def _failed(self, node: Node, error: EvaluationError) -> None:
         """An expression failed: a controller pass stops (raises); a diagnosing one goes on."""
         self.result.counts.node_eval_errors += 1
-        found = NodeResult(
-            id=node.id,
-            state=NODE_STATE_ERROR,
-            reason=NodeReason.EVALUATION_FAILED,
-            message=str(error),
-            expression=error.expression or "",
-            field_path=error.field_path or "",
-        )
-        self.result.set(found)
+        told = Diagnosis(str(error), error.expression or "", error.field_path or "")
+        found = self._set(node, NODE_STATE_ERROR, NodeReason.EVALUATION_FAILED, diagnosis=told)
         self.result.failure = self.result.failure or found
         if self._diagnostician is None:
             raise error
@@ -331,8 +305,7 @@ class GraphPass:
 
     async def _placed(self, node: Node, desired: Sequence[dict[str, Any]]) -> bool:
         """Take each rendered object's target off it (M-11); whether every target names a
-        usable cluster (M-12/M-13). A node whose cluster cannot be reached is in error (and
-        so nothing may be pruned on this pass: what it applied there stays)."""
+        usable cluster (M-12/M-13; if not, the node's error keeps the prune away)."""
         own = self.places.own
         clusters = self._clusters[node.id] = [take_target(obj, own) for obj in desired]
         try:
@@ -355,8 +328,7 @@ class GraphPass:
     def _lost(
         self, node: Node, applied: Sequence[AppliedResource | None]
     ) -> ClusterUnavailable | None:
-        """The first apply of `node` that its member cluster did not answer, as the node's
-        `ClusterUnreachable` error (kro.engine.places.unreachable); None otherwise."""
+        """The first apply of `node` its member did not answer, as `ClusterUnreachable`."""
         for index, resource in enumerate(applied):
             error = resource.error if resource is not None else None
             if isinstance(error, KubeError):
@@ -413,8 +385,7 @@ class GraphPass:
     def _held_by_another_engine(
         self, node: Node, desired: Sequence[Mapping[str, Any]], observed: Any
     ) -> bool:
-        """V-18: an object another engine manages (a standalone Graph's) is not adopted by
-        force: the node waits, and says whose it is."""
+        """V-18: an object another engine manages is not taken over: the node waits."""
         prefixes = self.binding.foreign_managers
         if not prefixes or observed is None:
             return False
@@ -441,8 +412,8 @@ class GraphPass:
     def _unreadable(
         self, node: Node, desired: Sequence[Mapping[str, Any]], error: KubeError
     ) -> None:
-        """Diagnosing: the caller may not read the node's objects. What the controller recorded
-        as refused is an error; anything else cannot be checked."""
+        """Diagnosing, the caller may not read the node's objects: a recorded refusal is an
+        error; anything else cannot be checked."""
         refused = self.recorded.get(node.id, "")
         if refused:
             self._set(node, NODE_STATE_ERROR, NodeReason.APPLY_FAILED, refused, objects=desired)
@@ -495,9 +466,8 @@ class GraphPass:
         )
 
     async def _look_up_kinds(self, node: Node, desired: list[dict[str, Any]]) -> bool:
-        """V-48: find each rendered object's resource; a kind not served yet makes the node
-        wait (its CRD may be on its way); a deferred node's wait is `SchemaPending`. A
-        cluster-scoped object loses the namespace the render gave it by default."""
+        """V-48: each rendered object's resource; a kind not served yet makes the node wait
+        (`SchemaPending` when deferred). A cluster-scoped object loses its default namespace."""
         kinds: list[tuple[GVR, bool]] = []
         for index, obj in enumerate(desired):
             gvk = RuntimeGVK.from_object(obj)
@@ -525,8 +495,7 @@ class GraphPass:
         return self._kinds[node.id][index][1] if node.dynamic_type else node.namespaced
 
     async def _patch_targets(self, node: Node, desired: Sequence[Mapping[str, Any]]) -> None:
-        """V-46: a patch contributes to objects that must exist (and not be terminating);
-        while one does not, the node waits, woken by a watch on it."""
+        """V-46: a patch's targets must exist (not terminating); until then the node waits."""
         live: list[Mapping[str, Any]] = []
         for index, target in enumerate(desired):
             found = await self._read_row(node, index, target)
@@ -577,8 +546,7 @@ class GraphPass:
         return live
 
     async def _observe_collection(self, node: Node, desired: Sequence[Mapping[str, Any]]) -> Any:
-        """A collection's existing items, listed by its selector in every cluster its rows
-        live in (what it no longer renders is the ownership's to find and prune)."""
+        """A collection's existing items, listed by its selector in each of its clusters."""
         gvr = self._gvr(node)
         parent = self.binding.ref
         text = self.binding.collection_selector(self.owner_obj, node.id)
@@ -604,17 +572,15 @@ class GraphPass:
     def _by_cluster(
         self, node: Node, desired: Sequence[Mapping[str, Any]]
     ) -> dict[str, list[Mapping[str, Any]]]:
-        """The rendered objects of `node` grouped by the cluster each lives in; a node that
-        rendered nothing is listed in the owner's own cluster, as before targets existed."""
+        """The rendered objects of `node` by cluster; nothing rendered: the owner's cluster."""
         groups: dict[str, list[Mapping[str, Any]]] = {} if desired else {"": []}
         for index, obj in enumerate(desired):
             groups.setdefault(self._cluster(node, index), []).append(obj)
         return groups
 
     def _one_namespace(self, desired: Sequence[Mapping[str, Any]]) -> str | None:
-        """The one namespace every item of a collection lives in, when an owner reads as a
-        namespace's ServiceAccount (a `Graph`, V-61) that may not list across namespaces;
-        others list cluster-wide, as kro's own identity."""
+        """The one namespace of all the items, for an owner that reads as a namespace's
+        ServiceAccount (a `Graph`, V-61); None (cluster-wide) otherwise."""
         if not self.binding.reads_in_namespace:
             return None
         namespaces = {_identity(d)[0] for d in desired}
@@ -637,9 +603,8 @@ class GraphPass:
     async def _read_row(
         self, node: Node, index: int, obj: Mapping[str, Any], *, answered: bool = False
     ) -> Mapping[str, Any] | None:
-        """GET the object row `index` of `node` names, watching it; None when it is absent.
-        `answered`: what the ownership listed up front, or a cache (`_from_cache`), may answer
-        instead, and the node's reads are this request's (`_requests`)."""
+        """GET (and watch) row `index` of `node`; None when absent. `answered`: the ownership's
+        listing or a cache may answer instead, and the node's reads are this request's."""
         gvr = self._gvr(node, index)
         namespace, name = _identity(obj)
         request = ScalarWatch(node.id, gvr, namespace, name)
@@ -667,19 +632,11 @@ class GraphPass:
     def _from_cache(
         self, node: Node, request: ScalarWatch
     ) -> tuple[bool, Mapping[str, Any] | None]:
-        """Whether the kind's informer cache answers this read without a GET, and its answer.
-
-        The caches hold metadata only (kro.dynamic), so:
-        - "no such object" is believed unless the owner's last successful pass already read
-          it (and may have created it: then the cache may lag behind our own create, and the
-          API server is asked);
-        - an object is used when nothing in the graph reads it beyond `metadata`
-          (Graph.metadata_only) and, for an object kro applies, the applier vouches that it is
-          exactly what our last apply left (same uid and resourceVersion, no contested field),
-          so the apply decision needs none of the rest.
-        Anything else is a GET: a pass on a new owner of five ConfigMaps makes ~1 read
-        instead of ~9.
-        """
+        """Whether the kind's metadata-only informer cache answers this read, and its answer:
+        "no such object" unless the owner's last pass read it (the cache may lag behind our
+        own create); an object when the graph reads only its `metadata` and, for an object kro
+        applies, the ownership vouches it is what our last apply left. Anything else is a GET:
+        a pass on a new owner of five ConfigMaps makes ~1 read instead of ~9."""
         if not self.ownership.remembers:
             return False, None  # --skip-unchanged=false, or a dry run
         watches = self._watches(node)
@@ -699,8 +656,7 @@ class GraphPass:
     def _deleting(
         self, node: Node, desired: Sequence[Mapping[str, Any]], items: Sequence[Mapping[str, Any]]
     ) -> bool:
-        """A live child is terminating (R-08): the pass waits for it to go. A controller pass
-        stops here; a diagnosing one reports the node and goes on."""
+        """A live child is terminating (R-08): a controller pass stops here and waits for it."""
         terminating = [i for i in items if _meta(i).get("deletionTimestamp")]
         if not terminating:
             return False
@@ -823,8 +779,7 @@ class GraphPass:
         return None
 
     def _not_created(self, node: Node, rendered: Sequence[Mapping[str, Any]], found: int) -> None:
-        """Objects of the node that an apply would create (a dry run): the node is not there
-        yet, and what depends on it waits, as it does in the cluster."""
+        """Dry run: objects an apply would create; what depends on them waits."""
         counted = (
             f" ({found} of {len(rendered)} items exist)" if node.type is NodeType.COLLECTION else ""
         )
