@@ -1,15 +1,10 @@
 """kro.engine.applyset_ownership: an owner that keeps its objects as a kubectl ApplySet.
 
 RGD instances own their children this way (R-10..R-13, D-02..D-05): the instance is the
-ApplySet parent (its inventory of kinds and namespaces in its labels and annotations), every
-child carries `applyset.kubernetes.io/part-of`, and applies go through the long-lived
-`kro.applyset.Applier` under the field manager `kro.run/applyset`. The record is the children's
-own labels, so a prune and a teardown list them back; the process's skip memory (the applier's)
-remembers what each apply left, which saves re-applies and lets a metadata cache answer reads.
-
-Prune waits for a pass in which every node resolved and nothing failed (R-13); teardown deletes
-the highest apply-order wave still present per step, after releasing what says
-`deletionPolicy: Orphaned` (kro.applyset.deletion).
+ApplySet parent, every child carries `applyset.kubernetes.io/part-of`, and applies go through
+the long-lived `kro.applyset.Applier` as `kro.run/applyset`. The record is the children's own
+labels, listed back by prune and teardown. Prune waits for a pass in which every node resolved
+and nothing failed (R-13); teardown deletes the highest apply-order wave left per step.
 """
 
 from __future__ import annotations
@@ -71,9 +66,8 @@ class ApplySetOwnership:
         self.client = client
         self.gvr = gvr
         self.places = places
-        """The member clusters children may live in (M-11); None: the instance's own only."""
         self.home = places.own if places is not None and places.own != places.hub else ""
-        """The member the instance lives in (hub and spokes): part of its ApplySet's ID."""
+        """The member the instance lives in (M-21): part of its ApplySet's ID."""
         self._results: list[ApplyResult] = []  # one per wave of the pass
         self._members: list[Member] | None = None
 
@@ -91,15 +85,10 @@ class ApplySetOwnership:
         return already_applied(item.observed, body, FIELD_MANAGER_APPLYSET)
 
     async def begin(self, owner_obj: dict[str, Any]) -> Listed:
-        """List the ApplySet's members, bodies included, when this process does not know
-        them (kro.applyset.ledger): after a restart, or once the ledger let go of them.
-
-        The prune lists them anyway; listing first lets the same answer serve every child's
-        read as well. A restarted controller then confirms a converged owner with one read of
-        the owner and one list per child kind (the no-op proof, kro.applyset.noop, needs the
-        bodies, which the metadata caches do not hold), where it would otherwise read each
-        child and list for the prune afterwards. A new owner's ApplySet is known to be empty
-        and is not listed."""
+        """List the ApplySet's members, bodies included, when this process does not know them
+        (after a restart): the prune lists them anyway, and the same answer serves every
+        child's read, so a converged owner costs one list per child kind instead of a read per
+        child. A new owner's ApplySet is known to be empty and is not listed."""
         parent = Parent.from_object(owner_obj, self.gvr, self.home)
         if self.applier.members.knows(parent.id):
             return {}
@@ -252,8 +241,7 @@ class ApplySetOwnership:
 
 
 def _in_cluster(result: ApplyResult, cluster: str) -> ApplyResult:
-    """`result` as one cluster's ApplySet sees it: the resources applied there (the inventory
-    is the whole one: a member cluster without a kind lists nothing of it)."""
+    """`result` as one cluster's ApplySet sees it: the resources applied there."""
     if not result.inventory.clusters:
         return result  # one cluster: nothing to split (every pass of every instance)
     return replace(
@@ -273,8 +261,7 @@ def _merged(outcomes: Sequence[PruneResult]) -> PruneResult:
 
 
 def _member_clusters(owner_obj: Mapping[str, Any], gvr: GVR, home: str) -> list[str]:
-    """The member clusters the instance's inventory records (M-15); none when it records
-    none or cannot be read (the single-cluster teardown reports that)."""
+    """The member clusters the instance's inventory records (M-15); none if unreadable."""
     try:
         inventory = read_inventory(owner_obj, Parent.from_object(owner_obj, gvr, home))
     except ApplySetError:
@@ -285,8 +272,7 @@ def _member_clusters(owner_obj: Mapping[str, Any], gvr: GVR, home: str) -> list[
 def _left_in(
     owner_obj: Mapping[str, Any], gvr: GVR, home: str, clusters: Sequence[str]
 ) -> tuple[str, ...]:
-    """Per abandoned cluster, what the record says may be left there (its kinds and
-    namespaces: the cluster cannot be asked which objects)."""
+    """Per abandoned cluster, the kinds and namespaces the record says may be left there."""
     if not clusters:
         return ()
     parent = Parent.from_object(owner_obj, gvr, home)

@@ -1,15 +1,10 @@
 """kro.engine.decorate: the marks kro puts on every object it applies for a node (R-10).
 
-The owner's labels (from its adapter) are merged *over* the template's, so kro's win; the
-node's deletion wave goes in an annotation, which teardown reads to delete in reverse order;
-a collection's items also carry their index and the collection's size. Every object names its
-node's full path in an annotation (V-16), which a label cannot always hold.
-
-With the DeletionPolicy gate on, the node's declared policy is enforced on the rendered object
-last, whatever the template or an `metadata.annotations: ${...}` result said (V-32):
-`Orphaned` is recorded as `internal.kro.run/deletion-policy: Orphaned` on every apply (deletion
-and prune read it back from the live object, V-33); `Delete` is the key's absence, so an
-existing object stays byte-identical and flipping back to `Delete` lets the apply drop it.
+The owner's labels are merged *over* the template's; the node's deletion wave, its full path
+(V-16) and a collection item's index and size are added. With the DeletionPolicy gate on, the
+node's policy is enforced last, whatever the template said (V-32): `Orphaned` is an annotation
+on every apply (read back from the live object, V-33); `Delete` is its absence, so flipping
+back lets the apply drop it.
 """
 
 from __future__ import annotations

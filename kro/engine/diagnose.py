@@ -1,11 +1,8 @@
 """kro.engine.diagnose: say *on what* a node waits, when a pass is asked to.
 
-The evaluation only says *that* a node cannot be decided yet ("data pending") or that a readyWhen
-does not hold; a user wants to know which node it waits for, which expression reads which
-missing field of which object, or which readyWhen or includeWhen expression is false. Finding
-that out means evaluating the node's expressions once more, one by one, against what the pass
-observed, so the engine does it only when asked (`kro explain`); a controller pass keeps the
-evaluation's own reason, which is what the instance's conditions quote.
+The evaluation only says *that* a node cannot be decided yet or is not ready; a user wants to
+know which node, expression and missing field. That costs evaluating the node's expressions
+once more, one by one, so only `kro explain` asks; a controller keeps the evaluation's reason.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """kro.engine.owner: what the engine needs to know of the object that owns a graph's objects.
 
-The engine applies, reads and prunes on behalf of one owning object (an RGD instance, a `Graph`)
-and knows nothing of what that object is. Its adapter says how the owner marks the objects it
-applies (labels, which also find a collection's existing items), where the owner's reads are
-routed from (`ref`, the key of its watches) and as whom it reads. How what it applies is kept
-is the owner's ownership (kro.engine.ownership); the engine keeps the owner's latest copy as
-the ownership writes its record.
+The engine knows nothing of what the owner is (an RGD instance, a `Graph`): its adapter says
+how applied objects are marked (labels, which also find a collection's items), which key its
+watches route back to, and as whom it reads.
 """
 
 from __future__ import annotations
@@ -24,12 +21,11 @@ class OwnerBinding(Protocol):
 
     @property
     def gvr(self) -> GVR:
-        """The owner's resource (the ApplySet parent's)."""
+        """The owner's resource."""
 
     @property
     def ref(self) -> ObjectRef:
-        """The owner as the watch coordinator knows it: changes of what a pass reads are
-        routed back to it."""
+        """The owner as its watches know it (changes are routed back to it)."""
 
     def child_labels(self, owner: Mapping[str, Any], node_id: str) -> dict[str, str]:
         """Labels of every object applied for `node_id` (merged over the template's)."""
@@ -39,14 +35,12 @@ class OwnerBinding(Protocol):
 
     @property
     def foreign_managers(self) -> tuple[str, ...]:
-        """Field-manager prefixes of engines whose objects this owner must never take over:
-        a live object one of them manages holds the node back instead of being applied."""
+        """Field-manager prefixes of engines whose objects this owner never takes over."""
 
     def collection_selector(self, owner: Mapping[str, Any], node_id: str) -> str:
         """The label selector that finds the existing items of collection `node_id`."""
 
     @property
     def reads_in_namespace(self) -> bool:
-        """The owner reads as a namespace's identity (a `Graph`'s ServiceAccount), which may
-        not list across namespaces: a collection whose items share one namespace is listed
-        there."""
+        """The owner reads as a namespace's identity (a `Graph`'s ServiceAccount): a
+        collection whose items share one namespace is listed there."""

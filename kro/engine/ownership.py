@@ -1,23 +1,12 @@
 """kro.engine.ownership: the engine's one plug-in, how an owner keeps what it applies.
 
-A pass (kro.engine.graph_pass) decides *what* an owner should have: which nodes are included,
-what they render, what is ready. Everything about *keeping* it is the owner's ownership: how a
-batch is applied and under which field manager, the proof that an apply would change nothing,
-the skip memory that lets a read or an apply be saved, the record of what was applied, the
-prune of what is no longer rendered, teardown in reverse order, and release (an object whose
-`deletionPolicy` is `Orphaned`, a patch node's contribution) instead of deletion.
-
-Three implementations, and the pass cannot tell them apart:
-
-- the ApplySet one (kro.engine.applyset_ownership): RGD instances; kubectl's ApplySet labels
-  and annotations on the instance and its children, field manager `kro.run/applyset`;
-- the status-inventory one (kro.controllers.graph.inventory): `Graph`s; the record is the
-  Graph's own `status.managedResources` and `status.contributions`;
-- the recording one (kro.engine.recording): wraps either for a dry run (`kro explain`); it
-  reads, judges with the wrapped ownership's own proof, and writes nothing.
-
-A new way to keep objects (a member cluster as the target, say) is a new implementation; a
-new owner kind picks one of them.
+A pass decides *what* an owner should have; its ownership *keeps* it: applying a batch (and as
+which field manager), the proof that an apply would change nothing, the skip memory, the record
+of what was applied, prune, teardown in reverse order, and release instead of deletion.
+Implementations, which the pass cannot tell apart: the ApplySet (RGD instances,
+kro.engine.applyset_ownership), the status inventory (`Graph`s,
+kro.controllers.graph.inventory), and the recording one that wraps either for a dry run
+(kro.engine.recording). docs/architecture.md shows how to add one.
 """
 
 from __future__ import annotations
@@ -46,13 +35,9 @@ Listed = Mapping[tuple[str, str, str, str], Mapping[str, Any]]
 
 @dataclass(frozen=True, slots=True)
 class PruneScope:
-    """What a pass tells its ownership at the prune.
-
-    failed: a node failed (an expression, an apply): nothing may be pruned on this pass.
-    pending: nodes the pass could not resolve: what they rendered before may still be theirs.
-    positions: each node's topological position (dependents are pruned before dependencies).
-    shard_version: the watch shard layout the pass ran under (memories keyed by it).
-    """
+    """What a pass tells its ownership at the prune: whether a node `failed` (nothing may be
+    pruned), the nodes left `pending` (what they rendered may still be theirs), each node's
+    topological `positions` (dependents go first), the watch `shard_version` it ran under."""
 
     failed: bool
     pending: frozenset[str]
@@ -71,9 +56,8 @@ class PruneOutcome:
 
 @dataclass(frozen=True, slots=True)
 class Held:
-    """An object an owner still holds while it is torn down, as its teardown sees it.
-    wave: its apply-order wave (deleted highest first). finalizers: others' finalizers on it,
-    which hold a terminating object (and so the wave) until whoever added them is done."""
+    """An object still held while its owner is torn down: its apply-order `wave` (highest
+    first) and others' `finalizers`, which hold a terminating object and so its wave."""
 
     obj: ObjectId
     node: str
@@ -88,13 +72,10 @@ class Held:
 class TeardownStep:
     """One step of an owner's teardown.
 
-    done: nothing the owner applied is left (deleted, or released); the owner may let go.
-    wave: the apply-order wave being deleted, while not done and not blocked.
-    blocked: why teardown cannot go on ("" when it can).
-    transient: the block is an API error a retry may fix, not a record that cannot be trusted
-        (which waits for someone to repair it).
-    plan: what this step deletes or releases (a dry run's whole answer: nothing is sent).
-    held: what is still held and deleted in waves (a planned step only), highest wave first.
+    done: nothing the owner applied is left; the owner may let go. wave: the one being deleted.
+    blocked: why teardown cannot go on; transient: an API error a retry may fix (otherwise a
+        record that cannot be trusted, waiting for a repair).
+    plan: what this step deletes or releases. held: what is still held (a planned step only).
     """
 
     done: bool
@@ -104,13 +85,12 @@ class TeardownStep:
     plan: tuple[str, ...] = field(default=())
     held: tuple[Held, ...] = field(default=())
     abandoned: tuple[str, ...] = field(default=())
-    """Member clusters this step gave up on (`kro.run/abandon-cluster`, M-16), each with what
-    was left there, as one line: the owner's adapter reports them."""
+    """Per member cluster given up on (M-16), one line of what was left there."""
 
 
 def abandoned_clusters(owner_obj: Mapping[str, Any]) -> frozenset[str]:
-    """M-16: the member clusters the owner's `kro.run/abandon-cluster` gives up on (an
-    operator's explicit choice, never automatic): a teardown leaves their objects in place."""
+    """M-16: the member clusters the owner's `kro.run/abandon-cluster` gives up on (never
+    automatic): a teardown leaves their objects in place."""
     annotations = (owner_obj.get("metadata") or {}).get("annotations") or {}
     text = str(annotations.get(ANNOTATION_ABANDON_CLUSTER) or "")
     return frozenset(c.strip() for c in text.split(",") if c.strip())
@@ -121,42 +101,34 @@ class Ownership(Protocol):
 
     @property
     def remembers(self) -> bool:
-        """Whether the skip memory is on (`--skip-unchanged`): a cached object this ownership
-        vouches for may answer a read, and a proven no-op is not applied."""
+        """Whether the skip memory is on (`--skip-unchanged`)."""
 
     def vouches_for(self, live: Mapping[str, Any]) -> bool:
-        """Whether `live`, even from a metadata-only cache, is exactly what this owner's last
-        apply of it left (same uid and resourceVersion, nothing contested)."""
+        """Whether `live` (maybe metadata only) is what this owner's last apply left."""
 
     def unchanged(self, owner_obj: Mapping[str, Any], item: Desired) -> bool:
-        """Whether the live object `item.observed` provably holds what an apply of `item` for
-        `owner_obj` would send (kro.applyset.noop, judged by the field manager this ownership
-        applies as)."""
+        """Whether `item.observed` provably holds what an apply of `item` would send
+        (kro.applyset.noop, as this ownership's field manager)."""
 
     async def begin(self, owner_obj: dict[str, Any]) -> Listed:
-        """Before the pass reads: what this ownership lists anyway (its members, bodies
-        included) and may answer the pass's reads with; empty when it lists nothing."""
+        """Before the pass reads: what this ownership lists anyway, to answer reads with."""
 
     async def apply(
         self, owner_obj: dict[str, Any], batch: Sequence[Desired]
     ) -> tuple[dict[str, Any], Sequence[AppliedResource]]:
-        """Record the batch ahead, apply it; the owner as it now stands, and each outcome (an
-        outcome with neither object nor error: the object would be created, in a dry run).
-
-        Raises ApplySetError or KubeError when the record cannot be written: nothing of the
-        batch was applied then."""
+        """Record the batch ahead, apply it; the owner as it now stands, and each outcome
+        (neither object nor error: a dry run's create). Raises ApplySetError or KubeError when
+        the record cannot be written: nothing was applied then."""
 
     async def prune(
         self, owner_obj: dict[str, Any], scope: PruneScope
     ) -> tuple[dict[str, Any], PruneOutcome]:
         """Delete (or release) what is recorded and no longer rendered, as far as `scope`
-        allows; the owner as it now stands. Raises ReleaseFailed when an orphan could not be
-        released (the record keeps it, so the next pass retries)."""
+        allows. Raises ReleaseFailed when an orphan could not be released (kept, retried)."""
 
     async def teardown(self, owner_obj: dict[str, Any]) -> TeardownStep:
         """One step of deleting everything recorded, in reverse apply order, releasing what
-        must be released. The owner's finalizer is its adapter's to remove once `done`."""
+        must be; the adapter removes the owner's finalizer once `done`."""
 
     async def plan_teardown(self, owner_obj: dict[str, Any]) -> TeardownStep:
-        """The next teardown step as `teardown` would take it (what it deletes or releases,
-        what blocks it), from reads alone: `kro explain`'s deletion report."""
+        """The next teardown step as `teardown` would take it, from reads alone."""

@@ -1,10 +1,8 @@
 """kro.engine.places: where a node's objects live, the owner's own cluster or a member (M-11).
 
-A pass reads, watches and applies each object in the cluster its node's target names
-(kro.graph.targets): the target is rendered with the object, and the pass takes it off again
-before anything is read or sent. `Places` answers, per cluster name, with that cluster's client
-and watches; "" (and the owner's own cluster's name) is the owner's cluster. An owner kind with
-no member clusters uses `OwnCluster`, and every object lives where the owner does.
+A pass reads, watches and applies each object in the cluster its target names (rendered with
+the object, taken off before anything is sent). `Places` answers per cluster name with its
+client and watches; "" is the owner's cluster. Without members, `OwnCluster`.
 """
 
 from __future__ import annotations
@@ -39,14 +37,9 @@ class ClusterUnavailable(KubeError):
 
 
 def unreachable(cluster: str, error: KubeError) -> ClusterUnavailable | None:
-    """A request to the member `cluster` that got no answer at all (refused, reset, TLS, no
-    response in time) as the node's `ClusterUnreachable` error, or None for any other error
-    (an answer, even a 500, is the object's business, not the cluster's; "" is the owner's
-    own cluster, whose failures stay the pass's).
-
-    The member's registry client already says which cluster (its errors carry `cluster`,
-    kro.fleet.errors.unanswered_in); any other client's error is prefixed with the name here.
-    """
+    """A request to the member `cluster` that got no answer at all (refused, reset, TLS,
+    timeout) as `ClusterUnreachable`; None for an answer (even a 500) or the owner's own
+    cluster. An error that does not name its cluster yet is prefixed with it."""
     if isinstance(error, ClusterUnavailable):
         return error  # the registry said so between admit and this request
     if not cluster or not isinstance(error, TransportError):
@@ -63,18 +56,15 @@ class Places(Protocol):
 
     @property
     def hub(self) -> str:
-        """The hub's name (`--local-cluster-name`): objects kro applies into another cluster
-        carry it (`kro.run/hub`, M-14)."""
+        """The hub's name (`--local-cluster-name`, carried as `kro.run/hub`, M-14)."""
 
     @property
     def own(self) -> str:
-        """The owner's own cluster's name (the hub's, or a member's for an instance that
-        lives there, M-21): a target naming it is the owner's cluster."""
+        """The owner's own cluster's name (the hub's, or its member's, M-21)."""
 
     async def admit(self, cluster: str) -> None:
-        """Whether the owner may reach `cluster` at all (asked once per cluster and pass,
-        before anything of a node there is read); raises ClusterUnavailable: not registered,
-        not Ready (M-12), or not the owner's to reach (M-13)."""
+        """Raises ClusterUnavailable unless the owner may reach `cluster`: not registered,
+        not Ready (M-12), not the owner's to reach (M-13)."""
 
     def client(self, cluster: str) -> Client:
         """The client of `cluster`; raises ClusterUnavailable."""
@@ -138,9 +128,8 @@ class WithMembers:
         member_watches: Callable[[str], Watches] | None = None,
         own: str = "",
     ) -> None:
-        """`member_watches(cluster)`: the owner kind's watches in a member (None: a member's
-        objects are read each pass and no change there brings the owner back). `own`: the
-        member the owner lives in (hub and spokes, M-21); "" for the hub."""
+        """`member_watches(cluster)`: the owner kind's watches in a member (None: none).
+        `own`: the member the owner lives in (M-21); "" for the hub."""
         self._own = OwnCluster(client, watches, own or members.hub)
         self._members = members
         self._member_watches = member_watches
@@ -170,8 +159,7 @@ class WithMembers:
 
 
 def take_target(obj: MutableMapping[str, Any], own: str) -> str:
-    """The cluster a rendered object targets, "" for the owner's own (named `own`), taking the
-    annotation off the object (nothing kro applies carries it)."""
+    """The cluster a rendered object targets ("" for `own`), the annotation taken off."""
     metadata = obj.get("metadata")
     if not isinstance(metadata, dict):
         return ""

@@ -1,20 +1,11 @@
 """kro.engine.recording: the ownership of a dry run, which writes nothing and says what it would.
 
-`kro explain` runs the controller's own pass as the user who asks (kro.cli.explain_dryrun).
-It wraps the ownership the controller uses for that owner (an ApplySet, a Graph's status
-inventory), so what would be written is judged by that ownership's own proof and field
-managers, and records instead of sending:
-
-- an object that does not exist would be created: its outcome has neither object nor error,
-  and the pass reports the node as not created yet (nothing depends on what is not there);
-- one whose live fields differ from what the apply would send would be applied: recorded, and
-  the live object answers as it is;
-- the API server's refusal of the controller's last apply, as the controller recorded it on
-  the owner (`recorded`, per node), stands for a refused apply: a dry run cannot send the
-  apply to find out.
-
-Nothing is listed up front, nothing pruned; a teardown step is planned by the wrapped
-ownership's own plan (`Ownership.plan_teardown`) and not carried out.
+`kro explain` runs the controller's own pass as the caller, over the controller's ownership
+for that owner, so what would be written is judged by its own proof and field managers. An
+absent object would be created (an outcome with neither object nor error: the node is not
+created yet); a differing one would be applied (the live object answers); the controller's
+recorded refusal of a node (`recorded`) stands for a refused apply. Nothing is listed, nothing
+pruned; teardown is the wrapped ownership's plan.
 """
 
 from __future__ import annotations

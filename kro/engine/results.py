@@ -1,17 +1,10 @@
 """kro.engine.results: what one pass of the engine found, node by node, as plain values.
 
-Every consumer reads these and nothing else: the RGD adapter builds an instance's conditions,
-`state`, Events and failure counters from them; `kro explain` prints them; the metrics of a pass
-(`PassCounts`) are counted here and recorded by whoever runs the engine. Before the engine, the
-controller kept per-node states and reasons in loose dicts and `kro explain` recovered per-node
-errors by matching the prefixes of status messages; the two drifted apart with every change.
-
-A node's `state` is one of upstream's node states (kro.api.names.NODE_STATE_*); `reason` is a
-short CamelCase word saying why it is in that state (`NodeReason`), stable for programs; `message`
-is the sentence a user reads (for an RGD instance, exactly what its `ResourcesReady` condition
-quotes). `expression`, `field_path`, `waiting_on` and `missing` are filled in where the engine can
-name them: always for evaluation errors, and for waiting or not-ready nodes when the pass was asked
-to diagnose (`kro explain`), which costs extra expression evaluations a controller does not need.
+Every consumer reads these and nothing else (conditions, `state`, Events, failure counters,
+`kro explain`, the pass's metrics), so what users see cannot drift apart. A node's `state` is
+upstream's (NODE_STATE_*), `reason` a stable CamelCase word (`NodeReason`), `message` the
+sentence a user reads; `expression`, `field_path`, `waiting_on` and `missing` are filled in for
+evaluation errors, and for waiting nodes when the pass diagnoses (`kro explain`).
 """
 
 from __future__ import annotations
@@ -83,12 +76,8 @@ def object_id(obj: Mapping[str, Any]) -> ObjectId:
 
 @dataclass(frozen=True, slots=True)
 class MissingField:
-    """A field an expression reads that does not exist (yet) on a live object.
-
-    node: the node the field belongs to (`schema` for the owning object itself).
-    path: the part of the expression's path that does not exist, e.g. `data.token`.
-    obj: the object the field was looked for in, when there is one.
-    """
+    """A field an expression reads that does not exist (yet): its `node` (`schema` for the
+    owner), the `path` part that is absent (`data.token`), and the object looked in."""
 
     node: str
     path: str
@@ -119,8 +108,8 @@ class NodeResult:
     exists: bool = False
     """Every object of the node exists (read, or answered by the apply)."""
     clusters: tuple[str, ...] = ()
-    """The clusters the node's rendered objects live in, each once, in order ("" the owner's
-    own); empty when every one lives in the owner's cluster (M-11; `kro explain` names them)."""
+    """The clusters of the node's objects, each once ("" the owner's); empty when all are in the
+    owner's cluster (M-11)."""
 
     @property
     def failed(self) -> bool:
@@ -174,9 +163,7 @@ class PassResult:
         return any(r.reason is NodeReason.APPLY_FAILED for r in self.nodes.values())
 
     def settles(self) -> bool:
-        """Whether the next pass, with nothing changed meanwhile, would do nothing: nothing
-        pending, failed or contested, nothing pruned, and no node rendered from what one of
-        its dependencies was before this pass's apply changed it."""
+        """Whether the next pass, with nothing changed meanwhile, would do nothing."""
         return not (
             self.pending
             or self.apply_errors

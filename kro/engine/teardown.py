@@ -1,9 +1,7 @@
 """kro.engine.teardown: one step of an owner's teardown, then letting the owner go.
 
-Whatever keeps the owner's objects (kro.engine.ownership) deletes and releases them; once it
-says nothing is left, the owner's finalizer is removed (a JSON merge patch carrying the
-resourceVersion, read again and retried on a Conflict) and the API server may delete the
-owner. Every owner kind (RGD instances, `Graph`s) takes this one path.
+The ownership deletes and releases; once nothing is left the finalizer goes (a merge patch
+carrying the resourceVersion, retried on a Conflict). Every owner kind takes this path.
 """
 
 from __future__ import annotations
@@ -18,8 +16,7 @@ from kro.runtime.gvk import GVR
 __all__ = ["FINALIZER_ATTEMPTS", "teardown_step"]
 
 FINALIZER_ATTEMPTS = 5
-"""Writes of the finalizer's removal, each after reading the owner again on a Conflict: an
-owner's status or labels may be written while its last objects go."""
+"""Tries to remove a finalizer (status or labels may be written meanwhile: a Conflict)."""
 
 
 async def teardown_step(

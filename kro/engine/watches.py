@@ -1,9 +1,7 @@
 """kro.engine.watches: the engine's view of the watch coordinator, and the one a dry run uses.
 
-A pass declares what it reads so that a change brings its owner back (kro.dynamic's
-`WatchCoordinator`), and answers reads from the informer caches where they can vouch for an
-object. A dry run (`kro explain`) registers nothing and has no cache: `NoWatches` answers
-"unknown" to every cache read, so every read goes to the API server, as the user who asked.
+A pass declares what it reads so that a change brings its owner back, and may answer reads from
+the informer caches. `NoWatches` (a dry run, or a teardown) watches and caches nothing.
 """
 
 from __future__ import annotations
