@@ -524,17 +524,21 @@ class GraphPass:
 
     async def _observe_selected(self, node: Node, desired: Sequence[Mapping[str, Any]]) -> Any:
         """An external reference by selector: every object it selects."""
-        gvr = self._gvr(node)
-        parent = self.binding.ref
         metadata = _meta(desired[0])
         selector = LabelSelector.from_dict(metadata.get("selector") or {})
         namespace = str(metadata.get("namespace") or "") or None
-        request = SelectorWatch(node.id, gvr, namespace, selector)
-        await self._watches(node).watch(parent, request)
-        items, _ = await self._client(node).list_all(
-            gvr, namespace=namespace, label_selector=str(selector) or None
+        request = SelectorWatch(node.id, self._gvr(node), namespace, selector)
+        return await self._list(self._cluster(node), request, namespace, str(selector) or None)
+
+    async def _list(
+        self, cluster: str, request: SelectorWatch, namespace: str | None, selector: str | None
+    ) -> list[dict[str, Any]]:
+        """LIST (and watch) what `request` selects in `cluster` (in `namespace`, or all)."""
+        await self.places.watches(cluster).watch(self.binding.ref, request)
+        items, _ = await self.places.client(cluster).list_all(
+            request.gvr, namespace=namespace, label_selector=selector
         )
-        if not self._cluster(node):
+        if not cluster:  # a member's reads are not the settled check's (PassResult.remote)
             self.reads[request] = _versions(items)
         return items
 
@@ -547,19 +551,13 @@ class GraphPass:
 
     async def _observe_collection(self, node: Node, desired: Sequence[Mapping[str, Any]]) -> Any:
         """A collection's existing items, listed by its selector in each of its clusters."""
-        gvr = self._gvr(node)
-        parent = self.binding.ref
         text = self.binding.collection_selector(self.owner_obj, node.id)
-        request: WatchRequest = SelectorWatch(node.id, gvr, None, LabelSelector.parse(text))
+        request = SelectorWatch(node.id, self._gvr(node), None, LabelSelector.parse(text))
         by_identity: dict[tuple[str, str, str], Mapping[str, Any]] = {}
-        items = []
+        items: list[Mapping[str, Any]] = []
         for cluster, rows in self._by_cluster(node, desired).items():
-            await self.places.watches(cluster).watch(parent, request)
-            found, _ = await self.places.client(cluster).list_all(
-                gvr, namespace=self._one_namespace(rows), label_selector=text
-            )
+            found = await self._list(cluster, request, self._one_namespace(rows), text)
             if not cluster:
-                self.reads[request] = _versions(found)
                 self._requests[node.id] = request
             by_identity.update({(cluster, *_identity(i)): i for i in found})
             items.extend(found)
