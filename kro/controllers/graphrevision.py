@@ -49,7 +49,7 @@ from kro.controllers.leadership import WriteGate
 from kro.controllers.metrics import COMPILE_FAILED, COMPILE_SUCCESS, GraphRevisionMetrics
 from kro.controllers.programs import ProgramCache
 from kro.controllers.registry import RevisionRegistry, RevisionState
-from kro.engine.teardown import FINALIZER_ATTEMPTS
+from kro.engine.ownership import FINALIZER_ATTEMPTS
 from kro.graph.errors import GraphError
 from kro.graph.model import Graph
 from kro.graph.options import BuildOptions

@@ -3,7 +3,7 @@
 An owner is an object whose graph kro runs: an RGD instance, a `Graph`. Each reconcile of one:
 
 1. load it (`load`; gone: forget it);
-2. being deleted: one teardown step through its ownership (kro.engine.teardown: delete and
+2. being deleted: one teardown step through its ownership (kro.engine.ownership: delete and
    release in reverse order, then the finalizer), reported by the kind (`tearing_down`);
 3. otherwise the kind's `sync`: its program (kro.controllers.programs, or an RGD's active
    revision), its finalizer and marks, one engine pass (`run_pass`), its conditions and status
@@ -33,9 +33,8 @@ from kro.controllers.requeue import RequeueBackoff
 from kro.dynamic import ObjectRef
 from kro.dynamic.watches import WatchCoordinator
 from kro.engine.graph_pass import GraphPass
-from kro.engine.ownership import Ownership, TeardownStep
+from kro.engine.ownership import Ownership, TeardownStep, teardown_step
 from kro.engine.results import NodeReason, PassResult
-from kro.engine.teardown import teardown_step
 from kro.graph.evaluate import EvaluationError
 from kro.graph.model import Graph
 from kro.runtime.client import Client

@@ -142,7 +142,7 @@ from kro.controllers.registry import RevisionRegistry, RevisionState
 from kro.controllers.revisions import collect_revisions, list_revisions, revision_manifest
 from kro.controllers.spokes import Spokes, distributed
 from kro.dynamic import DynamicController, WatchForbidden
-from kro.engine.teardown import FINALIZER_ATTEMPTS
+from kro.engine.ownership import FINALIZER_ATTEMPTS
 from kro.graph.errors import GraphError
 from kro.graph.hashing import spec_hash
 from kro.graph.model import Graph

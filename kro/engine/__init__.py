@@ -1,13 +1,8 @@
 """kro.engine: run a compiled graph of nodes for one owning object.
 
 The engine knows nothing of RGDs: the owner's adapter says how its objects are marked
-(`OwnerBinding`) and kept (`Ownership`); every pass ends with one result per node, from which
-whoever runs the engine derives what users see (status, Events, metrics, `kro explain`).
-
-Modules: `graph_pass` (the pass), `results` (what it yields), `diagnose` (on what a node waits,
-when asked), `decorate` (kro's marks on applied objects), `owner` and `watches` (what the pass
-needs from its caller), `ownership` (the plug-in), `applyset_ownership` and `recording` (two of
-its implementations), `teardown` (one teardown step, then the finalizer).
+(`OwnerBinding`) and kept (`Ownership`, with its teardown step); every pass ends with one
+result per node, from which whoever runs the engine derives what users see.
 """
 
 from typing import TYPE_CHECKING

@@ -6,7 +6,8 @@ of what was applied, prune, teardown in reverse order, and release instead of de
 Implementations, which the pass cannot tell apart: the ApplySet (RGD instances,
 kro.engine.applyset_ownership), the status inventory (`Graph`s,
 kro.controllers.graph.inventory), and the recording one that wraps either for a dry run
-(kro.engine.recording). docs/architecture.md shows how to add one.
+(kro.engine.recording). docs/architecture.md shows how to add one. Every owner kind tears
+down through `teardown_step`.
 """
 
 from __future__ import annotations
@@ -18,8 +19,12 @@ from typing import Any, Protocol
 from kro.api.names import ANNOTATION_ABANDON_CLUSTER
 from kro.applyset import AppliedResource, Desired
 from kro.engine.results import ObjectId
+from kro.runtime.client import Client
+from kro.runtime.finalizers import remove_finalizer
+from kro.runtime.gvk import GVR
 
 __all__ = [
+    "FINALIZER_ATTEMPTS",
     "Held",
     "Listed",
     "Ownership",
@@ -27,6 +32,7 @@ __all__ = [
     "PruneScope",
     "TeardownStep",
     "abandoned_clusters",
+    "teardown_step",
 ]
 
 Listed = Mapping[tuple[str, str, str, str], Mapping[str, Any]]
@@ -132,3 +138,18 @@ class Ownership(Protocol):
 
     async def plan_teardown(self, owner_obj: dict[str, Any]) -> TeardownStep:
         """The next teardown step as `teardown` would take it, from reads alone."""
+
+
+FINALIZER_ATTEMPTS = 5
+"""Tries to remove a finalizer (status or labels may be written meanwhile: a Conflict)."""
+
+
+async def teardown_step(
+    ownership: Ownership, client: Client, owner: dict[str, Any], gvr: GVR, finalizer: str
+) -> TeardownStep:
+    """One step of `ownership`'s teardown of `owner` (of resource `gvr`); once nothing is left,
+    `finalizer` is removed (a merge patch carrying the resourceVersion, retried on a Conflict)."""
+    step = await ownership.teardown(owner)
+    if step.done:
+        await remove_finalizer(client, gvr, owner, finalizer, attempts=FINALIZER_ATTEMPTS)
+    return step

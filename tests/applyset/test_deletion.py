@@ -31,7 +31,7 @@ from kro.applyset import (
     apply_order,
     delete_next_wave,
 )
-from kro.engine.teardown import FINALIZER_ATTEMPTS
+from kro.engine.ownership import FINALIZER_ATTEMPTS
 from kro.runtime.client import Client
 from kro.runtime.finalizers import remove_finalizer
 from kro.runtime.gvk import GVK

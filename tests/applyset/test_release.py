@@ -34,8 +34,7 @@ from kro.applyset.release import (
     release_patch,
 )
 from kro.engine.applyset_ownership import ApplySetOwnership
-from kro.engine.ownership import TeardownStep
-from kro.engine.teardown import teardown_step
+from kro.engine.ownership import TeardownStep, teardown_step
 from kro.runtime.client import Client
 from kro.runtime.gvk import GVK
 from kro.testing.fakeapi import FakeApiServer

@@ -24,8 +24,8 @@ from kro.dynamic import ObjectRef
 from kro.engine import GraphPass, NodeReason, NoWatches, PassResult
 from kro.engine.applyset_ownership import ApplySetOwnership
 from kro.engine.owner import OwnerBinding
+from kro.engine.ownership import teardown_step
 from kro.engine.recording import RecordingOwnership
-from kro.engine.teardown import teardown_step
 from kro.graph.builder import BuildOptions, build_graph
 from kro.graph.evaluate import InstanceEvaluation
 from kro.graph.model import Graph
