@@ -8,11 +8,8 @@ row with its state and, indented under it, why. JSON and YAML carry the same fin
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any, Final
-
-import yaml
 
 from kro.cli.explain_mask import SecretMask
 from kro.cli.explain_report import (
@@ -27,22 +24,19 @@ from kro.cli.explain_report import (
     held_label,
     to_data,
 )
+from kro.cli.output import MACHINE_FORMATS, dump
 
-OUTPUT_FORMATS: Final = ("text", "json", "yaml")
+OUTPUT_FORMATS: Final = ("text", *MACHINE_FORMATS)
 _VALUE_TYPES: Final = frozenset({"Value", "ValueCollection"})  # a Graph's def nodes
 _INDENT: Final = "  "
 _SHARD_INDENT: Final = " " * len("Shard:     ")
-
-
 _NO_UID: Final = "no uid yet: deleted only if it carries the Graph's field manager"
 
 
 def render(report: InstanceReport | RGDReport | GraphReport, output: str, mask: SecretMask) -> str:
     """The report in `output` format (one of OUTPUT_FORMATS), Secret values masked."""
-    if output == "json":
-        return json.dumps(_masked(to_data(report), mask), indent=2, ensure_ascii=False) + "\n"
-    if output == "yaml":
-        return yaml.safe_dump(_masked(to_data(report), mask), sort_keys=False, allow_unicode=True)
+    if output in MACHINE_FORMATS:
+        return dump(_masked(to_data(report), mask), output)
     if isinstance(report, InstanceReport):
         text = render_instance(report)
     elif isinstance(report, GraphReport):
@@ -62,6 +56,27 @@ def _masked(value: Any, mask: SecretMask) -> Any:
     return value
 
 
+def _page(report: InstanceReport | RGDReport | GraphReport, body: list[str]) -> str:
+    """The root cause first, the report's own sections, then what every report ends with."""
+    lines = [f"Root cause: {report.root_cause}", "", *body, *_conditions(report.conditions)]
+    if not isinstance(report, RGDReport):
+        lines += _events(report)
+    return "\n".join([*lines, *_notes(report.notes)]) + "\n"
+
+
+def _generation(generation: int | None) -> str:
+    return f", generation {generation}" if generation is not None else ""
+
+
+def _dry_pass(report: InstanceReport | GraphReport, title: str = "") -> list[str]:
+    """The node table, then what kro's next pass would write."""
+    lines = ["", *_nodes(report.nodes, title)] if report.nodes else []
+    if report.would_write:
+        lines += ["", "kro's next pass would write:"]
+        lines += [f"{_INDENT}{w}" for w in report.would_write]
+    return lines
+
+
 # --- instances -----------------------------------------------------------------------------
 
 
@@ -73,12 +88,9 @@ def _hang(text: str, indent: str) -> str:
 
 def render_instance(report: InstanceReport) -> str:
     where = f"{report.namespace}/{report.name}" if report.namespace else report.name
-    generation = f", generation {report.generation}" if report.generation is not None else ""
     lines = [
-        f"Root cause: {report.root_cause}",
-        "",
         f"Instance:  {report.kind} {where} ({report.api_version}): state "
-        f"{report.state or 'none'}{generation}",
+        f"{report.state or 'none'}{_generation(report.generation)}",
     ]
     if report.source is not None:
         lines.append(f"Graph:     {_source(report.source)}")
@@ -86,15 +98,7 @@ def render_instance(report: InstanceReport) -> str:
         lines += _shard(shard)
     if report.deletion is not None:
         lines += ["", *_deletion(report.deletion)]
-    if report.nodes:
-        lines += ["", *_nodes(report.nodes)]
-    if report.would_write:
-        lines += ["", "kro's next pass would write:"]
-        lines += [f"{_INDENT}{w}" for w in report.would_write]
-    lines += _conditions(report.conditions)
-    lines += _events(report)
-    lines += _notes(report.notes)
-    return "\n".join(lines) + "\n"
+    return _page(report, lines + _dry_pass(report))
 
 
 def _source(source: GraphSource) -> str:
@@ -154,7 +158,7 @@ def _nodes(nodes: Sequence[NodeReport], title: str = "") -> list[str]:
     ]
     for node, row in zip(nodes, rows, strict=True):
         lines.append(_INDENT + _row(row, widths))
-        detail = _detail(node)
+        detail = ": ".join(p for p in (node.reason, node.message) if p)
         if detail:
             lines.append(_INDENT * 3 + _hang(detail, _INDENT * 4))
     return lines
@@ -172,11 +176,6 @@ def _objects(node: NodeReport) -> str:
     if len(node.objects) == 1:
         return str(node.objects[0])
     return f"{len(node.objects)} x {node.kind}"
-
-
-def _detail(node: NodeReport) -> str:
-    parts = [p for p in (node.reason, node.message) if p]
-    return ": ".join(parts)
 
 
 def _deletion(deletion: DeletionReport) -> list[str]:
@@ -198,13 +197,12 @@ def _deletion(deletion: DeletionReport) -> list[str]:
     return lines
 
 
-def _conditions(conditions: Iterable[ConditionReport]) -> list[str]:
-    items = list(conditions)
-    if not items:
+def _conditions(conditions: Sequence[ConditionReport]) -> list[str]:
+    if not conditions:
         return []
-    width = max(len(c.type) for c in items)
+    width = max(len(c.type) for c in conditions)
     lines = ["", "Conditions:"]
-    for c in items:
+    for c in conditions:
         text = f"{_INDENT}{c.type.ljust(width)}  {c.status.ljust(7)} {c.reason}"
         if c.message:
             text += f": {_hang(c.message, _INDENT * 2)}"
@@ -212,9 +210,8 @@ def _conditions(conditions: Iterable[ConditionReport]) -> list[str]:
     return lines
 
 
-def _notes(notes: Iterable[str]) -> list[str]:
-    items = list(notes)
-    return ["", "Notes:", *[f"{_INDENT}- {_hang(n, _INDENT * 2)}" for n in items]] if items else []
+def _notes(notes: Sequence[str]) -> list[str]:
+    return ["", "Notes:", *[f"{_INDENT}- {_hang(n, _INDENT * 2)}" for n in notes]] if notes else []
 
 
 def _events(report: InstanceReport | GraphReport) -> list[str]:
@@ -235,11 +232,9 @@ GRAPH_NODES_TITLE: Final = (
 
 
 def render_graph(report: GraphReport) -> str:
-    generation = f", generation {report.generation}" if report.generation is not None else ""
     lines = [
-        f"Root cause: {report.root_cause}",
-        "",
-        f"Graph:      {report.namespace}/{report.name} (kro.run/v1alpha1){generation}",
+        f"Graph:      {report.namespace}/{report.name} (kro.run/v1alpha1)"
+        f"{_generation(report.generation)}",
         f"Applies as: {report.service_account}"
         + (
             f" (last applied as {report.applied_service_account})"
@@ -252,12 +247,11 @@ def render_graph(report: GraphReport) -> str:
         lines.append("Deleting: teardown works from status.managedResources, not the spec")
     if report.compile_error:
         lines += ["", "Compile error:", f"{_INDENT}{_hang(report.compile_error, _INDENT * 2)}"]
-    if report.nodes:
-        lines += ["", *_nodes(report.nodes, GRAPH_NODES_TITLE)]
-    if report.would_write:
-        lines += ["", "kro's next pass would write:"]
-        lines += [f"{_INDENT}{w}" for w in report.would_write]
-    lines += ["", "Managed resources (status.managedResources):"]
+    lines += [
+        *_dry_pass(report, GRAPH_NODES_TITLE),
+        "",
+        "Managed resources (status.managedResources):",
+    ]
     if not report.managed_resources:
         lines.append(f"{_INDENT}(none)")
     for entry in report.managed_resources:
@@ -267,22 +261,16 @@ def render_graph(report: GraphReport) -> str:
         lines.append(
             f"{_INDENT}{entry.node_id}: {entry.kind} {where} ({entry.api_version}, {uid}{cluster})"
         )
-    lines += _conditions(report.conditions)
-    lines += _events(report)
-    lines += _notes(report.notes)
-    return "\n".join(lines) + "\n"
+    return _page(report, lines)
 
 
 # --- RGDs ----------------------------------------------------------------------------------
 
 
 def render_rgd(report: RGDReport) -> str:
-    generation = f", generation {report.generation}" if report.generation is not None else ""
     lines = [
-        f"Root cause: {report.root_cause}",
-        "",
         f"ResourceGraphDefinition: {report.name} (kind {report.kind or '?'}): state "
-        f"{report.state or 'none'}{generation}",
+        f"{report.state or 'none'}{_generation(report.generation)}",
     ]
     if report.deleting:
         lines.append(f"Deleting; finalizers: {', '.join(report.finalizers) or 'none'}")
@@ -306,6 +294,4 @@ def render_rgd(report: RGDReport) -> str:
     if report.revisions:
         lines += ["", "GraphRevisions (newest first):"]
         lines += [f"{_INDENT}{r}" for r in report.revisions]
-    lines += _conditions(report.conditions)
-    lines += _notes(report.notes)
-    return "\n".join(lines) + "\n"
+    return _page(report, lines)
