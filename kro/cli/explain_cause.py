@@ -36,6 +36,7 @@ from kro.api.names import (
     STATUS_FALSE,
     STATUS_TRUE,
 )
+from kro.api.objects import metadata as _meta
 from kro.cli.explain_report import (
     ConditionReport,
     DeletionReport,
@@ -137,41 +138,41 @@ def root_cause(
     return one_line(_status_cause(instance, nodes))
 
 
+def unreported(owner: Mapping[str, Any], what: str, hint: str) -> str:
+    """kro has not reported on the owner's generation yet (no Ready condition, or one of an
+    older generation), or ""."""
+    generation = _meta(owner).get("generation")
+    ready = get_condition(owner.get("status"), CONDITION_READY)
+    seen = (ready or {}).get("observedGeneration")
+    if ready is not None and (generation is None or seen is None or seen == generation):
+        return ""
+    last = seen if seen is not None else "never"
+    return (
+        f"kro has not reported on generation {generation} of this {what} yet "
+        f"(last reported: {last}); {hint}"
+    )
+
+
 def _status_cause(instance: Mapping[str, Any], nodes: Sequence[NodeReport]) -> str:
     status = instance.get("status") or {}
     resources = get_condition(status, CONDITION_RESOURCES_READY)
     message = str((resources or {}).get("message") or "")
     if message.startswith(PASS_FAILED_PREFIX):
         return f"kro's last reconcile failed: {message.removeprefix(PASS_FAILED_PREFIX)}"
-    generation = (instance.get("metadata") or {}).get("generation")
-    ready = get_condition(status, CONDITION_READY)
-    seen = (ready or {}).get("observedGeneration")
-    if ready is None or (generation is not None and seen is not None and seen != generation):
-        return (
-            f"kro has not reported on generation {generation} of this instance yet "
-            f"(last reported: {seen if seen is not None else 'never'}); is the kro controller "
-            "running?"
-        )
-    state = str(status.get("state") or "")
+    if late := unreported(instance, "instance", "is the kro controller running?"):
+        return late
+    ready = get_condition(status, CONDITION_READY) or {}
+    state = str(status.get("state") or "none")
+    reported = f"state {state}: {ready.get('message') or 'no message'}"
     unread = [n for n in nodes if n.status is NodeStatus.UNKNOWN]
-    if state == INSTANCE_STATE_ACTIVE and (ready or {}).get("status") == STATUS_TRUE:
-        unchecked = (
-            f" (not checked: {', '.join(n.id for n in unread)}, not readable with your permissions)"
-            if unread
-            else ""
-        )
+    if state == INSTANCE_STATE_ACTIVE and ready.get("status") == STATUS_TRUE:
+        unchecked = ", ".join(n.id for n in unread)
+        if unchecked:
+            unchecked = f" (not checked: {unchecked}, not readable with your permissions)"
         return f"no problem found: the instance is ACTIVE and every resource is ready{unchecked}"
     if unread:
-        return (
-            f"{describe_node(unread[0])}; kro reports state {state or 'none'}: "
-            f"{(ready or {}).get('message') or 'no message'}"
-        )
-    if nodes:
-        return (
-            f"every resource is ready, but kro reports state {state or 'none'}: "
-            f"{(ready or {}).get('message') or 'no message'}"
-        )
-    return f"state {state or 'none'}: {(ready or {}).get('message') or 'no message'}"
+        return f"{describe_node(unread[0])}; kro reports {reported}"
+    return f"every resource is ready, but kro reports {reported}" if nodes else reported
 
 
 def deletion_cause(deletion: DeletionReport) -> str:

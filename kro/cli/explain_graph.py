@@ -31,7 +31,13 @@ from kro.api.graph import (
 )
 from kro.api.names import STATUS_FALSE, STATUS_TRUE
 from kro.api.objects import metadata as _meta
-from kro.cli.explain_cause import condition_reports, describe_node, first_problem, one_line
+from kro.cli.explain_cause import (
+    condition_reports,
+    describe_node,
+    first_problem,
+    one_line,
+    unreported,
+)
 from kro.cli.explain_cluster import generation_of, read_owner, survey
 from kro.cli.explain_mask import SecretMask
 from kro.cli.explain_places import ClusterAccess
@@ -94,15 +100,10 @@ def _teardown_cause(graph_obj: Mapping[str, Any]) -> str:
 
 def _status_cause(graph_obj: Mapping[str, Any]) -> str:
     """Every node checks out: what kro itself last reported."""
+    hint = "is the kro controller running with the GraphKind feature gate?"
+    if late := unreported(graph_obj, "Graph", hint):
+        return late
     ready = get_condition(graph_obj.get("status"), CONDITION_READY) or {}
-    generation = _meta(graph_obj).get("generation")
-    seen = ready.get("observedGeneration")
-    if not ready or (generation is not None and seen is not None and seen != generation):
-        return (
-            f"kro has not reported on generation {generation} of this Graph yet (last reported: "
-            f"{seen if seen is not None else 'never'}); is the kro controller running with the "
-            "GraphKind feature gate?"
-        )
     if ready.get("status") == STATUS_TRUE:
         return "no problem found: the Graph is Ready and every node is applied and ready"
     reported = f"Ready={ready.get('status')} ({ready.get('reason')})"
