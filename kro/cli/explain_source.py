@@ -19,7 +19,7 @@ the instance's group and kind.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 from kro.api.conditions import get_condition
@@ -61,10 +61,7 @@ class LoadedGraph:
     source: GraphSource | None = None
     graph: Graph | None = None
     problem: str = ""
-    build: BuildFailure | None = None
-    rgd: Mapping[str, Any] | None = None
-    revisions: tuple[Mapping[str, Any], ...] = ()
-    notes: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...] = ()
 
 
 def forbidden_note(what: str, error: KubeError) -> str:
@@ -175,10 +172,10 @@ async def load_graph(client: Client, rgd_name: str) -> LoadedGraph:
         source = GraphSource(rgd_name, state)
     verified = latest is not None and not revision_problem(latest)
     built = await compile_graph(client, rgd_name, spec, accepted=verified)
+    problem = revision_problem(latest) if latest is not None else ""
     if isinstance(built, BuildFailure):
-        problem = (latest is not None and revision_problem(latest)) or (
+        problem = problem or (
             f"the graph does not compile: {built.message} (see `kro explain rgd {rgd_name}`)"
         )
-        return LoadedGraph(source, None, problem, built, rgd, revisions, tuple(notes))
-    problem = revision_problem(latest) if latest is not None else ""
-    return LoadedGraph(source, built, problem, None, rgd, revisions, tuple(notes))
+        return LoadedGraph(source, None, problem, tuple(notes))
+    return LoadedGraph(source, built, problem, tuple(notes))
