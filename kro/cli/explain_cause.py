@@ -1,20 +1,12 @@
 """kro.cli.explain_cause: read what kro recorded on an instance and pick the first root cause.
 
-kro writes its verdict into the instance's status (reference §1.J): `ResourcesReady` carries
-per-node reasons, `GraphResolved` and `InstanceManaged` say when the instance is not reconciled
-at all. The nodes' states come from the engine's dry run (`explain_dryrun`); this module picks
-the one line a user reads first.
-
-The root cause is one line: the first thing, in the order a user would fix them, that keeps
-the instance from being ACTIVE. An instance-wide problem (no graph, not managed, suspended,
-deleting) comes before node problems; among nodes, an error comes before anything else, then
-the first node in topological order that has a problem of its own (a node waiting on another
-node only echoes it).
+kro writes its verdict into the instance's status (reference §1.J); the nodes' states come from
+the engine's dry run (`explain_dryrun`). The root cause is the one line a user reads first: the
+first thing, in the order a user would fix them (docs/explain.md lists it), that keeps the
+instance from being ACTIVE. A node waiting on another node only echoes it, so is never one.
 
 A deleting instance is summarised from the teardown's own plan (`explain_dryrun.
-planned_deletion`): the wave in progress, and what holds it up (a member terminating but held
-by someone else's finalizer, a delete kro recorded as failed, an inventory kro will not trust,
-others' finalizers on the instance once kro's own is gone). Members whose object says
+planned_deletion`): the wave in progress and what holds it up. Members whose object says
 `deletionPolicy: Orphaned` are released, never deleted, so they hold nothing up.
 """
 

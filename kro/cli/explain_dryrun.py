@@ -1,23 +1,15 @@
 """kro.cli.explain_dryrun: every node of an instance as kro's engine sees it, without a write.
 
-Explain runs the controller's own pass (kro.engine.graph_pass) with the caller's credentials,
-over the controller's own ownership for that owner wrapped in the recording one
-(kro.engine.recording): in topological order, per node, includeWhen → render → read the live
-objects → readiness, exactly as the controller does, and nothing is written (the recording
-ownership notes what would be, judged by the wrapped ownership's own proof). The pass is
-asked to diagnose, so a waiting node says on what it waits (a node, or which expression reads
-which missing field of which object) and a node that is not ready names the readyWhen that does
-not hold. This module only words the engine's results for a user (`NodeReport`); it decides
-nothing itself, so explain and the controller cannot drift apart.
+Explain runs the controller's own pass (kro.engine.graph_pass) as the caller, asked to
+diagnose, over the controller's own ownership wrapped in the recording one (kro.engine.
+recording, which notes what would be written): docs/architecture.md describes the run. This
+module only words the engine's results for a user (`NodeReport`); it decides nothing itself,
+so explain and the controller cannot drift apart.
 
 What only the controller saw, the API server's refusal of an apply, comes from the instance's
-`ResourcesReady` condition (kro.controllers.instance.status.recorded_apply_errors, which reads
-the message the same module writes): a dry run cannot send the apply to find out.
-
-A node whose target names a member cluster (MultiCluster, M-11) is read in that member, reached
-as the caller could through the member's registry Secret (`explain_places`); each node's report
-names the cluster its objects live in (M-07), the hub under its local name. A graph without
-any target names no cluster, so its explanation reads as it always did.
+`ResourcesReady` condition (kro.controllers.instance.status.recorded_apply_errors): a dry run
+cannot send the apply to find out. A node whose target names a member cluster (M-11) is read
+there as the caller could (`explain_places`) and names its cluster (M-07).
 """
 
 from __future__ import annotations
