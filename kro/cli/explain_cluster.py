@@ -34,9 +34,9 @@ from kro.graph.model import Graph
 from kro.runtime.client import Client
 from kro.runtime.discovery import ResourceInfo
 from kro.runtime.errors import Forbidden, KubeError, NotFound
+from kro.runtime.events import CORE_EVENTS
 from kro.runtime.gvk import GVR
 
-EVENTS: Final = GVR("", "v1", "events")
 MAX_EVENTS: Final = 10
 PREFERRED_GROUP: Final = "kro.run"
 KRO_REPORTER_PREFIX: Final = "kro/"
@@ -60,16 +60,11 @@ async def resolve_kind(client: Client, text: str) -> ResourceInfo:
     """The served resource for a kind, plural, singular or short name, optionally `.group`."""
     wanted, _, group = text.partition(".")
     wanted = wanted.lower()
+    served = await client.mapper.resources()
     matches = [
         info
-        for info in await client.mapper.resources()
-        if wanted
-        in {
-            info.gvk.kind.lower(),
-            info.gvr.resource,
-            info.singular,
-            *info.short_names,
-        }
+        for info in served
+        if wanted in {info.gvk.kind.lower(), info.gvr.resource, info.singular, *info.short_names}
         and (not group or info.gvk.group == group)
         and "/" not in info.gvr.resource
     ]
@@ -117,7 +112,7 @@ async def read_events(
 ) -> tuple[tuple[EventReport, ...], str]:
     """Warning Events about the given objects (newest first), or a note why there are none."""
     try:
-        items, _ = await client.list_all(EVENTS, namespace=namespace or "default")
+        items, _ = await client.list_all(CORE_EVENTS, namespace=namespace or "default")
     except KubeError as error:
         return (), forbidden_note("Events", error)
     warnings = [

@@ -1,15 +1,11 @@
 """kro.cli.explain_source: find an instance's RGD and compile the graph kro runs for it.
 
-kro runs an instance with the latest GraphRevision of its RGD (an immutable snapshot of the
-RGD's spec, reference §1.N), not with the RGD's current spec: an invalid RGD update never
-issues a revision, so the previous graph keeps serving. Explain therefore prefers the latest
-GraphRevision's snapshot, and falls back to the RGD's spec when it cannot read revisions —
-which is the case with the chart's `view` role, whose rules cover the `kro.run` group but not
-`internal.kro.run` — and says so.
-
-The graph is compiled with `kro.graph.builder`, with kinds resolved from the cluster's OpenAPI
-(`kro.controllers.schemas.LiveSchemaResolver`: `/openapi/v3` is readable by every
-authenticated user), exactly as the controller compiles it.
+kro runs an instance with the latest GraphRevision of its RGD (reference §1.N), not with the
+RGD's current spec: an invalid RGD update never issues a revision, so the previous graph keeps
+serving. Explain therefore prefers the latest GraphRevision's snapshot, and falls back to the
+RGD's spec, saying so, when it cannot read revisions (the `view` role cannot). The graph is
+compiled as the controller compiles it, with kinds from the cluster's OpenAPI (readable by
+every authenticated user).
 
 Which RGD: the instance's `kro.run/resource-graph-definition-name` label (kro's labeller puts it
 there), else the generated CRD's label of the same name, else the RGD whose schema declares
@@ -120,13 +116,10 @@ async def compile_graph(
     """Build like the controller does; a build error comes back with its location fields.
 
     accepted: the controller compiled this spec (a verified revision, an accepted RGD), so a
-    kind not served yet may be deferred as it deferred it (DeferredSchemaResolution: a graph
-    that needs no deferral compiles the same either way, and one the controller refused is
-    built without, to show the error it gave).
-
-    Targets are compiled as with the MultiCluster gate on: a graph without one compiles the
-    same, and one with targets is explained where its nodes live; whether the controller's
-    gate is on is the RGD's own condition to say."""
+    kind not served yet may be deferred as it was (DeferredSchemaResolution); one the
+    controller refused is built without, to show the error it gave. Targets compile as with the
+    MultiCluster gate on, so they are explained where their nodes live; whether the
+    controller's gate is on is the RGD's own condition to say."""
     resolver = LiveSchemaResolver(client)
     options = BuildOptions(deferred_schema_resolution=accepted, multi_cluster=True)
     try:
