@@ -238,9 +238,7 @@ def _worded(  # noqa: C901, PLR0911 - one case per NodeReason
             return NodeStatus.ERROR, "its target cluster does not answer", found.message
         case NodeReason.CLUSTER_NOT_FOUND | NodeReason.CLUSTER_FORBIDDEN:
             return NodeStatus.ERROR, "its target cluster cannot be used", found.message
-        case NodeReason.READ_FAILED:
-            return NodeStatus.UNKNOWN, found.message, ""
-    return NodeStatus.UNKNOWN, found.message, ""
+    return NodeStatus.UNKNOWN, found.message, ""  # READ_FAILED: the caller could not read it
 
 
 def _applyset(client: Client, gvr: GVR, places: Places | None = None) -> ApplySetOwnership:
