@@ -69,22 +69,13 @@ def describe_node(node: NodeReport) -> str:
     if len(node.objects) > 1:
         where = f" ({len(node.objects)} {node.kind} objects)"
     text = f'node "{node.id}"{where} {_PHRASES.get(node.status, str(node.status))}'
-    if node.reason:
-        text += f": {node.reason}"
-    if node.message:
-        text += f": {node.message}"
-    return text
+    return ": ".join([text, *(part for part in (node.reason, node.message) if part)])
 
 
 def first_problem(nodes: Sequence[NodeReport]) -> NodeReport | None:
     """An error first, else the first node (topological order) with a problem of its own."""
-    for node in nodes:
-        if node.status is NodeStatus.ERROR:
-            return node
-    for node in nodes:
-        if node.is_root_cause:
-            return node
-    return None
+    error = next((node for node in nodes if node.status is NodeStatus.ERROR), None)
+    return error or next((node for node in nodes if node.is_root_cause), None)
 
 
 def instance_problem(instance: Mapping[str, Any]) -> str:
@@ -121,13 +112,9 @@ def root_cause(
     """The one line printed first; see the module docstring for the order."""
     if deletion is not None:
         return one_line(deletion_cause(deletion))
-    problem = instance_problem(instance) or source_problem
-    if problem:
-        return one_line(problem)
     node = first_problem(nodes)
-    if node is not None:
-        return one_line(describe_node(node))
-    return one_line(_status_cause(instance, nodes))
+    problem = instance_problem(instance) or source_problem or (describe_node(node) if node else "")
+    return one_line(problem or _status_cause(instance, nodes))
 
 
 def unreported(owner: Mapping[str, Any], what: str, hint: str) -> str:

@@ -5,13 +5,8 @@ the Warning Events about the owner and what the pass read. What differs between 
 instance (here) and a Graph (`explain_graph`) is data handed to it: how the object is found,
 its graph, the refusals its controller recorded, and the report the findings fill in.
 
-Reads, in order: discovery (the kind given on the command line), the instance, its RGD and the
-graph kro runs (`explain_source`), then the engine's pass over the instance in dry-run
-mode (`explain_dryrun`: the controller's own reads, GET per object and a LIST by kro's labels
-per collection, and no write), and last the Warning Events about the instance and its
-children. A deleting instance is explained from its teardown's own plan (`explain_dryrun`)
-instead, as kro deletes without the graph. With sharded replicas, the member Leases say which
-replica owns the instance (`explain_shard`).
+An instance's graph is the one kro runs (`explain_source`). A deleting instance is explained
+from its teardown's own plan (`explain_dryrun`) instead, as kro deletes without the graph.
 """
 
 from __future__ import annotations

@@ -1,13 +1,11 @@
 """kro.cli.explain_graph: `kro explain graph NAME` — why is this Graph not Ready, in one command.
 
-A Graph (kro.run/v1alpha1, alpha) is its own program: explain reads it, compiles its nodes with
-the cluster's schemas exactly as the Graph controller does (kro.graph.graph_kind), and runs the
-engine's pass over it in dry-run mode with the caller's credentials (`explain_dryrun`): per node
-applied / ready / waiting (on what) / excluded / not ready (which readyWhen) / error, and what
-the next pass would write, judged against the Graph's own field manager. What only the
-controller saw, the API server's refusal of an apply, comes from the Graph's
-`ResourcesConverged` condition (`node "x": <message>`). The Graph's conditions and its
-`status.managedResources` (the record teardown works from) are printed as recorded.
+A Graph (kro.run/v1alpha1, alpha) is its own program: explain compiles its nodes with the
+cluster's schemas as the Graph controller does (kro.graph.graph_kind) and runs the engine's
+pass over it, dry, as the caller (`explain_dryrun`), judged against the Graph's own field
+manager. What only the controller saw, the API server's refusal of an apply, comes from the
+Graph's `ResourcesConverged` condition. Its conditions and `status.managedResources` (the
+record teardown works from) are printed as recorded.
 
 The controller applies as the Graph's ServiceAccount; explain reads as the caller, so a node
 the caller may not read shows `unknown` rather than what the ServiceAccount would see.
@@ -82,9 +80,7 @@ def graph_root_cause(
     if compile_error:
         return f"the Graph does not compile: {compile_error}"
     node = first_problem(nodes)
-    if node is not None:
-        return describe_node(node)
-    return _status_cause(graph_obj)
+    return describe_node(node) if node is not None else _status_cause(graph_obj)
 
 
 def _teardown_cause(graph_obj: Mapping[str, Any]) -> str:
