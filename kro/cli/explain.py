@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import yaml
 
+from kro.cli.clusters import quiet_logs
 from kro.cli.explain_format import OUTPUT_FORMATS, render
 from kro.cli.explain_mask import SecretMask
 from kro.cli.explain_report import GraphReport, InstanceReport, RGDReport
@@ -178,16 +179,6 @@ async def explain(
         return await explain_instance(client, target, mask, access)
 
 
-def _quiet_logs() -> None:
-    """Only library errors are logged, to stderr: stdout is the explanation, and what a
-    library would warn about (a kubeconfig it cannot read, say) ends in an error message of its
-    own anyway."""
-    from kro.runtime import logging as kro_logging
-
-    if not kro_logging.is_configured():
-        kro_logging.configure("console", "error")
-
-
 def _handler(args: argparse.Namespace) -> int:
     from kro.cli.explain_cluster import ExplainError
     from kro.runtime.errors import KubeError
@@ -202,7 +193,7 @@ def _handler(args: argparse.Namespace) -> int:
         message = f"error: --cluster-secrets-label must be one key=value, got {label!r}"
         print(message, file=sys.stderr)
         return EXIT_USAGE
-    _quiet_logs()
+    quiet_logs()
     mask = SecretMask()
     try:
         report = asyncio.run(explain(request, args, mask))
