@@ -259,9 +259,7 @@ def render_table(rows: Sequence[ClusterRow], *, wide: bool = False) -> str:
 
 
 def quiet_logs() -> None:
-    """Errors only, to stderr: stdout is the command's result (`kro clusters`, `kro explain`),
-    and what a library would warn about (a kubeconfig it cannot read, say) ends in an error
-    message of its own anyway."""
+    """Errors only, to stderr: stdout is the result; a library's warning ends in an error anyway."""
     from kro.runtime import logging as kro_logging
 
     if not kro_logging.is_configured():
