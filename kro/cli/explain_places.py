@@ -91,9 +91,7 @@ class CallerClusters:
     def hub(self) -> str:
         return self.access.local_name
 
-    @property
-    def own(self) -> str:
-        return self.access.local_name  # explain runs against the hub's owners
+    own = hub  # explain runs against the hub's owners
 
     def _is_hub(self, cluster: str) -> bool:
         return not cluster or cluster == self.access.local_name

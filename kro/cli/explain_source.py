@@ -153,7 +153,7 @@ async def load_graph(client: Client, rgd_name: str) -> LoadedGraph:
     except KubeError as error:
         return LoadedGraph(notes=(forbidden_note(f"ResourceGraphDefinition {rgd_name}", error),))
     revisions, note = await read_revisions(client, rgd_name)
-    notes = [f"{note}; {FROM_SPEC}"] if note else []
+    notes = (f"{note}; {FROM_SPEC}",) if note else ()
     state = str((rgd.get("status") or {}).get("state") or "")
     latest = revisions[0] if revisions else None
     if latest is not None:
@@ -163,12 +163,11 @@ async def load_graph(client: Client, rgd_name: str) -> LoadedGraph:
     else:
         spec = rgd.get("spec") or {}
         source = GraphSource(rgd_name, state)
-    verified = latest is not None and not revision_problem(latest)
-    built = await compile_graph(client, rgd_name, spec, accepted=verified)
     problem = revision_problem(latest) if latest is not None else ""
+    built = await compile_graph(client, rgd_name, spec, accepted=latest is not None and not problem)
     if isinstance(built, BuildFailure):
         problem = problem or (
             f"the graph does not compile: {built.message} (see `kro explain rgd {rgd_name}`)"
         )
-        return LoadedGraph(source, None, problem, tuple(notes))
-    return LoadedGraph(source, built, problem, tuple(notes))
+        return LoadedGraph(source, None, problem, notes)
+    return LoadedGraph(source, built, problem, notes)
