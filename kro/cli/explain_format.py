@@ -15,6 +15,7 @@ from kro.cli.explain_mask import SecretMask
 from kro.cli.explain_report import (
     ConditionReport,
     DeletionReport,
+    EventReport,
     GraphReport,
     GraphSource,
     InstanceReport,
@@ -60,8 +61,14 @@ def _page(report: InstanceReport | RGDReport | GraphReport, body: list[str]) -> 
     """The root cause first, the report's own sections, then what every report ends with."""
     lines = [f"Root cause: {report.root_cause}", "", *body, *_conditions(report.conditions)]
     if not isinstance(report, RGDReport):
-        lines += _events(report)
-    return "\n".join([*lines, *_notes(report.notes)]) + "\n"
+        lines += _section("Warning events", [_event(e) for e in report.events])
+    notes = [f"- {_hang(n, _INDENT * 2)}" for n in report.notes]
+    return "\n".join([*lines, *_section("Notes", notes)]) + "\n"
+
+
+def _section(title: str, items: Sequence[str]) -> list[str]:
+    """A titled block, one indented line per item; nothing without items."""
+    return ["", f"{title}:", *[f"{_INDENT}{item}" for item in items]] if items else []
 
 
 def _generation(generation: int | None) -> str:
@@ -71,10 +78,7 @@ def _generation(generation: int | None) -> str:
 def _dry_pass(report: InstanceReport | GraphReport, title: str = "") -> list[str]:
     """The node table, then what kro's next pass would write."""
     lines = ["", *_nodes(report.nodes, title)] if report.nodes else []
-    if report.would_write:
-        lines += ["", "kro's next pass would write:"]
-        lines += [f"{_INDENT}{w}" for w in report.would_write]
-    return lines
+    return lines + _section("kro's next pass would write", report.would_write)
 
 
 # --- instances -----------------------------------------------------------------------------
@@ -198,29 +202,17 @@ def _deletion(deletion: DeletionReport) -> list[str]:
 
 
 def _conditions(conditions: Sequence[ConditionReport]) -> list[str]:
-    if not conditions:
-        return []
-    width = max(len(c.type) for c in conditions)
-    lines = ["", "Conditions:"]
+    width = max((len(c.type) for c in conditions), default=0)
+    rows = []
     for c in conditions:
-        text = f"{_INDENT}{c.type.ljust(width)}  {c.status.ljust(7)} {c.reason}"
-        if c.message:
-            text += f": {_hang(c.message, _INDENT * 2)}"
-        lines.append(text.rstrip())
-    return lines
+        text = f"{c.type.ljust(width)}  {c.status.ljust(7)} {c.reason}"
+        rows.append((f"{text}: {_hang(c.message, _INDENT * 2)}" if c.message else text).rstrip())
+    return _section("Conditions", rows)
 
 
-def _notes(notes: Sequence[str]) -> list[str]:
-    return ["", "Notes:", *[f"{_INDENT}- {_hang(n, _INDENT * 2)}" for n in notes]] if notes else []
-
-
-def _events(report: InstanceReport | GraphReport) -> list[str]:
-    if not report.events:
-        return []
-    return ["", "Warning events:"] + [
-        f"{_INDENT}{e.object}: {e.reason}: {e.message}" + (f" (x{e.count})" if e.count > 1 else "")
-        for e in report.events
-    ]
+def _event(event: EventReport) -> str:
+    repeated = f" (x{event.count})" if event.count > 1 else ""
+    return f"{event.object}: {event.reason}: {event.message}{repeated}"
 
 
 # --- Graphs --------------------------------------------------------------------------------
@@ -246,7 +238,7 @@ def render_graph(report: GraphReport) -> str:
     if report.deleting:
         lines.append("Deleting: teardown works from status.managedResources, not the spec")
     if report.compile_error:
-        lines += ["", "Compile error:", f"{_INDENT}{_hang(report.compile_error, _INDENT * 2)}"]
+        lines += _section("Compile error", [_hang(report.compile_error, _INDENT * 2)])
     lines += [
         *_dry_pass(report, GRAPH_NODES_TITLE),
         "",
@@ -276,22 +268,18 @@ def render_rgd(report: RGDReport) -> str:
         lines.append(f"Deleting; finalizers: {', '.join(report.finalizers) or 'none'}")
     if report.build is not None:
         build = report.build
-        lines += ["", "Build error:", f"{_INDENT}{_hang(build.message, _INDENT * 2)}"]
-        for label, value in (
+        where = (
             ("resource", build.resource_id),
             ("field", build.field_path),
             ("expression", build.expression),
             ("rule", build.rule),
-        ):
-            if value:
-                lines.append(f"{_INDENT}{label}: {_hang(value, _INDENT * 2)}")
+        )
+        details = [build.message, *(f"{label}: {value}" for label, value in where if value)]
+        lines += _section("Build error", [_hang(d, _INDENT * 2) for d in details])
     if report.graph:
         lines += ["", "Graph (topological order):"]
         for node in report.graph:
             needs = f" <- {', '.join(node.dependencies)}" if node.dependencies else ""
             conditional = " (includeWhen)" if node.conditional else ""
             lines.append(f"{_INDENT}{node.id}: {node.kind}, wave {node.wave}{conditional}{needs}")
-    if report.revisions:
-        lines += ["", "GraphRevisions (newest first):"]
-        lines += [f"{_INDENT}{r}" for r in report.revisions]
-    return _page(report, lines)
+    return _page(report, lines + _section("GraphRevisions (newest first)", report.revisions))
