@@ -134,10 +134,9 @@ def unreported(owner: Mapping[str, Any], what: str, hint: str) -> str:
 
 def _status_cause(instance: Mapping[str, Any], nodes: Sequence[NodeReport]) -> str:
     status = instance.get("status") or {}
-    resources = get_condition(status, CONDITION_RESOURCES_READY)
-    message = str((resources or {}).get("message") or "")
-    if message.startswith(PASS_FAILED_PREFIX):
-        return f"kro's last reconcile failed: {message.removeprefix(PASS_FAILED_PREFIX)}"
+    failed = _recorded(instance, PASS_FAILED_PREFIX)
+    if failed is not None:
+        return f"kro's last reconcile failed: {failed}"
     if late := unreported(instance, "instance", "is the kro controller running?"):
         return late
     ready = get_condition(status, CONDITION_READY) or {}
@@ -175,17 +174,18 @@ class LiveMembers:
     inventory_error: str = ""
 
 
-def recorded_blocker(instance: Mapping[str, Any]) -> str:
-    """What kro wrote when a delete failed (`deletion blocked: <error>`), or ""."""
-    condition = get_condition(instance.get("status"), CONDITION_RESOURCES_READY)
-    message = str((condition or {}).get("message") or "")
-    return message.removeprefix(BLOCKED_PREFIX) if message.startswith(BLOCKED_PREFIX) else ""
+def _recorded(instance: Mapping[str, Any], prefix: str) -> str | None:
+    """What kro wrote into `ResourcesReady` after `prefix` (a failed pass, a delete that
+    failed: `deletion blocked: <error>`), or None."""
+    condition = get_condition(instance.get("status"), CONDITION_RESOURCES_READY) or {}
+    message = str(condition.get("message") or "")
+    return message.removeprefix(prefix) if message.startswith(prefix) else None
 
 
 def summarize_deletion(instance: Mapping[str, Any], live: LiveMembers) -> DeletionReport:
     """The wave in progress and its blockers, from the listed members (pure)."""
     finalizers = tuple(str(f) for f in (instance.get("metadata") or {}).get("finalizers") or ())
-    recorded = recorded_blocker(instance)
+    recorded = _recorded(instance, BLOCKED_PREFIX) or ""
     blockers: list[str] = []
     if live.inventory_error:
         blockers.append(
