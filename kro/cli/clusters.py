@@ -131,7 +131,7 @@ def _handler(args: argparse.Namespace) -> int:
     if "=" not in args.label or args.label.startswith("="):
         print(f"error: --label must be one key=value, got {args.label!r}", file=sys.stderr)
         return EXIT_USAGE
-    _quiet_logs()
+    quiet_logs()
     try:
         rows = asyncio.run(list_clusters(args))
     except CannotList as error:
@@ -258,8 +258,8 @@ def render_table(rows: Sequence[ClusterRow], *, wide: bool = False) -> str:
     )
 
 
-def _quiet_logs() -> None:
-    """Errors only, to stderr: stdout is the listing."""
+def quiet_logs() -> None:
+    """Errors only, to stderr: stdout is the result; a library's warning ends in an error anyway."""
     from kro.runtime import logging as kro_logging
 
     if not kro_logging.is_configured():

@@ -19,12 +19,6 @@ never by failing the command. Secret data is never printed (`explain_mask`).
 
 Exit codes: 0 explained (whatever the state), 1 cannot explain (unknown kind, not found, not
 readable, cluster unreachable), 2 usage errors.
-
-Modules: `explain_cluster` (reads an instance; the one path for every owner kind),
-`explain_graph` (a Graph's differences), `explain_rgd` (reads an RGD), `explain_source`
-(the graph kro runs), `explain_dryrun` (per-node state: the engine's pass, dry; and the
-teardown's plan of a deleting instance), `explain_cause` (root cause), `explain_format`
-(printing), `explain_mask` (Secrets).
 """
 
 from __future__ import annotations
@@ -39,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import yaml
 
+from kro.cli.clusters import quiet_logs
 from kro.cli.explain_format import OUTPUT_FORMATS, render
 from kro.cli.explain_mask import SecretMask
 from kro.cli.explain_report import GraphReport, InstanceReport, RGDReport
@@ -51,6 +46,13 @@ EXIT_CANNOT_EXPLAIN: Final = 1
 EXIT_USAGE: Final = 2
 RGD_WORDS: Final = frozenset({"rgd", "rgds", "resourcegraphdefinition", "resourcegraphdefinitions"})
 DEFAULT_NAMESPACE: Final = "default"
+_CLUSTER_FLAGS: Final = (  # flag, ClusterAccess field, metavar, help
+    ("--cluster-secrets-namespace", "namespace", "NS", "namespace of the member clusters' Secrets"),
+    ("--cluster-secrets-label", "label", "KEY=VALUE", "label of a member cluster's Secret"),
+    ("--cluster-secrets-key", "key", "KEY", "Secret data key holding the kubeconfig"),
+    ("--local-cluster-name", "local_name", "NAME", "the hub's own name as a target"),
+    ("--cluster-timeout", "timeout_s", "SECONDS", "how long a member cluster may take to answer"),
+)
 
 
 class UsageError(ValueError):
@@ -100,44 +102,20 @@ def add_explain_command(commands: argparse._SubParsersAction[Any]) -> None:
 def _add_cluster_flags(parser: argparse.ArgumentParser) -> None:
     """Where member clusters are registered, as the controller's flags of the same names say
     (and `kro clusters` reads): explain reaches a targeted node's cluster through its Secret."""
-    from kro.api.names import (
-        CLUSTER_SECRETS_KEY_DEFAULT,
-        CLUSTER_SECRETS_LABEL_DEFAULT,
-        LOCAL_CLUSTER_NAME_DEFAULT,
-    )
-    from kro.cli.explain_places import DEFAULT_SECRETS_NAMESPACE, DEFAULT_TIMEOUT_S
+    from kro.cli.explain_places import ClusterAccess
 
-    parser.add_argument(
-        "--cluster-secrets-namespace",
-        default=DEFAULT_SECRETS_NAMESPACE,
-        metavar="NS",
-        help=f"namespace of the member clusters' Secrets (default: {DEFAULT_SECRETS_NAMESPACE})",
-    )
-    parser.add_argument(
-        "--cluster-secrets-label",
-        default=CLUSTER_SECRETS_LABEL_DEFAULT,
-        metavar="KEY=VALUE",
-        help=f"label of a member cluster's Secret (default: {CLUSTER_SECRETS_LABEL_DEFAULT})",
-    )
-    parser.add_argument(
-        "--cluster-secrets-key",
-        default=CLUSTER_SECRETS_KEY_DEFAULT,
-        metavar="KEY",
-        help=f"Secret data key holding the kubeconfig (default: {CLUSTER_SECRETS_KEY_DEFAULT})",
-    )
-    parser.add_argument(
-        "--local-cluster-name",
-        default=LOCAL_CLUSTER_NAME_DEFAULT,
-        metavar="NAME",
-        help=f"the hub's own name as a target (default: {LOCAL_CLUSTER_NAME_DEFAULT})",
-    )
-    parser.add_argument(
-        "--cluster-timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT_S,
-        metavar="SECONDS",
-        help=f"how long a member cluster may take to answer (default: {DEFAULT_TIMEOUT_S:g})",
-    )
+    defaults = ClusterAccess()
+    for flag, field, metavar, what in _CLUSTER_FLAGS:
+        default = getattr(defaults, field)
+        shown = f"{default:g}" if isinstance(default, float) else default
+        parser.add_argument(
+            flag,
+            dest=f"cluster_{field}",
+            type=type(default),
+            default=default,
+            metavar=metavar,
+            help=f"{what} (default: {shown})",
+        )
 
 
 def cluster_access(args: argparse.Namespace) -> ClusterAccess:
@@ -145,11 +123,7 @@ def cluster_access(args: argparse.Namespace) -> ClusterAccess:
     from kro.cli.explain_places import ClusterAccess
 
     return ClusterAccess(
-        namespace=args.cluster_secrets_namespace,
-        label=args.cluster_secrets_label,
-        key=args.cluster_secrets_key,
-        local_name=args.local_cluster_name,
-        timeout_s=args.cluster_timeout,
+        **{field: getattr(args, f"cluster_{field}") for _, field, *_ in _CLUSTER_FLAGS}
     )
 
 
@@ -205,16 +179,6 @@ async def explain(
         return await explain_instance(client, target, mask, access)
 
 
-def _quiet_logs() -> None:
-    """Only library errors are logged, to stderr: stdout is the explanation, and what a
-    library would warn about (a kubeconfig it cannot read, say) ends in an error message of its
-    own anyway."""
-    from kro.runtime import logging as kro_logging
-
-    if not kro_logging.is_configured():
-        kro_logging.configure("console", "error")
-
-
 def _handler(args: argparse.Namespace) -> int:
     from kro.cli.explain_cluster import ExplainError
     from kro.runtime.errors import KubeError
@@ -224,12 +188,12 @@ def _handler(args: argparse.Namespace) -> int:
     except UsageError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
-    label = args.cluster_secrets_label
+    label = args.cluster_label
     if "=" not in label or label.startswith("="):
         message = f"error: --cluster-secrets-label must be one key=value, got {label!r}"
         print(message, file=sys.stderr)
         return EXIT_USAGE
-    _quiet_logs()
+    quiet_logs()
     mask = SecretMask()
     try:
         report = asyncio.run(explain(request, args, mask))

@@ -1,20 +1,12 @@
 """kro.cli.explain_cause: read what kro recorded on an instance and pick the first root cause.
 
-kro writes its verdict into the instance's status (reference §1.J): `ResourcesReady` carries
-per-node reasons, `GraphResolved` and `InstanceManaged` say when the instance is not reconciled
-at all. The nodes' states come from the engine's dry run (`explain_dryrun`); this module picks
-the one line a user reads first.
-
-The root cause is one line: the first thing, in the order a user would fix them, that keeps
-the instance from being ACTIVE. An instance-wide problem (no graph, not managed, suspended,
-deleting) comes before node problems; among nodes, an error comes before anything else, then
-the first node in topological order that has a problem of its own (a node waiting on another
-node only echoes it).
+kro writes its verdict into the instance's status (reference §1.J); the nodes' states come from
+the engine's dry run (`explain_dryrun`). The root cause is the one line a user reads first: the
+first thing, in the order a user would fix them (docs/explain.md lists it), that keeps the
+instance from being ACTIVE. A node waiting on another node only echoes it, so is never one.
 
 A deleting instance is summarised from the teardown's own plan (`explain_dryrun.
-planned_deletion`): the wave in progress, and what holds it up (a member terminating but held
-by someone else's finalizer, a delete kro recorded as failed, an inventory kro will not trust,
-others' finalizers on the instance once kro's own is gone). Members whose object says
+planned_deletion`): the wave in progress and what holds it up. Members whose object says
 `deletionPolicy: Orphaned` are released, never deleted, so they hold nothing up.
 """
 
@@ -36,6 +28,7 @@ from kro.api.names import (
     STATUS_FALSE,
     STATUS_TRUE,
 )
+from kro.api.objects import metadata as _meta
 from kro.cli.explain_report import (
     ConditionReport,
     DeletionReport,
@@ -76,22 +69,13 @@ def describe_node(node: NodeReport) -> str:
     if len(node.objects) > 1:
         where = f" ({len(node.objects)} {node.kind} objects)"
     text = f'node "{node.id}"{where} {_PHRASES.get(node.status, str(node.status))}'
-    if node.reason:
-        text += f": {node.reason}"
-    if node.message:
-        text += f": {node.message}"
-    return text
+    return ": ".join([text, *(part for part in (node.reason, node.message) if part)])
 
 
 def first_problem(nodes: Sequence[NodeReport]) -> NodeReport | None:
     """An error first, else the first node (topological order) with a problem of its own."""
-    for node in nodes:
-        if node.status is NodeStatus.ERROR:
-            return node
-    for node in nodes:
-        if node.is_root_cause:
-            return node
-    return None
+    error = next((node for node in nodes if node.status is NodeStatus.ERROR), None)
+    return error or next((node for node in nodes if node.is_root_cause), None)
 
 
 def instance_problem(instance: Mapping[str, Any]) -> str:
@@ -128,50 +112,45 @@ def root_cause(
     """The one line printed first; see the module docstring for the order."""
     if deletion is not None:
         return one_line(deletion_cause(deletion))
-    problem = instance_problem(instance) or source_problem
-    if problem:
-        return one_line(problem)
     node = first_problem(nodes)
-    if node is not None:
-        return one_line(describe_node(node))
-    return one_line(_status_cause(instance, nodes))
+    problem = instance_problem(instance) or source_problem or (describe_node(node) if node else "")
+    return one_line(problem or _status_cause(instance, nodes))
+
+
+def unreported(owner: Mapping[str, Any], what: str, hint: str) -> str:
+    """kro has not reported on the owner's generation yet (no Ready condition, or one of an
+    older generation), or ""."""
+    generation = _meta(owner).get("generation")
+    ready = get_condition(owner.get("status"), CONDITION_READY)
+    seen = (ready or {}).get("observedGeneration")
+    if ready is not None and (generation is None or seen is None or seen == generation):
+        return ""
+    last = seen if seen is not None else "never"
+    return (
+        f"kro has not reported on generation {generation} of this {what} yet "
+        f"(last reported: {last}); {hint}"
+    )
 
 
 def _status_cause(instance: Mapping[str, Any], nodes: Sequence[NodeReport]) -> str:
     status = instance.get("status") or {}
-    resources = get_condition(status, CONDITION_RESOURCES_READY)
-    message = str((resources or {}).get("message") or "")
-    if message.startswith(PASS_FAILED_PREFIX):
-        return f"kro's last reconcile failed: {message.removeprefix(PASS_FAILED_PREFIX)}"
-    generation = (instance.get("metadata") or {}).get("generation")
-    ready = get_condition(status, CONDITION_READY)
-    seen = (ready or {}).get("observedGeneration")
-    if ready is None or (generation is not None and seen is not None and seen != generation):
-        return (
-            f"kro has not reported on generation {generation} of this instance yet "
-            f"(last reported: {seen if seen is not None else 'never'}); is the kro controller "
-            "running?"
-        )
-    state = str(status.get("state") or "")
+    failed = _recorded(instance, PASS_FAILED_PREFIX)
+    if failed is not None:
+        return f"kro's last reconcile failed: {failed}"
+    if late := unreported(instance, "instance", "is the kro controller running?"):
+        return late
+    ready = get_condition(status, CONDITION_READY) or {}
+    state = str(status.get("state") or "none")
+    reported = f"state {state}: {ready.get('message') or 'no message'}"
     unread = [n for n in nodes if n.status is NodeStatus.UNKNOWN]
-    if state == INSTANCE_STATE_ACTIVE and (ready or {}).get("status") == STATUS_TRUE:
-        unchecked = (
-            f" (not checked: {', '.join(n.id for n in unread)}, not readable with your permissions)"
-            if unread
-            else ""
-        )
+    if state == INSTANCE_STATE_ACTIVE and ready.get("status") == STATUS_TRUE:
+        unchecked = ", ".join(n.id for n in unread)
+        if unchecked:
+            unchecked = f" (not checked: {unchecked}, not readable with your permissions)"
         return f"no problem found: the instance is ACTIVE and every resource is ready{unchecked}"
     if unread:
-        return (
-            f"{describe_node(unread[0])}; kro reports state {state or 'none'}: "
-            f"{(ready or {}).get('message') or 'no message'}"
-        )
-    if nodes:
-        return (
-            f"every resource is ready, but kro reports state {state or 'none'}: "
-            f"{(ready or {}).get('message') or 'no message'}"
-        )
-    return f"state {state or 'none'}: {(ready or {}).get('message') or 'no message'}"
+        return f"{describe_node(unread[0])}; kro reports {reported}"
+    return f"every resource is ready, but kro reports {reported}" if nodes else reported
 
 
 def deletion_cause(deletion: DeletionReport) -> str:
@@ -195,17 +174,18 @@ class LiveMembers:
     inventory_error: str = ""
 
 
-def recorded_blocker(instance: Mapping[str, Any]) -> str:
-    """What kro wrote when a delete failed (`deletion blocked: <error>`), or ""."""
-    condition = get_condition(instance.get("status"), CONDITION_RESOURCES_READY)
-    message = str((condition or {}).get("message") or "")
-    return message.removeprefix(BLOCKED_PREFIX) if message.startswith(BLOCKED_PREFIX) else ""
+def _recorded(instance: Mapping[str, Any], prefix: str) -> str | None:
+    """What kro wrote into `ResourcesReady` after `prefix` (a failed pass, a delete that
+    failed: `deletion blocked: <error>`), or None."""
+    condition = get_condition(instance.get("status"), CONDITION_RESOURCES_READY) or {}
+    message = str(condition.get("message") or "")
+    return message.removeprefix(prefix) if message.startswith(prefix) else None
 
 
 def summarize_deletion(instance: Mapping[str, Any], live: LiveMembers) -> DeletionReport:
     """The wave in progress and its blockers, from the listed members (pure)."""
     finalizers = tuple(str(f) for f in (instance.get("metadata") or {}).get("finalizers") or ())
-    recorded = recorded_blocker(instance)
+    recorded = _recorded(instance, BLOCKED_PREFIX) or ""
     blockers: list[str] = []
     if live.inventory_error:
         blockers.append(

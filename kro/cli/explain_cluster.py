@@ -5,13 +5,8 @@ the Warning Events about the owner and what the pass read. What differs between 
 instance (here) and a Graph (`explain_graph`) is data handed to it: how the object is found,
 its graph, the refusals its controller recorded, and the report the findings fill in.
 
-Reads, in order: discovery (the kind given on the command line), the instance, its RGD and the
-graph kro runs (`explain_source`), then the engine's pass over the instance in dry-run
-mode (`explain_dryrun`: the controller's own reads, GET per object and a LIST by kro's labels
-per collection, and no write), and last the Warning Events about the instance and its
-children. A deleting instance is explained from its teardown's own plan (`explain_dryrun`)
-instead, as kro deletes without the graph. With sharded replicas, the member Leases say which
-replica owns the instance (`explain_shard`).
+An instance's graph is the one kro runs (`explain_source`). A deleting instance is explained
+from its teardown's own plan (`explain_dryrun`) instead, as kro deletes without the graph.
 """
 
 from __future__ import annotations
@@ -34,9 +29,9 @@ from kro.graph.model import Graph
 from kro.runtime.client import Client
 from kro.runtime.discovery import ResourceInfo
 from kro.runtime.errors import Forbidden, KubeError, NotFound
+from kro.runtime.events import CORE_EVENTS
 from kro.runtime.gvk import GVR
 
-EVENTS: Final = GVR("", "v1", "events")
 MAX_EVENTS: Final = 10
 PREFERRED_GROUP: Final = "kro.run"
 KRO_REPORTER_PREFIX: Final = "kro/"
@@ -60,16 +55,11 @@ async def resolve_kind(client: Client, text: str) -> ResourceInfo:
     """The served resource for a kind, plural, singular or short name, optionally `.group`."""
     wanted, _, group = text.partition(".")
     wanted = wanted.lower()
+    served = await client.mapper.resources()
     matches = [
         info
-        for info in await client.mapper.resources()
-        if wanted
-        in {
-            info.gvk.kind.lower(),
-            info.gvr.resource,
-            info.singular,
-            *info.short_names,
-        }
+        for info in served
+        if wanted in {info.gvk.kind.lower(), info.gvr.resource, info.singular, *info.short_names}
         and (not group or info.gvk.group == group)
         and "/" not in info.gvr.resource
     ]
@@ -117,7 +107,7 @@ async def read_events(
 ) -> tuple[tuple[EventReport, ...], str]:
     """Warning Events about the given objects (newest first), or a note why there are none."""
     try:
-        items, _ = await client.list_all(EVENTS, namespace=namespace or "default")
+        items, _ = await client.list_all(CORE_EVENTS, namespace=namespace or "default")
     except KubeError as error:
         return (), forbidden_note("Events", error)
     warnings = [

@@ -1,23 +1,15 @@
 """kro.cli.explain_dryrun: every node of an instance as kro's engine sees it, without a write.
 
-Explain runs the controller's own pass (kro.engine.graph_pass) with the caller's credentials,
-over the controller's own ownership for that owner wrapped in the recording one
-(kro.engine.recording): in topological order, per node, includeWhen → render → read the live
-objects → readiness, exactly as the controller does, and nothing is written (the recording
-ownership notes what would be, judged by the wrapped ownership's own proof). The pass is
-asked to diagnose, so a waiting node says on what it waits (a node, or which expression reads
-which missing field of which object) and a node that is not ready names the readyWhen that does
-not hold. This module only words the engine's results for a user (`NodeReport`); it decides
-nothing itself, so explain and the controller cannot drift apart.
+Explain runs the controller's own pass (kro.engine.graph_pass) as the caller, asked to
+diagnose, over the controller's own ownership wrapped in the recording one (kro.engine.
+recording, which notes what would be written): docs/architecture.md describes the run. This
+module only words the engine's results for a user (`NodeReport`); it decides nothing itself,
+so explain and the controller cannot drift apart.
 
 What only the controller saw, the API server's refusal of an apply, comes from the instance's
-`ResourcesReady` condition (kro.controllers.instance.status.recorded_apply_errors, which reads
-the message the same module writes): a dry run cannot send the apply to find out.
-
-A node whose target names a member cluster (MultiCluster, M-11) is read in that member, reached
-as the caller could through the member's registry Secret (`explain_places`); each node's report
-names the cluster its objects live in (M-07), the hub under its local name. A graph without
-any target names no cluster, so its explanation reads as it always did.
+`ResourcesReady` condition (kro.controllers.instance.status.recorded_apply_errors): a dry run
+cannot send the apply to find out. A node whose target names a member cluster (M-11) is read
+there as the caller could (`explain_places`) and names its cluster (M-07).
 """
 
 from __future__ import annotations
@@ -26,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from kro.api.names import ANNOTATION_TARGET_CLUSTER, REASON_SCHEMA_PENDING
+from kro.api.names import REASON_SCHEMA_PENDING
 from kro.api.objects import metadata as _meta
 from kro.applyset import Applier, ApplierOptions
 from kro.cli.explain_cause import LiveMembers
@@ -41,11 +33,12 @@ from kro.engine import GraphPass, NodeReason, NodeResult, NoWatches
 from kro.engine.applyset_ownership import ApplySetOwnership
 from kro.engine.owner import OwnerBinding
 from kro.engine.ownership import Ownership
+from kro.engine.places import Places
 from kro.engine.recording import RecordingOwnership
 from kro.engine.results import object_id
 from kro.graph.evaluate import InstanceEvaluation
 from kro.graph.model import Graph, Node
-from kro.graph.targets import literal_target
+from kro.graph.targets import node_cluster
 from kro.runtime.client import Client
 from kro.runtime.discovery import RESTMapper
 from kro.runtime.errors import Forbidden
@@ -141,8 +134,7 @@ async def dry_run(
         ownership = StatusInventory.of(owner, graph, kro_client=client, client=client)
     else:
         binding = InstanceBinding(gvr, ref, graph.instance)
-        applier = Applier(client, ApplierOptions(tooling="kro explain"))  # never applies
-        ownership = ApplySetOwnership(applier=applier, client=client, gvr=gvr)
+        ownership = _applyset(client, gvr)
     recording = RecordingOwnership(ownership, recorded)
 
     def member_reader(member: Client) -> Client:
@@ -164,56 +156,26 @@ async def dry_run(
             places=places,
         )
         result = await work.run()
-    where = Whereabouts(access, frozenset(places.unseen)) if has_targets(graph) else None
+    # Only a graph with a target names clusters: one without reads as it always did.
+    targeted = any(node_cluster(node, "") != "" for node in graph.nodes.values())
     nodes = [
-        report(graph.node(node_id), result.nodes[node_id], where)
+        report(graph.node(node_id), result.nodes[node_id], places if targeted else None)
         for node_id in graph.topological_order
         if node_id in result.nodes
     ]
     return DryRun(tuple(nodes), tuple(recording.writes))
 
 
-def has_targets(graph: Graph) -> bool:
-    """Whether any node is sent to a cluster by a target (only then are clusters named)."""
-    return any(_target(node) is not None for node in graph.nodes.values())
-
-
-def _target(node: Node) -> str | None:
-    """The node's target as compiled into its template (a literal or a `${}` text)."""
-    metadata = node.template.get("metadata")
-    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
-    if not isinstance(annotations, Mapping) or ANNOTATION_TARGET_CLUSTER not in annotations:
-        return None
-    return str(annotations[ANNOTATION_TARGET_CLUSTER])
-
-
-@dataclass(frozen=True, slots=True)
-class Whereabouts:
-    """How a dry run over a targeted graph names clusters: the hub's local name, and the
-    clusters the caller could not see (their nodes are unknown, not in error)."""
-
-    access: ClusterAccess
-    unseen: frozenset[str] = frozenset()
-
-    def clusters(self, node: Node, found: NodeResult) -> tuple[str, ...]:
-        """Where the node's objects live: as the pass placed them, or, for a node that did
-        not render, where its literal target sends it (nothing when it is computed)."""
-        if node.type.is_value:
-            return ()
-        if found.clusters:
-            return tuple(self.access.name_of(c) for c in found.clusters)
-        target = _target(node)
-        if found.objects or target is None:
-            return (self.access.local_name,)
-        literal = literal_target(target)
-        return (literal,) if literal else ()
-
-
-def report(node: Node, found: NodeResult, where: Whereabouts | None = None) -> NodeReport:
-    """The engine's result for `node`, in a user's words; with `where`, naming its cluster."""
+def report(node: Node, found: NodeResult, places: CallerClusters | None = None) -> NodeReport:
+    """The engine's result for `node`, in a user's words; with `places`, naming its cluster
+    (a node in a cluster the caller could not see is unknown, not in error)."""
     status, reason, message = _worded(node, found)
-    clusters = where.clusters(node, found) if where is not None else ()
-    if where is not None and found.reason in _CLUSTER_REASONS and where.unseen & set(clusters):
+    clusters = _clusters(node, found, places.access) if places is not None else ()
+    if (
+        places is not None
+        and found.reason in _CLUSTER_REASONS
+        and places.unseen.keys() & {*clusters}
+    ):
         status, reason, message = NodeStatus.UNKNOWN, found.message, ""
     return NodeReport(
         id=node.id,
@@ -232,6 +194,17 @@ def report(node: Node, found: NodeResult, where: Whereabouts | None = None) -> N
         message=message,
         clusters=clusters,
     )
+
+
+def _clusters(node: Node, found: NodeResult, access: ClusterAccess) -> tuple[str, ...]:
+    """Where the node's objects live: as the pass placed them, or, for a node that did not
+    render, where its literal target sends it (nothing when it is computed)."""
+    if node.type.is_value:
+        return ()
+    if found.clusters:
+        return tuple(access.name_of(c) for c in found.clusters)
+    cluster = "" if found.objects else node_cluster(node, access.local_name)
+    return () if cluster is None else (access.name_of(cluster),)
 
 
 def _worded(  # noqa: C901, PLR0911 - one case per NodeReason
@@ -265,9 +238,13 @@ def _worded(  # noqa: C901, PLR0911 - one case per NodeReason
             return NodeStatus.ERROR, "its target cluster does not answer", found.message
         case NodeReason.CLUSTER_NOT_FOUND | NodeReason.CLUSTER_FORBIDDEN:
             return NodeStatus.ERROR, "its target cluster cannot be used", found.message
-        case NodeReason.READ_FAILED:
-            return NodeStatus.UNKNOWN, found.message, ""
-    return NodeStatus.UNKNOWN, found.message, ""
+    return NodeStatus.UNKNOWN, found.message, ""  # READ_FAILED: the caller could not read it
+
+
+def _applyset(client: Client, gvr: GVR, places: Places | None = None) -> ApplySetOwnership:
+    """An instance's ApplySet ownership, for a dry pass or a teardown's plan: never applies."""
+    applier = Applier(client, ApplierOptions(tooling="kro explain"))
+    return ApplySetOwnership(applier=applier, client=client, gvr=gvr, places=places)
 
 
 async def planned_deletion(
@@ -281,13 +258,7 @@ async def planned_deletion(
     instance's cluster and in each member cluster its ApplySet records (M-16), read there as
     the caller (`access`: where the members' Secrets are)."""
     async with CallerClusters(client, access or ClusterAccess(), lambda member: member) as places:
-        ownership = ApplySetOwnership(
-            applier=Applier(client, ApplierOptions(tooling="kro explain")),
-            client=client,
-            gvr=gvr,
-            places=places,
-        )
-        step = await RecordingOwnership(ownership).teardown(dict(instance))
+        step = await RecordingOwnership(_applyset(client, gvr, places)).teardown(dict(instance))
     if step.blocked and not step.transient:
         return LiveMembers(inventory_error=step.blocked)
     if step.blocked:

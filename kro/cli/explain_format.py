@@ -8,16 +8,14 @@ row with its state and, indented under it, why. JSON and YAML carry the same fin
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any, Final
-
-import yaml
 
 from kro.cli.explain_mask import SecretMask
 from kro.cli.explain_report import (
     ConditionReport,
     DeletionReport,
+    EventReport,
     GraphReport,
     GraphSource,
     InstanceReport,
@@ -27,22 +25,19 @@ from kro.cli.explain_report import (
     held_label,
     to_data,
 )
+from kro.cli.output import MACHINE_FORMATS, dump
 
-OUTPUT_FORMATS: Final = ("text", "json", "yaml")
+OUTPUT_FORMATS: Final = ("text", *MACHINE_FORMATS)
 _VALUE_TYPES: Final = frozenset({"Value", "ValueCollection"})  # a Graph's def nodes
 _INDENT: Final = "  "
 _SHARD_INDENT: Final = " " * len("Shard:     ")
-
-
 _NO_UID: Final = "no uid yet: deleted only if it carries the Graph's field manager"
 
 
 def render(report: InstanceReport | RGDReport | GraphReport, output: str, mask: SecretMask) -> str:
     """The report in `output` format (one of OUTPUT_FORMATS), Secret values masked."""
-    if output == "json":
-        return json.dumps(_masked(to_data(report), mask), indent=2, ensure_ascii=False) + "\n"
-    if output == "yaml":
-        return yaml.safe_dump(_masked(to_data(report), mask), sort_keys=False, allow_unicode=True)
+    if output in MACHINE_FORMATS:
+        return dump(_masked(to_data(report), mask), output)
     if isinstance(report, InstanceReport):
         text = render_instance(report)
     elif isinstance(report, GraphReport):
@@ -62,6 +57,30 @@ def _masked(value: Any, mask: SecretMask) -> Any:
     return value
 
 
+def _page(report: InstanceReport | RGDReport | GraphReport, body: list[str]) -> str:
+    """The root cause first, the report's own sections, then what every report ends with."""
+    lines = [f"Root cause: {report.root_cause}", "", *body, *_conditions(report.conditions)]
+    if not isinstance(report, RGDReport):
+        lines += _section("Warning events", [_event(e) for e in report.events])
+    notes = [f"- {_hang(n, _INDENT * 2)}" for n in report.notes]
+    return "\n".join([*lines, *_section("Notes", notes)]) + "\n"
+
+
+def _section(title: str, items: Sequence[str]) -> list[str]:
+    """A titled block, one indented line per item; nothing without items."""
+    return ["", f"{title}:", *[f"{_INDENT}{item}" for item in items]] if items else []
+
+
+def _generation(generation: int | None) -> str:
+    return f", generation {generation}" if generation is not None else ""
+
+
+def _dry_pass(report: InstanceReport | GraphReport, title: str = "") -> list[str]:
+    """The node table, then what kro's next pass would write."""
+    lines = ["", *_nodes(report.nodes, title)] if report.nodes else []
+    return lines + _section("kro's next pass would write", report.would_write)
+
+
 # --- instances -----------------------------------------------------------------------------
 
 
@@ -73,12 +92,9 @@ def _hang(text: str, indent: str) -> str:
 
 def render_instance(report: InstanceReport) -> str:
     where = f"{report.namespace}/{report.name}" if report.namespace else report.name
-    generation = f", generation {report.generation}" if report.generation is not None else ""
     lines = [
-        f"Root cause: {report.root_cause}",
-        "",
         f"Instance:  {report.kind} {where} ({report.api_version}): state "
-        f"{report.state or 'none'}{generation}",
+        f"{report.state or 'none'}{_generation(report.generation)}",
     ]
     if report.source is not None:
         lines.append(f"Graph:     {_source(report.source)}")
@@ -86,15 +102,7 @@ def render_instance(report: InstanceReport) -> str:
         lines += _shard(shard)
     if report.deletion is not None:
         lines += ["", *_deletion(report.deletion)]
-    if report.nodes:
-        lines += ["", *_nodes(report.nodes)]
-    if report.would_write:
-        lines += ["", "kro's next pass would write:"]
-        lines += [f"{_INDENT}{w}" for w in report.would_write]
-    lines += _conditions(report.conditions)
-    lines += _events(report)
-    lines += _notes(report.notes)
-    return "\n".join(lines) + "\n"
+    return _page(report, lines + _dry_pass(report))
 
 
 def _source(source: GraphSource) -> str:
@@ -154,7 +162,7 @@ def _nodes(nodes: Sequence[NodeReport], title: str = "") -> list[str]:
     ]
     for node, row in zip(nodes, rows, strict=True):
         lines.append(_INDENT + _row(row, widths))
-        detail = _detail(node)
+        detail = ": ".join(p for p in (node.reason, node.message) if p)
         if detail:
             lines.append(_INDENT * 3 + _hang(detail, _INDENT * 4))
     return lines
@@ -172,11 +180,6 @@ def _objects(node: NodeReport) -> str:
     if len(node.objects) == 1:
         return str(node.objects[0])
     return f"{len(node.objects)} x {node.kind}"
-
-
-def _detail(node: NodeReport) -> str:
-    parts = [p for p in (node.reason, node.message) if p]
-    return ": ".join(parts)
 
 
 def _deletion(deletion: DeletionReport) -> list[str]:
@@ -198,32 +201,18 @@ def _deletion(deletion: DeletionReport) -> list[str]:
     return lines
 
 
-def _conditions(conditions: Iterable[ConditionReport]) -> list[str]:
-    items = list(conditions)
-    if not items:
-        return []
-    width = max(len(c.type) for c in items)
-    lines = ["", "Conditions:"]
-    for c in items:
-        text = f"{_INDENT}{c.type.ljust(width)}  {c.status.ljust(7)} {c.reason}"
-        if c.message:
-            text += f": {_hang(c.message, _INDENT * 2)}"
-        lines.append(text.rstrip())
-    return lines
+def _conditions(conditions: Sequence[ConditionReport]) -> list[str]:
+    width = max((len(c.type) for c in conditions), default=0)
+    rows = []
+    for c in conditions:
+        text = f"{c.type.ljust(width)}  {c.status.ljust(7)} {c.reason}"
+        rows.append((f"{text}: {_hang(c.message, _INDENT * 2)}" if c.message else text).rstrip())
+    return _section("Conditions", rows)
 
 
-def _notes(notes: Iterable[str]) -> list[str]:
-    items = list(notes)
-    return ["", "Notes:", *[f"{_INDENT}- {_hang(n, _INDENT * 2)}" for n in items]] if items else []
-
-
-def _events(report: InstanceReport | GraphReport) -> list[str]:
-    if not report.events:
-        return []
-    return ["", "Warning events:"] + [
-        f"{_INDENT}{e.object}: {e.reason}: {e.message}" + (f" (x{e.count})" if e.count > 1 else "")
-        for e in report.events
-    ]
+def _event(event: EventReport) -> str:
+    repeated = f" (x{event.count})" if event.count > 1 else ""
+    return f"{event.object}: {event.reason}: {event.message}{repeated}"
 
 
 # --- Graphs --------------------------------------------------------------------------------
@@ -235,11 +224,9 @@ GRAPH_NODES_TITLE: Final = (
 
 
 def render_graph(report: GraphReport) -> str:
-    generation = f", generation {report.generation}" if report.generation is not None else ""
     lines = [
-        f"Root cause: {report.root_cause}",
-        "",
-        f"Graph:      {report.namespace}/{report.name} (kro.run/v1alpha1){generation}",
+        f"Graph:      {report.namespace}/{report.name} (kro.run/v1alpha1)"
+        f"{_generation(report.generation)}",
         f"Applies as: {report.service_account}"
         + (
             f" (last applied as {report.applied_service_account})"
@@ -251,13 +238,12 @@ def render_graph(report: GraphReport) -> str:
     if report.deleting:
         lines.append("Deleting: teardown works from status.managedResources, not the spec")
     if report.compile_error:
-        lines += ["", "Compile error:", f"{_INDENT}{_hang(report.compile_error, _INDENT * 2)}"]
-    if report.nodes:
-        lines += ["", *_nodes(report.nodes, GRAPH_NODES_TITLE)]
-    if report.would_write:
-        lines += ["", "kro's next pass would write:"]
-        lines += [f"{_INDENT}{w}" for w in report.would_write]
-    lines += ["", "Managed resources (status.managedResources):"]
+        lines += _section("Compile error", [_hang(report.compile_error, _INDENT * 2)])
+    lines += [
+        *_dry_pass(report, GRAPH_NODES_TITLE),
+        "",
+        "Managed resources (status.managedResources):",
+    ]
     if not report.managed_resources:
         lines.append(f"{_INDENT}(none)")
     for entry in report.managed_resources:
@@ -267,45 +253,33 @@ def render_graph(report: GraphReport) -> str:
         lines.append(
             f"{_INDENT}{entry.node_id}: {entry.kind} {where} ({entry.api_version}, {uid}{cluster})"
         )
-    lines += _conditions(report.conditions)
-    lines += _events(report)
-    lines += _notes(report.notes)
-    return "\n".join(lines) + "\n"
+    return _page(report, lines)
 
 
 # --- RGDs ----------------------------------------------------------------------------------
 
 
 def render_rgd(report: RGDReport) -> str:
-    generation = f", generation {report.generation}" if report.generation is not None else ""
     lines = [
-        f"Root cause: {report.root_cause}",
-        "",
         f"ResourceGraphDefinition: {report.name} (kind {report.kind or '?'}): state "
-        f"{report.state or 'none'}{generation}",
+        f"{report.state or 'none'}{_generation(report.generation)}",
     ]
     if report.deleting:
         lines.append(f"Deleting; finalizers: {', '.join(report.finalizers) or 'none'}")
     if report.build is not None:
         build = report.build
-        lines += ["", "Build error:", f"{_INDENT}{_hang(build.message, _INDENT * 2)}"]
-        for label, value in (
+        where = (
             ("resource", build.resource_id),
             ("field", build.field_path),
             ("expression", build.expression),
             ("rule", build.rule),
-        ):
-            if value:
-                lines.append(f"{_INDENT}{label}: {_hang(value, _INDENT * 2)}")
+        )
+        details = [build.message, *(f"{label}: {value}" for label, value in where if value)]
+        lines += _section("Build error", [_hang(d, _INDENT * 2) for d in details])
     if report.graph:
         lines += ["", "Graph (topological order):"]
         for node in report.graph:
             needs = f" <- {', '.join(node.dependencies)}" if node.dependencies else ""
             conditional = " (includeWhen)" if node.conditional else ""
             lines.append(f"{_INDENT}{node.id}: {node.kind}, wave {node.wave}{conditional}{needs}")
-    if report.revisions:
-        lines += ["", "GraphRevisions (newest first):"]
-        lines += [f"{_INDENT}{r}" for r in report.revisions]
-    lines += _conditions(report.conditions)
-    lines += _notes(report.notes)
-    return "\n".join(lines) + "\n"
+    return _page(report, lines + _section("GraphRevisions (newest first)", report.revisions))

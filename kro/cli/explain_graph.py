@@ -1,13 +1,11 @@
 """kro.cli.explain_graph: `kro explain graph NAME` — why is this Graph not Ready, in one command.
 
-A Graph (kro.run/v1alpha1, alpha) is its own program: explain reads it, compiles its nodes with
-the cluster's schemas exactly as the Graph controller does (kro.graph.graph_kind), and runs the
-engine's pass over it in dry-run mode with the caller's credentials (`explain_dryrun`): per node
-applied / ready / waiting (on what) / excluded / not ready (which readyWhen) / error, and what
-the next pass would write, judged against the Graph's own field manager. What only the
-controller saw, the API server's refusal of an apply, comes from the Graph's
-`ResourcesConverged` condition (`node "x": <message>`). The Graph's conditions and its
-`status.managedResources` (the record teardown works from) are printed as recorded.
+A Graph (kro.run/v1alpha1, alpha) is its own program: explain compiles its nodes with the
+cluster's schemas as the Graph controller does (kro.graph.graph_kind) and runs the engine's
+pass over it, dry, as the caller (`explain_dryrun`), judged against the Graph's own field
+manager. What only the controller saw, the API server's refusal of an apply, comes from the
+Graph's `ResourcesConverged` condition. Its conditions and `status.managedResources` (the
+record teardown works from) are printed as recorded.
 
 The controller applies as the Graph's ServiceAccount; explain reads as the caller, so a node
 the caller may not read shows `unknown` rather than what the ServiceAccount would see.
@@ -31,7 +29,13 @@ from kro.api.graph import (
 )
 from kro.api.names import STATUS_FALSE, STATUS_TRUE
 from kro.api.objects import metadata as _meta
-from kro.cli.explain_cause import condition_reports, describe_node, first_problem, one_line
+from kro.cli.explain_cause import (
+    condition_reports,
+    describe_node,
+    first_problem,
+    one_line,
+    unreported,
+)
 from kro.cli.explain_cluster import generation_of, read_owner, survey
 from kro.cli.explain_mask import SecretMask
 from kro.cli.explain_places import ClusterAccess
@@ -76,9 +80,7 @@ def graph_root_cause(
     if compile_error:
         return f"the Graph does not compile: {compile_error}"
     node = first_problem(nodes)
-    if node is not None:
-        return describe_node(node)
-    return _status_cause(graph_obj)
+    return describe_node(node) if node is not None else _status_cause(graph_obj)
 
 
 def _teardown_cause(graph_obj: Mapping[str, Any]) -> str:
@@ -94,15 +96,10 @@ def _teardown_cause(graph_obj: Mapping[str, Any]) -> str:
 
 def _status_cause(graph_obj: Mapping[str, Any]) -> str:
     """Every node checks out: what kro itself last reported."""
+    hint = "is the kro controller running with the GraphKind feature gate?"
+    if late := unreported(graph_obj, "Graph", hint):
+        return late
     ready = get_condition(graph_obj.get("status"), CONDITION_READY) or {}
-    generation = _meta(graph_obj).get("generation")
-    seen = ready.get("observedGeneration")
-    if not ready or (generation is not None and seen is not None and seen != generation):
-        return (
-            f"kro has not reported on generation {generation} of this Graph yet (last reported: "
-            f"{seen if seen is not None else 'never'}); is the kro controller running with the "
-            "GraphKind feature gate?"
-        )
     if ready.get("status") == STATUS_TRUE:
         return "no problem found: the Graph is Ready and every node is applied and ready"
     reported = f"Ready={ready.get('status')} ({ready.get('reason')})"

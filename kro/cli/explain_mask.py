@@ -23,10 +23,6 @@ from kro.runtime.redact import REDACTED, scrub
 MIN_MASKED_LENGTH: Final = 3
 
 
-def is_secret(obj: Mapping[str, Any]) -> bool:
-    return obj.get("kind") == "Secret" and obj.get("apiVersion") == "v1"
-
-
 class SecretMask:
     """Collects Secret values while the cluster is read; `apply` masks them in output."""
 
@@ -35,20 +31,13 @@ class SecretMask:
 
     def add(self, obj: Mapping[str, Any]) -> None:
         """Remember the values of `obj` if it is a Secret (anything else is ignored)."""
-        if not is_secret(obj):
+        if obj.get("kind") != "Secret" or obj.get("apiVersion") != "v1":
             return
         for key in ("data", "stringData"):
             values = obj.get(key)
-            if not isinstance(values, Mapping):
-                continue
-            for value in values.values():
-                self._remember(str(value))
-                if key == "data":
-                    self._remember(_decoded(str(value)))
-
-    def _remember(self, value: str) -> None:
-        if len(value) >= MIN_MASKED_LENGTH:
-            self._values.add(value)
+            for value in values.values() if isinstance(values, Mapping) else ():
+                decoded = _decoded(str(value)) if key == "data" else ""
+                self._values |= {v for v in (str(value), decoded) if len(v) >= MIN_MASKED_LENGTH}
 
     def apply(self, text: str) -> str:
         """`text` without any remembered Secret value and without credentials."""

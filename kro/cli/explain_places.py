@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from functools import partial
 
 from kro.api.names import (
     CLUSTER_SECRETS_KEY_DEFAULT,
@@ -31,7 +31,7 @@ from kro.api.names import (
     REASON_CLUSTER_UNREACHABLE,
 )
 from kro.api.objects import metadata as _meta
-from kro.cli.clusters import DEFAULT_NAMESPACE
+from kro.cli.clusters import DEFAULT_NAMESPACE, DEFAULT_TIMEOUT_S
 from kro.engine.places import ClusterUnavailable
 from kro.engine.watches import NoWatches, Watches
 from kro.fleet.credentials import member_connection
@@ -41,10 +41,7 @@ from kro.fleet.registry import SECRETS
 from kro.runtime.client import Client, ClientOptions
 from kro.runtime.errors import Forbidden, KubeError, NotFound
 
-__all__ = ["DEFAULT_SECRETS_NAMESPACE", "DEFAULT_TIMEOUT_S", "CallerClusters", "ClusterAccess"]
-
-DEFAULT_SECRETS_NAMESPACE: Final = DEFAULT_NAMESPACE  # the controller's chart installs there
-DEFAULT_TIMEOUT_S: Final = 5.0
+__all__ = ["CallerClusters", "ClusterAccess"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +50,7 @@ class ClusterAccess:
     `--cluster-secrets-*` and `--local-cluster-name`); `timeout_s` bounds each member's
     probe and requests, so an unreachable member costs the explanation that long once."""
 
-    namespace: str = DEFAULT_SECRETS_NAMESPACE
+    namespace: str = DEFAULT_NAMESPACE  # the controller's chart installs there
     label: str = CLUSTER_SECRETS_LABEL_DEFAULT
     key: str = CLUSTER_SECRETS_KEY_DEFAULT
     local_name: str = LOCAL_CLUSTER_NAME_DEFAULT
@@ -66,12 +63,9 @@ class ClusterAccess:
 
 class CallerClusters:
     """`kro.engine.places.Places` of a dry run: the hub is the caller's own client; a member
-    is reached through the registry Secret the caller reads (see the module docstring).
-
-    wrap: turns a member's client into the dry run's reading client (reads only, Secret
-    values remembered for the mask). Use as an async context manager: the members' clients
-    are closed on exit.
-    """
+    is reached through the registry Secret the caller reads. `wrap` turns a member's client
+    into the dry run's reading client. An async context manager: it closes the members'
+    clients on exit."""
 
     def __init__(
         self, hub: Client, access: ClusterAccess, wrap: Callable[[Client], Client]
@@ -84,7 +78,6 @@ class CallerClusters:
         self._refused: dict[str, ClusterUnavailable] = {}
         self.unseen: dict[str, str] = {}
         """Clusters explain could not see as the caller: name -> why (not kro's problem)."""
-        self._none = NoWatches()
 
     async def __aenter__(self) -> CallerClusters:
         return self
@@ -98,9 +91,7 @@ class CallerClusters:
     def hub(self) -> str:
         return self.access.local_name
 
-    @property
-    def own(self) -> str:
-        return self.access.local_name  # explain runs against the hub's owners
+    own = hub  # explain runs against the hub's owners
 
     def _is_hub(self, cluster: str) -> bool:
         return not cluster or cluster == self.access.local_name
@@ -130,46 +121,38 @@ class CallerClusters:
         return reader
 
     def watches(self, cluster: str) -> Watches:
-        return self._none  # a dry run watches nothing
+        return NoWatches()  # a dry run watches nothing
 
     async def _connect(self, cluster: str) -> None:
-        """Read the cluster's Secret as the caller, build its client and probe it once;
-        raises ClusterUnavailable saying which step failed (never with a credential)."""
+        """Raises ClusterUnavailable saying which step failed (never with a credential)."""
         access = self.access
         where = f"{access.namespace}/{cluster}"
+        unavailable = partial(ClusterUnavailable, cluster)
         try:
             secret = await self._hub.get(SECRETS, cluster, namespace=access.namespace)
         except NotFound:
-            raise ClusterUnavailable(
-                cluster,
-                REASON_CLUSTER_NOT_FOUND,
-                f'cluster "{cluster}" is not registered: no Secret {where}',
-            ) from None
+            detail = f'cluster "{cluster}" is not registered: no Secret {where}'
+            raise unavailable(REASON_CLUSTER_NOT_FOUND, detail) from None
         except Forbidden as error:
-            raise ClusterUnavailable(
-                cluster,
-                REASON_CLUSTER_FORBIDDEN,
+            detail = (
                 f'cannot reach cluster "{cluster}" as you: reading its Secret {where} is '
-                f"not allowed ({error.message})",
-            ) from None
+                f"not allowed ({error.message})"
+            )
+            raise unavailable(REASON_CLUSTER_FORBIDDEN, detail) from None
         except KubeError as error:
-            raise ClusterUnavailable(
-                cluster,
-                REASON_CLUSTER_UNREACHABLE,
-                f'cannot read the Secret {where} of cluster "{cluster}": {error}',
-            ) from None
+            detail = f'cannot read the Secret {where} of cluster "{cluster}": {error}'
+            raise unavailable(REASON_CLUSTER_UNREACHABLE, detail) from None
         key, _, value = access.label.partition("=")
         if (_meta(secret).get("labels") or {}).get(key) != value:
-            raise ClusterUnavailable(
-                cluster,
-                REASON_CLUSTER_NOT_FOUND,
+            detail = (
                 f'cluster "{cluster}" is not registered: the Secret {where} does not carry '
-                f"the label {access.label}",
+                f"the label {access.label}"
             )
+            raise unavailable(REASON_CLUSTER_NOT_FOUND, detail)
         try:
             member = member_connection(secret, key=access.key)
         except ClusterRefused as refusal:  # its words name the Secret and a field, no value
-            raise ClusterUnavailable(cluster, REASON_CLUSTER_NOT_FOUND, str(refusal)) from None
+            raise unavailable(REASON_CLUSTER_NOT_FOUND, str(refusal)) from None
         options = ClientOptions(
             connect_timeout_s=access.timeout_s,
             request_timeout_s=access.timeout_s,
@@ -181,9 +164,6 @@ class CallerClusters:
         try:
             await probe(client, timeout_s=access.timeout_s, discovery=False)
         except ProbeFailed as failure:
-            raise ClusterUnavailable(
-                cluster,
-                REASON_CLUSTER_UNREACHABLE,
-                f'cluster "{cluster}" ({member.server}) does not answer from here: {failure}',
-            ) from None
+            detail = f'cluster "{cluster}" ({member.server}) does not answer from here: {failure}'
+            raise unavailable(REASON_CLUSTER_UNREACHABLE, detail) from None
         self._readers[cluster] = self._wrap(client)

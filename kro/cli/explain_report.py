@@ -4,20 +4,8 @@ The cluster readers (`explain_cluster`, `explain_dryrun`, `explain_rgd`) fill th
 engine's dry run (`explain_dryrun`) decides each node's state, and the formatter
 (`explain_format`) prints them as text, JSON or YAML. Keeping the findings as data, apart
 from both the I/O and the printing, is what lets the state classification be tested with
-fakes and lets `-o json` carry exactly what the text shows.
-
-States a node can be in (`NodeStatus`), from the user's point of view:
-
-* `ready`      the object exists and every readyWhen holds (or an externalRef was found);
-* `applied`    the object exists and has no readyWhen: kro counts it done once it exists;
-* `waiting`    kro cannot render or decide it yet: a node it reads is not ready, or an
-               expression reads a field that does not exist yet (named in `missing`);
-* `excluded`   includeWhen is false, or a node it depends on is excluded;
-* `not-ready`  the object exists but a readyWhen expression is false;
-* `missing`    it renders, but the object does not exist and kro recorded no error;
-* `deleting`   the object is terminating; kro waits for it to go before re-creating it;
-* `error`      an expression failed, or the API server refused the object (its message);
-* `unknown`    the object could not be read (e.g. forbidden with the caller's permissions).
+fakes and lets `-o json` carry exactly what the text shows. What each node state
+(`NodeStatus`) means to a user is docs/explain.md's table.
 """
 
 from __future__ import annotations
@@ -94,9 +82,7 @@ class NodeReport:
         not be read (`unknown`) is not known to have a problem: it is named only when nothing
         else explains the instance's state."""
         return (
-            not self.status.is_ok
-            and not self.waiting_on
-            and self.status is not (NodeStatus.UNKNOWN)
+            not self.status.is_ok and not self.waiting_on and self.status is not NodeStatus.UNKNOWN
         )
 
 
@@ -259,14 +245,8 @@ class GraphReport:
 
 def to_data(report: InstanceReport | RGDReport | GraphReport) -> dict[str, Any]:
     """A JSON-ready dict (enums as their values, camelCase keys as kubectl users expect)."""
-    explanation = (
-        "instance"
-        if isinstance(report, InstanceReport)
-        else "graph"
-        if isinstance(report, GraphReport)
-        else "resourcegraphdefinition"
-    )
-    return {"explanation": explanation, **_camel(asdict(report))}
+    explanation = {InstanceReport: "instance", GraphReport: "graph"}.get(type(report))
+    return {"explanation": explanation or "resourcegraphdefinition", **_camel(asdict(report))}
 
 
 def _camel(value: Any) -> Any:

@@ -57,14 +57,12 @@ def graph_nodes(graph: Graph) -> tuple[GraphNode, ...]:
 
 
 def revision_lines(revisions: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
-    lines = []
-    for revision in revisions:
-        verified = get_condition(revision.get("status"), CONDITION_GRAPH_VERIFIED) or {}
-        lines.append(
-            f"{_meta(revision).get('name')}: GraphVerified={verified.get('status', 'Unknown')}"
-            + (f" ({verified.get('message')})" if verified.get("message") else "")
-        )
-    return tuple(lines)
+    verified = [get_condition(r.get("status"), CONDITION_GRAPH_VERIFIED) or {} for r in revisions]
+    return tuple(
+        f"{_meta(r).get('name')}: GraphVerified={v.get('status', 'Unknown')}"
+        + (f" ({v.get('message')})" if v.get("message") else "")
+        for r, v in zip(revisions, verified, strict=True)
+    )
 
 
 def rgd_root_cause(rgd: Mapping[str, Any], build: BuildFailure | None, revision_issue: str) -> str:

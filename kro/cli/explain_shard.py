@@ -1,22 +1,15 @@
 """kro.cli.explain_shard: which `kro controller --shards=auto` replica reconciles an instance.
 
-Sharded replicas (kro.runtime.sharding) each hold a member Lease labelled `kro.run/shard-group`;
-the sorted names of the live members split the 64-bit FNV-1a hash space of namespaces into
-equal ranges (`assign`), and the replica whose range holds the hash of the instance's namespace
-reconciles it. Explain reads the member Leases and computes that assignment with the replicas'
-own functions, so "who owns this instance?" has the answer the replicas themselves reach.
+Explain reads the member Leases (label `kro.run/shard-group`) and computes the assignment with
+the replicas' own functions (kro.runtime.sharding.assign), so "who owns this instance?" has the
+answer the replicas themselves reach. Liveness is the one thing a one-shot reader cannot copy
+(a replica judges it on its own clock since it saw the Lease change): explain has no history,
+so a Lease is live while `renewTime + leaseDurationSeconds` is in the future, what a Lease
+says of itself (docs/explain.md says when the two differ). A handover is in progress while
+not every live member has written the current view's id into `kro.run/shard-view`.
 
-Liveness is the one thing a one-shot reader cannot copy: a replica counts a member alive until
-the lease duration has passed *on its own clock* since it saw the Lease change. Explain has no
-history, so it takes a Lease as live while `renewTime + leaseDurationSeconds` is in the future
-on its wall clock (what a Lease says of itself). The two agree except within one lease duration
-of a replica's death, or under clock skew; a replica gives its range up only after
-acknowledging the new view, which explain reports as a handover in progress (not every live
-member has written the current view's id into `kro.run/shard-view`).
-
-Several groups (two kro installations, or one group name in two namespaces) are reported one
-by one. Reading Leases needs `list` on coordination.k8s.io, which the `view` role does not
-grant: then nothing is said about shards, as for a cluster that does not shard at all.
+Several groups (two installations, or one group name in two namespaces) are reported one by
+one. Without `list` on Leases (the `view` role has none) nothing is said about shards.
 """
 
 from __future__ import annotations
@@ -50,23 +43,16 @@ class LeaseLister(Protocol):
     ) -> tuple[list[dict[str, Any]], str]: ...
 
 
-def _renewed(spec: Mapping[str, Any]) -> datetime | None:
-    text = str(spec.get("renewTime") or "")
-    if not text:
-        return None
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
 def is_live(lease: Mapping[str, Any], now: datetime) -> bool:
     """Held (a holder identity) and renewed within its own lease duration before `now`."""
     spec = lease.get("spec") or {}
-    renewed = _renewed(spec)
-    if not spec.get("holderIdentity") or renewed is None:
+    try:
+        renewed = datetime.fromisoformat(str(spec.get("renewTime")).replace("Z", "+00:00"))
+    except ValueError:
         return False
+    if not spec.get("holderIdentity"):
+        return False
+    renewed = renewed if renewed.tzinfo else renewed.replace(tzinfo=UTC)
     return (now - renewed).total_seconds() < float(spec.get("leaseDurationSeconds") or 0)
 
 

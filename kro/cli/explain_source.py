@@ -1,15 +1,11 @@
 """kro.cli.explain_source: find an instance's RGD and compile the graph kro runs for it.
 
-kro runs an instance with the latest GraphRevision of its RGD (an immutable snapshot of the
-RGD's spec, reference §1.N), not with the RGD's current spec: an invalid RGD update never
-issues a revision, so the previous graph keeps serving. Explain therefore prefers the latest
-GraphRevision's snapshot, and falls back to the RGD's spec when it cannot read revisions —
-which is the case with the chart's `view` role, whose rules cover the `kro.run` group but not
-`internal.kro.run` — and says so.
-
-The graph is compiled with `kro.graph.builder`, with kinds resolved from the cluster's OpenAPI
-(`kro.controllers.schemas.LiveSchemaResolver`: `/openapi/v3` is readable by every
-authenticated user), exactly as the controller compiles it.
+kro runs an instance with the latest GraphRevision of its RGD (reference §1.N), not with the
+RGD's current spec: an invalid RGD update never issues a revision, so the previous graph keeps
+serving. Explain therefore prefers the latest GraphRevision's snapshot, and falls back to the
+RGD's spec, saying so, when it cannot read revisions (the `view` role cannot). The graph is
+compiled as the controller compiles it, with kinds from the cluster's OpenAPI (readable by
+every authenticated user).
 
 Which RGD: the instance's `kro.run/resource-graph-definition-name` label (kro's labeller puts it
 there), else the generated CRD's label of the same name, else the RGD whose schema declares
@@ -19,7 +15,7 @@ the instance's group and kind.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 from kro.api.conditions import get_condition
@@ -61,10 +57,7 @@ class LoadedGraph:
     source: GraphSource | None = None
     graph: Graph | None = None
     problem: str = ""
-    build: BuildFailure | None = None
-    rgd: Mapping[str, Any] | None = None
-    revisions: tuple[Mapping[str, Any], ...] = ()
-    notes: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...] = ()
 
 
 def forbidden_note(what: str, error: KubeError) -> str:
@@ -123,13 +116,10 @@ async def compile_graph(
     """Build like the controller does; a build error comes back with its location fields.
 
     accepted: the controller compiled this spec (a verified revision, an accepted RGD), so a
-    kind not served yet may be deferred as it deferred it (DeferredSchemaResolution: a graph
-    that needs no deferral compiles the same either way, and one the controller refused is
-    built without, to show the error it gave).
-
-    Targets are compiled as with the MultiCluster gate on: a graph without one compiles the
-    same, and one with targets is explained where its nodes live; whether the controller's
-    gate is on is the RGD's own condition to say."""
+    kind not served yet may be deferred as it was (DeferredSchemaResolution); one the
+    controller refused is built without, to show the error it gave. Targets compile as with the
+    MultiCluster gate on, so they are explained where their nodes live; whether the
+    controller's gate is on is the RGD's own condition to say."""
     resolver = LiveSchemaResolver(client)
     options = BuildOptions(deferred_schema_resolution=accepted, multi_cluster=True)
     try:
@@ -163,7 +153,7 @@ async def load_graph(client: Client, rgd_name: str) -> LoadedGraph:
     except KubeError as error:
         return LoadedGraph(notes=(forbidden_note(f"ResourceGraphDefinition {rgd_name}", error),))
     revisions, note = await read_revisions(client, rgd_name)
-    notes = [f"{note}; {FROM_SPEC}"] if note else []
+    notes = (f"{note}; {FROM_SPEC}",) if note else ()
     state = str((rgd.get("status") or {}).get("state") or "")
     latest = revisions[0] if revisions else None
     if latest is not None:
@@ -173,12 +163,11 @@ async def load_graph(client: Client, rgd_name: str) -> LoadedGraph:
     else:
         spec = rgd.get("spec") or {}
         source = GraphSource(rgd_name, state)
-    verified = latest is not None and not revision_problem(latest)
-    built = await compile_graph(client, rgd_name, spec, accepted=verified)
+    problem = revision_problem(latest) if latest is not None else ""
+    built = await compile_graph(client, rgd_name, spec, accepted=latest is not None and not problem)
     if isinstance(built, BuildFailure):
-        problem = (latest is not None and revision_problem(latest)) or (
+        problem = problem or (
             f"the graph does not compile: {built.message} (see `kro explain rgd {rgd_name}`)"
         )
-        return LoadedGraph(source, None, problem, built, rgd, revisions, tuple(notes))
-    problem = revision_problem(latest) if latest is not None else ""
-    return LoadedGraph(source, built, problem, None, rgd, revisions, tuple(notes))
+        return LoadedGraph(source, None, problem, notes)
+    return LoadedGraph(source, built, problem, notes)

@@ -30,7 +30,7 @@ from kro.cli.explain_report import InstanceReport, RGDReport
 @pytest.fixture(autouse=True)
 def process_logging_untouched(monkeypatch: pytest.MonkeyPatch) -> None:
     """The command configures logging for its process; a test run must not inherit that."""
-    monkeypatch.setattr(explain_module, "_quiet_logs", lambda: None)
+    monkeypatch.setattr(explain_module, "quiet_logs", lambda: None)
 
 
 def parser() -> argparse.ArgumentParser:
