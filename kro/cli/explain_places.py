@@ -1,19 +1,11 @@
 """kro.cli.explain_places: the member clusters `kro explain` reaches, as its caller could (M-07).
 
-The controller reaches a member with the credentials of the member's registry Secret (M-02).
-Explain runs the controller's pass dry, as the caller, so it reaches a member the same way
-with the Secret the caller can read: GET `<namespace>/<cluster>` on the hub (the registry's
-namespace, label and key as `kro clusters` and the controller take them), the kubeconfig
-accepted or refused by the registry's own rules (kro.fleet.credentials, M-03), a client of its
-own, and one `/version` probe. A cluster is admitted once per run, with the verdict kept: one
-that is not registered or whose credentials are refused is the node's error, as it would be
-the controller's; one whose Secret the caller may not read, or which does not answer from
-where explain runs, is a cluster explain cannot see (`unseen`), and its nodes are reported as
-unknown rather than as a problem kro has.
-
-Nothing from a Secret is printed but its name and the server URL: refusals are worded by
-kro.fleet.credentials, which never quotes a value, and the Secret is added to the explanation's
-mask like every Secret explain reads.
+The controller reaches a member with its registry Secret's credentials (M-02); explain, running
+the pass dry as the caller, reaches it with the Secret the caller can read, under the registry's
+own rules (kro.fleet.credentials, M-03), and one `/version` probe. A cluster that is not
+registered or whose credentials are refused is the node's error, as for the controller; one the
+caller may not read or that does not answer from here is `unseen`: its nodes are unknown, not a
+problem kro has. Nothing of a Secret is printed but its name and the server URL.
 """
 
 from __future__ import annotations
@@ -47,8 +39,7 @@ __all__ = ["CallerClusters", "ClusterAccess"]
 @dataclass(frozen=True, slots=True)
 class ClusterAccess:
     """Where the member clusters' Secrets are and what the hub is called (the controller's
-    `--cluster-secrets-*` and `--local-cluster-name`); `timeout_s` bounds each member's
-    probe and requests, so an unreachable member costs the explanation that long once."""
+    `--cluster-secrets-*`, `--local-cluster-name`); `timeout_s` bounds each member's requests."""
 
     namespace: str = DEFAULT_NAMESPACE  # the controller's chart installs there
     label: str = CLUSTER_SECRETS_LABEL_DEFAULT

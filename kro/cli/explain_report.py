@@ -1,11 +1,8 @@
 """kro.cli.explain_report: what `kro explain` found, as plain frozen values.
 
-The cluster readers (`explain_cluster`, `explain_dryrun`, `explain_rgd`) fill these in, the
-engine's dry run (`explain_dryrun`) decides each node's state, and the formatter
-(`explain_format`) prints them as text, JSON or YAML. Keeping the findings as data, apart
-from both the I/O and the printing, is what lets the state classification be tested with
-fakes and lets `-o json` carry exactly what the text shows. What each node state
-(`NodeStatus`) means to a user is docs/explain.md's table.
+The readers fill these in and the formatter prints them: as data, apart from I/O and printing,
+the findings are tested with fakes and `-o json` carries exactly what the text shows. What each
+`NodeStatus` means to a user is docs/explain.md's table.
 """
 
 from __future__ import annotations
