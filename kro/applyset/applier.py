@@ -35,7 +35,6 @@ from kro.api.names import (
     LABEL_APPLYSET_PART_OF,
 )
 from kro.api.objects import metadata as _meta
-from kro.applyset._tasks import run_all
 from kro.applyset.cache import AppliedCache, digest
 from kro.applyset.contest import (
     Contest,
@@ -48,6 +47,7 @@ from kro.applyset.errors import ApplySetError, DuplicateResources, OwnershipConf
 from kro.applyset.identity import GroupKind, Parent
 from kro.applyset.inventory import Inventory, is_rendered, project, read_inventory, render
 from kro.applyset.ledger import MemberLedger
+from kro.applyset.members import run_all
 from kro.applyset.noop import already_applied
 from kro.runtime.client import Client
 from kro.runtime.errors import KubeError

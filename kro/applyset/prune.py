@@ -27,17 +27,17 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import structlog
 
 from kro.api.names import LABEL_NODE_ID
-from kro.applyset._tasks import run_all
 from kro.applyset.applier import ApplyResult
 from kro.applyset.identity import ObjectRef
 from kro.applyset.inventory import Inventory
 from kro.applyset.ledger import MemberLedger
-from kro.applyset.members import DeleteOutcome, Failure, Member, delete_member, list_members
-from kro.applyset.release import ON_PRUNE, release_orphans
+from kro.applyset.members import Failure, Member, delete_member, list_members, settle
+from kro.applyset.release import ON_PRUNE, is_orphaned, release_member
 from kro.runtime.client import Client
 
 __all__ = ["PruneResult", "orphan_waves", "prune"]
@@ -118,31 +118,26 @@ async def prune(
     if members is None:
         members = await list_members(client, result.parent, result.inventory)
     candidates = [m for m in members if m.ref.uid not in keep and not m.terminating]
-    releases, orphans = await release_orphans(client, candidates, action=ON_PRUNE)
+    orphaned = [m for m in candidates if is_orphaned(m)]
+    releases = await settle(orphaned, partial(release_member, client, action=ON_PRUNE), "release")
     deleted: list[ObjectRef] = []
     conflicts: list[ObjectRef] = list(releases.conflicts)
-    failures: list[Failure] = []
-    for wave in orphan_waves(orphans, positions):
-        outcomes = await run_all(
-            (f"applyset.prune:{m.ref}", delete_member(client, m)) for m in wave
-        )
-        for member, outcome in zip(wave, outcomes, strict=True):
-            if isinstance(outcome, Failure):
-                failures.append(outcome)
-            elif outcome is DeleteOutcome.CONFLICT:
-                conflicts.append(member.ref)
-            elif outcome is DeleteOutcome.DELETED:
-                deleted.append(member.ref)
-                log.info(
-                    "applyset.orphan_pruned",
-                    gvr=str(member.ref.gvr),
-                    namespace=member.ref.namespace,
-                    name=member.ref.name,
-                    resource_id=member.labels.get(LABEL_NODE_ID, ""),
-                )
-        if failures:
+    failures: list[Failure] = list(releases.failures)  # a release holds back no delete
+    for wave in orphan_waves([m for m in candidates if not is_orphaned(m)], positions):
+        deletes = await settle(wave, partial(delete_member, client), "prune")
+        deleted += deletes.done
+        conflicts += deletes.conflicts
+        failures += deletes.failures
+        for member in (m for m in wave if m.ref in deletes.done):
+            log.info(
+                "applyset.orphan_pruned",
+                gvr=str(member.ref.gvr),
+                namespace=member.ref.namespace,
+                name=member.ref.name,
+                resource_id=member.labels.get(LABEL_NODE_ID, ""),
+            )
+        if deletes.failures:
             break
-    failures[:0] = releases.failures  # a release does not hold back deletes: no ordering
     clean = not conflicts and not failures
     if ledger is not None:
         if clean:
@@ -151,7 +146,7 @@ async def prune(
             ledger.forget(applyset_id)
     return PruneResult(
         deleted=tuple(deleted),
-        released=releases.released,
+        released=releases.done,
         conflicts=tuple(conflicts),
         failures=tuple(failures),
         inventory=result.batch_inventory if clean else None,

@@ -21,9 +21,7 @@ is released; one with nothing of kro's on it is not written at all.
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 
 import structlog
 
@@ -36,21 +34,16 @@ from kro.api.names import (
     MANAGED_BY_VALUE,
     RESERVED_LABEL_PREFIXES,
 )
-from kro.applyset._tasks import run_all
-from kro.applyset.identity import ObjectRef
-from kro.applyset.members import Failure, Member
+from kro.applyset.members import Failure, Member, Outcome
 from kro.runtime.client import Client
 from kro.runtime.errors import Conflict, KubeError, NotFound
 
 __all__ = [
     "ON_DELETION",
     "ON_PRUNE",
-    "ReleaseOutcome",
-    "Releases",
     "claim_keys",
     "is_orphaned",
     "release_member",
-    "release_orphans",
     "release_patch",
 ]
 
@@ -59,17 +52,6 @@ log = structlog.get_logger(__name__)
 ON_PRUNE = "release orphan"
 ON_DELETION = "release orphaned resource"
 """How a failed release is named (`Failure.action`) by prune and by an owner's deletion."""
-
-
-class ReleaseOutcome(enum.Enum):
-    RELEASED = "released"
-    """kro's keys were removed; the object stays."""
-    UNCLAIMED = "unclaimed"
-    """Nothing of kro's was on it: no write."""
-    GONE = "gone"
-    """It no longer exists."""
-    CONFLICT = "conflict"
-    """It changed since it was listed: look again on the next pass."""
 
 
 def is_orphaned(member: Member) -> bool:
@@ -113,12 +95,12 @@ def release_patch(member: Member) -> dict[str, object] | None:
 
 async def release_member(
     client: Client, member: Member, *, action: str = ON_PRUNE
-) -> ReleaseOutcome | Failure:
+) -> Outcome | Failure:
     """Release one member (see the module docstring); API errors other than NotFound and
     Conflict come back as a Failure named `action`, so the caller keeps its claim."""
     patch = release_patch(member)
     if patch is None:
-        return ReleaseOutcome.UNCLAIMED
+        return Outcome.UNCLAIMED
     ref = member.ref
     try:
         await client.patch(
@@ -130,10 +112,10 @@ async def release_member(
             field_manager=FIELD_MANAGER_APPLYSET,
         )
     except NotFound:
-        return ReleaseOutcome.GONE
+        return Outcome.GONE
     except Conflict:
         log.debug("applyset.release_conflict", gvr=str(ref.gvr), name=ref.name)
-        return ReleaseOutcome.CONFLICT
+        return Outcome.CONFLICT
     except KubeError as err:
         return Failure(ref, err, action)
     log.info(
@@ -143,41 +125,4 @@ async def release_member(
         name=ref.name,
         uid=ref.uid,
     )
-    return ReleaseOutcome.RELEASED
-
-
-@dataclass(frozen=True, slots=True)
-class Releases:
-    """What `release_orphans` did. released: kro's keys were removed (members already gone or
-    without any of kro's keys need nothing and are not listed). conflicts: changed since they
-    were listed, still claimed. failures: other errors, still claimed."""
-
-    released: tuple[ObjectRef, ...] = ()
-    conflicts: tuple[ObjectRef, ...] = ()
-    failures: tuple[Failure, ...] = ()
-
-    @property
-    def settled(self) -> bool:
-        """Every orphaned member is released: none is still claimed."""
-        return not self.conflicts and not self.failures
-
-
-async def release_orphans(
-    client: Client, members: Sequence[Member], *, action: str
-) -> tuple[Releases, list[Member]]:
-    """Release every member whose live object says `Orphaned` (concurrently) and return what
-    happened with the members that are left to delete, in their order. An orphaned member
-    whose release failed is not among them either: it must never be deleted."""
-    orphaned = [m for m in members if is_orphaned(m)]
-    if not orphaned:
-        return Releases(), list(members)
-    outcomes = await run_all(
-        (f"applyset.release:{m.ref}", release_member(client, m, action=action)) for m in orphaned
-    )
-    pairs = list(zip(orphaned, outcomes, strict=True))
-    releases = Releases(
-        released=tuple(m.ref for m, o in pairs if o is ReleaseOutcome.RELEASED),
-        conflicts=tuple(m.ref for m, o in pairs if o is ReleaseOutcome.CONFLICT),
-        failures=tuple(o for _, o in pairs if isinstance(o, Failure)),
-    )
-    return releases, [m for m in members if not is_orphaned(m)]
+    return Outcome.RELEASED
