@@ -48,13 +48,15 @@ __all__ = [
     "Review",
     "contested_paths",
     "display_path",
+    "holds",
+    "value_at",
     "without_paths",
 ]
 
 PathKey = tuple[str, ...]
 """A field path as managedFields spell it: `("f:metadata", "f:annotations", "f:x")`."""
 
-_MISSING: Final = object()
+MISSING: Final = object()
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -152,15 +154,15 @@ class FieldContests:
         retry: list[float] = []
         fresh: set[PathKey] = set()
         for path, known in list(state.fields.items()):
-            desired = _value_at(body, path)
-            if desired is _MISSING or _encode(desired) != known.desired:
+            desired = value_at(body, path)
+            if desired is MISSING or _encode(desired) != known.desired:
                 del state.fields[path]  # kro wants something else now: a fresh start
         for path, manager in takeovers.items():
             tracked = state.fields.setdefault(
                 path,
                 _Field(
                     manager=manager,
-                    desired=_encode(_value_at(body, path)),
+                    desired=_encode(value_at(body, path)),
                     display=display_path(path),
                 ),
             )
@@ -210,10 +212,6 @@ class FieldContests:
         """Whether some field of object `uid` is in a contest kro remembers."""
         return uid in self._objects
 
-    def forget(self, uid: str) -> None:
-        """The object is gone (deleted, pruned): its rounds go with it."""
-        self._objects.pop(uid, None)
-
     def _expire(self, now: float) -> None:
         horizon = now - self._policy.forget_after_s
         for uid in [u for u, s in self._objects.items() if s.touched < horizon]:
@@ -246,27 +244,15 @@ def contested_paths(
 
 def _walk(fields: Mapping[str, Any], desired: Any, live: Any, path: PathKey) -> Iterator[PathKey]:
     for key, sub in fields.items():
-        if key == "." or not isinstance(sub, Mapping):
+        # `v:` (a member of a set: no value to disagree on) and `i:` are not followed
+        if not key.startswith(("f:", "k:")) or not isinstance(sub, Mapping):
             continue
-        if key.startswith("f:"):
-            if not isinstance(desired, Mapping) or key[2:] not in desired:
-                continue
-            want = desired[key[2:]]
-            have = live.get(key[2:], _MISSING) if isinstance(live, Mapping) else _MISSING
-        elif key.startswith("k:"):
-            try:
-                selector = json.loads(key[2:])
-            except ValueError:
-                continue
-            want = _find(desired, selector)
-            have = _find(live, selector)
-            if want is _MISSING:
-                continue
-        else:
-            continue  # `v:` (a member of a set: no value to disagree on) and `i:`
+        want, have = _child(desired, key), _child(live, key)
+        if want is MISSING:
+            continue
         children = {k: v for k, v in sub.items() if k != "."}
         if not children or not isinstance(want, (Mapping, list)):
-            if not _covers(have, want):
+            if not holds(have, want, strict=False):
                 yield (*path, key)
             continue
         yield from _walk(children, want, have, (*path, key))
@@ -274,50 +260,50 @@ def _walk(fields: Mapping[str, Any], desired: Any, live: Any, path: PathKey) -> 
 
 def _find(items: Any, selector: Any) -> Any:
     if not isinstance(items, list) or not isinstance(selector, Mapping):
-        return _MISSING
+        return MISSING
     for item in items:
         if isinstance(item, Mapping) and all(item.get(k) == v for k, v in selector.items()):
             return item
-    return _MISSING
+    return MISSING
 
 
-def _covers(live: Any, desired: Any) -> bool:
-    """Whether the live value holds what kro asks for (extra keys from defaults are fine)."""
-    if isinstance(desired, Mapping):
+def holds(live: Any, wanted: Any, *, strict: bool = True) -> bool:
+    """Whether `live` holds every value of `wanted` (maps: a subset, so extra keys from defaults
+    are fine; lists: item by item). Scalars: of the same type and equal; not `strict`, numbers
+    compare as numbers (1 and 1.0)."""
+    if isinstance(wanted, Mapping):
         return isinstance(live, Mapping) and all(
-            _covers(live.get(k, _MISSING), v) for k, v in desired.items()
+            key in live and holds(live[key], value, strict=strict) for key, value in wanted.items()
         )
-    if isinstance(desired, list):
+    if isinstance(wanted, list):
         return (
             isinstance(live, list)
-            and len(live) == len(desired)
-            and all(_covers(a, b) for a, b in zip(live, desired, strict=True))
+            and len(live) == len(wanted)
+            and all(holds(a, b, strict=strict) for a, b in zip(live, wanted, strict=True))
         )
-    if isinstance(desired, bool) or isinstance(live, bool):
-        return live is desired
-    if isinstance(desired, (int, float)) and isinstance(live, (int, float)):
-        return float(live) == float(desired)
-    return bool(live == desired)
+    if strict or isinstance(wanted, bool) or isinstance(live, bool):
+        return type(live) is type(wanted) and bool(live == wanted)
+    if isinstance(wanted, (int, float)) and isinstance(live, (int, float)):
+        return float(live) == float(wanted)
+    return bool(live == wanted)
 
 
-def _value_at(body: Any, path: Sequence[str]) -> Any:
-    current = body
+def value_at(body: Any, path: Sequence[str]) -> Any:
+    """The value at a managedFields path (`f:` keys, `k:` list items), or MISSING."""
     for key in path:
-        current = _child(current, key)
-        if current is _MISSING:
-            return _MISSING
-    return current
+        body = _child(body, key)
+    return body
 
 
 def _child(current: Any, key: str) -> Any:
     if key.startswith("f:") and isinstance(current, Mapping):
-        return current.get(key[2:], _MISSING)
+        return current.get(key[2:], MISSING)
     if key.startswith("k:"):
         try:
             return _find(current, json.loads(key[2:]))
         except ValueError:
-            return _MISSING
-    return _MISSING
+            return MISSING
+    return MISSING
 
 
 def _encode(value: Any) -> bytes:
@@ -345,11 +331,11 @@ def without_paths(body: Mapping[str, Any], paths: Sequence[PathKey]) -> dict[str
     """A deep copy of `body` without the given leaves (empty parents are kept: harmless)."""
     out: dict[str, Any] = orjson.loads(orjson.dumps(body))
     for path in paths:
-        parent, last = _value_at(out, path[:-1]), path[-1]
+        parent, last = value_at(out, path[:-1]), path[-1]
         if last.startswith("f:") and isinstance(parent, dict):
             parent.pop(last[2:], None)
         elif last.startswith("k:") and isinstance(parent, list):
             target = _find(parent, json.loads(last[2:]))
-            if target is not _MISSING:
+            if target is not MISSING:
                 parent.remove(target)
     return out
