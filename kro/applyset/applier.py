@@ -25,6 +25,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import reduce
 from typing import Any
 
 import structlog
@@ -177,17 +178,6 @@ class ApplyResult:
     def get(self, resource_id: str) -> AppliedResource | None:
         return next((r for r in self.resources if r.resource_id == resource_id), None)
 
-    @property
-    def contests(self) -> tuple[Contest, ...]:
-        """Every contested field of this pass, in resource order."""
-        return tuple(c for r in self.resources for c in r.contests)
-
-    @property
-    def retry_after_s(self) -> float | None:
-        """The soonest a field left out for a backoff should be applied again."""
-        waits = [r.retry_after_s for r in self.resources if r.retry_after_s is not None]
-        return min(waits) if waits else None
-
 
 @dataclass(frozen=True, kw_only=True)
 class ApplierOptions:
@@ -217,14 +207,11 @@ def combined(results: Sequence[ApplyResult]) -> ApplyResult:
     last = results[-1]
     if len(results) == 1:
         return last
-    batch = results[0].batch_inventory
-    for result in results[1:]:
-        batch = batch.union(result.batch_inventory)
     return ApplyResult(
         parent=last.parent,
         parent_obj=last.parent_obj,
         inventory=last.inventory,
-        batch_inventory=batch,
+        batch_inventory=reduce(Inventory.union, (r.batch_inventory for r in results)),
         resources=tuple(r for result in results for r in result.resources),
         parent_written=any(r.parent_written for r in results),
     )

@@ -1,23 +1,18 @@
 """kro.applyset.deletion: tear an ApplySet down in reverse apply-order waves (D-02..D-05, N-09).
 
-Deletion must work when nothing else does — the graph revision may be gone or broken, CEL may
-fail, external references may be missing — so it reads only the parent's inventory (D-02) and
-the members' own `internal.kro.run/apply-order` annotations. An inventory it cannot trust
-blocks deletion (`InvalidInventory`, "validate deletion inventory: ..."): removing the
+Deletion must work when nothing else does (the graph revision gone or broken, CEL failing), so
+it reads only the parent's inventory (D-02) and the members' own `internal.kro.run/apply-order`
+annotations. An inventory it cannot trust blocks deletion (`InvalidInventory`): removing the
 finalizer on a guess would leak children for good.
 
-Members whose live object says `deletionPolicy: Orphaned` (kro.applyset.release) are released
-first, in every call, and leave the candidate set before the wave arithmetic (V-36): a retained
-object never holds back a lower wave, and when releasing leaves nothing to delete the caller may
-remove its finalizer in the same step. A release that failed (or conflicted) keeps it.
+Members that say `deletionPolicy: Orphaned` are released first, in every call, and leave the
+candidate set before the wave arithmetic (V-36): a retained object never holds back a lower
+wave. One whose release failed or conflicted is still claimed.
 
-One call deletes one wave: the highest apply-order still present (dependents before their
-dependencies; a missing, invalid or non-positive annotation means wave 0, the last). Members of
-that wave already terminating are not deleted again, and lower waves are not touched until the
-whole wave has disappeared — including objects held by someone else's finalizer. The caller
-requeues while `done` is False, and when it is True removes its own finalizer
-(kro.engine.teardown: a JSON merge patch carrying resourceVersion, N-12: unlike SSA it cannot
-leave the finalizer owned by another field manager).
+One call deletes one wave: the highest apply-order still present (a missing, invalid or
+non-positive annotation means wave 0, the last). Lower waves wait until the whole wave has
+disappeared, including objects held by someone else's finalizer. The caller requeues until
+`done`, then removes its own finalizer (kro.engine.teardown, N-12).
 """
 
 from __future__ import annotations
@@ -57,22 +52,16 @@ _INTEGER = re.compile(r"[+-]?[0-9]+")
 def apply_order(member: Member) -> int:
     """The member's deletion wave: its apply-order annotation if a positive integer, else 0."""
     text = member.annotations.get(ANNOTATION_APPLY_ORDER, "")
-    if not _INTEGER.fullmatch(text):
-        return 0
-    return max(int(text), 0)
+    return max(int(text), 0) if _INTEGER.fullmatch(text) else 0
 
 
 @dataclass(frozen=True, slots=True)
 class DeletionProgress:
-    """done: no member is left (all deleted or released); the caller may remove its finalizer.
-    wave: the apply-order wave being deleted (None when done, or when only releases remain).
-    deleted: DELETEs issued in this call. waiting: members of the wave already terminating.
-    released: orphaned members released in this call (V-36).
-    conflicts: UID preconditions of deletes, or resourceVersion preconditions of releases, that
-        failed; they are looked at again next time.
-    failures: other API errors on delete or release (a failed release names itself
-        `release orphaned resource`).
-    remaining: members still claimed across all waves, including this one.
+    """done: no member is left; the caller may remove its finalizer. wave: the wave being
+    deleted (None when done, or only releasing). deleted, released: this call's DELETEs and
+    releases (V-36); waiting: members of the wave already terminating. conflicts: failed
+    preconditions, looked at again next time; failures: other API errors (a release's named
+    `release orphaned resource`). remaining: members still claimed, this wave included.
     """
 
     done: bool

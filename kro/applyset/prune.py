@@ -1,25 +1,20 @@
 """kro.applyset.prune: delete members the last batch did not apply (R-13, N-10, N-11).
 
 A member is an orphan when it carries our `part-of` label but its UID is not among those the
-batch just applied: its node was excluded (includeWhen), removed from the graph, or its
-collection shrank. Pruning is only safe after a pass in which every node resolved and every
-apply succeeded — otherwise a node we merely failed to render this time would be deleted — so
+batch just applied (its node was excluded by includeWhen or removed from the graph, or its
+collection shrank). Pruning is only safe after a pass in which every node resolved and every
+apply succeeded (a node we merely failed to render this time would be deleted otherwise), so
 `prune` checks that itself and returns a skipped result instead.
 
-Orphans are deleted in waves by the caller's topological positions, highest first, and orphans
-whose `kro.run/node-id` the caller does not know (node removed from the graph) before all
-others: dependents go before their dependencies. Unlike deletion (D-04) a wave does not wait
-for the previous one to disappear; the DELETE calls are merely issued in that order. Orphans
-already terminating are not deleted again.
-
-An orphan whose live object says `deletionPolicy: Orphaned` is released instead of deleted
-(kro.applyset.release, V-34): it stays, without kro's labels, so no later list finds it. A
-release that conflicted is retried by the next pass; one that failed is a failure named
-`release orphan`.
+Orphans are deleted in waves by the caller's topological positions, highest first, and those
+whose `kro.run/node-id` the caller does not know (node removed) before all others: dependents
+before their dependencies. Unlike deletion (D-04) a wave does not wait for the previous one to
+disappear; the DELETEs are merely issued in that order. An orphan that says
+`deletionPolicy: Orphaned` is released instead (kro.applyset.release, V-34).
 
 After a clean prune (nothing conflicted or failed) the result carries the batch's inventory
 for the caller to write with `Applier.ensure_inventory`: only then may the parent forget kinds
-and namespaces (N-11). A UID conflict or failure keeps the superset so the next pass retries.
+and namespaces (N-11). A conflict or failure keeps the superset so the next pass retries.
 """
 
 from __future__ import annotations
@@ -48,12 +43,10 @@ log = structlog.get_logger(__name__)
 @dataclass(frozen=True, slots=True)
 class PruneResult:
     """skipped: R-13's preconditions did not hold; nothing was listed or deleted.
-    deleted: DELETEs issued (the objects may still be terminating).
-    released: orphans left in place without kro's keys (`deletionPolicy: Orphaned`).
-    conflicts: orphans whose UID precondition failed (re-created under the same name), or
-        whose release found them changed since they were listed.
-    failures: other API errors (`Failure.action` names a failed release); waves after a
-        failing one were not attempted.
+    deleted: DELETEs issued (the objects may still be terminating). released: orphans left in
+        place without kro's keys. conflicts: UID (or a release's resourceVersion) preconditions
+        that failed. failures: other API errors (`Failure.action` names a failed release);
+        waves after a failing one were not attempted.
     inventory: the shrunk inventory to record, present only after a clean prune.
     """
 

@@ -1,22 +1,19 @@
 """kro.applyset.release: let go of a member instead of deleting it (deletionPolicy, V-33..V-35).
 
 A child whose live object carries `internal.kro.run/deletion-policy: Orphaned` (exactly that
-value: the object decides, not the RGD, so a policy changed after the last apply has no effect
-until an apply records it) is released wherever kro would otherwise delete it: when its owner
-is deleted (kro.applyset.deletion) and when it is pruned (kro.applyset.prune: removed from the
-graph, excluded by includeWhen, dropped by a shrinking collection). Both call `release_member`.
+value: the object decides, not the RGD, so a changed policy takes effect once an apply records
+it) is released wherever kro would otherwise delete it: when its owner is deleted
+(kro.applyset.deletion) and when it is pruned (kro.applyset.prune).
 
 Releasing removes kro's claim and nothing else: every label and annotation under `kro.run/` or
-`internal.kro.run/`, the ApplySet `part-of` label (so no list of the ApplySet finds it again:
-it is never again a prune or deletion candidate), and `app.kubernetes.io/managed-by` when it
-says `kro`. The author's keys, the spec and data, and `metadata.ownerReferences` stay as they
-are (a template that points ownerReferences at its owner still lets the garbage collector
-delete the object).
+`internal.kro.run/`, the ApplySet `part-of` label (so no list of the ApplySet finds it again),
+and `app.kubernetes.io/managed-by` when it says `kro`. The author's keys, spec, data and
+`metadata.ownerReferences` stay (ownerReferences pointing at the owner still let the garbage
+collector delete the object).
 
-The write is a merge patch of exactly those keys carrying the listed resourceVersion, so the
-API server applies it as an update preconditioned on that version: a member changed since it
-was listed is a conflict, looked at again on the next pass, never an error; one already gone
-is released; one with nothing of kro's on it is not written at all.
+The write is a merge patch of exactly those keys carrying the listed resourceVersion, so a
+member changed since it was listed is a conflict, looked at again on the next pass; one already
+gone is released; one with nothing of kro's on it is not written at all.
 """
 
 from __future__ import annotations
