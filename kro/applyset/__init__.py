@@ -8,24 +8,15 @@ live ones, and passes topological positions for pruning.
 
 Entry points, in the order an instance reconcile uses them:
 
-* `empty_inventory_metadata(parent, tooling)` — labels/annotations the labeller (R-05) adds to
-  its first write; `read_inventory` / `has_inventory_metadata` to check what is there.
+* `empty_inventory_metadata(parent, tooling)`: what the labeller (R-05) adds to its first write.
 * `Applier(client, ApplierOptions(tooling=...)).apply(parent_obj, parent_gvr, [Desired...])`
-  — projects the inventory onto the parent, then force-applies the batch (R-11, R-12).
-  Per-resource outcomes in `ApplyResult.resources`; long-lived, so steady state writes nothing.
-* `prune(client, result, positions=..., all_resolved=...)` — deletes orphans (R-13); after a
+  projects the inventory onto the parent, then force-applies the batch (R-11, R-12).
+* `prune(client, result, positions=..., all_resolved=...)` deletes orphans (R-13); after a
   clean prune write `PruneResult.inventory` with `Applier.ensure_inventory`.
-* `delete_next_wave(client, parent_obj, parent_gvr)` until `done` (D-02..D-05); the owner's
-  finalizer is then its teardown's to remove (kro.engine.teardown).
+* `delete_next_wave(client, parent_obj, parent_gvr)` until `done` (D-02..D-05).
 
 `kro.engine.applyset_ownership.ApplySetOwnership` is these steps in order, as the engine's
 ownership of an RGD instance: it is the example to read.
-
-Modules: `identity` (ID and hash formulas, Parent, GroupKind), `inventory` (parent metadata),
-`cache` (skip-unchanged proof), `contest` (fields another controller keeps rewriting: counted,
-backed off, then yielded), `applier`, `members` (listing and deleting members), `prune`,
-`deletion`, `release` (deletionPolicy `Orphaned`: let go of a member instead of deleting it),
-`errors`.
 """
 
 from kro.applyset.applier import AppliedResource as AppliedResource

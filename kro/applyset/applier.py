@@ -15,16 +15,13 @@ Results are per resource: one failure does not stop the others (N-36), and the c
 (prune only after a clean pass, R-13). Steady state costs zero writes: a child whose live
 resourceVersion is the one our identical previous apply produced is skipped (`cache`), and the
 parent write is skipped when the parent already carries the projected inventory.
-
-Neighbours: `inventory` (projection and rendering), `cache` (skip proof), `prune` (consumes
-`ApplyResult`).
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import reduce
 from typing import Any
 
@@ -39,7 +36,6 @@ from kro.api.objects import metadata as _meta
 from kro.applyset.cache import AppliedCache, digest
 from kro.applyset.contest import (
     Contest,
-    ContestPolicy,
     FieldContests,
     Review,
     without_paths,
@@ -182,18 +178,12 @@ class ApplyResult:
 @dataclass(frozen=True, kw_only=True)
 class ApplierOptions:
     """tooling: the `applyset.kubernetes.io/tooling` value, `kro/<version>` (`tooling_for`).
-    cache_entries: how many objects the skip-unchanged cache remembers (LRU; default 16384).
-        Forgetting one only costs one redundant apply.
-    contest_policy: how many rounds a field another controller keeps rewriting is re-applied
-        before kro yields it (`kro.applyset.contest`).
     concurrency: the most applies of one batch in flight at once (`--apply-concurrency`,
         default 20 as upstream; 0 or less means 20). Upstream applies a graph's nodes one after
         another and the items of one collection at most this many at a time; here the whole
         batch shares the bound, so no more requests are in flight than upstream allows."""
 
     tooling: str
-    cache_entries: int = 16384
-    contest_policy: ContestPolicy = field(default_factory=ContestPolicy)
     concurrency: int = DEFAULT_APPLY_CONCURRENCY
 
     @property
@@ -243,10 +233,10 @@ class Applier:
         self._client = client
         self._options = options
         self.memory = memory if memory is not None else ObjectMemory()
-        self._cache = AppliedCache(options.cache_entries, memory=self.memory)
-        self.members = MemberLedger(options.cache_entries, memory=self.memory)
+        self._cache = AppliedCache(memory=self.memory)
+        self.members = MemberLedger(memory=self.memory)
         """What this process knows of each ApplySet's members (kro.applyset.ledger)."""
-        self._contests = FieldContests(FIELD_MANAGER_APPLYSET, options.contest_policy)
+        self._contests = FieldContests(FIELD_MANAGER_APPLYSET)
 
     @property
     def tooling(self) -> str:

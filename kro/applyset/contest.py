@@ -1,33 +1,25 @@
 """kro.applyset.contest: notice fields another controller keeps rewriting, and stop fighting.
 
-kro applies every child with server-side apply and `force: true`, so it takes back any field
-of its template that someone else changed (drift correction, R-20). That is right for a human's
-one-off `kubectl edit`, and wrong for a field another controller maintains: kube-controller-
-manager owns `metadata.annotations["deployment.kubernetes.io/revision"]` on Deployments, an
-autoscaler owns `spec.replicas`. Each side then rewrites the field on every change of the other,
-forever (several writes a second, each one a new watch event for every client of the object).
-Upstream kro has no guard against this.
+kro force-applies every child, so it takes back any field of its template someone else changed
+(drift correction, R-20): right for a human's one-off `kubectl edit`, wrong for a field another
+controller maintains (kube-controller-manager's `deployment.kubernetes.io/revision` annotation
+on Deployments, an autoscaler's `spec.replicas`): both sides would rewrite it forever. Upstream
+kro has no guard against this. The rule, per child object and field path:
 
-The rule, per child object and field path:
+1. A field of kro's apply body that another manager owns (managedFields) with a *different*
+   value was taken over since kro's last apply (another manager's Update removes the field from
+   kro's set). Each takeover seen at a new resourceVersion is one round.
+2. Round 1 is re-applied at once (drift correction, as upstream). Later rounds only after a
+   backoff doubling each round (`backoff_s`: 2 s, 4 s, ...); until then the field is left out
+   of kro's body and the caller is asked to retry at the end of it.
+3. After `limit` rounds (3) within `window_s` (10 minutes) kro yields: the field is left out of
+   every later apply. That only drops kro's ownership: the other manager's value stays.
+4. A change of kro's desired value for the field (a new template or spec) starts the count
+   again: the user asked for something new.
 
-1. Before an apply, the live object's `managedFields` say who owns each field. A field of kro's
-   apply body that another manager owns with a *different* value than kro's was taken over
-   since kro's last apply (an Update by another manager removes the field from kro's set).
-   Each takeover seen at a new resourceVersion is one round.
-2. Round 1 is re-applied at once (drift correction, as upstream). Later rounds are re-applied
-   only after a backoff that doubles each round (`backoff_s`, 2 s, 4 s, ...); until then the
-   field is left out of kro's apply body and the caller is asked to retry at the end of it.
-3. After `limit` rounds (3) within `window_s` (10 minutes) kro yields: the field is left out
-   of every later apply, so the other manager keeps it and the writes stop. Leaving a field out
-   of an apply body only drops kro's ownership; since the other manager owns the field, its
-   value stays.
-4. A change of kro's desired value for the field (a new template or instance spec) starts the
-   count again: the user asked for something new.
-
-Yielded fields are reported (`Contest`) so the instance controller can say so in a condition,
-an Event and a metric; the fix is to drop the field from the template (or write the value the
-other controller writes). The state lives in memory: after a restart kro re-applies a contested
-field for up to `limit` rounds again before it yields.
+Yielded fields are reported (`Contest`) for the instance's condition, Event and metric. The
+state lives in memory: after a restart kro re-applies a contested field for up to `limit`
+rounds again before it yields.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
 """kro.applyset.errors: what the ApplySet applier, pruner and deleter raise or report.
 
-    ApplySetError           base; never raised itself
-    ├── InvalidInventory    the parent's ApplySet metadata is partial, unparsable or tampered
-    ├── DuplicateResources  two desired objects name the same object (fatal for the batch)
-    ├── OwnershipConflict   a live object belongs to another ApplySet (per resource, no write)
-    └── ReleaseFailed       a pruned `deletionPolicy: Orphaned` member could not be released
-
-API failures stay `kro.runtime.errors.KubeError`s; they are reported per resource in results
-(apply, prune, deletion) or raised when they make the whole pass meaningless (listing members,
+API failures stay `kro.runtime.errors.KubeError`s: reported per resource in results (apply,
+prune, deletion), or raised when they make the whole pass meaningless (listing members,
 writing the parent's inventory). Messages name objects, never their contents, so Secret data
 cannot leak into conditions or logs.
 """

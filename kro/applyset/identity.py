@@ -10,8 +10,6 @@ existing clusters recompute them, so the byte layout below must never change:
   `namespaces` are exactly the rendered `contains-group-kinds` and `additional-namespaces`
   annotation values (sorted, comma-joined). It lets deletion (D-02) detect an inventory that
   somebody edited by hand.
-
-Neighbours: `inventory` renders and validates the parent's metadata using these functions.
 """
 
 from __future__ import annotations

@@ -14,9 +14,6 @@ On the parent it looks like (§1.Q):
                  applyset.kubernetes.io/contains-group-kinds: ConfigMap,Deployment.apps
                  applyset.kubernetes.io/additional-namespaces: other-ns
                  internal.kro.run/applyset-inventory-hash: sha256:<hash>
-
-Neighbours: `identity` (ID and hash formulas), `applier` (writes the projection), `prune` and
-`deletion` (list members from it).
 """
 
 from __future__ import annotations
