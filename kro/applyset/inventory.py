@@ -164,11 +164,9 @@ def is_rendered(obj: Mapping[str, Any], inventory: Inventory, tooling: str) -> b
     would change nothing."""
     wanted = render(inventory, tooling)
     labels, annotations = _labels(obj), _annotations(obj)
-    clusters = wanted["annotations"].get(ANNOTATION_APPLYSET_CLUSTERS)
-    return (
-        all(labels.get(k) == v for k, v in wanted["labels"].items())
-        and all(annotations.get(k) == v for k, v in wanted["annotations"].items())
-        and annotations.get(ANNOTATION_APPLYSET_CLUSTERS) == clusters
+    return all(labels.get(k) == v for k, v in wanted["labels"].items()) and all(
+        annotations.get(k) == wanted["annotations"].get(k)
+        for k in (*wanted["annotations"], ANNOTATION_APPLYSET_CLUSTERS)
     )
 
 
@@ -185,14 +183,6 @@ def _split(key: str, value: str) -> list[str]:
     if any(not p or p != p.strip() for p in parts):
         raise InvalidInventory(key=key, reason=f"annotation {key} is not parsable: {value!r}")
     return parts
-
-
-def _parse_group_kinds(value: str) -> frozenset[GroupKind]:
-    key = ANNOTATION_APPLYSET_CONTAINS_GROUP_KINDS
-    try:
-        return frozenset(GroupKind.parse(p) for p in _split(key, value))
-    except ValueError as err:
-        raise InvalidInventory(key=key, reason=f"annotation {key} is not parsable: {err}") from err
 
 
 def _required(obj: Mapping[str, Any], key: str, *, label: bool = False) -> str:
@@ -225,17 +215,19 @@ def read_inventory(obj: Mapping[str, Any], parent: Parent) -> Inventory | None:
             reason=f'annotation {ANNOTATION_APPLYSET_TOOLING} is "{tooling}", '
             f'expected a "{APPLYSET_TOOLING_PREFIX}" prefix',
         )
-    group_kinds = _parse_group_kinds(_required(obj, ANNOTATION_APPLYSET_CONTAINS_GROUP_KINDS))
-    ns_key = ANNOTATION_APPLYSET_ADDITIONAL_NAMESPACES
+    gk_key = ANNOTATION_APPLYSET_CONTAINS_GROUP_KINDS
+    try:
+        group_kinds = frozenset(GroupKind.parse(p) for p in _split(gk_key, _required(obj, gk_key)))
+    except ValueError as err:
+        raise InvalidInventory(
+            key=gk_key, reason=f"annotation {gk_key} is not parsable: {err}"
+        ) from err
+    ns_key, clusters_key = ANNOTATION_APPLYSET_ADDITIONAL_NAMESPACES, ANNOTATION_APPLYSET_CLUSTERS
     namespaces = frozenset(_split(ns_key, _required(obj, ns_key)))
-    clusters = frozenset(
-        _split(
-            ANNOTATION_APPLYSET_CLUSTERS,
-            str(_annotations(obj).get(ANNOTATION_APPLYSET_CLUSTERS) or ""),
-        )
-    )
+    annotations = _annotations(obj)
+    clusters = frozenset(_split(clusters_key, str(annotations.get(clusters_key) or "")))
     inventory = Inventory(found_id, group_kinds, namespaces, clusters)
-    recorded_hash = _annotations(obj).get(ANNOTATION_APPLYSET_INVENTORY_HASH)
+    recorded_hash = annotations.get(ANNOTATION_APPLYSET_INVENTORY_HASH)
     if recorded_hash is not None and recorded_hash != inventory.hash:
         raise InvalidInventory(
             key=ANNOTATION_APPLYSET_INVENTORY_HASH,

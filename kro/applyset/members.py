@@ -173,28 +173,22 @@ async def settle(
 
 
 async def resolve_group_kind(client: Client, gk: GroupKind) -> ResourceInfo | None:
-    """The served resource for `gk` (preferred version first), or None if not served."""
+    """The served resource for `gk` (preferred version first, else any served version), or
+    None if not served even after one forced discovery refresh."""
+    mapper = client.mapper
     for attempt in range(2):
         try:
-            return await _lookup(client, gk)
+            version = await mapper.preferred_version(gk.group)
+            return await mapper.resource_for(GVK(gk.group, version, gk.kind))
         except NoKindMatch:
+            for info in await mapper.resources():
+                if info.gvk.group == gk.group and info.gvk.kind == gk.kind:
+                    return info
             if attempt:
                 log.debug("applyset.group_kind_not_served", group_kind=str(gk))
                 return None
-            client.mapper.invalidate()
+            mapper.invalidate()
     raise AssertionError("unreachable")
-
-
-async def _lookup(client: Client, gk: GroupKind) -> ResourceInfo:
-    mapper = client.mapper
-    try:
-        version = await mapper.preferred_version(gk.group)
-        return await mapper.resource_for(GVK(gk.group, version, gk.kind))
-    except NoKindMatch:
-        for info in await mapper.resources():
-            if info.gvk.group == gk.group and info.gvk.kind == gk.kind:
-                return info
-        raise
 
 
 async def _list(
