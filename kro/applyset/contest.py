@@ -92,7 +92,6 @@ class _Field:
     last_round: float = 0.0
     last_version: str = ""
     yielded: bool = False
-    display: str = ""
     reapplied: bool = True
     """kro's last apply held the field: another manager holding it since is a new round. One
     left out (backing off) is not taken back, so a later write by that manager (a status
@@ -151,12 +150,7 @@ class FieldContests:
                 del state.fields[path]  # kro wants something else now: a fresh start
         for path, manager in takeovers.items():
             tracked = state.fields.setdefault(
-                path,
-                _Field(
-                    manager=manager,
-                    desired=_encode(value_at(body, path)),
-                    display=display_path(path),
-                ),
+                path, _Field(manager=manager, desired=_encode(value_at(body, path)))
             )
             if tracked.yielded or tracked.last_version == version or not tracked.reapplied:
                 continue  # counted already, given up on, or not taken back since: no round
@@ -185,7 +179,7 @@ class FieldContests:
                 contests.append(
                     Contest(
                         resource_id=resource_id,
-                        path=tracked.display,
+                        path=display_path(path),
                         manager=tracked.manager,
                         rounds=tracked.rounds,
                         yielded=tracked.yielded,
@@ -194,11 +188,7 @@ class FieldContests:
                 )
         if not state.fields:
             del self._objects[uid]
-        return Review(
-            omit=tuple(omit),
-            contests=tuple(contests),
-            retry_after_s=min(retry) if retry else None,
-        )
+        return Review(tuple(omit), tuple(contests), min(retry) if retry else None)
 
     def tracks(self, uid: str) -> bool:
         """Whether some field of object `uid` is in a contest kro remembers."""
@@ -326,8 +316,6 @@ def without_paths(body: Mapping[str, Any], paths: Sequence[PathKey]) -> dict[str
         parent, last = value_at(out, path[:-1]), path[-1]
         if last.startswith("f:") and isinstance(parent, dict):
             parent.pop(last[2:], None)
-        elif last.startswith("k:") and isinstance(parent, list):
-            target = _find(parent, json.loads(last[2:]))
-            if target is not MISSING:
-                parent.remove(target)
+        elif (target := _child(parent, last)) is not MISSING:
+            parent.remove(target)
     return out
