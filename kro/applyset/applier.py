@@ -34,12 +34,7 @@ from kro.api.names import (
 )
 from kro.api.objects import metadata as _meta
 from kro.applyset.cache import AppliedCache, digest
-from kro.applyset.contest import (
-    Contest,
-    FieldContests,
-    Review,
-    without_paths,
-)
+from kro.applyset.contest import Contest, FieldContests, Review, without_paths
 from kro.applyset.errors import ApplySetError, DuplicateResources, OwnershipConflict
 from kro.applyset.identity import GroupKind, Parent
 from kro.applyset.inventory import Inventory, is_rendered, project, read_inventory, render
@@ -286,10 +281,6 @@ class Applier:
             ),
             limit=self._options.apply_limit,
         )
-        resources = [
-            replace(r, cluster=d.cluster) if d.cluster else r
-            for r, d in zip(resources, desired, strict=True)
-        ]
         return ApplyResult(
             parent=parent,
             parent_obj=written if written is not None else copy.deepcopy(dict(parent_obj)),
@@ -339,7 +330,7 @@ class Applier:
                 owner=owner,
                 applyset_id=parent.id,
             )
-            return AppliedResource(item.resource_id, None, error=conflict)
+            return AppliedResource(item.resource_id, None, error=conflict, cluster=item.cluster)
         body = member_body(parent, item)
         review = self._contests.review(item.resource_id, body, observed)
         if review.omit:
@@ -351,7 +342,7 @@ class Applier:
         ):
             self._cache.remember(observed, body_digest)  # e.g. after a restart: proven now
             skipped = AppliedResource(item.resource_id, copy.deepcopy(dict(observed)), skipped=True)
-            return _reviewed(skipped, review)
+            return _reviewed(skipped, review, item)
         try:
             client = clients(item.cluster) if item.cluster and clients else self._client
             applied = await client.apply(
@@ -366,12 +357,12 @@ class Applier:
             log.debug(
                 "applyset.apply_failed", resource_id=item.resource_id, error=type(err).__name__
             )
-            return _reviewed(AppliedResource(item.resource_id, None, error=err), review)
+            return _reviewed(AppliedResource(item.resource_id, None, error=err), review, item)
         self._cache.remember(applied, body_digest)
         before = _meta(observed).get("resourceVersion")
         changed = observed is None or _meta(applied).get("resourceVersion") != before
         log.debug("applyset.resource_applied", resource_id=item.resource_id, changed=changed)
-        return _reviewed(AppliedResource(item.resource_id, applied, changed=changed), review)
+        return _reviewed(AppliedResource(item.resource_id, applied, changed=changed), review, item)
 
 
 def member_body(parent: Parent, item: Desired) -> dict[str, Any]:
@@ -382,7 +373,8 @@ def member_body(parent: Parent, item: Desired) -> dict[str, Any]:
     return body
 
 
-def _reviewed(resource: AppliedResource, review: Review) -> AppliedResource:
-    if not review.contests and review.retry_after_s is None:
-        return resource
-    return replace(resource, contests=review.contests, retry_after_s=review.retry_after_s)
+def _reviewed(resource: AppliedResource, review: Review, item: Desired) -> AppliedResource:
+    """`resource` with what the contest review of `item` found, in `item`'s cluster."""
+    return replace(
+        resource, contests=review.contests, retry_after_s=review.retry_after_s, cluster=item.cluster
+    )

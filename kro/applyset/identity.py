@@ -34,9 +34,6 @@ __all__ = [
     "inventory_hash",
 ]
 
-DEFAULT_NAMESPACE = "default"
-"""Where a cluster-scoped parent's namespaced members are looked for first (D-03)."""
-
 
 def _b64_sha256(data: str) -> str:
     digest = hashlib.sha256(data.encode("utf-8")).digest()
@@ -137,4 +134,4 @@ class Parent:
     def home_namespace(self) -> str:
         """The namespace members are listed in besides `additional-namespaces` (D-03): the
         parent's own, or `default` for a cluster-scoped parent (upstream's choice)."""
-        return self.namespace or DEFAULT_NAMESPACE
+        return self.namespace or "default"

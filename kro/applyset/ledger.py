@@ -61,11 +61,11 @@ class MemberLedger:
 
     def started(self, applyset_id: str) -> None:
         """kro has just written the first inventory of this ApplySet: it has no member yet."""
-        self._put(applyset_id, _STARTED)
+        self.memory.remember(self._fact, applyset_id, UNVERSIONED, _STARTED)
 
     def settled(self, applyset_id: str, uids: Iterable[str]) -> None:
         """The ApplySet's members are exactly `uids` (a clean prune, or one skipped here)."""
-        self._put(applyset_id, _digest(uids))
+        self.memory.remember(self._fact, applyset_id, UNVERSIONED, _digest(uids))
 
     def unpruned(self, applyset_id: str, applied: Iterable[str]) -> None:
         """A pass applied `applied` but did not prune (data pending, or an apply failed): the
@@ -76,7 +76,7 @@ class MemberLedger:
             return
         uids = _digest(applied)
         if entry == _STARTED:
-            self._put(applyset_id, uids)
+            self.memory.remember(self._fact, applyset_id, UNVERSIONED, uids)
         elif entry != uids:
             self.forget(applyset_id)
 
@@ -94,6 +94,3 @@ class MemberLedger:
 
     def forget(self, applyset_id: str) -> None:
         self.memory.forget(self._fact, applyset_id)
-
-    def _put(self, applyset_id: str, entry: bytes) -> None:
-        self.memory.remember(self._fact, applyset_id, UNVERSIONED, entry)
