@@ -181,10 +181,6 @@ class ApplierOptions:
     tooling: str
     concurrency: int = DEFAULT_APPLY_CONCURRENCY
 
-    @property
-    def apply_limit(self) -> int:
-        return self.concurrency if self.concurrency > 0 else DEFAULT_APPLY_CONCURRENCY
-
 
 def combined(results: Sequence[ApplyResult]) -> ApplyResult:
     """Several applies of one pass (its waves) as one result for the prune: the parent and
@@ -269,7 +265,7 @@ class Applier:
         check_duplicates(desired)
         batch = Inventory.of(
             parent,
-            ((GroupKind.of(d.gvk), d.namespace) for d in desired),
+            ((GroupKind(d.gvk.group, d.gvk.kind), d.namespace) for d in desired),
             clusters=(d.cluster for d in desired),
         )
         projected = project(read_inventory(parent_obj, parent), batch)
@@ -279,7 +275,7 @@ class Applier:
                 (f"applyset.apply:{d.resource_id}", self._apply_one(parent, d, clients))
                 for d in desired
             ),
-            limit=self._options.apply_limit,
+            limit=max(self._options.concurrency, 0) or DEFAULT_APPLY_CONCURRENCY,
         )
         return ApplyResult(
             parent=parent,

@@ -49,10 +49,6 @@ class GroupKind:
     kind: str
 
     @classmethod
-    def of(cls, gvk: GVK) -> GroupKind:
-        return cls(gvk.group, gvk.kind)
-
-    @classmethod
     def parse(cls, text: str) -> GroupKind:
         """`Deployment.apps` -> (apps, Deployment); `ConfigMap` -> ("", ConfigMap).
 

@@ -97,14 +97,8 @@ class Member:
         cls, obj: Mapping[str, Any], info: ResourceInfo, *, body: bool = False
     ) -> Member:
         meta = obj.get("metadata") or {}
-        ref = ObjectRef(
-            info.gvr,
-            str(meta.get("namespace") or ""),
-            str(meta.get("name") or ""),
-            str(meta.get("uid") or ""),
-        )
         return cls(
-            ref,
+            ObjectRef.of(info.gvr, obj),
             info.gvk,
             dict(meta.get("labels") or {}),
             dict(meta.get("annotations") or {}),
