@@ -211,16 +211,11 @@ def contested_paths(
     contested.
     """
     out: dict[PathKey, str] = {}
-    entries = ((live.get("metadata") or {}).get("managedFields")) or []
-    for entry in entries:
-        if not isinstance(entry, Mapping) or entry.get("manager") == own_manager:
-            continue
-        fields = entry.get("fieldsV1")
-        if not isinstance(fields, Mapping):
-            continue
-        manager = str(entry.get("manager") or "")
-        for path in _walk(fields, body, live, ()):
-            out.setdefault(path, manager)
+    for entry in (live.get("metadata") or {}).get("managedFields") or []:
+        fields = entry.get("fieldsV1") if isinstance(entry, Mapping) else None
+        if isinstance(fields, Mapping) and entry.get("manager") != own_manager:
+            for path in _walk(fields, body, live, ()):
+                out.setdefault(path, str(entry.get("manager") or ""))
     return out
 
 

@@ -4,8 +4,8 @@ Both pruning (R-13) and deletion (D-03) discover members the same way — LIST w
 `applyset.kubernetes.io/part-of=<id>` for every recorded group-kind, in the parent's home
 namespace plus `additional-namespaces` (cluster-scoped kinds cluster-wide) — and delete them the
 same way: with a UID precondition, so an object deleted and re-created under the same name by
-someone else in the meantime is never hit. Lists ask for metadata only: labels, annotations,
-UID and deletionTimestamp are all either needs.
+someone else in the meantime is never hit. Lists ask for metadata only (labels, annotations,
+UID and deletionTimestamp are all either needs) unless the caller reads the bodies too.
 
 A recorded group-kind the server no longer serves (its CRD was removed) cannot have members:
 it is skipped after one forced discovery refresh, so a stale cache cannot hide live members.
@@ -55,10 +55,8 @@ async def run_all(
 
     Unlike a TaskGroup, one failure does not cancel the others: a cancelled SSA or DELETE may
     or may not have reached the server, which would make per-resource results lie. Every task
-    is awaited before returning (no orphans; cancelling the caller cancels them all), then the
-    first failure is raised as itself rather than wrapped in an ExceptionGroup. Calls that
-    report per-resource errors catch them inside, so only failures that spoil the whole batch
-    get here.
+    is awaited (cancelling the caller cancels them all), then the first failure is raised as
+    itself; calls that report per-resource errors catch them inside.
     """
     gate = asyncio.Semaphore(limit) if limit is not None and limit > 0 else None
 
