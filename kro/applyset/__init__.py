@@ -35,14 +35,13 @@ from kro.applyset.errors import DuplicateResources as DuplicateResources
 from kro.applyset.errors import InvalidInventory as InvalidInventory
 from kro.applyset.errors import OwnershipConflict as OwnershipConflict
 from kro.applyset.errors import ReleaseFailed as ReleaseFailed
-from kro.applyset.identity import GroupKind as GroupKind
-from kro.applyset.identity import ObjectRef as ObjectRef
-from kro.applyset.identity import Parent as Parent
-from kro.applyset.identity import applyset_id as applyset_id
-from kro.applyset.identity import inventory_hash as inventory_hash
+from kro.applyset.inventory import GroupKind as GroupKind
 from kro.applyset.inventory import Inventory as Inventory
+from kro.applyset.inventory import Parent as Parent
+from kro.applyset.inventory import applyset_id as applyset_id
 from kro.applyset.inventory import empty_inventory_metadata as empty_inventory_metadata
 from kro.applyset.inventory import has_inventory_metadata as has_inventory_metadata
+from kro.applyset.inventory import inventory_hash as inventory_hash
 from kro.applyset.inventory import is_rendered as is_rendered
 from kro.applyset.inventory import project as project
 from kro.applyset.inventory import read_inventory as read_inventory
@@ -54,6 +53,7 @@ from kro.applyset.members import Member as Member
 from kro.applyset.members import list_members as list_members
 from kro.applyset.prune import orphan_waves as orphan_waves
 from kro.applyset.prune import prune as prune
+from kro.runtime.objectref import ObjectRef as ObjectRef
 
 __all__ = [
     "AppliedCache",

@@ -36,8 +36,15 @@ from kro.api.objects import metadata as _meta
 from kro.applyset.cache import AppliedCache, digest
 from kro.applyset.contest import Contest, FieldContests, Review, without_paths
 from kro.applyset.errors import ApplySetError, DuplicateResources, OwnershipConflict
-from kro.applyset.identity import GroupKind, Parent
-from kro.applyset.inventory import Inventory, is_rendered, project, read_inventory, render
+from kro.applyset.inventory import (
+    GroupKind,
+    Inventory,
+    Parent,
+    is_rendered,
+    project,
+    read_inventory,
+    render,
+)
 from kro.applyset.ledger import MemberLedger
 from kro.applyset.members import run_all
 from kro.applyset.noop import already_applied

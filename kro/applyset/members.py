@@ -25,12 +25,12 @@ from typing import Any, TypeVar
 import structlog
 
 from kro.api.names import LABEL_APPLYSET_PART_OF
-from kro.applyset.identity import GroupKind, ObjectRef, Parent
-from kro.applyset.inventory import Inventory
+from kro.applyset.inventory import GroupKind, Inventory, Parent
 from kro.runtime.client import Client
 from kro.runtime.discovery import ResourceInfo
 from kro.runtime.errors import Conflict, KubeError, NoKindMatch, NotFound
 from kro.runtime.gvk import GVK
+from kro.runtime.objectref import ObjectRef
 
 __all__ = [
     "Failure",

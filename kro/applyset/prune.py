@@ -28,12 +28,12 @@ import structlog
 
 from kro.api.names import LABEL_NODE_ID
 from kro.applyset.applier import ApplyResult
-from kro.applyset.identity import ObjectRef
 from kro.applyset.inventory import Inventory
 from kro.applyset.ledger import MemberLedger
 from kro.applyset.members import Failure, Member, delete_member, list_members, settle
 from kro.applyset.release import ON_PRUNE, is_orphaned, release_member
 from kro.runtime.client import Client
+from kro.runtime.objectref import ObjectRef
 
 __all__ = ["PruneResult", "orphan_waves", "prune"]
 

@@ -24,8 +24,7 @@ from applyset_fakes import (
 )
 
 from kro.applyset import Applier, Member, ObjectRef, delete_next_wave, list_members, prune
-from kro.applyset.identity import Parent
-from kro.applyset.inventory import read_inventory
+from kro.applyset.inventory import Parent, read_inventory
 from kro.applyset.members import Outcome
 from kro.applyset.release import (
     claim_keys,
