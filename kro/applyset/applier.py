@@ -218,10 +218,8 @@ def check_duplicates(desired: Sequence[Desired]) -> None:
 
 
 class Applier:
-    """Applies ApplySet batches; long-lived, because its cache makes steady state write-free.
-
-    One per controller process is enough: the cache is keyed by object UID.
-    """
+    """Applies ApplySet batches; long-lived, because its cache makes steady state write-free
+    (keyed by object UID: one per controller process is enough)."""
 
     def __init__(
         self, client: Client, options: ApplierOptions, *, memory: ObjectMemory | None = None

@@ -64,11 +64,6 @@ class OwnershipConflict(ApplySetError):
     def __init__(
         self, *, namespace: str, name: str, gvk: GVK, owner: str, applyset_id: str
     ) -> None:
-        self.namespace = namespace
-        self.name = name
-        self.gvk = gvk
-        self.owner = owner
-        self.applyset_id = applyset_id
         super().__init__(
             f"resource belongs to a different ApplySet: {namespace}/{name} ({gvk}) belongs to "
             f'ApplySet "{owner}", cannot reassign to "{applyset_id}"'
@@ -81,5 +76,4 @@ class ReleaseFailed(ApplySetError):
     `release orphan`; the inventory was not shrunk, so the next pass finds them again."""
 
     def __init__(self, messages: Sequence[str]) -> None:
-        self.messages = tuple(messages)
-        super().__init__("; ".join(self.messages))
+        super().__init__("; ".join(messages))

@@ -80,14 +80,12 @@ def release_patch(member: Member) -> dict[str, object] | None:
     labels, annotations = claim_keys(member.labels, member.annotations)
     if not labels and not annotations:
         return None
-    metadata: dict[str, object] = {}
-    if member.resource_version:
-        metadata["resourceVersion"] = member.resource_version
-    if labels:
-        metadata["labels"] = dict.fromkeys(labels)
-    if annotations:
-        metadata["annotations"] = dict.fromkeys(annotations)
-    return {"metadata": metadata}
+    metadata: dict[str, object] = {
+        "resourceVersion": member.resource_version,
+        "labels": dict.fromkeys(labels),
+        "annotations": dict.fromkeys(annotations),
+    }
+    return {"metadata": {key: value for key, value in metadata.items() if value}}
 
 
 async def release_member(
