@@ -72,20 +72,14 @@ class MemberLedger:
         members are now what was known plus `applied`. A new ApplySet's members are exactly
         `applied`; a known set stays known only if `applied` is that same set."""
         entry = self.memory.recall(self._fact, applyset_id, None)
-        if entry is None:
-            return
-        uids = _digest(applied)
         if entry == _STARTED:
-            self.memory.remember(self._fact, applyset_id, UNVERSIONED, uids)
-        elif entry != uids:
+            self.settled(applyset_id, applied)
+        elif entry is not None and entry != _digest(applied):
             self.forget(applyset_id)
 
     def nothing_to_prune(self, applyset_id: str, keep: Iterable[str]) -> bool:
         """Whether every member of the ApplySet is known to be in `keep`."""
-        entry = self.memory.recall(self._fact, applyset_id, None)
-        if entry is None:
-            return False
-        return entry == _STARTED or entry == _digest(keep)
+        return self.memory.recall(self._fact, applyset_id, None) in (_STARTED, _digest(keep))
 
     def knows(self, applyset_id: str) -> bool:
         """Whether this process knows the ApplySet's complete member set (a prune of it will
