@@ -79,7 +79,8 @@ class MemberLedger:
 
     def nothing_to_prune(self, applyset_id: str, keep: Iterable[str]) -> bool:
         """Whether every member of the ApplySet is known to be in `keep`."""
-        return self.memory.recall(self._fact, applyset_id, None) in (_STARTED, _digest(keep))
+        entry = self.memory.recall(self._fact, applyset_id, None)
+        return entry is not None and entry in (_STARTED, _digest(keep))
 
     def knows(self, applyset_id: str) -> bool:
         """Whether this process knows the ApplySet's complete member set (a prune of it will
