@@ -324,13 +324,7 @@ class Applier:
         observed = item.observed
         owner = str((_meta(observed).get("labels") or {}).get(LABEL_APPLYSET_PART_OF) or "")
         if observed is not None and owner and owner != parent.id:
-            conflict = OwnershipConflict(
-                namespace=item.namespace,
-                name=item.name,
-                gvk=item.gvk,
-                owner=owner,
-                applyset_id=parent.id,
-            )
+            conflict = OwnershipConflict(item.namespace, item.name, item.gvk, owner, parent.id)
             return AppliedResource(item.resource_id, None, error=conflict, cluster=item.cluster)
         body = member_body(parent, item)
         review = self._contests.review(item.resource_id, body, observed)

@@ -61,9 +61,7 @@ class OwnershipConflict(ApplySetError):
     """The live object carries another ApplySet's `part-of` label, so applying would steal it
     (R-12, N-13). Reported for that resource only; nothing is written to it."""
 
-    def __init__(
-        self, *, namespace: str, name: str, gvk: GVK, owner: str, applyset_id: str
-    ) -> None:
+    def __init__(self, namespace: str, name: str, gvk: GVK, owner: str, applyset_id: str) -> None:
         super().__init__(
             f"resource belongs to a different ApplySet: {namespace}/{name} ({gvk}) belongs to "
             f'ApplySet "{owner}", cannot reassign to "{applyset_id}"'

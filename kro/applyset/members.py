@@ -1,4 +1,5 @@
-"""kro.applyset.members: find an ApplySet's live members from its inventory, and delete one.
+"""kro.applyset.members: find an ApplySet's live members from its inventory, delete them, and
+run such batches of calls concurrently (`run_all`).
 
 Both pruning (R-13) and deletion (D-03) discover members the same way — LIST with
 `applyset.kubernetes.io/part-of=<id>` for every recorded group-kind, in the parent's home
@@ -9,9 +10,6 @@ UID and deletionTimestamp are all either needs) unless the caller reads the bodi
 
 A recorded group-kind the server no longer serves (its CRD was removed) cannot have members:
 it is skipped after one forced discovery refresh, so a stale cache cannot hide live members.
-
-Batches of calls (applies, lists, deletes, releases) run concurrently through `run_all`, and a
-batch of deletes or releases is summed up by `settle`.
 """
 
 from __future__ import annotations
@@ -183,15 +181,6 @@ async def resolve_group_kind(client: Client, gk: GroupKind) -> ResourceInfo | No
     raise AssertionError("unreachable")
 
 
-async def _list(
-    client: Client, info: ResourceInfo, namespace: str | None, selector: str, bodies: bool
-) -> list[Member]:
-    items, _ = await client.list_all(
-        info.gvr, namespace=namespace, label_selector=selector, metadata_only=not bodies
-    )
-    return [Member.from_metadata(item, info, body=bodies) for item in items]
-
-
 async def list_members(
     client: Client, parent: Parent, inventory: Inventory, *, bodies: bool = False
 ) -> list[Member]:
@@ -200,10 +189,17 @@ async def list_members(
     a partial view must not be mistaken for "nothing left". `bodies`: whole objects, for a
     caller that reads the members as well (metadata only otherwise)."""
     selector = f"{LABEL_APPLYSET_PART_OF}={inventory.applyset_id}"
+
+    async def page(info: ResourceInfo, namespace: str | None) -> list[Member]:
+        items, _ = await client.list_all(
+            info.gvr, namespace=namespace, label_selector=selector, metadata_only=not bodies
+        )
+        return [Member.from_metadata(item, info, body=bodies) for item in items]
+
     namespaces = inventory.namespaces(parent)
     infos = [await resolve_group_kind(client, gk) for gk in sorted(inventory.group_kinds)]
     pages = await run_all(
-        (f"applyset.list:{info.gvr}:{ns or ''}", _list(client, info, ns, selector, bodies))
+        (f"applyset.list:{info.gvr}:{ns or ''}", page(info, ns))
         for info in infos
         if info is not None
         for ns in (namespaces if info.namespaced else [None])
