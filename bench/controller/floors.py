@@ -22,8 +22,7 @@ from kro.api.names import (
     LABEL_RGD_NAME,
 )
 from kro.applyset import Inventory, Parent
-from kro.applyset.identity import GroupKind
-from kro.applyset.inventory import render
+from kro.applyset.inventory import GroupKind, render
 from kro.controllers.instance.labels import instance_labels, labeller_body
 from kro.runtime.client import Client
 from kro.runtime.gvk import GVR

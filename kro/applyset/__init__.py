@@ -8,24 +8,15 @@ live ones, and passes topological positions for pruning.
 
 Entry points, in the order an instance reconcile uses them:
 
-* `empty_inventory_metadata(parent, tooling)` — labels/annotations the labeller (R-05) adds to
-  its first write; `read_inventory` / `has_inventory_metadata` to check what is there.
+* `empty_inventory_metadata(parent, tooling)`: what the labeller (R-05) adds to its first write.
 * `Applier(client, ApplierOptions(tooling=...)).apply(parent_obj, parent_gvr, [Desired...])`
-  — projects the inventory onto the parent, then force-applies the batch (R-11, R-12).
-  Per-resource outcomes in `ApplyResult.resources`; long-lived, so steady state writes nothing.
-* `prune(client, result, positions=..., all_resolved=...)` — deletes orphans (R-13); after a
+  projects the inventory onto the parent, then force-applies the batch (R-11, R-12).
+* `prune(client, result, positions=..., all_resolved=...)` deletes orphans (R-13); after a
   clean prune write `PruneResult.inventory` with `Applier.ensure_inventory`.
-* `delete_next_wave(client, parent_obj, parent_gvr)` until `done` (D-02..D-05); the owner's
-  finalizer is then its teardown's to remove (kro.engine.teardown).
+* `delete_next_wave(client, parent_obj, parent_gvr)` until `done` (D-02..D-05).
 
 `kro.engine.applyset_ownership.ApplySetOwnership` is these steps in order, as the engine's
 ownership of an RGD instance: it is the example to read.
-
-Modules: `identity` (ID and hash formulas, Parent, GroupKind), `inventory` (parent metadata),
-`cache` (skip-unchanged proof), `contest` (fields another controller keeps rewriting: counted,
-backed off, then yielded), `applier`, `members` (listing and deleting members), `prune`,
-`deletion`, `release` (deletionPolicy `Orphaned`: let go of a member instead of deleting it),
-`errors`.
 """
 
 from kro.applyset.applier import AppliedResource as AppliedResource
@@ -44,14 +35,13 @@ from kro.applyset.errors import DuplicateResources as DuplicateResources
 from kro.applyset.errors import InvalidInventory as InvalidInventory
 from kro.applyset.errors import OwnershipConflict as OwnershipConflict
 from kro.applyset.errors import ReleaseFailed as ReleaseFailed
-from kro.applyset.identity import GroupKind as GroupKind
-from kro.applyset.identity import ObjectRef as ObjectRef
-from kro.applyset.identity import Parent as Parent
-from kro.applyset.identity import applyset_id as applyset_id
-from kro.applyset.identity import inventory_hash as inventory_hash
+from kro.applyset.inventory import GroupKind as GroupKind
 from kro.applyset.inventory import Inventory as Inventory
+from kro.applyset.inventory import Parent as Parent
+from kro.applyset.inventory import applyset_id as applyset_id
 from kro.applyset.inventory import empty_inventory_metadata as empty_inventory_metadata
 from kro.applyset.inventory import has_inventory_metadata as has_inventory_metadata
+from kro.applyset.inventory import inventory_hash as inventory_hash
 from kro.applyset.inventory import is_rendered as is_rendered
 from kro.applyset.inventory import project as project
 from kro.applyset.inventory import read_inventory as read_inventory
@@ -63,6 +53,7 @@ from kro.applyset.members import Member as Member
 from kro.applyset.members import list_members as list_members
 from kro.applyset.prune import orphan_waves as orphan_waves
 from kro.applyset.prune import prune as prune
+from kro.runtime.objectref import ObjectRef as ObjectRef
 
 __all__ = [
     "AppliedCache",

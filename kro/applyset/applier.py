@@ -15,16 +15,14 @@ Results are per resource: one failure does not stop the others (N-36), and the c
 (prune only after a clean pass, R-13). Steady state costs zero writes: a child whose live
 resourceVersion is the one our identical previous apply produced is skipped (`cache`), and the
 parent write is skipped when the parent already carries the projected inventory.
-
-Neighbours: `inventory` (projection and rendering), `cache` (skip proof), `prune` (consumes
-`ApplyResult`).
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
+from functools import reduce
 from typing import Any
 
 import structlog
@@ -35,19 +33,20 @@ from kro.api.names import (
     LABEL_APPLYSET_PART_OF,
 )
 from kro.api.objects import metadata as _meta
-from kro.applyset._tasks import run_all
 from kro.applyset.cache import AppliedCache, digest
-from kro.applyset.contest import (
-    Contest,
-    ContestPolicy,
-    FieldContests,
-    Review,
-    without_paths,
-)
+from kro.applyset.contest import Contest, FieldContests, Review, without_paths
 from kro.applyset.errors import ApplySetError, DuplicateResources, OwnershipConflict
-from kro.applyset.identity import GroupKind, Parent
-from kro.applyset.inventory import Inventory, is_rendered, project, read_inventory, render
+from kro.applyset.inventory import (
+    GroupKind,
+    Inventory,
+    Parent,
+    is_rendered,
+    project,
+    read_inventory,
+    render,
+)
 from kro.applyset.ledger import MemberLedger
+from kro.applyset.members import run_all
 from kro.applyset.noop import already_applied
 from kro.runtime.client import Client
 from kro.runtime.errors import KubeError
@@ -177,38 +176,17 @@ class ApplyResult:
     def get(self, resource_id: str) -> AppliedResource | None:
         return next((r for r in self.resources if r.resource_id == resource_id), None)
 
-    @property
-    def contests(self) -> tuple[Contest, ...]:
-        """Every contested field of this pass, in resource order."""
-        return tuple(c for r in self.resources for c in r.contests)
-
-    @property
-    def retry_after_s(self) -> float | None:
-        """The soonest a field left out for a backoff should be applied again."""
-        waits = [r.retry_after_s for r in self.resources if r.retry_after_s is not None]
-        return min(waits) if waits else None
-
 
 @dataclass(frozen=True, kw_only=True)
 class ApplierOptions:
     """tooling: the `applyset.kubernetes.io/tooling` value, `kro/<version>` (`tooling_for`).
-    cache_entries: how many objects the skip-unchanged cache remembers (LRU; default 16384).
-        Forgetting one only costs one redundant apply.
-    contest_policy: how many rounds a field another controller keeps rewriting is re-applied
-        before kro yields it (`kro.applyset.contest`).
     concurrency: the most applies of one batch in flight at once (`--apply-concurrency`,
         default 20 as upstream; 0 or less means 20). Upstream applies a graph's nodes one after
         another and the items of one collection at most this many at a time; here the whole
         batch shares the bound, so no more requests are in flight than upstream allows."""
 
     tooling: str
-    cache_entries: int = 16384
-    contest_policy: ContestPolicy = field(default_factory=ContestPolicy)
     concurrency: int = DEFAULT_APPLY_CONCURRENCY
-
-    @property
-    def apply_limit(self) -> int:
-        return self.concurrency if self.concurrency > 0 else DEFAULT_APPLY_CONCURRENCY
 
 
 def combined(results: Sequence[ApplyResult]) -> ApplyResult:
@@ -217,14 +195,11 @@ def combined(results: Sequence[ApplyResult]) -> ApplyResult:
     last = results[-1]
     if len(results) == 1:
         return last
-    batch = results[0].batch_inventory
-    for result in results[1:]:
-        batch = batch.union(result.batch_inventory)
     return ApplyResult(
         parent=last.parent,
         parent_obj=last.parent_obj,
         inventory=last.inventory,
-        batch_inventory=batch,
+        batch_inventory=reduce(Inventory.union, (r.batch_inventory for r in results)),
         resources=tuple(r for result in results for r in result.resources),
         parent_written=any(r.parent_written for r in results),
     )
@@ -243,10 +218,8 @@ def check_duplicates(desired: Sequence[Desired]) -> None:
 
 
 class Applier:
-    """Applies ApplySet batches; long-lived, because its cache makes steady state write-free.
-
-    One per controller process is enough: the cache is keyed by object UID.
-    """
+    """Applies ApplySet batches; long-lived, because its cache makes steady state write-free
+    (keyed by object UID: one per controller process is enough)."""
 
     def __init__(
         self, client: Client, options: ApplierOptions, *, memory: ObjectMemory | None = None
@@ -256,10 +229,10 @@ class Applier:
         self._client = client
         self._options = options
         self.memory = memory if memory is not None else ObjectMemory()
-        self._cache = AppliedCache(options.cache_entries, memory=self.memory)
-        self.members = MemberLedger(options.cache_entries, memory=self.memory)
+        self._cache = AppliedCache(memory=self.memory)
+        self.members = MemberLedger(memory=self.memory)
         """What this process knows of each ApplySet's members (kro.applyset.ledger)."""
-        self._contests = FieldContests(FIELD_MANAGER_APPLYSET, options.contest_policy)
+        self._contests = FieldContests(FIELD_MANAGER_APPLYSET)
 
     @property
     def tooling(self) -> str:
@@ -297,7 +270,7 @@ class Applier:
         check_duplicates(desired)
         batch = Inventory.of(
             parent,
-            ((GroupKind.of(d.gvk), d.namespace) for d in desired),
+            ((GroupKind(d.gvk.group, d.gvk.kind), d.namespace) for d in desired),
             clusters=(d.cluster for d in desired),
         )
         projected = project(read_inventory(parent_obj, parent), batch)
@@ -307,12 +280,8 @@ class Applier:
                 (f"applyset.apply:{d.resource_id}", self._apply_one(parent, d, clients))
                 for d in desired
             ),
-            limit=self._options.apply_limit,
+            limit=max(self._options.concurrency, 0) or DEFAULT_APPLY_CONCURRENCY,
         )
-        resources = [
-            replace(r, cluster=d.cluster) if d.cluster else r
-            for r, d in zip(resources, desired, strict=True)
-        ]
         return ApplyResult(
             parent=parent,
             parent_obj=written if written is not None else copy.deepcopy(dict(parent_obj)),
@@ -355,14 +324,8 @@ class Applier:
         observed = item.observed
         owner = str((_meta(observed).get("labels") or {}).get(LABEL_APPLYSET_PART_OF) or "")
         if observed is not None and owner and owner != parent.id:
-            conflict = OwnershipConflict(
-                namespace=item.namespace,
-                name=item.name,
-                gvk=item.gvk,
-                owner=owner,
-                applyset_id=parent.id,
-            )
-            return AppliedResource(item.resource_id, None, error=conflict)
+            conflict = OwnershipConflict(item.namespace, item.name, item.gvk, owner, parent.id)
+            return AppliedResource(item.resource_id, None, error=conflict, cluster=item.cluster)
         body = member_body(parent, item)
         review = self._contests.review(item.resource_id, body, observed)
         if review.omit:
@@ -374,7 +337,7 @@ class Applier:
         ):
             self._cache.remember(observed, body_digest)  # e.g. after a restart: proven now
             skipped = AppliedResource(item.resource_id, copy.deepcopy(dict(observed)), skipped=True)
-            return _reviewed(skipped, review)
+            return _reviewed(skipped, review, item)
         try:
             client = clients(item.cluster) if item.cluster and clients else self._client
             applied = await client.apply(
@@ -389,12 +352,12 @@ class Applier:
             log.debug(
                 "applyset.apply_failed", resource_id=item.resource_id, error=type(err).__name__
             )
-            return _reviewed(AppliedResource(item.resource_id, None, error=err), review)
+            return _reviewed(AppliedResource(item.resource_id, None, error=err), review, item)
         self._cache.remember(applied, body_digest)
         before = _meta(observed).get("resourceVersion")
         changed = observed is None or _meta(applied).get("resourceVersion") != before
         log.debug("applyset.resource_applied", resource_id=item.resource_id, changed=changed)
-        return _reviewed(AppliedResource(item.resource_id, applied, changed=changed), review)
+        return _reviewed(AppliedResource(item.resource_id, applied, changed=changed), review, item)
 
 
 def member_body(parent: Parent, item: Desired) -> dict[str, Any]:
@@ -405,7 +368,8 @@ def member_body(parent: Parent, item: Desired) -> dict[str, Any]:
     return body
 
 
-def _reviewed(resource: AppliedResource, review: Review) -> AppliedResource:
-    if not review.contests and review.retry_after_s is None:
-        return resource
-    return replace(resource, contests=review.contests, retry_after_s=review.retry_after_s)
+def _reviewed(resource: AppliedResource, review: Review, item: Desired) -> AppliedResource:
+    """`resource` with what the contest review of `item` found, in `item`'s cluster."""
+    return replace(
+        resource, contests=review.contests, retry_after_s=review.retry_after_s, cluster=item.cluster
+    )

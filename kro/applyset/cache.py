@@ -2,23 +2,16 @@
 kro's one skip memory, kro.runtime.memory).
 
 Why: kro re-applies the full desired state of every child on every reconcile (drift
-correction, R-20). Server-side apply of unchanged content is a no-op for the object, but still
-a write request through admission, and a steady-state cluster should cost zero writes.
+correction, R-20). An apply of unchanged content changes nothing but is still a write request
+through admission, and a steady-state cluster should cost zero writes.
 
-The proof that a skip is safe: after our apply of body B returned an object at resourceVersion
-R, an object still at R has not been written by anyone since (resourceVersions change on every
-write), so it still holds exactly what applying B produced, with our field manager owning B's
-fields. Applying B again would change nothing. Any foreign edit, deletion and re-creation (new
-UID), or change of B (new digest) breaks the match and we apply again.
-
-Keyed by UID with the resourceVersion stored in the entry, which is equivalent to keying by
-(uid, resourceVersion) but lets a newer apply replace the stale entry instead of piling up.
-Bounded LRU: a forgotten entry only costs one redundant apply. In memory only: after a restart
-the first reconcile applies everything once.
-
-The same entries answer a reader's question without a request (`applied_version`): "what did
-the server answer to kro's last apply of this object?". A pass that finds an object in a
-metadata-only cache at that resourceVersion knows the rest of it is what it applied.
+The proof: after our apply of body B returned an object at resourceVersion R, an object still
+at R has not been written by anyone since, so it holds exactly what applying B produced, with
+our field manager owning B's fields; applying B again would change nothing. A foreign edit, a
+re-creation (new UID) or a change of B (new digest) breaks the match. Keyed by UID with the
+version in the entry, so a newer apply replaces the stale one; bounded LRU, in memory only
+(forgetting costs one redundant apply). The same entries tell a reader, without a request, what
+the server answered to kro's last apply of an object (`applied_version`).
 """
 
 from __future__ import annotations

@@ -1,33 +1,25 @@
 """kro.applyset.contest: notice fields another controller keeps rewriting, and stop fighting.
 
-kro applies every child with server-side apply and `force: true`, so it takes back any field
-of its template that someone else changed (drift correction, R-20). That is right for a human's
-one-off `kubectl edit`, and wrong for a field another controller maintains: kube-controller-
-manager owns `metadata.annotations["deployment.kubernetes.io/revision"]` on Deployments, an
-autoscaler owns `spec.replicas`. Each side then rewrites the field on every change of the other,
-forever (several writes a second, each one a new watch event for every client of the object).
-Upstream kro has no guard against this.
+kro force-applies every child, so it takes back any field of its template someone else changed
+(drift correction, R-20): right for a human's one-off `kubectl edit`, wrong for a field another
+controller maintains (kube-controller-manager's `deployment.kubernetes.io/revision` annotation
+on Deployments, an autoscaler's `spec.replicas`): both sides would rewrite it forever. Upstream
+kro has no guard against this. The rule, per child object and field path:
 
-The rule, per child object and field path:
+1. A field of kro's apply body that another manager owns (managedFields) with a *different*
+   value was taken over since kro's last apply (another manager's Update removes the field from
+   kro's set). Each takeover seen at a new resourceVersion is one round.
+2. Round 1 is re-applied at once (drift correction, as upstream). Later rounds only after a
+   backoff doubling each round (`backoff_s`: 2 s, 4 s, ...); until then the field is left out
+   of kro's body and the caller is asked to retry at the end of it.
+3. After `limit` rounds (3) within `window_s` (10 minutes) kro yields: the field is left out of
+   every later apply. That only drops kro's ownership: the other manager's value stays.
+4. A change of kro's desired value for the field (a new template or spec) starts the count
+   again: the user asked for something new.
 
-1. Before an apply, the live object's `managedFields` say who owns each field. A field of kro's
-   apply body that another manager owns with a *different* value than kro's was taken over
-   since kro's last apply (an Update by another manager removes the field from kro's set).
-   Each takeover seen at a new resourceVersion is one round.
-2. Round 1 is re-applied at once (drift correction, as upstream). Later rounds are re-applied
-   only after a backoff that doubles each round (`backoff_s`, 2 s, 4 s, ...); until then the
-   field is left out of kro's apply body and the caller is asked to retry at the end of it.
-3. After `limit` rounds (3) within `window_s` (10 minutes) kro yields: the field is left out
-   of every later apply, so the other manager keeps it and the writes stop. Leaving a field out
-   of an apply body only drops kro's ownership; since the other manager owns the field, its
-   value stays.
-4. A change of kro's desired value for the field (a new template or instance spec) starts the
-   count again: the user asked for something new.
-
-Yielded fields are reported (`Contest`) so the instance controller can say so in a condition,
-an Event and a metric; the fix is to drop the field from the template (or write the value the
-other controller writes). The state lives in memory: after a restart kro re-applies a contested
-field for up to `limit` rounds again before it yields.
+Yielded fields are reported (`Contest`) for the instance's condition, Event and metric. The
+state lives in memory: after a restart kro re-applies a contested field for up to `limit`
+rounds again before it yields.
 """
 
 from __future__ import annotations
@@ -48,13 +40,15 @@ __all__ = [
     "Review",
     "contested_paths",
     "display_path",
+    "holds",
+    "value_at",
     "without_paths",
 ]
 
 PathKey = tuple[str, ...]
 """A field path as managedFields spell it: `("f:metadata", "f:annotations", "f:x")`."""
 
-_MISSING: Final = object()
+MISSING: Final = object()
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -98,7 +92,6 @@ class _Field:
     last_round: float = 0.0
     last_version: str = ""
     yielded: bool = False
-    display: str = ""
     reapplied: bool = True
     """kro's last apply held the field: another manager holding it since is a new round. One
     left out (backing off) is not taken back, so a later write by that manager (a status
@@ -152,17 +145,12 @@ class FieldContests:
         retry: list[float] = []
         fresh: set[PathKey] = set()
         for path, known in list(state.fields.items()):
-            desired = _value_at(body, path)
-            if desired is _MISSING or _encode(desired) != known.desired:
+            desired = value_at(body, path)
+            if desired is MISSING or _encode(desired) != known.desired:
                 del state.fields[path]  # kro wants something else now: a fresh start
         for path, manager in takeovers.items():
             tracked = state.fields.setdefault(
-                path,
-                _Field(
-                    manager=manager,
-                    desired=_encode(_value_at(body, path)),
-                    display=display_path(path),
-                ),
+                path, _Field(manager=manager, desired=_encode(value_at(body, path)))
             )
             if tracked.yielded or tracked.last_version == version or not tracked.reapplied:
                 continue  # counted already, given up on, or not taken back since: no round
@@ -191,7 +179,7 @@ class FieldContests:
                 contests.append(
                     Contest(
                         resource_id=resource_id,
-                        path=tracked.display,
+                        path=display_path(path),
                         manager=tracked.manager,
                         rounds=tracked.rounds,
                         yielded=tracked.yielded,
@@ -200,19 +188,11 @@ class FieldContests:
                 )
         if not state.fields:
             del self._objects[uid]
-        return Review(
-            omit=tuple(omit),
-            contests=tuple(contests),
-            retry_after_s=min(retry) if retry else None,
-        )
+        return Review(tuple(omit), tuple(contests), min(retry) if retry else None)
 
     def tracks(self, uid: str) -> bool:
         """Whether some field of object `uid` is in a contest kro remembers."""
         return uid in self._objects
-
-    def forget(self, uid: str) -> None:
-        """The object is gone (deleted, pruned): its rounds go with it."""
-        self._objects.pop(uid, None)
 
     def _expire(self, now: float) -> None:
         horizon = now - self._policy.forget_after_s
@@ -231,42 +211,25 @@ def contested_paths(
     contested.
     """
     out: dict[PathKey, str] = {}
-    entries = ((live.get("metadata") or {}).get("managedFields")) or []
-    for entry in entries:
-        if not isinstance(entry, Mapping) or entry.get("manager") == own_manager:
-            continue
-        fields = entry.get("fieldsV1")
-        if not isinstance(fields, Mapping):
-            continue
-        manager = str(entry.get("manager") or "")
-        for path in _walk(fields, body, live, ()):
-            out.setdefault(path, manager)
+    for entry in (live.get("metadata") or {}).get("managedFields") or []:
+        fields = entry.get("fieldsV1") if isinstance(entry, Mapping) else None
+        if isinstance(fields, Mapping) and entry.get("manager") != own_manager:
+            for path in _walk(fields, body, live, ()):
+                out.setdefault(path, str(entry.get("manager") or ""))
     return out
 
 
 def _walk(fields: Mapping[str, Any], desired: Any, live: Any, path: PathKey) -> Iterator[PathKey]:
     for key, sub in fields.items():
-        if key == "." or not isinstance(sub, Mapping):
+        # `v:` (a member of a set: no value to disagree on) and `i:` are not followed
+        if not key.startswith(("f:", "k:")) or not isinstance(sub, Mapping):
             continue
-        if key.startswith("f:"):
-            if not isinstance(desired, Mapping) or key[2:] not in desired:
-                continue
-            want = desired[key[2:]]
-            have = live.get(key[2:], _MISSING) if isinstance(live, Mapping) else _MISSING
-        elif key.startswith("k:"):
-            try:
-                selector = json.loads(key[2:])
-            except ValueError:
-                continue
-            want = _find(desired, selector)
-            have = _find(live, selector)
-            if want is _MISSING:
-                continue
-        else:
-            continue  # `v:` (a member of a set: no value to disagree on) and `i:`
+        want, have = _child(desired, key), _child(live, key)
+        if want is MISSING:
+            continue
         children = {k: v for k, v in sub.items() if k != "."}
         if not children or not isinstance(want, (Mapping, list)):
-            if not _covers(have, want):
+            if not holds(have, want, strict=False):
                 yield (*path, key)
             continue
         yield from _walk(children, want, have, (*path, key))
@@ -274,50 +237,50 @@ def _walk(fields: Mapping[str, Any], desired: Any, live: Any, path: PathKey) -> 
 
 def _find(items: Any, selector: Any) -> Any:
     if not isinstance(items, list) or not isinstance(selector, Mapping):
-        return _MISSING
+        return MISSING
     for item in items:
         if isinstance(item, Mapping) and all(item.get(k) == v for k, v in selector.items()):
             return item
-    return _MISSING
+    return MISSING
 
 
-def _covers(live: Any, desired: Any) -> bool:
-    """Whether the live value holds what kro asks for (extra keys from defaults are fine)."""
-    if isinstance(desired, Mapping):
+def holds(live: Any, wanted: Any, *, strict: bool = True) -> bool:
+    """Whether `live` holds every value of `wanted` (maps: a subset, so extra keys from defaults
+    are fine; lists: item by item). Scalars: of the same type and equal; not `strict`, numbers
+    compare as numbers (1 and 1.0)."""
+    if isinstance(wanted, Mapping):
         return isinstance(live, Mapping) and all(
-            _covers(live.get(k, _MISSING), v) for k, v in desired.items()
+            key in live and holds(live[key], value, strict=strict) for key, value in wanted.items()
         )
-    if isinstance(desired, list):
+    if isinstance(wanted, list):
         return (
             isinstance(live, list)
-            and len(live) == len(desired)
-            and all(_covers(a, b) for a, b in zip(live, desired, strict=True))
+            and len(live) == len(wanted)
+            and all(holds(a, b, strict=strict) for a, b in zip(live, wanted, strict=True))
         )
-    if isinstance(desired, bool) or isinstance(live, bool):
-        return live is desired
-    if isinstance(desired, (int, float)) and isinstance(live, (int, float)):
-        return float(live) == float(desired)
-    return bool(live == desired)
+    if strict or isinstance(wanted, bool) or isinstance(live, bool):
+        return type(live) is type(wanted) and bool(live == wanted)
+    if isinstance(wanted, (int, float)) and isinstance(live, (int, float)):
+        return float(live) == float(wanted)
+    return bool(live == wanted)
 
 
-def _value_at(body: Any, path: Sequence[str]) -> Any:
-    current = body
+def value_at(body: Any, path: Sequence[str]) -> Any:
+    """The value at a managedFields path (`f:` keys, `k:` list items), or MISSING."""
     for key in path:
-        current = _child(current, key)
-        if current is _MISSING:
-            return _MISSING
-    return current
+        body = _child(body, key)
+    return body
 
 
 def _child(current: Any, key: str) -> Any:
     if key.startswith("f:") and isinstance(current, Mapping):
-        return current.get(key[2:], _MISSING)
+        return current.get(key[2:], MISSING)
     if key.startswith("k:"):
         try:
             return _find(current, json.loads(key[2:]))
         except ValueError:
-            return _MISSING
-    return _MISSING
+            return MISSING
+    return MISSING
 
 
 def _encode(value: Any) -> bytes:
@@ -345,11 +308,9 @@ def without_paths(body: Mapping[str, Any], paths: Sequence[PathKey]) -> dict[str
     """A deep copy of `body` without the given leaves (empty parents are kept: harmless)."""
     out: dict[str, Any] = orjson.loads(orjson.dumps(body))
     for path in paths:
-        parent, last = _value_at(out, path[:-1]), path[-1]
+        parent, last = value_at(out, path[:-1]), path[-1]
         if last.startswith("f:") and isinstance(parent, dict):
             parent.pop(last[2:], None)
-        elif last.startswith("k:") and isinstance(parent, list):
-            target = _find(parent, json.loads(last[2:]))
-            if target is not _MISSING:
-                parent.remove(target)
+        elif (target := _child(parent, last)) is not MISSING:
+            parent.remove(target)
     return out

@@ -1,43 +1,38 @@
 """kro.applyset.deletion: tear an ApplySet down in reverse apply-order waves (D-02..D-05, N-09).
 
-Deletion must work when nothing else does — the graph revision may be gone or broken, CEL may
-fail, external references may be missing — so it reads only the parent's inventory (D-02) and
-the members' own `internal.kro.run/apply-order` annotations. An inventory it cannot trust
-blocks deletion (`InvalidInventory`, "validate deletion inventory: ..."): removing the
+Deletion must work when nothing else does (the graph revision gone or broken, CEL failing), so
+it reads only the parent's inventory (D-02) and the members' own `internal.kro.run/apply-order`
+annotations. An inventory it cannot trust blocks deletion (`InvalidInventory`): removing the
 finalizer on a guess would leak children for good.
 
-Members whose live object says `deletionPolicy: Orphaned` (kro.applyset.release) are released
-first, in every call, and leave the candidate set before the wave arithmetic (V-36): a retained
-object never holds back a lower wave, and when releasing leaves nothing to delete the caller may
-remove its finalizer in the same step. A release that failed (or conflicted) keeps it.
+Members that say `deletionPolicy: Orphaned` are released first, in every call, and leave the
+candidate set before the wave arithmetic (V-36): a retained object never holds back a lower
+wave. One whose release failed or conflicted is still claimed.
 
-One call deletes one wave: the highest apply-order still present (dependents before their
-dependencies; a missing, invalid or non-positive annotation means wave 0, the last). Members of
-that wave already terminating are not deleted again, and lower waves are not touched until the
-whole wave has disappeared — including objects held by someone else's finalizer. The caller
-requeues while `done` is False, and when it is True removes its own finalizer
-(kro.engine.teardown: a JSON merge patch carrying resourceVersion, N-12: unlike SSA it cannot
-leave the finalizer owned by another field manager).
+One call deletes one wave: the highest apply-order still present (a missing, invalid or
+non-positive annotation means wave 0, the last). Lower waves wait until the whole wave has
+disappeared, including objects held by someone else's finalizer. The caller requeues until
+`done`, then removes its own finalizer (kro.engine.teardown, N-12).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import structlog
 
 from kro.api.names import ANNOTATION_APPLY_ORDER, LABEL_APPLYSET_ID
-from kro.applyset._tasks import run_all
 from kro.applyset.errors import InvalidInventory
-from kro.applyset.identity import ObjectRef, Parent
-from kro.applyset.inventory import read_inventory
-from kro.applyset.members import DeleteOutcome, Failure, Member, delete_member, list_members
-from kro.applyset.release import ON_DELETION, is_orphaned, release_orphans
+from kro.applyset.inventory import Parent, read_inventory
+from kro.applyset.members import Failure, Member, delete_member, list_members, settle
+from kro.applyset.release import ON_DELETION, is_orphaned, release_member
 from kro.runtime.client import Client
 from kro.runtime.gvk import GVR
+from kro.runtime.objectref import ObjectRef
 
 __all__ = [
     "DeletionPlan",
@@ -57,22 +52,16 @@ _INTEGER = re.compile(r"[+-]?[0-9]+")
 def apply_order(member: Member) -> int:
     """The member's deletion wave: its apply-order annotation if a positive integer, else 0."""
     text = member.annotations.get(ANNOTATION_APPLY_ORDER, "")
-    if not _INTEGER.fullmatch(text):
-        return 0
-    return max(int(text), 0)
+    return max(int(text), 0) if _INTEGER.fullmatch(text) else 0
 
 
 @dataclass(frozen=True, slots=True)
 class DeletionProgress:
-    """done: no member is left (all deleted or released); the caller may remove its finalizer.
-    wave: the apply-order wave being deleted (None when done, or when only releases remain).
-    deleted: DELETEs issued in this call. waiting: members of the wave already terminating.
-    released: orphaned members released in this call (V-36).
-    conflicts: UID preconditions of deletes, or resourceVersion preconditions of releases, that
-        failed; they are looked at again next time.
-    failures: other API errors on delete or release (a failed release names itself
-        `release orphaned resource`).
-    remaining: members still claimed across all waves, including this one.
+    """done: no member is left; the caller may remove its finalizer. wave: the wave being
+    deleted (None when done, or only releasing). deleted, released: this call's DELETEs and
+    releases (V-36); waiting: members of the wave already terminating. conflicts: failed
+    preconditions, looked at again next time; failures: other API errors (a release's named
+    `release orphaned resource`). remaining: members still claimed, this wave included.
     """
 
     done: bool
@@ -94,11 +83,6 @@ class DeletionProgress:
         return f"deleting apply-order wave {self.wave}"
 
 
-def _highest_wave(members: Sequence[Member]) -> tuple[int, list[Member]]:
-    wave = max(apply_order(m) for m in members)
-    return wave, [m for m in members if apply_order(m) == wave]
-
-
 @dataclass(frozen=True, slots=True)
 class DeletionPlan:
     """The next deletion step as read from the cluster, before anything is sent: every member
@@ -118,13 +102,12 @@ class DeletionPlan:
 
     @property
     def wave(self) -> int | None:
-        remaining = self.remaining
-        return _highest_wave(remaining)[0] if remaining else None
+        return max((apply_order(m) for m in self.remaining), default=None)
 
     @property
     def current(self) -> tuple[Member, ...]:
-        remaining = self.remaining
-        return tuple(_highest_wave(remaining)[1]) if remaining else ()
+        wave = self.wave
+        return tuple(m for m in self.remaining if apply_order(m) == wave)
 
 
 async def plan_next_wave(
@@ -164,44 +147,32 @@ async def delete_planned(
     """Take the step `plan` (read by `plan_next_wave` through `client`): release the orphaned
     members, delete the plan's wave. `delete_wave=False`: release only (across clusters, a
     cluster whose highest wave is below another cluster's waits for it, M-16)."""
-    parent = plan.parent
-    releases, members = await release_orphans(client, plan.members, action=ON_DELETION)
-    unreleased = len(releases.conflicts) + len(releases.failures)
-    if not members or not delete_wave:
-        return DeletionProgress(
-            done=releases.settled and not members,
-            released=releases.released,
-            conflicts=releases.conflicts,
-            failures=releases.failures,
-            remaining=len(members) + unreleased,
-        )
-    wave, current = _highest_wave(members)
-    waiting = [m.ref for m in current if m.terminating]
+    release = partial(release_member, client, action=ON_DELETION)
+    releases = await settle(plan.releases, release, "release")
+    remaining = len(plan.remaining) + len(releases.conflicts) + len(releases.failures)
+    deleting = delete_wave and bool(plan.remaining)
+    current = plan.current if deleting else ()
+    waiting = tuple(m.ref for m in current if m.terminating)
     targets = [m for m in current if not m.terminating]
-    outcomes = await run_all(
-        (f"applyset.delete:{m.ref}", delete_member(client, m)) for m in targets
-    )
-    deleted = [m.ref for m, o in zip(targets, outcomes, strict=True) if o is DeleteOutcome.DELETED]
-    log.info(
-        "applyset.wave_deleting",
-        namespace=parent.namespace,
-        name=parent.name,
-        wave=wave,
-        deleted=len(deleted),
-        waiting=len(waiting),
-        released=len(releases.released),
-        remaining=len(members) + unreleased,
-    )
+    deletes = await settle(targets, partial(delete_member, client), "delete")
+    if deleting:
+        log.info(
+            "applyset.wave_deleting",
+            namespace=plan.parent.namespace,
+            name=plan.parent.name,
+            wave=plan.wave,
+            deleted=len(deletes.done),
+            waiting=len(waiting),
+            released=len(releases.done),
+            remaining=remaining,
+        )
     return DeletionProgress(
-        done=False,
-        wave=wave,
-        deleted=tuple(deleted),
-        waiting=tuple(waiting),
-        released=releases.released,
-        conflicts=releases.conflicts
-        + tuple(
-            m.ref for m, o in zip(targets, outcomes, strict=True) if o is DeleteOutcome.CONFLICT
-        ),
-        failures=releases.failures + tuple(o for o in outcomes if isinstance(o, Failure)),
-        remaining=len(members) + unreleased,
+        done=not remaining,
+        wave=plan.wave if deleting else None,
+        deleted=deletes.done,
+        waiting=waiting,
+        released=releases.done,
+        conflicts=releases.conflicts + deletes.conflicts,
+        failures=releases.failures + deletes.failures,
+        remaining=remaining,
     )

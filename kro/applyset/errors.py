@@ -1,13 +1,7 @@
 """kro.applyset.errors: what the ApplySet applier, pruner and deleter raise or report.
 
-    ApplySetError           base; never raised itself
-    ├── InvalidInventory    the parent's ApplySet metadata is partial, unparsable or tampered
-    ├── DuplicateResources  two desired objects name the same object (fatal for the batch)
-    ├── OwnershipConflict   a live object belongs to another ApplySet (per resource, no write)
-    └── ReleaseFailed       a pruned `deletionPolicy: Orphaned` member could not be released
-
-API failures stay `kro.runtime.errors.KubeError`s; they are reported per resource in results
-(apply, prune, deletion) or raised when they make the whole pass meaningless (listing members,
+API failures stay `kro.runtime.errors.KubeError`s: reported per resource in results (apply,
+prune, deletion), or raised when they make the whole pass meaningless (listing members,
 writing the parent's inventory). Messages name objects, never their contents, so Secret data
 cannot leak into conditions or logs.
 """
@@ -67,14 +61,7 @@ class OwnershipConflict(ApplySetError):
     """The live object carries another ApplySet's `part-of` label, so applying would steal it
     (R-12, N-13). Reported for that resource only; nothing is written to it."""
 
-    def __init__(
-        self, *, namespace: str, name: str, gvk: GVK, owner: str, applyset_id: str
-    ) -> None:
-        self.namespace = namespace
-        self.name = name
-        self.gvk = gvk
-        self.owner = owner
-        self.applyset_id = applyset_id
+    def __init__(self, namespace: str, name: str, gvk: GVK, owner: str, applyset_id: str) -> None:
         super().__init__(
             f"resource belongs to a different ApplySet: {namespace}/{name} ({gvk}) belongs to "
             f'ApplySet "{owner}", cannot reassign to "{applyset_id}"'
@@ -87,5 +74,4 @@ class ReleaseFailed(ApplySetError):
     `release orphan`; the inventory was not shrunk, so the next pass finds them again."""
 
     def __init__(self, messages: Sequence[str]) -> None:
-        self.messages = tuple(messages)
-        super().__init__("; ".join(self.messages))
+        super().__init__("; ".join(messages))

@@ -1,5 +1,5 @@
-"""kro.applyset.inventory: the ApplySet parent's metadata — which kinds and namespaces may hold
-members — read, validated, projected and rendered.
+"""kro.applyset.inventory: who an ApplySet is and what its parent records — which kinds and
+namespaces may hold members — read, validated, projected and rendered (§1.Q, N-15).
 
 The inventory is the only memory kro has of what it created: pruning (R-13) and deletion
 (D-03) list members by `part-of` label across exactly these group-kinds x namespaces. That is
@@ -7,7 +7,7 @@ why it only ever grows before a batch is applied (`project`, R-11 / N-11) and sh
 a clean prune, and why deletion refuses to run on metadata it cannot trust (D-02): a truncated
 inventory would leave children behind forever once the finalizer is gone.
 
-On the parent it looks like (§1.Q):
+On the parent it looks like:
 
     labels:      applyset.kubernetes.io/id: applyset-<hash>-v1
     annotations: applyset.kubernetes.io/tooling: kro/<version>
@@ -15,14 +15,24 @@ On the parent it looks like (§1.Q):
                  applyset.kubernetes.io/additional-namespaces: other-ns
                  internal.kro.run/applyset-inventory-hash: sha256:<hash>
 
-Neighbours: `identity` (ID and hash formulas), `applier` (writes the projection), `prune` and
-`deletion` (list members from it).
+The ID and the inventory hash are wire contracts: kubectl's ApplySet tooling, upstream kro and
+existing clusters recompute them, so the byte layout below must never change:
+
+* ApplySet ID: `applyset-` + base64url-nopad(sha256("<name>.<namespace>.<Kind>.<group>")) +
+  `-v1`. The parent's version is deliberately absent (a served-version change must not orphan
+  the set) and a cluster-scoped parent contributes an empty namespace segment.
+* Inventory hash: `sha256:` + base64url-nopad(sha256(id NUL gks NUL namespaces)) where `gks` and
+  `namespaces` are exactly the rendered `contains-group-kinds` and `additional-namespaces`
+  annotation values (sorted, comma-joined). It lets deletion (D-02) detect an inventory that
+  somebody edited by hand.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kro.api.names import (
@@ -31,28 +41,130 @@ from kro.api.names import (
     ANNOTATION_APPLYSET_CONTAINS_GROUP_KINDS,
     ANNOTATION_APPLYSET_INVENTORY_HASH,
     ANNOTATION_APPLYSET_TOOLING,
+    APPLYSET_ID_PREFIX,
+    APPLYSET_ID_SUFFIX,
     APPLYSET_TOOLING_PREFIX,
+    INVENTORY_HASH_PREFIX,
     LABEL_APPLYSET_ID,
 )
 from kro.applyset.errors import InvalidInventory
-from kro.applyset.identity import (
-    GroupKind,
-    Parent,
-    format_group_kinds,
-    format_namespaces,
-    inventory_hash,
-)
+from kro.runtime.gvk import GVK, GVR
 
 __all__ = [
+    "GroupKind",
     "Inventory",
+    "Parent",
+    "applyset_id",
     "empty_inventory_metadata",
+    "format_group_kinds",
+    "format_namespaces",
     "has_inventory_metadata",
+    "inventory_hash",
     "is_rendered",
     "project",
     "read_inventory",
     "render",
     "tooling_for",
 ]
+
+
+def _b64_sha256(data: str) -> str:
+    digest = hashlib.sha256(data.encode("utf-8")).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class GroupKind:
+    """A kind without its version: what the inventory records, because members of one kind may
+    be served at several versions over the ApplySet's life."""
+
+    group: str
+    kind: str
+
+    @classmethod
+    def parse(cls, text: str) -> GroupKind:
+        """`Deployment.apps` -> (apps, Deployment); `ConfigMap` -> ("", ConfigMap).
+
+        Kinds never contain dots, so the first dot separates kind from group (kubectl's
+        `ParseGroupKind`). Raises ValueError for an empty kind or surrounding whitespace.
+        """
+        kind, _, group = text.partition(".")
+        if not kind or text != text.strip() or any(c.isspace() for c in text):
+            raise ValueError(f"invalid group kind {text!r}")
+        return cls(group, kind)
+
+    def __str__(self) -> str:
+        return f"{self.kind}.{self.group}" if self.group else self.kind
+
+
+def format_group_kinds(group_kinds: Iterable[GroupKind]) -> str:
+    """The `contains-group-kinds` value: sorted by their string form, comma-joined."""
+    return ",".join(sorted({str(gk) for gk in group_kinds}))
+
+
+def format_namespaces(namespaces: Iterable[str]) -> str:
+    """The `additional-namespaces` value: sorted, de-duplicated, comma-joined."""
+    return ",".join(sorted(set(namespaces)))
+
+
+def applyset_id(*, name: str, namespace: str, kind: str, group: str, cluster: str = "") -> str:
+    """The ID of the ApplySet whose parent is the named object (N-15). `cluster`: the member
+    cluster the parent lives in (hub and spokes, M-21), which kubectl's formula does not
+    know: two members' same-named instances sending objects to one cluster must not claim
+    each other's (kro-py's own extension; "" for the hub keeps kubectl's ID)."""
+    identity = f"{name}.{namespace}.{kind}.{group}"
+    digest = _b64_sha256(f"{identity}.{cluster}" if cluster else identity)
+    return f"{APPLYSET_ID_PREFIX}{digest}{APPLYSET_ID_SUFFIX}"
+
+
+def inventory_hash(set_id: str, group_kinds: Iterable[GroupKind], namespaces: Iterable[str]) -> str:
+    """The `internal.kro.run/applyset-inventory-hash` value for this inventory."""
+    payload = "\x00".join((set_id, format_group_kinds(group_kinds), format_namespaces(namespaces)))
+    return INVENTORY_HASH_PREFIX + _b64_sha256(payload)
+
+
+@dataclass(frozen=True, slots=True)
+class Parent:
+    """The ApplySet parent (for kro: the instance) — enough to name, list for and write it.
+
+    namespace is "" for a cluster-scoped parent.
+    """
+
+    gvr: GVR
+    gvk: GVK
+    name: str
+    namespace: str
+    cluster: str = ""
+    """The member cluster the parent lives in (hub and spokes); "" for the hub."""
+    id: str = field(init=False, repr=False, compare=False)
+    """The ApplySet ID, hashed once: a pass labels every child with it."""
+
+    def __post_init__(self) -> None:
+        set_id = applyset_id(
+            name=self.name,
+            namespace=self.namespace,
+            kind=self.gvk.kind,
+            group=self.gvk.group,
+            cluster=self.cluster,
+        )
+        object.__setattr__(self, "id", set_id)
+
+    @classmethod
+    def from_object(cls, obj: Mapping[str, Any], gvr: GVR, cluster: str = "") -> Parent:
+        """Read kind and name from the live parent; the caller resolved its GVR already."""
+        meta = obj.get("metadata") or {}
+        name = str(meta.get("name") or "")
+        if not name:
+            raise ValueError("the ApplySet parent has no metadata.name")
+        namespace = str(meta.get("namespace") or "")
+        return cls(gvr, GVK.from_object(dict(obj)), name, namespace, cluster)
+
+    @property
+    def home_namespace(self) -> str:
+        """The namespace members are listed in besides `additional-namespaces` (D-03): the
+        parent's own, or `default` for a cluster-scoped parent (upstream's choice)."""
+        return self.namespace or "default"
+
 
 INVENTORY_ANNOTATIONS: Final = (
     ANNOTATION_APPLYSET_TOOLING,
@@ -167,11 +279,9 @@ def is_rendered(obj: Mapping[str, Any], inventory: Inventory, tooling: str) -> b
     would change nothing."""
     wanted = render(inventory, tooling)
     labels, annotations = _labels(obj), _annotations(obj)
-    clusters = wanted["annotations"].get(ANNOTATION_APPLYSET_CLUSTERS)
-    return (
-        all(labels.get(k) == v for k, v in wanted["labels"].items())
-        and all(annotations.get(k) == v for k, v in wanted["annotations"].items())
-        and annotations.get(ANNOTATION_APPLYSET_CLUSTERS) == clusters
+    return all(labels.get(k) == v for k, v in wanted["labels"].items()) and all(
+        annotations.get(k) == wanted["annotations"].get(k)
+        for k in (*wanted["annotations"], ANNOTATION_APPLYSET_CLUSTERS)
     )
 
 
@@ -188,14 +298,6 @@ def _split(key: str, value: str) -> list[str]:
     if any(not p or p != p.strip() for p in parts):
         raise InvalidInventory(key=key, reason=f"annotation {key} is not parsable: {value!r}")
     return parts
-
-
-def _parse_group_kinds(value: str) -> frozenset[GroupKind]:
-    key = ANNOTATION_APPLYSET_CONTAINS_GROUP_KINDS
-    try:
-        return frozenset(GroupKind.parse(p) for p in _split(key, value))
-    except ValueError as err:
-        raise InvalidInventory(key=key, reason=f"annotation {key} is not parsable: {err}") from err
 
 
 def _required(obj: Mapping[str, Any], key: str, *, label: bool = False) -> str:
@@ -228,17 +330,19 @@ def read_inventory(obj: Mapping[str, Any], parent: Parent) -> Inventory | None:
             reason=f'annotation {ANNOTATION_APPLYSET_TOOLING} is "{tooling}", '
             f'expected a "{APPLYSET_TOOLING_PREFIX}" prefix',
         )
-    group_kinds = _parse_group_kinds(_required(obj, ANNOTATION_APPLYSET_CONTAINS_GROUP_KINDS))
-    ns_key = ANNOTATION_APPLYSET_ADDITIONAL_NAMESPACES
+    gk_key = ANNOTATION_APPLYSET_CONTAINS_GROUP_KINDS
+    try:
+        group_kinds = frozenset(GroupKind.parse(p) for p in _split(gk_key, _required(obj, gk_key)))
+    except ValueError as err:
+        raise InvalidInventory(
+            key=gk_key, reason=f"annotation {gk_key} is not parsable: {err}"
+        ) from err
+    ns_key, clusters_key = ANNOTATION_APPLYSET_ADDITIONAL_NAMESPACES, ANNOTATION_APPLYSET_CLUSTERS
     namespaces = frozenset(_split(ns_key, _required(obj, ns_key)))
-    clusters = frozenset(
-        _split(
-            ANNOTATION_APPLYSET_CLUSTERS,
-            str(_annotations(obj).get(ANNOTATION_APPLYSET_CLUSTERS) or ""),
-        )
-    )
+    annotations = _annotations(obj)
+    clusters = frozenset(_split(clusters_key, str(annotations.get(clusters_key) or "")))
     inventory = Inventory(found_id, group_kinds, namespaces, clusters)
-    recorded_hash = _annotations(obj).get(ANNOTATION_APPLYSET_INVENTORY_HASH)
+    recorded_hash = annotations.get(ANNOTATION_APPLYSET_INVENTORY_HASH)
     if recorded_hash is not None and recorded_hash != inventory.hash:
         raise InvalidInventory(
             key=ANNOTATION_APPLYSET_INVENTORY_HASH,

@@ -1,33 +1,24 @@
 """kro.applyset.ledger: when the prune's list would find nothing to delete, skip the list (one
 fact of kro's one skip memory, kro.runtime.memory).
 
-Why: R-13 prunes after every pass that resolved everything: it lists the ApplySet's members
-(a label-selector LIST per kind and namespace, which the API server answers by filtering every
-object of the kind in the namespace) and deletes those the pass did not apply. On a converging
-instance that list finds exactly what the pass applied, every time: one request per pass, and
-the costliest kind, across thousands of objects of one namespace.
+Why: R-13 prunes after every pass that resolved everything by listing the ApplySet's members (a
+label-selector LIST per kind and namespace, which the API server answers by filtering every
+object of the kind in the namespace). On a converging instance that list finds exactly what the
+pass applied, every time.
 
-The members of an ApplySet are only ever made by kro's applies, each labelled with its id. So
-this process can know the complete member set of an ApplySet:
-- one that had no inventory until kro wrote its empty one (`started`) has no members yet;
-- after a pass whose prune listed (and deleted every orphan) or was skipped on this ledger's
-  word, the members are exactly what the pass applied (`settled`);
-- a pass that could not prune (data pending, an apply failed) adds what it applied: the set
-  stays known only when that is the known set, or the ApplySet is new (`unpruned`).
-A later pass that applies exactly that set (same UIDs) would list them and delete nothing; a
-pass that applies anything else (a node gone, a collection shrunk, an object re-created) lists
-as before. What is kept per ApplySet is a 16-byte digest of the sorted UIDs, or the mark
-"started"; bounded LRU: forgetting costs one list. In memory only: after a restart every
-ApplySet is listed once.
+Members are only ever made by kro's applies, so this process can know an ApplySet's complete
+member set: none for one whose empty inventory kro has just written (`started`); exactly what a
+pass applied after a clean prune, or one skipped on this ledger's word (`settled`); what was
+known plus what a pass that could not prune applied, kept only when that is the known set or
+the ApplySet is new (`unpruned`). A pass that applies exactly that set (same UIDs) skips the
+list; any other lists as before. Kept per ApplySet: a 16-byte digest of the sorted UIDs, or
+"started"; bounded LRU, in memory only: forgetting, or a restart, costs one list. `epoch`
+forgets everything when the replica's shard ranges change (kro.runtime.sharding): another
+replica may have changed the members meanwhile.
 
-A replica that shares the instances with others (kro.runtime.sharding) may hand an ApplySet to
-another and get it back after that one changed its members: `epoch` forgets everything when
-the replica's ranges change.
-
-What it cannot see: an object someone else labels with the ApplySet's id, or an orphan left by
-a deleted parent whose finalizer was removed by hand before its children were deleted, when a
-parent of the same name is created again. Those are pruned at the next list: when the applied
-set changes, or after a restart.
+What it cannot see: an object someone else labels with the ApplySet's id, or an orphan of a
+parent whose finalizer was removed by hand, created again under the same name. Those are
+pruned at the next list.
 """
 
 from __future__ import annotations
@@ -70,31 +61,26 @@ class MemberLedger:
 
     def started(self, applyset_id: str) -> None:
         """kro has just written the first inventory of this ApplySet: it has no member yet."""
-        self._put(applyset_id, _STARTED)
+        self.memory.remember(self._fact, applyset_id, UNVERSIONED, _STARTED)
 
     def settled(self, applyset_id: str, uids: Iterable[str]) -> None:
         """The ApplySet's members are exactly `uids` (a clean prune, or one skipped here)."""
-        self._put(applyset_id, _digest(uids))
+        self.memory.remember(self._fact, applyset_id, UNVERSIONED, _digest(uids))
 
     def unpruned(self, applyset_id: str, applied: Iterable[str]) -> None:
         """A pass applied `applied` but did not prune (data pending, or an apply failed): the
         members are now what was known plus `applied`. A new ApplySet's members are exactly
         `applied`; a known set stays known only if `applied` is that same set."""
         entry = self.memory.recall(self._fact, applyset_id, None)
-        if entry is None:
-            return
-        uids = _digest(applied)
         if entry == _STARTED:
-            self._put(applyset_id, uids)
-        elif entry != uids:
+            self.settled(applyset_id, applied)
+        elif entry is not None and entry != _digest(applied):
             self.forget(applyset_id)
 
     def nothing_to_prune(self, applyset_id: str, keep: Iterable[str]) -> bool:
         """Whether every member of the ApplySet is known to be in `keep`."""
         entry = self.memory.recall(self._fact, applyset_id, None)
-        if entry is None:
-            return False
-        return entry == _STARTED or entry == _digest(keep)
+        return entry is not None and entry in (_STARTED, _digest(keep))
 
     def knows(self, applyset_id: str) -> bool:
         """Whether this process knows the ApplySet's complete member set (a prune of it will
@@ -103,6 +89,3 @@ class MemberLedger:
 
     def forget(self, applyset_id: str) -> None:
         self.memory.forget(self._fact, applyset_id)
-
-    def _put(self, applyset_id: str, entry: bytes) -> None:
-        self.memory.remember(self._fact, applyset_id, UNVERSIONED, entry)

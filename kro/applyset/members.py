@@ -1,39 +1,76 @@
-"""kro.applyset.members: find an ApplySet's live members from its inventory, and delete one.
+"""kro.applyset.members: find an ApplySet's live members from its inventory, delete them, and
+run such batches of calls concurrently (`run_all`).
 
 Both pruning (R-13) and deletion (D-03) discover members the same way — LIST with
 `applyset.kubernetes.io/part-of=<id>` for every recorded group-kind, in the parent's home
 namespace plus `additional-namespaces` (cluster-scoped kinds cluster-wide) — and delete them the
 same way: with a UID precondition, so an object deleted and re-created under the same name by
-someone else in the meantime is never hit. Lists ask for metadata only: labels, annotations,
-UID and deletionTimestamp are all either needs.
+someone else in the meantime is never hit. Lists ask for metadata only (labels, annotations,
+UID and deletionTimestamp are all either needs) unless the caller reads the bodies too.
 
 A recorded group-kind the server no longer serves (its CRD was removed) cannot have members:
 it is skipped after one forced discovery refresh, so a stale cache cannot hide live members.
-
-Neighbours: `inventory` (what to list), `prune` and `deletion` (what to delete, in which order).
 """
 
 from __future__ import annotations
 
+import asyncio
 import enum
-from collections.abc import Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 
 from kro.api.names import LABEL_APPLYSET_PART_OF
-from kro.applyset._tasks import run_all
-from kro.applyset.identity import GroupKind, ObjectRef, Parent
-from kro.applyset.inventory import Inventory
+from kro.applyset.inventory import GroupKind, Inventory, Parent
 from kro.runtime.client import Client
 from kro.runtime.discovery import ResourceInfo
 from kro.runtime.errors import Conflict, KubeError, NoKindMatch, NotFound
 from kro.runtime.gvk import GVK
+from kro.runtime.objectref import ObjectRef
 
-__all__ = ["DeleteOutcome", "Failure", "Member", "delete_member", "list_members"]
+__all__ = [
+    "Failure",
+    "Member",
+    "Outcome",
+    "Settled",
+    "delete_member",
+    "list_members",
+    "run_all",
+    "settle",
+]
 
 log = structlog.get_logger(__name__)
+
+T = TypeVar("T")
+
+
+async def run_all(
+    calls: Iterable[tuple[str, Coroutine[Any, Any, T]]], *, limit: int | None = None
+) -> list[T]:
+    """Run named coroutines concurrently, at most `limit` at a time; results in input order.
+
+    Unlike a TaskGroup, one failure does not cancel the others: a cancelled SSA or DELETE may
+    or may not have reached the server, which would make per-resource results lie. Every task
+    is awaited (cancelling the caller cancels them all), then the first failure is raised as
+    itself; calls that report per-resource errors catch them inside.
+    """
+    gate = asyncio.Semaphore(limit) if limit is not None and limit > 0 else None
+
+    async def bounded(coro: Coroutine[Any, Any, T]) -> T:
+        if gate is None:
+            return await coro
+        async with gate:
+            return await coro
+
+    tasks = [asyncio.create_task(bounded(coro), name=name) for name, coro in calls]
+    out: list[T] = []
+    for result in await asyncio.gather(*tasks, return_exceptions=True):
+        if isinstance(result, BaseException):
+            raise result
+        out.append(result)
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,14 +93,8 @@ class Member:
         cls, obj: Mapping[str, Any], info: ResourceInfo, *, body: bool = False
     ) -> Member:
         meta = obj.get("metadata") or {}
-        ref = ObjectRef(
-            info.gvr,
-            str(meta.get("namespace") or ""),
-            str(meta.get("name") or ""),
-            str(meta.get("uid") or ""),
-        )
         return cls(
-            ref,
+            ObjectRef.of(info.gvr, obj),
             info.gvk,
             dict(meta.get("labels") or {}),
             dict(meta.get("annotations") or {}),
@@ -90,47 +121,64 @@ class Failure:
         return f"{self.action} {self.ref}: {self.error}" if self.action else str(self.error)
 
 
-class DeleteOutcome(enum.Enum):
+class Outcome(enum.Enum):
+    """What one delete or release of a member did."""
+
     DELETED = "deleted"
     """The DELETE was accepted; the object may still be terminating (finalizers)."""
+    RELEASED = "released"
+    """kro's keys were removed; the object stays (kro.applyset.release)."""
+    UNCLAIMED = "unclaimed"
+    """Nothing of kro's was on it: no write."""
     GONE = "gone"
     """It was already gone."""
     CONFLICT = "conflict"
-    """The name now belongs to another object (UID precondition failed): look again later."""
+    """It changed since it was listed (the name now belongs to another object, or a release's
+    resourceVersion precondition failed): look again on the next pass."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """What `settle` did. done: deleted or released (members already gone or without any of
+    kro's keys need nothing and are not listed). conflicts and failures: still claimed."""
+
+    done: tuple[ObjectRef, ...] = ()
+    conflicts: tuple[ObjectRef, ...] = ()
+    failures: tuple[Failure, ...] = ()
+
+
+async def settle(
+    members: Sequence[Member],
+    act: Callable[[Member], Coroutine[Any, Any, Outcome | Failure]],
+    task: str,
+) -> Settled:
+    """`act` (a delete or a release) on every member concurrently, the outcomes summed up."""
+    outcomes = await run_all((f"applyset.{task}:{m.ref}", act(m)) for m in members)
+    pairs = list(zip(members, outcomes, strict=True))
+    return Settled(
+        done=tuple(m.ref for m, o in pairs if o in (Outcome.DELETED, Outcome.RELEASED)),
+        conflicts=tuple(m.ref for m, o in pairs if o is Outcome.CONFLICT),
+        failures=tuple(o for o in outcomes if isinstance(o, Failure)),
+    )
 
 
 async def resolve_group_kind(client: Client, gk: GroupKind) -> ResourceInfo | None:
-    """The served resource for `gk` (preferred version first), or None if not served."""
+    """The served resource for `gk` (preferred version first, else any served version), or
+    None if not served even after one forced discovery refresh."""
+    mapper = client.mapper
     for attempt in range(2):
         try:
-            return await _lookup(client, gk)
+            version = await mapper.preferred_version(gk.group)
+            return await mapper.resource_for(GVK(gk.group, version, gk.kind))
         except NoKindMatch:
+            for info in await mapper.resources():
+                if info.gvk.group == gk.group and info.gvk.kind == gk.kind:
+                    return info
             if attempt:
                 log.debug("applyset.group_kind_not_served", group_kind=str(gk))
                 return None
-            client.mapper.invalidate()
+            mapper.invalidate()
     raise AssertionError("unreachable")
-
-
-async def _lookup(client: Client, gk: GroupKind) -> ResourceInfo:
-    mapper = client.mapper
-    try:
-        version = await mapper.preferred_version(gk.group)
-        return await mapper.resource_for(GVK(gk.group, version, gk.kind))
-    except NoKindMatch:
-        for info in await mapper.resources():
-            if info.gvk.group == gk.group and info.gvk.kind == gk.kind:
-                return info
-        raise
-
-
-async def _list(
-    client: Client, info: ResourceInfo, namespace: str | None, selector: str, bodies: bool
-) -> list[Member]:
-    items, _ = await client.list_all(
-        info.gvr, namespace=namespace, label_selector=selector, metadata_only=not bodies
-    )
-    return [Member.from_metadata(item, info, body=bodies) for item in items]
 
 
 async def list_members(
@@ -141,10 +189,17 @@ async def list_members(
     a partial view must not be mistaken for "nothing left". `bodies`: whole objects, for a
     caller that reads the members as well (metadata only otherwise)."""
     selector = f"{LABEL_APPLYSET_PART_OF}={inventory.applyset_id}"
+
+    async def page(info: ResourceInfo, namespace: str | None) -> list[Member]:
+        items, _ = await client.list_all(
+            info.gvr, namespace=namespace, label_selector=selector, metadata_only=not bodies
+        )
+        return [Member.from_metadata(item, info, body=bodies) for item in items]
+
     namespaces = inventory.namespaces(parent)
     infos = [await resolve_group_kind(client, gk) for gk in sorted(inventory.group_kinds)]
     pages = await run_all(
-        (f"applyset.list:{info.gvr}:{ns or ''}", _list(client, info, ns, selector, bodies))
+        (f"applyset.list:{info.gvr}:{ns or ''}", page(info, ns))
         for info in infos
         if info is not None
         for ns in (namespaces if info.namespaced else [None])
@@ -156,7 +211,7 @@ async def list_members(
     )
 
 
-async def delete_member(client: Client, member: Member) -> DeleteOutcome | Failure:
+async def delete_member(client: Client, member: Member) -> Outcome | Failure:
     """DELETE with a UID precondition; API errors other than NotFound/Conflict come back as a
     Failure so one bad member does not hide the outcome of the others."""
     ref = member.ref
@@ -164,10 +219,10 @@ async def delete_member(client: Client, member: Member) -> DeleteOutcome | Failu
     try:
         await client.delete(ref.gvr, ref.name, namespace=ref.namespace, preconditions=preconditions)
     except NotFound:
-        return DeleteOutcome.GONE
+        return Outcome.GONE
     except Conflict:
-        return DeleteOutcome.CONFLICT
+        return Outcome.CONFLICT
     except KubeError as err:
         return Failure(ref, err)
     log.debug("applyset.member_deleted", gvr=str(ref.gvr), namespace=ref.namespace, name=ref.name)
-    return DeleteOutcome.DELETED
+    return Outcome.DELETED

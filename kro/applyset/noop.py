@@ -18,35 +18,27 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from kro.applyset.contest import PathKey, holds, value_at
+
 __all__ = ["already_applied"]
 
-Path = tuple[str, ...]
-
-_IDENTITY: frozenset[Path] = frozenset(
-    {("apiVersion",), ("kind",), ("metadata", "name"), ("metadata", "namespace")}
+_IDENTITY: frozenset[PathKey] = frozenset(
+    {("f:apiVersion",), ("f:kind",), ("f:metadata", "f:name"), ("f:metadata", "f:namespace")}
 )
 """Fields an apply body names but managedFields never lists (the object's identity)."""
 
 
-def _body_paths(value: Any, atomic: frozenset[Path], path: Path = ()) -> Iterator[Path]:
+def _body_paths(value: Any, atomic: frozenset[PathKey], path: PathKey = ()) -> Iterator[PathKey]:
     """Leaf paths of a body; a list is a leaf (managedFields keys its items, we compare the
     list as a whole), and so is a map the server keeps as one value (`atomic`)."""
     if isinstance(value, Mapping) and value and path not in atomic:
         for key, child in value.items():
-            yield from _body_paths(child, atomic, (*path, str(key)))
+            yield from _body_paths(child, atomic, (*path, f"f:{key}"))
     else:
         yield path
 
 
-def _at(obj: Any, path: Path) -> Any:
-    for key in path:
-        if not isinstance(obj, Mapping) or key not in obj:
-            return None
-        obj = obj[key]
-    return obj
-
-
-def _field_paths(fields: Mapping[str, Any], path: Path = ()) -> Iterator[Path]:
+def _field_paths(fields: Mapping[str, Any], path: PathKey = ()) -> Iterator[PathKey]:
     """Leaf paths of a FieldsV1 set, lists (k:, i:, v: children) cut at the list itself."""
     named = [key for key in fields if key.startswith("f:")]
     if not named:
@@ -54,22 +46,7 @@ def _field_paths(fields: Mapping[str, Any], path: Path = ()) -> Iterator[Path]:
         return
     for key in named:
         child = fields[key]
-        yield from _field_paths(child if isinstance(child, Mapping) else {}, (*path, key[2:]))
-
-
-def _contains(live: Any, wanted: Any) -> bool:
-    """Whether `live` holds every value of `wanted` (maps: a subset; lists: item by item)."""
-    if isinstance(wanted, Mapping):
-        return isinstance(live, Mapping) and all(
-            key in live and _contains(live[key], value) for key, value in wanted.items()
-        )
-    if isinstance(wanted, list):
-        return (
-            isinstance(live, list)
-            and len(live) == len(wanted)
-            and all(_contains(a, b) for a, b in zip(live, wanted, strict=True))
-        )
-    return type(live) is type(wanted) and bool(live == wanted)
+        yield from _field_paths(child if isinstance(child, Mapping) else {}, (*path, key))
 
 
 def already_applied(
@@ -89,10 +66,12 @@ def already_applied(
     owned = frozenset(_field_paths(entries[0]["fieldsV1"]))
     # A map listed without its keys is atomic (a Deployment's selector, a Service's): owned
     # as one value, so it must equal ours exactly, not merely contain it.
-    atomic = frozenset(p for p in owned if isinstance(_at(body, p), Mapping) and _at(body, p))
+    atomic = frozenset(
+        p for p in owned if isinstance(value_at(body, p), Mapping) and value_at(body, p)
+    )
     wanted = set(_body_paths(body, atomic)) - _IDENTITY
     return (
         owned == wanted
-        and _contains(live, body)
-        and all(_at(live, p) == _at(body, p) for p in atomic)
+        and holds(live, body)
+        and all(value_at(live, p) == value_at(body, p) for p in atomic)
     )

@@ -1,25 +1,20 @@
 """kro.applyset.prune: delete members the last batch did not apply (R-13, N-10, N-11).
 
 A member is an orphan when it carries our `part-of` label but its UID is not among those the
-batch just applied: its node was excluded (includeWhen), removed from the graph, or its
-collection shrank. Pruning is only safe after a pass in which every node resolved and every
-apply succeeded — otherwise a node we merely failed to render this time would be deleted — so
+batch just applied (its node was excluded by includeWhen or removed from the graph, or its
+collection shrank). Pruning is only safe after a pass in which every node resolved and every
+apply succeeded (a node we merely failed to render this time would be deleted otherwise), so
 `prune` checks that itself and returns a skipped result instead.
 
-Orphans are deleted in waves by the caller's topological positions, highest first, and orphans
-whose `kro.run/node-id` the caller does not know (node removed from the graph) before all
-others: dependents go before their dependencies. Unlike deletion (D-04) a wave does not wait
-for the previous one to disappear; the DELETE calls are merely issued in that order. Orphans
-already terminating are not deleted again.
-
-An orphan whose live object says `deletionPolicy: Orphaned` is released instead of deleted
-(kro.applyset.release, V-34): it stays, without kro's labels, so no later list finds it. A
-release that conflicted is retried by the next pass; one that failed is a failure named
-`release orphan`.
+Orphans are deleted in waves by the caller's topological positions, highest first, and those
+whose `kro.run/node-id` the caller does not know (node removed) before all others: dependents
+before their dependencies. Unlike deletion (D-04) a wave does not wait for the previous one to
+disappear; the DELETEs are merely issued in that order. An orphan that says
+`deletionPolicy: Orphaned` is released instead (kro.applyset.release, V-34).
 
 After a clean prune (nothing conflicted or failed) the result carries the batch's inventory
 for the caller to write with `Applier.ensure_inventory`: only then may the parent forget kinds
-and namespaces (N-11). A UID conflict or failure keeps the superset so the next pass retries.
+and namespaces (N-11). A conflict or failure keeps the superset so the next pass retries.
 """
 
 from __future__ import annotations
@@ -27,18 +22,18 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import structlog
 
 from kro.api.names import LABEL_NODE_ID
-from kro.applyset._tasks import run_all
 from kro.applyset.applier import ApplyResult
-from kro.applyset.identity import ObjectRef
 from kro.applyset.inventory import Inventory
 from kro.applyset.ledger import MemberLedger
-from kro.applyset.members import DeleteOutcome, Failure, Member, delete_member, list_members
-from kro.applyset.release import ON_PRUNE, release_orphans
+from kro.applyset.members import Failure, Member, delete_member, list_members, settle
+from kro.applyset.release import ON_PRUNE, is_orphaned, release_member
 from kro.runtime.client import Client
+from kro.runtime.objectref import ObjectRef
 
 __all__ = ["PruneResult", "orphan_waves", "prune"]
 
@@ -48,12 +43,10 @@ log = structlog.get_logger(__name__)
 @dataclass(frozen=True, slots=True)
 class PruneResult:
     """skipped: R-13's preconditions did not hold; nothing was listed or deleted.
-    deleted: DELETEs issued (the objects may still be terminating).
-    released: orphans left in place without kro's keys (`deletionPolicy: Orphaned`).
-    conflicts: orphans whose UID precondition failed (re-created under the same name), or
-        whose release found them changed since they were listed.
-    failures: other API errors (`Failure.action` names a failed release); waves after a
-        failing one were not attempted.
+    deleted: DELETEs issued (the objects may still be terminating). released: orphans left in
+        place without kro's keys. conflicts: UID (or a release's resourceVersion) preconditions
+        that failed. failures: other API errors (`Failure.action` names a failed release);
+        waves after a failing one were not attempted.
     inventory: the shrunk inventory to record, present only after a clean prune.
     """
 
@@ -118,31 +111,26 @@ async def prune(
     if members is None:
         members = await list_members(client, result.parent, result.inventory)
     candidates = [m for m in members if m.ref.uid not in keep and not m.terminating]
-    releases, orphans = await release_orphans(client, candidates, action=ON_PRUNE)
+    orphaned = [m for m in candidates if is_orphaned(m)]
+    releases = await settle(orphaned, partial(release_member, client, action=ON_PRUNE), "release")
     deleted: list[ObjectRef] = []
     conflicts: list[ObjectRef] = list(releases.conflicts)
-    failures: list[Failure] = []
-    for wave in orphan_waves(orphans, positions):
-        outcomes = await run_all(
-            (f"applyset.prune:{m.ref}", delete_member(client, m)) for m in wave
-        )
-        for member, outcome in zip(wave, outcomes, strict=True):
-            if isinstance(outcome, Failure):
-                failures.append(outcome)
-            elif outcome is DeleteOutcome.CONFLICT:
-                conflicts.append(member.ref)
-            elif outcome is DeleteOutcome.DELETED:
-                deleted.append(member.ref)
-                log.info(
-                    "applyset.orphan_pruned",
-                    gvr=str(member.ref.gvr),
-                    namespace=member.ref.namespace,
-                    name=member.ref.name,
-                    resource_id=member.labels.get(LABEL_NODE_ID, ""),
-                )
-        if failures:
+    failures: list[Failure] = list(releases.failures)  # a release holds back no delete
+    for wave in orphan_waves([m for m in candidates if not is_orphaned(m)], positions):
+        deletes = await settle(wave, partial(delete_member, client), "prune")
+        deleted += deletes.done
+        conflicts += deletes.conflicts
+        failures += deletes.failures
+        for member in (m for m in wave if m.ref in deletes.done):
+            log.info(
+                "applyset.orphan_pruned",
+                gvr=str(member.ref.gvr),
+                namespace=member.ref.namespace,
+                name=member.ref.name,
+                resource_id=member.labels.get(LABEL_NODE_ID, ""),
+            )
+        if deletes.failures:
             break
-    failures[:0] = releases.failures  # a release does not hold back deletes: no ordering
     clean = not conflicts and not failures
     if ledger is not None:
         if clean:
@@ -151,7 +139,7 @@ async def prune(
             ledger.forget(applyset_id)
     return PruneResult(
         deleted=tuple(deleted),
-        released=releases.released,
+        released=releases.done,
         conflicts=tuple(conflicts),
         failures=tuple(failures),
         inventory=result.batch_inventory if clean else None,

@@ -1,29 +1,24 @@
 """kro.applyset.release: let go of a member instead of deleting it (deletionPolicy, V-33..V-35).
 
 A child whose live object carries `internal.kro.run/deletion-policy: Orphaned` (exactly that
-value: the object decides, not the RGD, so a policy changed after the last apply has no effect
-until an apply records it) is released wherever kro would otherwise delete it: when its owner
-is deleted (kro.applyset.deletion) and when it is pruned (kro.applyset.prune: removed from the
-graph, excluded by includeWhen, dropped by a shrinking collection). Both call `release_member`.
+value: the object decides, not the RGD, so a changed policy takes effect once an apply records
+it) is released wherever kro would otherwise delete it: when its owner is deleted
+(kro.applyset.deletion) and when it is pruned (kro.applyset.prune).
 
 Releasing removes kro's claim and nothing else: every label and annotation under `kro.run/` or
-`internal.kro.run/`, the ApplySet `part-of` label (so no list of the ApplySet finds it again:
-it is never again a prune or deletion candidate), and `app.kubernetes.io/managed-by` when it
-says `kro`. The author's keys, the spec and data, and `metadata.ownerReferences` stay as they
-are (a template that points ownerReferences at its owner still lets the garbage collector
-delete the object).
+`internal.kro.run/`, the ApplySet `part-of` label (so no list of the ApplySet finds it again),
+and `app.kubernetes.io/managed-by` when it says `kro`. The author's keys, spec, data and
+`metadata.ownerReferences` stay (ownerReferences pointing at the owner still let the garbage
+collector delete the object).
 
-The write is a merge patch of exactly those keys carrying the listed resourceVersion, so the
-API server applies it as an update preconditioned on that version: a member changed since it
-was listed is a conflict, looked at again on the next pass, never an error; one already gone
-is released; one with nothing of kro's on it is not written at all.
+The write is a merge patch of exactly those keys carrying the listed resourceVersion, so a
+member changed since it was listed is a conflict, looked at again on the next pass; one already
+gone is released; one with nothing of kro's on it is not written at all.
 """
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 
 import structlog
 
@@ -36,21 +31,16 @@ from kro.api.names import (
     MANAGED_BY_VALUE,
     RESERVED_LABEL_PREFIXES,
 )
-from kro.applyset._tasks import run_all
-from kro.applyset.identity import ObjectRef
-from kro.applyset.members import Failure, Member
+from kro.applyset.members import Failure, Member, Outcome
 from kro.runtime.client import Client
 from kro.runtime.errors import Conflict, KubeError, NotFound
 
 __all__ = [
     "ON_DELETION",
     "ON_PRUNE",
-    "ReleaseOutcome",
-    "Releases",
     "claim_keys",
     "is_orphaned",
     "release_member",
-    "release_orphans",
     "release_patch",
 ]
 
@@ -59,17 +49,6 @@ log = structlog.get_logger(__name__)
 ON_PRUNE = "release orphan"
 ON_DELETION = "release orphaned resource"
 """How a failed release is named (`Failure.action`) by prune and by an owner's deletion."""
-
-
-class ReleaseOutcome(enum.Enum):
-    RELEASED = "released"
-    """kro's keys were removed; the object stays."""
-    UNCLAIMED = "unclaimed"
-    """Nothing of kro's was on it: no write."""
-    GONE = "gone"
-    """It no longer exists."""
-    CONFLICT = "conflict"
-    """It changed since it was listed: look again on the next pass."""
 
 
 def is_orphaned(member: Member) -> bool:
@@ -101,24 +80,22 @@ def release_patch(member: Member) -> dict[str, object] | None:
     labels, annotations = claim_keys(member.labels, member.annotations)
     if not labels and not annotations:
         return None
-    metadata: dict[str, object] = {}
-    if member.resource_version:
-        metadata["resourceVersion"] = member.resource_version
-    if labels:
-        metadata["labels"] = dict.fromkeys(labels)
-    if annotations:
-        metadata["annotations"] = dict.fromkeys(annotations)
-    return {"metadata": metadata}
+    metadata: dict[str, object] = {
+        "resourceVersion": member.resource_version,
+        "labels": dict.fromkeys(labels),
+        "annotations": dict.fromkeys(annotations),
+    }
+    return {"metadata": {key: value for key, value in metadata.items() if value}}
 
 
 async def release_member(
     client: Client, member: Member, *, action: str = ON_PRUNE
-) -> ReleaseOutcome | Failure:
+) -> Outcome | Failure:
     """Release one member (see the module docstring); API errors other than NotFound and
     Conflict come back as a Failure named `action`, so the caller keeps its claim."""
     patch = release_patch(member)
     if patch is None:
-        return ReleaseOutcome.UNCLAIMED
+        return Outcome.UNCLAIMED
     ref = member.ref
     try:
         await client.patch(
@@ -130,10 +107,10 @@ async def release_member(
             field_manager=FIELD_MANAGER_APPLYSET,
         )
     except NotFound:
-        return ReleaseOutcome.GONE
+        return Outcome.GONE
     except Conflict:
         log.debug("applyset.release_conflict", gvr=str(ref.gvr), name=ref.name)
-        return ReleaseOutcome.CONFLICT
+        return Outcome.CONFLICT
     except KubeError as err:
         return Failure(ref, err, action)
     log.info(
@@ -143,41 +120,4 @@ async def release_member(
         name=ref.name,
         uid=ref.uid,
     )
-    return ReleaseOutcome.RELEASED
-
-
-@dataclass(frozen=True, slots=True)
-class Releases:
-    """What `release_orphans` did. released: kro's keys were removed (members already gone or
-    without any of kro's keys need nothing and are not listed). conflicts: changed since they
-    were listed, still claimed. failures: other errors, still claimed."""
-
-    released: tuple[ObjectRef, ...] = ()
-    conflicts: tuple[ObjectRef, ...] = ()
-    failures: tuple[Failure, ...] = ()
-
-    @property
-    def settled(self) -> bool:
-        """Every orphaned member is released: none is still claimed."""
-        return not self.conflicts and not self.failures
-
-
-async def release_orphans(
-    client: Client, members: Sequence[Member], *, action: str
-) -> tuple[Releases, list[Member]]:
-    """Release every member whose live object says `Orphaned` (concurrently) and return what
-    happened with the members that are left to delete, in their order. An orphaned member
-    whose release failed is not among them either: it must never be deleted."""
-    orphaned = [m for m in members if is_orphaned(m)]
-    if not orphaned:
-        return Releases(), list(members)
-    outcomes = await run_all(
-        (f"applyset.release:{m.ref}", release_member(client, m, action=action)) for m in orphaned
-    )
-    pairs = list(zip(orphaned, outcomes, strict=True))
-    releases = Releases(
-        released=tuple(m.ref for m, o in pairs if o is ReleaseOutcome.RELEASED),
-        conflicts=tuple(m.ref for m, o in pairs if o is ReleaseOutcome.CONFLICT),
-        failures=tuple(o for _, o in pairs if isinstance(o, Failure)),
-    )
-    return releases, [m for m in members if not is_orphaned(m)]
+    return Outcome.RELEASED

@@ -9,7 +9,7 @@ import hashlib
 import pytest
 
 from kro.applyset import GroupKind, Parent, applyset_id, inventory_hash
-from kro.applyset.identity import format_group_kinds, format_namespaces
+from kro.applyset.inventory import format_group_kinds, format_namespaces
 from kro.runtime.gvk import GVK, GVR
 
 

@@ -175,7 +175,7 @@ def test_a_parent_in_a_member_has_an_applyset_of_its_own() -> None:
     """M-21: two members' same-named instances sending objects to one cluster must not claim
     each other's: the member is part of the ID; the hub's parents keep kubectl's."""
     from kro.applyset import Parent
-    from kro.applyset.identity import applyset_id
+    from kro.applyset.inventory import applyset_id
 
     obj = {"apiVersion": "example.kro.run/v1alpha1", "kind": "WebApp",
            "metadata": {"name": "app", "namespace": NS}}  # fmt: skip

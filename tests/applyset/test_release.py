@@ -24,10 +24,9 @@ from applyset_fakes import (
 )
 
 from kro.applyset import Applier, Member, ObjectRef, delete_next_wave, list_members, prune
-from kro.applyset.identity import Parent
-from kro.applyset.inventory import read_inventory
+from kro.applyset.inventory import Parent, read_inventory
+from kro.applyset.members import Outcome
 from kro.applyset.release import (
-    ReleaseOutcome,
     claim_keys,
     is_orphaned,
     release_member,
@@ -148,7 +147,7 @@ async def test_release_member_writes_once_and_keeps_the_rest(
     assert before is not None
     member = (await _members(client, result.parent_obj))["ledger"]
     writes_before = len(api.requests)
-    assert await release_member(client, member) is ReleaseOutcome.RELEASED
+    assert await release_member(client, member) is Outcome.RELEASED
     (patch,) = [r for r in api.requests[writes_before:] if r.method != "GET"]
     assert patch.method == "PATCH"
     assert patch.headers["content-type"].startswith("application/merge-patch+json")
@@ -165,7 +164,7 @@ async def test_release_member_writes_once_and_keeps_the_rest(
         resource_version=again["resourceVersion"],
     )
     writes_before = len(api.requests)
-    assert await release_member(client, unclaimed) is ReleaseOutcome.UNCLAIMED
+    assert await release_member(client, unclaimed) is Outcome.UNCLAIMED
     assert [r for r in api.requests[writes_before:] if r.method != "GET"] == []
 
 
@@ -178,12 +177,12 @@ async def test_a_member_changed_since_listed_is_a_conflict_and_one_gone_is_done(
     assert current is not None
     current["data"] = {"key": "edited by someone"}
     api.modify(CONFIGMAPS, current)
-    assert await release_member(client, member) is ReleaseOutcome.CONFLICT
+    assert await release_member(client, member) is Outcome.CONFLICT
     after = live(api, CONFIGMAPS, "ledger", NS)
     assert after is not None
     assert after["metadata"]["labels"]["kro.run/node-id"] == "ledger"  # still claimed
     api.remove(CONFIGMAPS, "ledger", NS)
-    assert await release_member(client, member) is ReleaseOutcome.GONE
+    assert await release_member(client, member) is Outcome.GONE
 
 
 async def _three(api: FakeApiServer, applier: Applier) -> dict[str, Any]:
