@@ -35,8 +35,8 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any, Final
+from dataclasses import dataclass, fields, replace
+from typing import Any, Final, TypeVar
 
 import structlog
 
@@ -118,7 +118,7 @@ class Entry:
         return (self.cluster, group, self.kind, self.namespace, self.name)
 
     def as_status(self) -> dict[str, str]:
-        return _as_status(self, _ENTRY_KEYS)
+        return _as_status(self)
 
     @classmethod
     def of(cls, node_id: str, desired: Desired, uid: str = "") -> Entry:
@@ -138,7 +138,7 @@ class Entry:
 
 def entries_of(graph: Mapping[str, Any]) -> list[Entry]:
     """`status.managedResources` as recorded."""
-    return [Entry(**fields) for fields in _from_status(graph, "managedResources", _ENTRY_KEYS)]
+    return _from_status(Entry, graph, "managedResources")
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +155,7 @@ class Contribution:
     """The member cluster the target lives in (M-11); "" for the Graph's own."""
 
     def as_status(self) -> dict[str, str]:
-        return _as_status(self, _CONTRIBUTION_KEYS)
+        return _as_status(self)
 
     def identity_body(self) -> dict[str, Any]:
         """What releasing it applies: the target's identity, no field at all."""
@@ -167,47 +167,28 @@ class Contribution:
 
 def contributions_of(graph: Mapping[str, Any]) -> list[Contribution]:
     """`status.contributions` as recorded."""
-    fields = _from_status(graph, "contributions", _CONTRIBUTION_KEYS)
-    return [Contribution(**item) for item in fields]
+    return _from_status(Contribution, graph, "contributions")
 
 
-# Status key of each field, in the order the status lists them, and whether an empty value is
-# left out (the namespace of a cluster-scoped object, a UID not known yet, the main endpoint).
-_ENTRY_KEYS: Final = (
-    ("node_id", "nodeID", False),
-    ("api_version", "apiVersion", False),
-    ("kind", "kind", False),
-    ("name", "name", False),
-    ("namespace", "namespace", True),
-    ("uid", "uid", True),
-    ("cluster", "cluster", True),
-)
-_CONTRIBUTION_KEYS: Final = (
-    ("api_version", "apiVersion", False),
-    ("kind", "kind", False),
-    ("name", "name", False),
-    ("field_manager", "fieldManager", False),
-    ("namespace", "namespace", True),
-    ("subresource", "subresource", True),
-    ("cluster", "cluster", True),
-)
+_Item = TypeVar("_Item", Entry, Contribution)
+Recorded = Entry | Contribution
+_KEYS: Final = {"node_id": "nodeID", "api_version": "apiVersion", "field_manager": "fieldManager"}
+"""The status key of each field not named as in the status."""
+_OPTIONAL: Final = frozenset({"namespace", "uid", "subresource", "cluster"})
+"""Fields left out of the status when empty (the namespace of a cluster-scoped object, a UID
+not known yet, the main endpoint, the Graph's own cluster)."""
 
 
-def _as_status(item: object, keys: Sequence[tuple[str, str, bool]]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for attribute, key, optional in keys:
-        value = str(getattr(item, attribute))
-        if value or not optional:
-            out[key] = value
-    return out
+def _as_status(item: Recorded) -> dict[str, str]:
+    values = {f.name: str(getattr(item, f.name)) for f in fields(item)}
+    return {_KEYS.get(k, k): v for k, v in values.items() if v or k not in _OPTIONAL}
 
 
-def _from_status(
-    graph: Mapping[str, Any], field: str, keys: Sequence[tuple[str, str, bool]]
-) -> list[dict[str, str]]:
+def _from_status(cls: type[_Item], graph: Mapping[str, Any], field: str) -> list[_Item]:
     items = (graph.get("status") or {}).get(field) or ()
+    names = [f.name for f in fields(cls)]
     return [
-        {attribute: str(raw.get(key) or "") for attribute, key, _ in keys}
+        cls(**{n: str(raw.get(_KEYS.get(n, n)) or "") for n in names})
         for raw in items
         if isinstance(raw, Mapping)
     ]
@@ -500,98 +481,94 @@ class StatusInventory:
     async def prune(
         self, owner_obj: dict[str, Any], scope: PruneScope
     ) -> tuple[dict[str, Any], PruneOutcome]:
-        """On every pass that did not fail (V-63): what nodes the pass could not resolve
-        hold stays, with their contributions; what failed to delete stays recorded."""
+        """On every pass that did not fail (V-63): delete what the record holds and this pass
+        did not apply, release what was recorded and not contributed now; what nodes the pass
+        could not resolve hold stays, and what failed to delete or release stays recorded."""
         if scope.failed:
             return owner_obj, PruneOutcome()
-        keep_nodes = scope.pending
+        kept_managers = {patch_field_manager(self._uid, n) for n in scope.pending}
         stale = [
             e
             for e in self.entries
-            if e.identity not in self._applied and e.node_id not in keep_nodes
+            if e.identity not in self._applied and e.node_id not in scope.pending
         ]
-        kept: list[Entry] = []
-        deleted = False
-        for entry in reversed(stale):
-            try:  # False: gone, or never proven ours (forgotten, never deleted)
-                deleted = await self.delete(entry) or deleted
-            except KubeError as error:
-                self.prune_errors.append(f"{_entry_name(entry)}: {error}")
-                kept.append(entry)
-        gone = {e.identity for e in stale} - {e.identity for e in kept}
+        retired = [
+            c
+            for c in self.contributions
+            if c not in self._contributed and c.field_manager not in kept_managers
+        ]
+        done, failed = await self._remove([*reversed(stale), *retired])
+        for item, error in failed:
+            errors = self.release_errors if isinstance(item, Contribution) else self.prune_errors
+            errors.append(f"{_entry_name(item)}: {error}")
+        kept = {item for item, _ in failed}
+        gone = {e.identity for e in stale if e not in kept}
         settled = [e for e in self.entries if e.identity not in gone]
-        contributions = await self._release_retired(keep_nodes)
+        contributions = _distinct(
+            [*(c for c in self.contributions if c not in retired or c in kept), *self._contributed]
+        )
         if settled != self.entries or contributions != self.contributions:
             owner_obj = await self._record(owner_obj, settled, contributions)
             self.entries, self.contributions = settled, contributions
-        return owner_obj, PruneOutcome(deleted=deleted)
+        return owner_obj, PruneOutcome(deleted=any(isinstance(i, Entry) for i in done))
 
     # -- teardown --------------------------------------------------------------------------
 
     async def teardown(self, owner_obj: dict[str, Any]) -> TeardownStep:
-        """Everything recorded at once, in reverse order (a Graph records no waves): DELETE
-        each object proven this Graph's, by its UID, and release every contribution. What
-        failed blocks the step (a retry may fix it) and keeps the finalizer."""
-        errors: list[str] = []
-        plan: list[str] = []
-        abandoned = abandoned_clusters(owner_obj)
-        left: dict[str, list[str]] = {}
-        for entry in reversed(self.entries):
-            if entry.cluster in abandoned:  # M-16: given up on, left in place
-                left.setdefault(entry.cluster, []).append(_entry_name(entry))
-                continue
-            try:
-                if await self.delete(entry):
-                    plan.append(f"delete {_entry_name(entry)}")
-            except KubeError as error:  # in a member: held until back, or abandoned (M-16)
-                hint = (
-                    f" (annotate the Graph {ANNOTATION_ABANDON_CLUSTER}={entry.cluster} to "
-                    "leave its objects there)"
-                    if entry.cluster
-                    else ""
-                )
-                errors.append(f"{_entry_name(entry)}: {error}{hint}")
-        for contribution in self.contributions:
-            if contribution.cluster in abandoned:
-                left.setdefault(contribution.cluster, []).append(_entry_name(contribution))
-                continue
-            try:
-                await self.release(contribution)
-                plan.append(f"release {_entry_name(contribution)}")
-            except KubeError as error:
-                errors.append(f"release {_entry_name(contribution)}: {error}")
-        gone = tuple(f'cluster "{c}": {", ".join(names)}' for c, names in sorted(left.items()))
-        if errors:
-            blocked = "; ".join(errors)
-            return TeardownStep(False, blocked=blocked, transient=True, plan=tuple(plan))
-        return TeardownStep(True, plan=tuple(plan), abandoned=gone)
+        return await self._teardown(owner_obj, act=True)
 
     async def plan_teardown(self, owner_obj: dict[str, Any]) -> TeardownStep:
-        """What `teardown` would delete and release, from the record alone."""
-        plan = [f"delete {_entry_name(e)}" for e in reversed(self.entries)]
-        plan += [f"release {_entry_name(c)}" for c in self.contributions]
+        return await self._teardown(owner_obj, act=False)
+
+    async def _teardown(self, owner_obj: dict[str, Any], *, act: bool) -> TeardownStep:
+        """Everything recorded at once, in reverse order (a Graph records no waves): DELETE
+        each object proven this Graph's, by its UID, and release every contribution, except
+        in the clusters given up on (M-16: left in place). What failed blocks the step (a retry
+        may fix it) and keeps the finalizer. `act=False`: the step planned from the record
+        alone, nothing sent."""
+        abandoned = abandoned_clusters(owner_obj)
+        left: dict[str, list[str]] = {}
+        items: list[Recorded] = []
+        recorded: list[Recorded] = [*reversed(self.entries), *self.contributions]
+        for item in recorded:
+            if item.cluster in abandoned:
+                left.setdefault(item.cluster, []).append(_entry_name(item))
+            else:
+                items.append(item)
+        done, failed = await self._remove(items) if act else (items, [])
+        plan = tuple(
+            f"{'release' if isinstance(i, Contribution) else 'delete'} {_entry_name(i)}"
+            for i in done
+        )
+        if failed:  # in a member: held until back, or abandoned (M-16)
+            blocked = "; ".join(_teardown_error(item, error) for item, error in failed)
+            return TeardownStep(False, blocked=blocked, transient=True, plan=plan)
+        gone = tuple(f'cluster "{c}": {", ".join(names)}' for c, names in sorted(left.items()))
         held = tuple(
             Held(ObjectId(e.api_version, e.kind, e.namespace, e.name), e.node_id, 0, False)
-            for e in reversed(self.entries)
+            for e in items
+            if isinstance(e, Entry) and not act
         )
-        return TeardownStep(not plan, wave=0 if held else None, plan=tuple(plan), held=held)
+        wave = 0 if held else None
+        return TeardownStep(act or not plan, wave=wave, plan=plan, held=held, abandoned=gone)
 
-    async def _release_retired(self, keep_nodes: frozenset[str]) -> list[Contribution]:
-        """Release what was recorded and not contributed now (V-63); what nodes this pass could
-        not resolve hold, and what failed to release, stay recorded."""
-        kept_managers = {patch_field_manager(self._uid, n) for n in keep_nodes}
-        current = set(self._contributed)
-        settled: list[Contribution] = []
-        for contribution in self.contributions:
-            if contribution in current or contribution.field_manager in kept_managers:
-                settled.append(contribution)
-                continue
+    async def _remove(
+        self, items: Sequence[Recorded]
+    ) -> tuple[list[Recorded], list[tuple[Recorded, KubeError]]]:
+        """DELETE each entry, release each contribution, in this order: what was deleted (an
+        entry never proven this Graph's is not) or released, and what failed, with why."""
+        done: list[Recorded] = []
+        failed: list[tuple[Recorded, KubeError]] = []
+        for item in items:
             try:
-                await self.release(contribution)
+                if isinstance(item, Contribution):
+                    await self.release(item)
+                elif not await self.delete(item):
+                    continue
+                done.append(item)
             except KubeError as error:
-                self.release_errors.append(f"{_entry_name(contribution)}: {error}")
-                settled.append(contribution)
-        return _distinct([*settled, *self._contributed])
+                failed.append((item, error))
+        return done, failed
 
     async def delete(self, entry: Entry) -> bool:
         """DELETE the recorded object, preconditioned on its UID (gone or replaced meanwhile
@@ -648,9 +625,22 @@ class StatusInventory:
         return written if written is not None else owner_obj
 
 
-def _entry_name(item: Entry | Contribution) -> str:
+def _entry_name(item: Recorded) -> str:
     """How status messages name a recorded object (the namespace part empty when cluster-wide)."""
     return f"{item.kind} {item.namespace}/{item.name}"
+
+
+def _teardown_error(item: Recorded, error: KubeError) -> str:
+    """A failed teardown delete or release; one in a member names the way to give up on it."""
+    if isinstance(item, Contribution):
+        return f"release {_entry_name(item)}: {error}"
+    hint = (
+        f" (annotate the Graph {ANNOTATION_ABANDON_CLUSTER}={item.cluster} to leave its "
+        "objects there)"
+        if item.cluster
+        else ""
+    )
+    return f"{_entry_name(item)}: {error}{hint}"
 
 
 def _node_of(desired: Desired) -> str:
@@ -672,7 +662,7 @@ def _where(desired: Desired) -> str:
     return f"{desired.namespace}/{desired.name}" if desired.namespace else desired.name
 
 
-async def _gvr_of(client: Client, entry: Entry | Contribution) -> GVR:
+async def _gvr_of(client: Client, entry: Recorded) -> GVR:
     group, _, version = entry.api_version.rpartition("/")
     info = await client.mapper.resource_for(GVK(group, version, entry.kind))
     return info.gvr
