@@ -30,6 +30,7 @@ from kro.applyset import ApplySetError
 from kro.controllers.kind_waits import KindWaits
 from kro.controllers.members import ClusterWaits, MemberWatches
 from kro.controllers.requeue import RequeueBackoff
+from kro.controllers.settled import SettledPasses
 from kro.dynamic import ObjectRef
 from kro.dynamic.watches import WatchCoordinator
 from kro.engine.graph_pass import GraphPass
@@ -39,7 +40,7 @@ from kro.engine.teardown import teardown_step
 from kro.graph.evaluate import EvaluationError
 from kro.graph.model import Graph
 from kro.runtime.client import Client
-from kro.runtime.errors import KubeError
+from kro.runtime.errors import KubeError, NotFound
 from kro.runtime.events import EventRecorder
 from kro.runtime.gvk import GVR
 from kro.runtime.reconcile import Request, Result
@@ -50,6 +51,14 @@ log = structlog.get_logger(__name__)
 
 PASS_ERRORS = (EvaluationError, ApplySetError, KubeError)
 """What ends a pass early: an expression, the owner's record, or the API server."""
+CLUSTER_REASONS = (
+    NodeReason.CLUSTER_FORBIDDEN,
+    NodeReason.CLUSTER_NOT_FOUND,
+    NodeReason.CLUSTER_UNREACHABLE,
+)
+"""M-12, M-13, M-06: a target that names no usable cluster; each kind's condition takes it as
+its reason, which a user can act on (register the cluster, grant its Secret, bring the member
+back), not a generic failure."""
 
 
 class OwnerReconciler(ABC):
@@ -70,6 +79,10 @@ class OwnerReconciler(ABC):
     """Owners waiting for a target's cluster (MultiCluster): woken when it is Ready."""
     warnings: EventRecorder | None = None
     """Where the kind's Warning Events about an owner go (None: logged only)."""
+    noun: str
+    """What the kind's log events start with (`instance.unchanged`, `graph.unchanged`)."""
+    _settled: SettledPasses
+    """The owners' last settled passes (kro.controllers.settled)."""
 
     async def reconcile(self, request: Request) -> Result:
         ref = ObjectRef(self.gvr, request.namespace, request.name)
@@ -86,17 +99,20 @@ class OwnerReconciler(ABC):
     # -- what a kind fills in ----------------------------------------------------------------
 
     @abstractmethod
-    async def load(self, ref: ObjectRef) -> dict[str, Any] | Result | None:
-        """The owner as it now stands; None when it is gone; a Result to end here (a
-        settled owner whose inputs did not change)."""
+    def program(self, ref: ObjectRef) -> Graph | None:
+        """The owner's program as it now stands, if it has one (cheap: no compile)."""
+
+    async def read(self, ref: ObjectRef) -> dict[str, Any]:
+        """The owner as it now stands (raises NotFound when it is gone)."""
+        return await self.client.get(self.gvr, ref.name, namespace=ref.namespace or None)
 
     @abstractmethod
     async def sync(self, obj: dict[str, Any], ref: ObjectRef) -> Result:
         """Program, marks, pass, status, requeue: an owner that is not being deleted."""
 
     @abstractmethod
-    def teardown_ownership(self, obj: dict[str, Any]) -> Ownership:
-        """What keeps the owner's objects, for its teardown (from the owner alone: its
+    def ownership(self, obj: dict[str, Any]) -> Ownership:
+        """What keeps the owner's objects; for its teardown, from the owner alone (its
         program may be gone or broken)."""
 
     @abstractmethod
@@ -106,6 +122,7 @@ class OwnerReconciler(ABC):
     async def forget(self, ref: ObjectRef) -> None:
         """The owner is gone (or no longer kro's): its watches and its backoff go with it."""
         self.waits.reset(self.key(ref))
+        self._settled.forget(self.key(ref))
         if self.kind_waits is not None:
             self.kind_waits.forget(ref)
         await self.watches.forget(ref)
@@ -128,15 +145,27 @@ class OwnerReconciler(ABC):
     def key(ref: ObjectRef) -> tuple[str, str]:
         return (ref.namespace, ref.name)
 
+    async def load(self, ref: ObjectRef) -> dict[str, Any] | Result | None:
+        """The owner; None when it is gone; none of it (a Result to end here) when its last
+        settled pass still stands: nothing it read, itself included, changed since (the caches
+        say so by resourceVersion), so that pass's outcome stands and costs no request."""
+        key = self.key(ref)
+        if self._settled.unchanged(key, self.program(ref)):
+            log.debug(f"{self.noun}.unchanged", namespace=ref.namespace, name=ref.name)
+            return Result()
+        self._settled.forget(key)
+        try:
+            return await self.read(ref)
+        except NotFound:
+            return None
+
     async def teardown(self, obj: dict[str, Any], ref: ObjectRef) -> Result:
         """One teardown step; once nothing is left, the finalizer goes and the owner is
         forgotten."""
         if self.finalizer not in (_meta(obj).get("finalizers") or ()):
             await self.forget(ref)
             return Result()
-        step = await teardown_step(
-            self.teardown_ownership(obj), self.client, obj, self.gvr, self.finalizer
-        )
+        step = await teardown_step(self.ownership(obj), self.client, obj, self.gvr, self.finalizer)
         if step.abandoned:
             self.abandoned(obj, step.abandoned)
         if step.done:

@@ -144,6 +144,7 @@ class GraphReconciler(OwnerReconciler):
         self.client = client
         self.gvr = GRAPHS
         self.finalizer = GRAPH_FINALIZER
+        self.noun = "graph"
         self.warnings = events
         self.resolver = resolver
         self.watches = watches
@@ -162,19 +163,8 @@ class GraphReconciler(OwnerReconciler):
         self.status = StatusWriter(client)
         """Every write of a Graph's status, its record's and its conditions', when it changed."""
 
-    async def load(self, ref: ObjectRef) -> dict[str, Any] | Result | None:
-        """The Graph; none of it when its last settled pass still stands (nothing it read,
-        itself included, changed since: the caches say so by resourceVersion)."""
-        key = self.key(ref)
-        program = self.programs.current(GRAPH_KIND, ref.namespace, ref.name)
-        if self._settled.unchanged(key, program):
-            log.debug("graph.unchanged", namespace=ref.namespace, name=ref.name)
-            return Result()
-        self._settled.forget(key)
-        try:
-            return await self.client.get(GRAPHS, ref.name, namespace=ref.namespace)
-        except NotFound:
-            return None
+    def program(self, ref: ObjectRef) -> Graph | None:
+        return self.programs.current(GRAPH_KIND, ref.namespace, ref.name)
 
     async def sync(self, obj: dict[str, Any], ref: ObjectRef) -> Result:
         username = service_account_username(
@@ -238,7 +228,7 @@ class GraphReconciler(OwnerReconciler):
 
     # -- apply -----------------------------------------------------------------------------
 
-    def ownership(
+    def _inventory(
         self,
         obj: Mapping[str, Any],
         username: str,
@@ -282,7 +272,7 @@ class GraphReconciler(OwnerReconciler):
             if self.members is not None
             else None
         )
-        inventory = self.ownership(obj, username, graph, places)
+        inventory = self._inventory(obj, username, graph, places)
         work = GraphPass(
             graph=graph,
             owner_obj=obj,
@@ -339,7 +329,7 @@ class GraphReconciler(OwnerReconciler):
 
     # -- teardown --------------------------------------------------------------------------
 
-    def teardown_ownership(self, obj: dict[str, Any]) -> StatusInventory:
+    def ownership(self, obj: dict[str, Any]) -> StatusInventory:
         """From the status alone (the spec is not compiled), as the identity that applied
         last."""
         status = obj.get("status") or {}
@@ -347,7 +337,7 @@ class GraphReconciler(OwnerReconciler):
         username = str(status.get("appliedServiceAccount") or "") or service_account_username(
             namespace, str((obj.get("spec") or {}).get("serviceAccountName") or "")
         )
-        return self.ownership(obj, username)
+        return self._inventory(obj, username)
 
     async def tearing_down(self, obj: dict[str, Any], ref: ObjectRef, step: TeardownStep) -> Result:
         """A Graph deletes everything in one step: what is left failed (V-64)."""
@@ -356,7 +346,6 @@ class GraphReconciler(OwnerReconciler):
 
     async def forget(self, ref: ObjectRef) -> None:
         await super().forget(ref)
-        self._settled.forget(self.key(ref))
         self.programs.forget(GRAPH_KIND, ref.namespace, ref.name)
 
     # -- status ----------------------------------------------------------------------------

@@ -55,7 +55,7 @@ class DrainingReconciler(InstanceReconciler):
         super().__init__(**kwargs)
         self._on_instance_gone = on_instance_gone
 
-    def _active_graph(self) -> Graph | None:
+    def program(self, ref: ObjectRef) -> Graph | None:
         """No graph is served any more: no pass is skipped as settled (the memory of a pass
         of the RGD's reconciler does not vouch for marking the instance), and nothing is
         labelled ahead of a read."""
