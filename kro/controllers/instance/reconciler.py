@@ -55,7 +55,6 @@ from kro.api.names import (
 from kro.applyset import Applier, Contest
 from kro.controllers.events import record_condition_changes
 from kro.controllers.failures import Failure, FailureReporter
-from kro.controllers.instance import contests
 from kro.controllers.instance.binding import InstanceBinding
 from kro.controllers.instance.known_instances import KnownInstances
 from kro.controllers.instance.labels import instance_labels, labeller_body
@@ -63,6 +62,7 @@ from kro.controllers.instance.options import InstanceOptions as InstanceOptions 
 from kro.controllers.instance.options import requeue_backoff
 from kro.controllers.instance.status import (
     AWAITING_PREFIX,
+    FIELD_CONFLICT_HINT,
     PASS_FAILED_PREFIX,
     RESOURCE_ERROR_PREFIX,
     InstanceStatus,
@@ -561,14 +561,15 @@ class InstanceReconciler(OwnerReconciler):
     def _report_contests(
         self, instance: Mapping[str, Any], status: InstanceStatus, found: Sequence[Contest]
     ) -> None:
-        """Fields another manager keeps rewriting: condition, Warning Event, counter."""
-        yielded = [c for c in found if c.yielded]
-        status.set_field_conflict(contests.condition_message(yielded) if yielded else None)
+        """Fields another manager keeps rewriting: the FieldConflict condition, a Warning Event
+        when kro yields, `instance_field_conflicts_total{outcome: reapplied|yielded}`."""
+        status.set_field_conflict([c for c in found if c.yielded])
         for contest in found:
             if not contest.fresh:
                 continue
+            outcome = "yielded" if contest.yielded else "reapplied"
             self.metrics.field_conflicts.inc(
-                gvr=self._gvr_label, manager=contest.manager, outcome=contests.outcome(contest)
+                gvr=self._gvr_label, manager=contest.manager, outcome=outcome
             )
             log.warning(
                 "instance.field_contested",
@@ -579,9 +580,12 @@ class InstanceReconciler(OwnerReconciler):
                 yielded=contest.yielded,
             )
             if contest.yielded and self.warnings is not None:
-                self.warnings.record(
-                    instance, "Warning", REASON_FIELD_YIELDED, contests.event_message(contest)
+                message = (
+                    f'stopped applying field {contest.path} of resource "{contest.resource_id}": '
+                    f'field manager "{contest.manager}" changed it back {contest.rounds} times. '
+                    + FIELD_CONFLICT_HINT
                 )
+                self.warnings.record(instance, "Warning", REASON_FIELD_YIELDED, message)
 
     # -- deletion ----------------------------------------------------------------------------
 

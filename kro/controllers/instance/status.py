@@ -43,6 +43,7 @@ from kro.api.names import (
 )
 
 if TYPE_CHECKING:  # annotations only: the evaluator loads the CEL engine
+    from kro.applyset import Contest
     from kro.engine.results import NodeResult
     from kro.graph.evaluate import ConditionResults
 
@@ -89,13 +90,24 @@ class InstanceStatus:
             observed_generation=self.generation,
         )
 
-    def set_field_conflict(self, message: str | None) -> None:
-        """kro-py's FieldConflict condition: True with `message` while fields are yielded,
-        absent otherwise. It is not a dependent of Ready: yielding ends a fight, it does not
-        make the instance fail."""
-        if message is None:
+    def set_field_conflict(self, yielded: Sequence[Contest]) -> None:
+        """kro-py's FieldConflict condition: True while fields are `yielded` to another field
+        manager (kro.applyset.contest), naming each one's resource id, field path and manager,
+        and how to end the conflict for good; absent otherwise. It is not a dependent of Ready:
+        yielding ends a fight, it does not make the instance fail."""
+        if not yielded:
             self._extra["conditions"] = []
             return
+        fields = "; ".join(
+            f'resource "{c.resource_id}" field {c.path} '
+            f'(rewritten by field manager "{c.manager}" {c.rounds} times)'
+            for c in yielded
+        )
+        noun = "field" if len(yielded) == 1 else "fields"
+        message = (
+            f"kro stopped applying {len(yielded)} {noun} that another field manager keeps "
+            f"changing: {fields}. {FIELD_CONFLICT_HINT}"
+        )
         self._set_in(
             self._extra, CONDITION_FIELD_CONFLICT, STATUS_TRUE, REASON_FIELD_YIELDED, message
         )
@@ -227,6 +239,10 @@ def is_suspended(instance: Mapping[str, Any]) -> bool:
 
 # -- ResourcesReady's messages: written here, and read back by `kro explain` ---------------------
 
+FIELD_CONFLICT_HINT: Final = (
+    "Remove the field from the resource template (or set it to the value that manager "
+    "writes) so that kro applies it again."
+)
 RESOURCE_ERROR_PREFIX: Final = "resource error: "
 AWAITING_PREFIX: Final = "awaiting resource readiness: "
 PASS_FAILED_PREFIX: Final = "resource reconciliation failed: "
