@@ -39,15 +39,6 @@ from kro.runtime.reconcile import Result
 log = structlog.get_logger(__name__)
 
 
-def rgd_deleted_message(rgd_name: str) -> str:
-    """What an instance of a deleted RGD tells its user."""
-    return (
-        f'ResourceGraphDefinition "{rgd_name}" was deleted; kro no longer reconciles this '
-        "instance. Delete the instance to delete its resources, or re-create the "
-        "ResourceGraphDefinition to resume reconciliation"
-    )
-
-
 class DrainingReconciler(InstanceReconciler):
     """Marks the instances of a deleted RGD and serves their deletion; see the module."""
 
@@ -64,11 +55,16 @@ class DrainingReconciler(InstanceReconciler):
     async def sync(self, instance: dict[str, Any], parent: ObjectRef) -> Result:
         await self.watches.forget(parent)  # no graph any more: children are not followed
         status = InstanceStatus(instance)
+        message = (
+            f'ResourceGraphDefinition "{self.rgd_name}" was deleted; kro no longer reconciles '
+            "this instance. Delete the instance to delete its resources, or re-create the "
+            "ResourceGraphDefinition to resume reconciliation"
+        )
         status.set(
             CONDITION_INSTANCE_MANAGED,
             STATUS_FALSE,
             REASON_RESOURCE_GRAPH_DEFINITION_DELETED,
-            rgd_deleted_message(self.rgd_name),
+            message,
         )
         await self._write_status(instance, status.build(INSTANCE_STATE_ERROR, None))
         log.debug("instance.rgd_deleted")

@@ -26,10 +26,6 @@ from kro.runtime.memory import Fact, ObjectMemory
 Key = tuple[str, str]
 
 
-def _version(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
-
-
 KNOWN: Fact[dict[str, Any]] = Fact("instance")
 """Per instance whose last pass did not settle: the server's last answer about it."""
 
@@ -47,12 +43,12 @@ class KnownInstances:
 
     def keep(self, key: Key, instance: Mapping[str, Any]) -> None:
         """Remember `instance`, an answer of the API server, for the next pass of `key`."""
-        version = _version(instance)
+        metadata = instance.get("metadata") or {}
+        version = str(metadata.get("resourceVersion") or "")
         if not version:
             self.forget(key)
             return
-        metadata = {k: v for k, v in (instance.get("metadata") or {}).items()}
-        metadata.pop("managedFields", None)
+        metadata = {k: v for k, v in metadata.items() if k != "managedFields"}
         self._memory.remember(KNOWN, (self._gvr, *key), version, {**instance, "metadata": metadata})
 
     def take(self, key: Key) -> dict[str, Any] | None:
