@@ -129,13 +129,10 @@ class GraphReconciler(OwnerReconciler):
         cluster_schemas: ClusterSchemas | None = None,
         cluster_waits: ClusterWaits | None = None,
     ) -> None:
-        """`member_watches`: the Graphs' watches in member clusters (M-14). `members`: the
-        registry's member clusters (MultiCluster), which node targets may name, as far as the
-        Graph's ServiceAccount may read their Secrets (M-13).
-        `programs`: the process's one cache of compiled programs (default: its own).
-        `kind_waits`: the owners waiting for a kind (DeferredSchemaResolution), woken by its
-        CRD. `graph_versions`: a Graph's resourceVersion as the cache whose events enqueue it
-        shows it (None: no settled pass is skipped)."""
+        """`members`: the registry's member clusters (MultiCluster), which node targets may
+        name as far as the Graph's ServiceAccount may read their Secrets (M-13). `programs`: the
+        process's one cache of compiled programs. `graph_versions`: a Graph's resourceVersion as
+        the cache whose events enqueue it shows it (None: no settled pass is skipped)."""
         self.kind_waits = kind_waits
         self.members = members
         self.member_watches = member_watches
@@ -297,8 +294,7 @@ class GraphReconciler(OwnerReconciler):
             work.owner_obj,
             accepted=(True, REASON_COMPILED, compiled_message(len(graph.nodes))),
             verdict=verdict,
-            entries=[e.as_status() for e in inventory.entries],
-            contributions=[c.as_status() for c in inventory.contributions],
+            inventory=inventory,
             applied_as=applied_as,
             watches=watches_healthy(health.blocked, health.pending),
         )
@@ -359,8 +355,7 @@ class GraphReconciler(OwnerReconciler):
         *,
         accepted: tuple[bool, str, str] | None = None,
         verdict: Verdict | None = None,
-        entries: list[dict[str, str]] | None = None,
-        contributions: list[dict[str, str]] | None = None,
+        inventory: StatusInventory | None = None,
         applied_as: str = "",
         watches: Condition | None = None,
     ) -> Mapping[str, Any]:
@@ -397,10 +392,9 @@ class GraphReconciler(OwnerReconciler):
             status["conditions"],
             dependents=(*GRAPH_DEPENDENT_CONDITIONS, CONDITION_WATCHES_HEALTHY),
         )
-        if entries is not None:
-            status["managedResources"] = entries
-        if contributions is not None:
-            status["contributions"] = contributions
+        if inventory is not None:
+            status["managedResources"] = [e.as_status() for e in inventory.entries]
+            status["contributions"] = [c.as_status() for c in inventory.contributions]
         if applied_as:
             status["appliedServiceAccount"] = applied_as
         try:

@@ -122,7 +122,7 @@ class InstanceControllers:
         self._metrics = metrics
         self._condition_durations = condition_durations
         self._recorders = recorders
-        self._enqueue_rgd = enqueue_rgd
+        self._enqueue_rgd = enqueue_rgd or (lambda _: None)
         member_watches = (  # the instances' watches in member clusters, to this queue (M-14)
             members.watches(
                 lambda client: dynamic.coordinator(
@@ -236,7 +236,7 @@ class InstanceControllers:
             from kro.controllers.instance.reconciler import should_enqueue_update
 
             reconciler = DrainingReconciler(
-                on_instance_gone=lambda: self._instance_gone(kind.rgd_name),
+                on_instance_gone=lambda: self._enqueue_rgd(kind.rgd_name),
                 **self._reconciler_args(kind),
             )
             await self._dynamic.register(
@@ -247,10 +247,6 @@ class InstanceControllers:
             return
         self._draining.pop(kind.gvr, None)
         await self._deregister(kind)
-
-    def _instance_gone(self, rgd_name: str) -> None:
-        if self._enqueue_rgd is not None:
-            self._enqueue_rgd(rgd_name)
 
     async def _has_instances(self, gvr: GVR) -> bool:
         try:

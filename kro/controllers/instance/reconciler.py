@@ -173,12 +173,8 @@ class InstanceReconciler(OwnerReconciler):
         children (M-10, M-11); None: every child lives with its instance. `own_cluster`: the
         member this kind's instances live in (hub and spokes, M-21); "" for the hub.
         `events`: the recorder of condition-change Events (None: gate off, no Events).
-        `warnings`: the recorder of kro-py's own Warnings (a yielded field), whatever the gates.
-        `failures`: the kind's FailureReporter, shared by its reconcilers across revisions
-        (default: one of this reconciler's own, without Events).
-        `waits`: the kind's requeue backoff, shared the same way (default: its own).
-        `kind_waits`: the process's owners waiting for a kind (DeferredSchemaResolution).
-        """
+        `failures`, `waits`: the kind's FailureReporter and requeue backoff, shared by its
+        reconcilers across revisions (default: this reconciler's own)."""
         self.kind_waits = kind_waits
         self.member_watches = member_watches
         self.cluster_waits = cluster_waits
