@@ -298,7 +298,7 @@ class GraphReconciler(OwnerReconciler):
             applied_as=applied_as,
             watches=watches_healthy(health.blocked, health.pending),
         )
-        retry = self.schema_waits(ref, work.owner_obj, graph, work.result)
+        retry = self.schema_waits(ref, work)
         if any(n.deferred for n in graph.nodes.values()) and await served_but_deferred(
             self.client.mapper, graph
         ):  # compiled before its kind was published: typed on the next reconcile

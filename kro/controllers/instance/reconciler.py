@@ -342,7 +342,7 @@ class InstanceReconciler(OwnerReconciler):
             await self._write_status(work.owner_obj, status.build(INSTANCE_STATE_IN_PROGRESS, None))
             return self.wait(parent, "child_deleting")
         # Deferred nodes waiting for their kind: the kind's CRD wakes the instance.
-        retry = self.schema_waits(parent, work.owner_obj, work.graph, outcome)
+        retry = self.schema_waits(parent, work)
         return self.sooner(await self._finish(work, status, watches_synced), retry)
 
     def _report_watches(self, parent: ObjectRef, status: InstanceStatus) -> bool:
