@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any, Final, TypeVar
 
@@ -306,14 +306,8 @@ class StatusInventory:
         return bool(version) and self._cache.applied_version(uid) == version
 
     def unchanged(self, owner_obj: Mapping[str, Any], item: Desired) -> bool:
-        if item.observed is None:
-            return False
-        if _patch_node(item) in self._patches:
-            contribution = self._contribution(item)
-            manager, subresource = contribution.field_manager, contribution.subresource
-        else:
-            manager, subresource = self._manager, ""
-        return already_applied(item.observed, item.obj, manager, subresource)
+        live = item.observed
+        return live is not None and already_applied(live, item.obj, *self._applied_as(item))
 
     async def begin(self, owner_obj: dict[str, Any]) -> Listed:
         return {}  # the record names each object; the pass reads them itself
@@ -330,12 +324,7 @@ class StatusInventory:
         if ahead != self.entries or ahead_contributions != self.contributions:
             owner_obj = await self._record(owner_obj, ahead, ahead_contributions)
             self.entries, self.contributions = ahead, ahead_contributions
-        results = await asyncio.gather(
-            *(
-                self._contribute(d) if _patch_node(d) in self._patches else self._apply_one(d)
-                for d in batch
-            )
-        )
+        results = await asyncio.gather(*(self._apply_as(d) for d in batch))
         done = []
         for desired, result in zip(batch, results, strict=True):
             if _patch_node(desired) in self._patches:
@@ -368,21 +357,6 @@ class StatusInventory:
         self.reached_cluster = True  # the identity that applied it is the one applying now
         return AppliedResource(desired.resource_id, dict(live), changed=False)
 
-    async def _apply_one(self, desired: Desired) -> AppliedResource:
-        """A template object: unforced; a field another Graph's template manager holds is a
-        `FieldManagerConflict` (V-62), anyone else's is drift and taken back."""
-
-        def others(managers: set[str]) -> list[str]:
-            return sorted(
-                m
-                for m in managers
-                if m.startswith(FIELD_MANAGER_TEMPLATE_PREFIX)
-                and m != self._manager
-                and not m.startswith(self._manager + ".")  # OQ-6: our own older manager
-            )
-
-        return await self._apply_as(desired, self._manager, "", others, "another Graph ({})")
-
     def _contribution(self, desired: Desired) -> Contribution:
         node = _patch_node(desired)
         return Contribution(
@@ -395,30 +369,35 @@ class StatusInventory:
             cluster=desired.cluster,
         )
 
-    async def _contribute(self, desired: Desired) -> AppliedResource:
-        """Apply a patch: status forced; the object itself unforced, taking back only from
-        this Graph's own older patch identity (V-62)."""
+    def _applied_as(self, desired: Desired) -> tuple[str, str]:
+        """The field manager and endpoint of `desired`: a patch node's own (V-58), else the
+        Graph's template manager."""
+        if _patch_node(desired) not in self._patches:
+            return self._manager, ""
         contribution = self._contribution(desired)
-        ours = f"{FIELD_MANAGER_PATCH_PREFIX}{graph_hash(self._uid)}"
+        return contribution.field_manager, contribution.subresource
 
-        def foreign(managers: set[str]) -> list[str]:
-            return sorted(m for m in managers if not m.startswith(ours))
-
-        return await self._apply_as(
-            desired, contribution.field_manager, contribution.subresource, foreign, "{}"
+    def _holders(self, desired: Desired, managers: set[str]) -> str:
+        """Who of `managers` holds fields an apply of `desired` may not take back, worded for
+        a `FieldManagerConflict` ("" for none, V-62): of a template object, another Graph's
+        template manager; of a patch, anyone but this Graph's own patch identities."""
+        if _patch_node(desired) in self._patches:
+            ours = f"{FIELD_MANAGER_PATCH_PREFIX}{graph_hash(self._uid)}"
+            return ", ".join(sorted(m for m in managers if not m.startswith(ours)))
+        held = sorted(
+            m
+            for m in managers
+            if m.startswith(FIELD_MANAGER_TEMPLATE_PREFIX)
+            and m != self._manager
+            and not m.startswith(self._manager + ".")  # OQ-6: our own older manager
         )
+        return f"another Graph ({', '.join(held)})" if held else ""
 
-    async def _apply_as(
-        self,
-        desired: Desired,
-        manager: str,
-        subresource: str,
-        holders: Callable[[set[str]], list[str]],
-        whose: str,
-    ) -> AppliedResource:
-        """Apply `desired` as `manager` (through `subresource`: forced, a status belongs to its
-        writer); on a conflict, the managers `holders` names make it a `FieldManagerConflict`
-        (`whose` words them), anyone else's fields are taken back by a forced apply."""
+    async def _apply_as(self, desired: Desired) -> AppliedResource:
+        """Apply `desired` as its manager, unforced (through a subresource: forced, a status
+        belongs to its writer); on a conflict, fields its `_holders` hold make it a
+        `FieldManagerConflict`, anyone else's are drift, taken back by a forced apply."""
+        manager, subresource = self._applied_as(desired)
         unchanged = self._unchanged(desired, manager, subresource)
         if unchanged is not None:
             return unchanged
@@ -426,12 +405,9 @@ class StatusInventory:
             try:
                 obj = await self._send(desired, manager, subresource, force=bool(subresource))
             except Conflict as error:
-                held = holders(_conflicting_managers(error))
+                held = self._holders(desired, _conflicting_managers(error))
                 if held:
-                    message = (
-                        f"{desired.gvk.kind} {_where(desired)}: fields are managed by "
-                        f"{whose.format(', '.join(held))}"
-                    )
+                    message = f"{desired.gvk.kind} {_where(desired)}: fields are managed by {held}"
                     return AppliedResource(
                         desired.resource_id, None, error=FieldManagerConflict(message)
                     )
