@@ -164,9 +164,7 @@ class GraphReconciler(OwnerReconciler):
         return self.programs.current(GRAPH_KIND, ref.namespace, ref.name)
 
     async def sync(self, obj: dict[str, Any], ref: ObjectRef) -> Result:
-        username = service_account_username(
-            ref.namespace, str((obj.get("spec") or {}).get("serviceAccountName") or "")
-        )
+        username = _service_account(obj)
         if username == self.options.controller_username:
             await self._refuse(obj, own_identity_refusal(username))
             return Result()
@@ -292,7 +290,7 @@ class GraphReconciler(OwnerReconciler):
         applied_as = username if inventory.reached_cluster and not failure else ""
         final = await self._report(
             work.owner_obj,
-            accepted=(True, REASON_COMPILED, compiled_message(len(graph.nodes))),
+            accepted=(STATUS_TRUE, REASON_COMPILED, compiled_message(len(graph.nodes))),
             verdict=verdict,
             inventory=inventory,
             applied_as=applied_as,
@@ -328,12 +326,8 @@ class GraphReconciler(OwnerReconciler):
     def ownership(self, obj: dict[str, Any]) -> StatusInventory:
         """From the status alone (the spec is not compiled), as the identity that applied
         last."""
-        status = obj.get("status") or {}
-        namespace = str(_meta(obj).get("namespace") or "")
-        username = str(status.get("appliedServiceAccount") or "") or service_account_username(
-            namespace, str((obj.get("spec") or {}).get("serviceAccountName") or "")
-        )
-        return self._inventory(obj, username)
+        applied_as = str((obj.get("status") or {}).get("appliedServiceAccount") or "")
+        return self._inventory(obj, applied_as or _service_account(obj))
 
     async def tearing_down(self, obj: dict[str, Any], ref: ObjectRef, step: TeardownStep) -> Result:
         """A Graph deletes everything in one step: what is left failed (V-64)."""
@@ -347,13 +341,13 @@ class GraphReconciler(OwnerReconciler):
     # -- status ----------------------------------------------------------------------------
 
     async def _refuse(self, obj: Mapping[str, Any], message: str) -> None:
-        await self._report(obj, accepted=(False, REASON_INVALID_GRAPH, message))
+        await self._report(obj, accepted=(STATUS_FALSE, REASON_INVALID_GRAPH, message))
 
     async def _report(
         self,
         obj: Mapping[str, Any],
         *,
-        accepted: tuple[bool, str, str] | None = None,
+        accepted: tuple[str, str, str] | None = None,
         verdict: Verdict | None = None,
         inventory: StatusInventory | None = None,
         applied_as: str = "",
@@ -366,8 +360,7 @@ class GraphReconciler(OwnerReconciler):
         generation = _meta(obj).get("generation")
         now = now_rfc3339()
 
-        def put(kind: str, ok: bool | str, reason: str, message: str) -> None:
-            value = ok if isinstance(ok, str) else STATUS_TRUE if ok else STATUS_FALSE
+        def put(kind: str, value: str, reason: str, message: str) -> None:
             set_condition(
                 status,
                 kind,
@@ -381,7 +374,8 @@ class GraphReconciler(OwnerReconciler):
         if accepted is not None:
             put(CONDITION_ACCEPTED, *accepted)
         if verdict is not None:
-            put(CONDITION_RESOURCES_CONVERGED, verdict.ok, verdict.reason, verdict.message)
+            ok = STATUS_TRUE if verdict.ok else STATUS_FALSE
+            put(CONDITION_RESOURCES_CONVERGED, ok, verdict.reason, verdict.message)
         if watches is not None:  # reported, not a dependent of Ready (V-59)
             put(CONDITION_WATCHES_HEALTHY, *_fields(watches))
         put(
@@ -402,6 +396,12 @@ class GraphReconciler(OwnerReconciler):
         except NotFound:
             return obj
         return obj if written is None else written
+
+
+def _service_account(graph: Mapping[str, Any]) -> str:
+    """The user the Graph's spec names to apply as (V-53)."""
+    name = str((graph.get("spec") or {}).get("serviceAccountName") or "")
+    return service_account_username(str(_meta(graph).get("namespace") or ""), name)
 
 
 def _fields(condition: Condition) -> tuple[str, str, str]:

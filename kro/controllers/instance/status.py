@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -48,18 +49,14 @@ if TYPE_CHECKING:  # annotations only: the evaluator loads the CEL engine
     from kro.graph.evaluate import ConditionResults
 
 
-def _generation(instance: Mapping[str, Any]) -> int | None:
-    value = (instance.get("metadata") or {}).get("generation")
-    return int(value) if isinstance(value, int) else None
-
-
 class InstanceStatus:
     """Accumulates one pass's built-in conditions over the previous wire status."""
 
     def __init__(self, instance: Mapping[str, Any], *, now: str | None = None) -> None:
         self.instance = instance
         self.previous: Mapping[str, Any] = instance.get("status") or {}
-        self.generation = _generation(instance)
+        generation = (instance.get("metadata") or {}).get("generation")
+        self.generation = generation if isinstance(generation, int) else None
         self.now = now or now_rfc3339()
         self._created = str((instance.get("metadata") or {}).get("creationTimestamp") or self.now)
         self._builtin = self._previous(*INSTANCE_STATUS_CONDITIONS)
@@ -157,13 +154,10 @@ class InstanceStatus:
             dependents=INSTANCE_STATUS_CONDITIONS,
         )
 
-    def is_ready(self) -> bool:
-        ready = next(c for c in self.builtin_conditions() if c["type"] == CONDITION_READY)
-        return ready["status"] == STATUS_TRUE
-
     def state(self, node_state: str) -> str:
         """ACTIVE whenever root Ready is True at this generation, else `node_state` (T-10)."""
-        return INSTANCE_STATE_ACTIVE if self.is_ready() else node_state
+        ready = next(c for c in self.builtin_conditions() if c["type"] == CONDITION_READY)
+        return INSTANCE_STATE_ACTIVE if ready["status"] == STATUS_TRUE else node_state
 
     def build(
         self,
@@ -193,9 +187,7 @@ class InstanceStatus:
             for c in self.previous.get("conditions") or []
             if isinstance(c, Mapping)
         }
-        counts: dict[str, int] = {}
-        for item in author.conditions:
-            counts[str(item.get("type"))] = counts.get(str(item.get("type")), 0) + 1
+        counts = Counter(str(item.get("type")) for item in author.conditions)
         duplicated = {t for t, n in counts.items() if n > 1}
         degraded = bool(duplicated or author.errors)
         out: list[dict[str, Any]] = []
