@@ -223,7 +223,7 @@ class StatusInventory:
         client: Client,
         graph: Mapping[str, Any],
         field_manager: str,
-        concurrency: int,
+        concurrency: int = 1,
         patches: Mapping[str, str] | None = None,
         skip_unchanged: bool = False,
         memory: ObjectMemory | None = None,
@@ -259,34 +259,15 @@ class StatusInventory:
 
     @classmethod
     def of(
-        cls,
-        graph_obj: Mapping[str, Any],
-        program: Graph | None,
-        *,
-        kro_client: Client,
-        client: Client,
-        concurrency: int = 1,
-        skip_unchanged: bool = False,
-        memory: ObjectMemory | None = None,
-        status: StatusWriter | None = None,
-        places: Places | None = None,
+        cls, graph_obj: Mapping[str, Any], program: Graph | None, **options: Any
     ) -> StatusInventory:
         """The ownership of `graph_obj`, whose compiled `program` says which nodes are
         patches (None for a teardown, which compiles nothing: contributions come from the
-        status)."""
+        status); `options` as `__init__` takes them."""
         nodes = program.nodes.values() if program is not None else ()
-        return cls(
-            kro_client=kro_client,
-            client=client,
-            graph=graph_obj,
-            field_manager=template_field_manager(str(_meta(graph_obj).get("uid") or "")),
-            concurrency=concurrency,
-            patches={n.id: patch_endpoint(n.template) for n in nodes if n.type is NodeType.PATCH},
-            skip_unchanged=skip_unchanged,
-            memory=memory,
-            status=status,
-            places=places,
-        )
+        patches = {n.id: patch_endpoint(n.template) for n in nodes if n.type is NodeType.PATCH}
+        manager = template_field_manager(str(_meta(graph_obj).get("uid") or ""))
+        return cls(graph=graph_obj, field_manager=manager, patches=patches, **options)
 
     def _client_in(self, cluster: str) -> Client:
         """The client for an object in `cluster` (raises ClusterUnavailable)."""
@@ -548,14 +529,8 @@ class StatusInventory:
 
     async def delete(self, entry: Entry) -> bool:
         """DELETE the recorded object, preconditioned on its UID (gone or replaced meanwhile
-        counts as done); False when nothing of this Graph's is there.
-
-        An entry has its UID once its apply was answered. One written ahead whose apply reached
-        the server but whose UID was never recorded (kro killed in between) is proven by the
-        live object: when this Graph's template field manager holds fields of it, this Graph
-        applied it, and its UID is the one to delete. Without that proof (no such object, or
-        one this Graph never applied) it is forgotten, never deleted.
-        """
+        counts as done); False when nothing of this Graph's is there. An entry written ahead
+        without a UID is proven by the live object (see the module), else forgotten."""
         client = self._client_in(entry.cluster)
         gvr = await _gvr_of(client, entry)
         namespace = entry.namespace or None
