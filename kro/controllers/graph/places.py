@@ -6,8 +6,7 @@ credentials of the member's registry Secret, which the ServiceAccount never hold
 rule is the Secret itself: a Graph may target a cluster only if its ServiceAccount may `get`
 that cluster's Secret. Reading the Secret is the permission to deploy there, so no Graph
 reaches a cluster its author could not. The answer is an access review as the ServiceAccount,
-kept like the watch reviews (kro.controllers.graph.watch_access): a yes for a minute, a no
-asked again by the next pass, so a grant is picked up without an edit.
+kept as the watch reviews are (kro.controllers.graph.watch_access).
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """kro.controllers.graph.reconciler: the Graph controller (V-40..V-64, behind `GraphKind`).
 
-The Graph kind's adapter of the owner reconcile (kro.controllers.owner); one reconcile of one
-Graph:
+The Graph kind's adapter of the owner reconcile (kro.controllers.owner); one reconcile:
 
 1. Deleted: tear down from the status alone (the spec is not compiled, so an invalid spec still
-   cleans up), as the identity that last applied (`status.appliedServiceAccount`): DELETE every
-   recorded object in reverse order, preconditioned on its UID, release every contribution,
-   forget the Graph's watches and remove the finalizer `kro.run/graph-finalizer` (V-64).
+   cleans up) as the identity that last applied (`status.appliedServiceAccount`), then remove
+   the finalizer `kro.run/graph-finalizer` (V-64).
 2. Refuse a Graph that would apply as kro itself (V-55): `Accepted=False`, not retried.
 3. Compile (kro.graph.graph_kind), cached per spec; an error is `Accepted=False`/`InvalidGraph`.
 4. Add the finalizer, then run one engine pass (kro.engine.GraphPass) as the Graph's

@@ -9,9 +9,7 @@ unanswered), the watch is not registered: the pass still reads and applies (as t
 ServiceAccount, which the API server judges), but changes to that kind no longer bring the
 Graph back by themselves; this is logged as degraded drift detection, and the Graph is looked
 at again a minute later (`skipped`), so a permission granted later is picked up without an
-edit. A yes is kept for a minute per identity, kind and namespace, so a converged Graph asks
-nothing new; a no only for the pass that got it: the next pass asks again, since a grant is
-what makes the Graph converge in the first place.
+edit. A yes is kept for a minute (`AccessAnswers`), so a converged Graph asks nothing new.
 """
 
 from __future__ import annotations

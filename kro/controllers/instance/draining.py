@@ -13,8 +13,8 @@ rgd`). It serves exactly two things and needs no graph for either:
   children go in reverse waves, then the finalizer.
 
 Every time an instance is gone, `on_instance_gone()` tells the RGD controller, which
-deregisters the kind once no instance is left. A re-created RGD registers its normal
-reconciler over this one and takes the instances back (InstanceManaged=True again).
+deregisters the kind once none is left. A re-created RGD's normal reconciler, registered over
+this one, takes the instances back (InstanceManaged=True again).
 """
 
 from __future__ import annotations

@@ -6,14 +6,11 @@ kind besides (metric series, condition-duration series):
 
 * `serve(kind, revision)`: the normal `InstanceReconciler` of a live RGD (P-07); registering it
   over a draining reconciler takes the instances back.
-* `release(rgd_name)`: the RGD is going or gone (P-11). Upstream deregisters at once and, by
-  default, keeps the CRD, which leaves instances claiming `Ready=True` with nobody reconciling
-  them and deletions hanging on `kro.run/finalizer`. Here every kind of the RGD that still has
-  instances is handed to a `DrainingReconciler` (kro.controllers.instance.draining), and a
-  kind with none left is deregistered. The kinds come from what this process serves and, for
-  a kind nobody served since a restart, from the kro-owned CRDs labelled with the RGD's name.
-* The draining reconciler calls `enqueue_rgd(rgd_name)` whenever an instance is gone; the RGD
-  controller answers with `release` again, which deregisters the kind once it is empty.
+* `release(rgd_name)`: the RGD is going or gone (P-11): every kind of it that still has
+  instances is handed to a `DrainingReconciler` (kro.controllers.instance.draining, which says
+  why), and a kind with none left is deregistered. The kinds come from what this process serves
+  and, for a kind nobody served since a restart, from the kro-owned CRDs labelled with the RGD's
+  name. Each instance gone calls `enqueue_rgd(rgd_name)`: the RGD controller releases again.
 
 All registration changes happen inside RGD reconciles, which the RGD work queue serialises per
 RGD name; nothing here runs concurrently for one RGD.

@@ -321,14 +321,12 @@ class InstanceReconciler(OwnerReconciler):
             message = f"{PASS_FAILED_PREFIX}{error}"
             status.set(CONDITION_RESOURCES_READY, STATUS_FALSE, REASON_NOT_READY, message)
             await self._write_status(work.owner_obj, status.build(INSTANCE_STATE_ERROR, None))
-            fields = {"resource_id": getattr(error, "resource_id", None)}
-            if isinstance(error, KubeError):
-                fields["code"] = getattr(error, "status", None)
-            self.failures.report(
-                self.key(parent),
-                work.owner_obj,
-                Failure(EVENT_RECONCILE_FAILED, message, {k: v for k, v in fields.items() if v}),
+            code = getattr(error, "status", None) if isinstance(error, KubeError) else None
+            fields = {"resource_id": getattr(error, "resource_id", None), "code": code}
+            failure = Failure(
+                EVENT_RECONCILE_FAILED, message, {k: v for k, v in fields.items() if v}
             )
+            self.failures.report(self.key(parent), work.owner_obj, failure)
             raise ReconcileFailed(str(error)) from error
         outcome = work.result
         watches_synced = self._report_watches(parent, status)
@@ -429,23 +427,22 @@ class InstanceReconciler(OwnerReconciler):
 
     async def _managed_at_once(self, parent: ObjectRef) -> dict[str, Any] | None:
         """A new instance, labelled without reading it first: the labeller's answer is the
-        whole instance, so the GET a pass starts with would be one request too many (and an
-        instance read costs kube-apiserver about a child's create).
-
-        Only when the instance cache shows an instance kro does not manage yet and that is
-        not being deleted, and the latest graph revision is Active (otherwise a pass does not
-        label: R-03 comes first). The cached uid guards the apply (`_label`). None whenever
-        that does not hold or the apply fails: the pass then reads the instance and labels it
-        as before, and reports what fails."""
+        whole instance, so the GET a pass starts with would be one request too many (an
+        instance read costs kube-apiserver about a child's create). Only for an instance the
+        cache shows unmanaged and not being deleted, while the latest revision is Active (R-03
+        comes first); the cached uid guards the apply. None otherwise, or when the apply fails:
+        the pass then reads and labels the instance as before, and reports what fails."""
         if self.program(parent) is None:
             return None
         _, cached = self.watches.cached_object(
             ScalarWatch("", self.gvr, parent.namespace, parent.name)
         )
         metadata = (cached or {}).get("metadata") or {}
-        if not metadata.get("uid") or metadata.get("deletionTimestamp"):
-            return None
-        if self._is_managed(metadata):
+        if (
+            not metadata.get("uid")
+            or metadata.get("deletionTimestamp")
+            or self._is_managed(metadata)
+        ):
             return None
         try:
             return await self._label(metadata)
