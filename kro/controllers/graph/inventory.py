@@ -302,9 +302,7 @@ class StatusInventory:
         contributed = [self._contribution(d) for d in batch if _patch_node(d) in self._patches]
         ahead = _union(self.entries, [Entry.of(_node_of(d), d) for d in owned])
         ahead_contributions = _distinct([*self.contributions, *contributed])
-        if ahead != self.entries or ahead_contributions != self.contributions:
-            owner_obj = await self._record(owner_obj, ahead, ahead_contributions)
-            self.entries, self.contributions = ahead, ahead_contributions
+        owner_obj = await self._record(owner_obj, ahead, ahead_contributions)
         results = await asyncio.gather(*(self._apply_as(d) for d in batch))
         done = []
         for desired, result in zip(batch, results, strict=True):
@@ -464,9 +462,7 @@ class StatusInventory:
         contributions = _distinct(
             [*(c for c in self.contributions if c not in retired or c in kept), *self._contributed]
         )
-        if settled != self.entries or contributions != self.contributions:
-            owner_obj = await self._record(owner_obj, settled, contributions)
-            self.entries, self.contributions = settled, contributions
+        owner_obj = await self._record(owner_obj, settled, contributions)
         return owner_obj, PruneOutcome(deleted=any(isinstance(i, Entry) for i in done))
 
     # -- teardown --------------------------------------------------------------------------
@@ -562,17 +558,18 @@ class StatusInventory:
     # -- status ----------------------------------------------------------------------------
 
     async def _record(
-        self,
-        owner_obj: dict[str, Any],
-        entries: Sequence[Entry],
-        contributions: Sequence[Contribution],
+        self, owner_obj: dict[str, Any], entries: list[Entry], contributions: list[Contribution]
     ) -> dict[str, Any]:
+        """Write `entries` and `contributions` to the Graph's status, when they changed."""
+        if entries == self.entries and contributions == self.contributions:
+            return owner_obj
         status = {
             **(owner_obj.get("status") or {}),
             "managedResources": [e.as_status() for e in entries],
             "contributions": [c.as_status() for c in contributions],
         }
         written = await self._status.write(GRAPHS, owner_obj, status)
+        self.entries, self.contributions = entries, contributions
         return written if written is not None else owner_obj
 
 

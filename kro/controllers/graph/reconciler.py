@@ -179,11 +179,8 @@ class GraphReconciler(OwnerReconciler):
     def _warn_encoded_ids(self, obj: Mapping[str, Any], graph: Graph) -> None:
         """V-61: a node whose objects carry a hashed `kro.run/node-id` is named in a Warning
         Event on every reconcile, so `kubectl describe graph` tells how to select them."""
-        if self.warnings is None:
-            return
-        for path in graph.nodes:
-            message = node_id_encoded_message(path)
-            if message is not None:
+        for message in filter(None, map(node_id_encoded_message, graph.nodes)):
+            if self.warnings is not None:
                 self.warnings.record(obj, "Warning", EVENT_NODE_ID_ENCODED, message)
 
     # -- compile ---------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from kro.applyset import Applier
 from kro.controllers.crd import CRDS
 from kro.controllers.events import RecorderPool, recorder_name
 from kro.controllers.failures import FailureReporter
-from kro.controllers.instance.options import InstanceOptions, requeue_backoff
+from kro.controllers.instance.options import InstanceOptions
 from kro.controllers.kind_waits import KindWaits
 from kro.controllers.members import MEMBER_SYNC_TIMEOUT_S, ClusterWaits, RegistryMembers
 from kro.controllers.metrics import (
@@ -310,5 +310,5 @@ class InstanceControllers:
             "events": recorder if self._options.condition_events else None,
             "warnings": recorder,
             "failures": self._failures_of(kind, recorder),
-            "waits": self._waits.setdefault(kind.gvr, requeue_backoff(self._options)),
+            "waits": self._waits.setdefault(kind.gvr, self._options.backoff()),
         }

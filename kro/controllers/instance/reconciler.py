@@ -59,7 +59,6 @@ from kro.controllers.instance.binding import InstanceBinding
 from kro.controllers.instance.known_instances import KnownInstances
 from kro.controllers.instance.labels import instance_labels, labeller_body
 from kro.controllers.instance.options import InstanceOptions as InstanceOptions  # noqa: PLC0414
-from kro.controllers.instance.options import requeue_backoff
 from kro.controllers.instance.status import (
     AWAITING_PREFIX,
     FIELD_CONFLICT_HINT,
@@ -216,7 +215,7 @@ class InstanceReconciler(OwnerReconciler):
         self._known = KnownInstances(watches, gvr, applier.memory)
         self.finalizer = FINALIZER
         self.noun = "instance"
-        self.waits = waits or requeue_backoff(self.options)
+        self.waits = waits or self.options.backoff()
         self._status = StatusWriter(
             client, field_manager=FIELD_MANAGER_INSTANCE_STATUS, method="apply"
         )
