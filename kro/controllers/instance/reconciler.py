@@ -108,17 +108,6 @@ class ReconcileFailed(Exception):
     retries with backoff."""
 
 
-def apply_failure(errors: Mapping[str, Sequence[BaseException]]) -> Failure:
-    """The failure of a pass whose children were refused by the API server (422, 403, ...)."""
-    parts = [f'resource "{node}": {error}' for node, found in errors.items() for error in found]
-    codes = sorted({str(getattr(e, "status", "")) for f in errors.values() for e in f} - {""})
-    return Failure(
-        EVENT_RESOURCE_APPLY_FAILED,
-        "apply failed: " + "; ".join(parts),
-        {"resource_id": ",".join(errors), "code": ",".join(codes)},
-    )
-
-
 def should_enqueue_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     """Parent updates that matter: a new generation or a flip of suspension (W-06), and the
     start of deletion (the API server bumps the generation then too; this does not rely on it)."""
@@ -540,15 +529,17 @@ class InstanceReconciler(OwnerReconciler):
         return Result()
 
     def _report_apply_errors(self, instance: Mapping[str, Any], outcome: PassResult) -> None:
-        """Children the API server refused (R-14): reported; a clean pass clears the cause."""
-        key = object_key(instance)
-        errors: dict[str, Sequence[BaseException]] = {
-            r.id: r.errors or (RuntimeError(r.message),) for r in outcome if r.failed
-        }
-        if errors:
-            self.failures.report(key, instance, apply_failure(errors))
-        else:
-            self.failures.clear(key)
+        """Children the API server refused (R-14: 422, 403, ...): reported; a clean pass clears
+        the cause."""
+        errors = {r.id: r.errors or (RuntimeError(r.message),) for r in outcome if r.failed}
+        if not errors:
+            self.failures.clear(object_key(instance))
+            return
+        parts = [f'resource "{node}": {e}' for node, found in errors.items() for e in found]
+        codes = sorted({str(getattr(e, "status", "")) for f in errors.values() for e in f} - {""})
+        fields = {"resource_id": ",".join(errors), "code": ",".join(codes)}
+        failure = Failure(EVENT_RESOURCE_APPLY_FAILED, "apply failed: " + "; ".join(parts), fields)
+        self.failures.report(object_key(instance), instance, failure)
 
     def _report_contests(
         self, instance: Mapping[str, Any], status: InstanceStatus, found: Sequence[Contest]
