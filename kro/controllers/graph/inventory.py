@@ -207,12 +207,6 @@ def _union(recorded: Sequence[Entry], more: Sequence[Entry]) -> list[Entry]:
     return list(out.values())[:MANAGED_RESOURCES_CAP]
 
 
-def _conflicting_managers(error: Conflict) -> set[str]:
-    causes = error.details.get("causes") or ()
-    text = " ".join([str(error), *(str(c.get("message") or "") for c in causes)])
-    return set(_MANAGER.findall(text))
-
-
 class StatusInventory:
     """`Ownership` of one Graph for one pass or one teardown step (kro.engine.ownership)."""
 
@@ -356,10 +350,13 @@ class StatusInventory:
         contribution = self._contribution(desired)
         return contribution.field_manager, contribution.subresource
 
-    def _holders(self, desired: Desired, managers: set[str]) -> str:
-        """Who of `managers` holds fields an apply of `desired` may not take back, worded for
-        a `FieldManagerConflict` ("" for none, V-62): of a template object, another Graph's
-        template manager; of a patch, anyone but this Graph's own patch identities."""
+    def _holders(self, desired: Desired, conflict: Conflict) -> str:
+        """Who, of the managers `conflict` names, holds fields an apply of `desired` may not
+        take back, worded for a `FieldManagerConflict` ("" for none, V-62): of a template
+        object, another Graph's template manager; of a patch, anyone but this Graph's own."""
+        causes = conflict.details.get("causes") or ()
+        text = " ".join([str(conflict), *(str(c.get("message") or "") for c in causes)])
+        managers = set(_MANAGER.findall(text))
         if _patch_node(desired) in self._patches:
             ours = f"{FIELD_MANAGER_PATCH_PREFIX}{graph_hash(self._uid)}"
             return ", ".join(sorted(m for m in managers if not m.startswith(ours)))
@@ -384,9 +381,10 @@ class StatusInventory:
             try:
                 obj = await self._send(desired, manager, subresource, force=bool(subresource))
             except Conflict as error:
-                held = self._holders(desired, _conflicting_managers(error))
+                held = self._holders(desired, error)
                 if held:
-                    message = f"{desired.gvk.kind} {_where(desired)}: fields are managed by {held}"
+                    where = f"{desired.namespace}/{desired.name}".lstrip("/")
+                    message = f"{desired.gvk.kind} {where}: fields are managed by {held}"
                     return AppliedResource(
                         desired.resource_id, None, error=FieldManagerConflict(message)
                     )
@@ -604,10 +602,6 @@ def _patch_node(desired: Desired) -> str:
 
 def _distinct(contributions: Sequence[Contribution]) -> list[Contribution]:
     return list(dict.fromkeys(contributions))
-
-
-def _where(desired: Desired) -> str:
-    return f"{desired.namespace}/{desired.name}" if desired.namespace else desired.name
 
 
 async def _gvr_of(client: Client, entry: Recorded) -> GVR:

@@ -77,9 +77,11 @@ class ApplierWatches:
         """A watch was not registered this pass: come back in `ANSWER_TTL_S` to ask again."""
 
     async def watch(self, parent: ObjectRef, request: WatchRequest) -> None:
-        if await self._may_watch(request.gvr, request.namespace or ""):
+        key = (self._username, "watch", request.gvr, request.namespace or "", "")
+        if key not in self._refused and await may(self._client, self._answers, key):
             await self._coordinator.watch(parent, request)
             return
+        self._refused.add(key)  # asked once a pass
         self.skipped = True
         log.warning(
             "graph.watch_skipped",
@@ -90,15 +92,6 @@ class ApplierWatches:
             service_account=self._username,
             detail="drift detection degraded: the ServiceAccount may not watch this kind",
         )
-
-    async def _may_watch(self, gvr: GVR, namespace: str) -> bool:
-        key = (self._username, "watch", gvr, namespace, "")
-        if key in self._refused:
-            return False
-        allowed = await may(self._client, self._answers, key)
-        if not allowed:
-            self._refused.add(key)
-        return allowed
 
     def cached_object(self, request: ScalarWatch) -> tuple[bool, Mapping[str, Any] | None]:
         """The informer cache answers only for a kind this ServiceAccount may watch (the
