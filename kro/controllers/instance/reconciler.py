@@ -611,13 +611,15 @@ class InstanceReconciler(OwnerReconciler):
         an update: a status computed from a stale read is never written over a newer spec.
 
         Returns the server's answer to a write of the pass's own instance (None if nothing was
-        written, or only after a conflict: the pass read a stale instance).
-
-        A written change is reported: `instance_state_transitions_total` when `state` moved,
-        and (gate InstanceConditionEvents) one Event per condition whose status moved.
+        written, or only after a conflict: the pass read a stale instance). `instances_by_state`
+        and the condition durations follow what the status says (or is about to say); a written
+        change is reported (`_report`).
         """
+        key = object_key(instance)
+        self.metrics.states.set(key, str(desired.get("state") or ""), self.rgd_name)
+        if self.condition_durations is not None:
+            self.condition_durations.update(self._gvr_label, *key, desired.get("conditions") or [])
         current: Mapping[str, Any] = instance
-        self._track(instance, str(desired.get("state") or ""), desired.get("conditions") or [])
         for attempt in (1, 2):
             try:
                 written = await self._status.write(self.gvr, current, desired)
@@ -636,19 +638,6 @@ class InstanceReconciler(OwnerReconciler):
                 return None
         return None
 
-    def _track(self, instance: Mapping[str, Any], state: str, conditions: Sequence[Any]) -> None:
-        """`instances_by_state` and the condition durations: what the instance's status says
-        (or is about to say)."""
-        meta = instance.get("metadata") or {}
-        self.metrics.states.set(object_key(instance), state, self.rgd_name)
-        if self.condition_durations is not None:
-            self.condition_durations.update(
-                self._gvr_label,
-                str(meta.get("namespace") or ""),
-                str(meta.get("name") or ""),
-                conditions,
-            )
-
     async def forget(self, parent: ObjectRef) -> None:
         """The instance is gone (or no longer ours): drop its watches and metric series."""
         await super().forget(parent)
@@ -659,6 +648,8 @@ class InstanceReconciler(OwnerReconciler):
             self.condition_durations.evict(self._gvr_label, parent.namespace, parent.name)
 
     def _report(self, instance: Mapping[str, Any], desired: Mapping[str, Any]) -> None:
+        """`instance_state_transitions_total` when `state` moved, and (gate
+        InstanceConditionEvents) one Event per condition whose status moved."""
         previous = instance.get("status") or {}
         old_state, new_state = str(previous.get("state") or ""), str(desired.get("state") or "")
         if old_state != new_state:
