@@ -66,14 +66,6 @@ class Verdict:
         return self.reason in WAITING_REASONS
 
 
-def _failure(result: NodeResult) -> Verdict:
-    conflict = any(isinstance(e, FieldManagerConflict) for e in result.errors)
-    reason = REASON_FIELD_MANAGER_CONFLICT if conflict else REASON_APPLY_FAILED
-    if result.reason in CLUSTER_REASONS:
-        reason = result.reason.value
-    return _node(result, reason)
-
-
 def converged(
     results: Sequence[NodeResult],
     prune_errors: Sequence[str] = (),
@@ -86,7 +78,10 @@ def converged(
         return Verdict(False, REASON_APPLY_FAILED, failure)
     for result in results:
         if result.state == NODE_STATE_ERROR:
-            return _failure(result)
+            conflict = any(isinstance(e, FieldManagerConflict) for e in result.errors)
+            reason = REASON_FIELD_MANAGER_CONFLICT if conflict else REASON_APPLY_FAILED
+            cluster = result.reason in CLUSTER_REASONS
+            return _node(result, result.reason.value if cluster else reason)
     if prune_errors:
         return Verdict(False, REASON_PRUNE_FAILED, "; ".join(prune_errors))
     if release_errors:
