@@ -173,23 +173,10 @@ class InstanceControllers:
         if served is not None and served.kind.gvr != kind.gvr:
             del self._served[kind.rgd_uid]
             await self._deregister(served.kind)  # the RGD now generates another kind
-        from kro.controllers.instance.reconciler import (  # with the first RGD: CEL, evaluator
-            InstanceReconciler,
-            probably_settled,
-            should_enqueue_update,
-        )
-
-        first = kind.gvr not in self._failures
-        reconciler = InstanceReconciler(**self._reconciler_args(kind))
-        if first:
+        if kind.gvr not in self._failures:  # the kind's first reconciler
             self._metrics.initialise(gvr_string(kind.gvr))
             self._metrics.states.register(kind.rgd_name)
-        await self._dynamic.register(
-            kind.gvr,
-            reconciler.reconcile,
-            should_enqueue_update=should_enqueue_update,
-            probably_settled=probably_settled,
-        )
+        await self._register(kind, draining=False)
         if self._draining.pop(kind.gvr, None) is not None:
             log.info("rgd.instances_taken_over", gvr=str(kind.gvr))
         self._served[kind.rgd_uid] = _Served(kind, revision)
@@ -229,16 +216,7 @@ class InstanceControllers:
         if await self._has_instances(kind.gvr):
             if kind.gvr in self._draining:
                 return
-            from kro.controllers.instance.draining import DrainingReconciler
-            from kro.controllers.instance.reconciler import should_enqueue_update
-
-            reconciler = DrainingReconciler(
-                on_instance_gone=lambda: self._enqueue_rgd(kind.rgd_name),
-                **self._reconciler_args(kind),
-            )
-            await self._dynamic.register(
-                kind.gvr, reconciler.reconcile, should_enqueue_update=should_enqueue_update
-            )
+            await self._register(kind, draining=True)
             self._draining[kind.gvr] = kind
             log.info("rgd.draining", gvr=str(kind.gvr))
             return
@@ -295,12 +273,20 @@ class InstanceControllers:
         failures.recorder = recorder
         return failures
 
-    def _reconciler_args(self, kind: Kind) -> dict[str, Any]:
-        """What every instance reconciler of `kind` is built with."""
+    async def _register(self, kind: Kind, *, draining: bool) -> None:
+        """Serve `kind` with its instance reconciler, or (`draining`) a DrainingReconciler; the
+        reconciler is imported with the first RGD (it loads CEL and the evaluator)."""
+        from kro.controllers.instance.draining import DrainingReconciler
+        from kro.controllers.instance.reconciler import (
+            InstanceReconciler,
+            probably_settled,
+            should_enqueue_update,
+        )
+
         recorder = (
             self._recorders.recorder(recorder_name(kind.crd_name)) if self._recorders else None
         )
-        return {
+        args = {
             **self._shared,
             "rgd_name": kind.rgd_name,
             "rgd_uid": kind.rgd_uid,
@@ -312,3 +298,14 @@ class InstanceControllers:
             "failures": self._failures_of(kind, recorder),
             "waits": self._waits.setdefault(kind.gvr, self._options.backoff()),
         }
+        reconciler = (
+            DrainingReconciler(on_instance_gone=lambda: self._enqueue_rgd(kind.rgd_name), **args)
+            if draining
+            else InstanceReconciler(**args)
+        )
+        await self._dynamic.register(
+            kind.gvr,
+            reconciler.reconcile,
+            should_enqueue_update=should_enqueue_update,
+            probably_settled=None if draining else probably_settled,
+        )
