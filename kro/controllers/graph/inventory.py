@@ -224,11 +224,9 @@ class StatusInventory:
         status: StatusWriter | None = None,
         places: Places | None = None,
     ) -> None:
-        """`places`: the member clusters a node's target may name (M-11), reached only
-        through them; None: every object lives with the Graph. `skip_unchanged`: the skip
-        memory may save reads and applies (only while the Graph applies as the identity that
-        applied last). `memory`: the process's skip memory.
-        `status`: the Graph controller's status writer (kro's own identity)."""
+        """`places`: the member clusters a node's target may name (M-11); None: every object
+        lives with the Graph. `memory`: the process's skip memory, which `skip_unchanged` lets
+        save reads and applies. `status`: the controller's status writer (kro's identity)."""
         self._status = status if status is not None else StatusWriter(kro_client)
         self._cache = AppliedCache(
             memory=memory if memory is not None else ObjectMemory(), fact="graph-applied"

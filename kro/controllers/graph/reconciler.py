@@ -225,10 +225,8 @@ class GraphReconciler(OwnerReconciler):
         graph: Graph | None = None,
         places: Places | None = None,
     ) -> StatusInventory:
-        """How the Graph keeps what it applies (kro.engine.ownership), as `username`; the
-        skip memory only while that is the identity that applied last. Without `graph` (a
-        teardown, which compiles nothing) no node is a patch: contributions come from the
-        status."""
+        """How the Graph keeps what it applies (kro.engine.ownership), as `username` (the skip
+        memory only while that applied last); without `graph` for a teardown (compiles nothing)."""
         applied_as = str((obj.get("status") or {}).get("appliedServiceAccount") or "")
         client = self.clients.client_for(username)
         if places is None and self.members is not None:  # a teardown reaches what it applied
