@@ -59,13 +59,11 @@ class GraphPlaces(WithMembers):
     async def admit(self, cluster: str) -> None:
         if not cluster or cluster == self.own:
             return
-        key = (self._username, "get", SECRETS, self._registry_namespace, cluster)
+        username, namespace = self._username, self._registry_namespace
+        key = (username, "get", SECRETS, namespace, cluster)
         if not await may(self._client, self._answers, key):
-            raise ClusterUnavailable(
-                cluster,
-                REASON_CLUSTER_FORBIDDEN,
-                _forbidden(self._username, self._registry_namespace, cluster),
-            )
+            message = _forbidden(username, namespace, cluster)
+            raise ClusterUnavailable(cluster, REASON_CLUSTER_FORBIDDEN, message)
         await super().admit(cluster)
 
 

@@ -149,12 +149,9 @@ class GraphReconciler(OwnerReconciler):
         self.programs = programs if programs is not None else ProgramCache()
         self.waits = RequeueBackoff(BACKOFF_FIRST_S, BACKOFF_MAX_S)
         self._answers = AccessAnswers()  # may a Graph's ServiceAccount watch a kind (V-54)
-        self._settled = SettledPasses(
-            watches,
-            GRAPHS,
-            applier.memory if applier is not None else None,
-            owners=graph_versions or (lambda _: None),
-        )
+        memory = applier.memory if applier is not None else None  # None: in unit tests
+        owners = graph_versions or (lambda _: None)
+        self._settled = SettledPasses(watches, GRAPHS, memory, owners=owners)
         self.status = StatusWriter(client)
         """Every write of a Graph's status, its record's and its conditions', when it changed."""
 
