@@ -237,13 +237,13 @@ class StatusInventory:
         self._manager = field_manager
         self._uid = str(_meta(graph).get("uid") or "")
         self._patches = dict(patches or {})  # patch node id -> endpoint ("status" or "")
-        self.contributions: list[Contribution] = contributions_of(graph)
-        """What the Graph's status records as contributed (written ahead, then settled)."""
-        self._contributed: list[Contribution] = []
-        self.release_errors: list[str] = []
         self._limit = asyncio.Semaphore(max(concurrency, 1))
         self.entries: list[Entry] = entries_of(graph)
-        """What the Graph's status records now (written ahead, then settled)."""
+        """What the Graph's status records now, objects and contributions (written ahead, then
+        settled)."""
+        self.contributions: list[Contribution] = contributions_of(graph)
+        self._contributed: list[Contribution] = []
+        self.release_errors: list[str] = []
         self._applied: dict[Identity, Entry] = {}
         self.reached_cluster = False
         """Some apply of this pass was answered by the server (V-56)."""

@@ -47,9 +47,8 @@ class DrainingReconciler(InstanceReconciler):
         self._on_instance_gone = on_instance_gone
 
     def program(self, ref: ObjectRef) -> Graph | None:
-        """No graph is served any more: no pass is skipped as settled (the memory of a pass
-        of the RGD's reconciler does not vouch for marking the instance), and nothing is
-        labelled ahead of a read."""
+        """None: no pass is skipped as settled (a pass of the RGD's reconciler does not vouch
+        for marking the instance), and nothing is labelled ahead of a read."""
         return None
 
     async def sync(self, instance: dict[str, Any], parent: ObjectRef) -> Result:

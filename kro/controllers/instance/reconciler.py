@@ -210,11 +210,8 @@ class InstanceReconciler(OwnerReconciler):
         )
 
     async def reconcile(self, request: Request) -> Result:
-        """One reconcile, counted and timed in the instance_* metrics (rows 31-33).
-
-        A failure that no phase reported itself (a read the API server refused, say) is
-        reported here, so none goes unseen.
-        """
+        """One reconcile, counted and timed in the instance_* metrics (rows 31-33); a failure
+        no phase reported itself (a read the API server refused, say) is reported here."""
         self.metrics.reconcile_total.inc(gvr=self._gvr_label)
         started = time.monotonic()
         with structlog.contextvars.bound_contextvars(
@@ -223,8 +220,9 @@ class InstanceReconciler(OwnerReconciler):
             try:
                 return await super().reconcile(request)
             except Exception as error:
-                self._settled.forget((request.namespace, request.name))
-                self._known.forget((request.namespace, request.name))
+                key = (request.namespace, request.name)
+                self._settled.forget(key)
+                self._known.forget(key)
                 self.metrics.reconcile_errors.inc(gvr=self._gvr_label)
                 # Reported already, gone, or a stale read the retry re-reads: nothing to act on.
                 if not isinstance(error, ReconcileFailed | NotFound | Conflict):
@@ -234,7 +232,7 @@ class InstanceReconciler(OwnerReconciler):
                         "metadata": {"name": request.name, "namespace": request.namespace},
                     }
                     failure = Failure(EVENT_RECONCILE_FAILED, f"reconcile failed: {error}")
-                    self.failures.report((request.namespace, request.name), reference, failure)
+                    self.failures.report(key, reference, failure)
                 raise
             finally:
                 duration = time.monotonic() - started
