@@ -16,10 +16,9 @@ Pruning deletes, preconditioned on the recorded UID, what the record holds and t
 apply, except objects of nodes the pass could not resolve (V-63). Both run as the Graph's
 ServiceAccount: `client` is impersonated; the status writes use kro's own client.
 
-This is a `Graph`'s ownership, the engine's plug-in (kro.engine.ownership): the pass applies,
-prunes and tears down through it, as it does an RGD instance's through its ApplySet. Like the
-ApplySet it remembers what its applies left (the process's skip memory, `--skip-unchanged`), so
-a converged Graph's objects are neither re-applied nor, when a metadata cache vouches for them,
+This is a `Graph`'s ownership (kro.engine.ownership), as its ApplySet is an RGD instance's;
+like it, it remembers what its applies left (the skip memory, `--skip-unchanged`), so a
+converged Graph's objects are neither re-applied nor, when a metadata cache vouches for them,
 read again.
 
 A `patch` node's fields are contributions to objects the Graph does not own (V-46, V-58): each
@@ -175,8 +174,7 @@ Recorded = Entry | Contribution
 _KEYS: Final = {"node_id": "nodeID", "api_version": "apiVersion", "field_manager": "fieldManager"}
 """The status key of each field not named as in the status."""
 _OPTIONAL: Final = frozenset({"namespace", "uid", "subresource", "cluster"})
-"""Fields left out of the status when empty (the namespace of a cluster-scoped object, a UID
-not known yet, the main endpoint, the Graph's own cluster)."""
+"""Left out when empty: cluster-scoped, a UID not known yet, the main endpoint, own cluster."""
 
 
 def _as_status(item: Recorded) -> dict[str, str]:

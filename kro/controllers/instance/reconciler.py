@@ -609,10 +609,8 @@ class InstanceReconciler(OwnerReconciler):
         an update: a status computed from a stale read is never written over a newer spec.
 
         Returns the server's answer to a write of the pass's own instance (None if nothing was
-        written, or only after a conflict: the pass read a stale instance). `instances_by_state`
-        and the condition durations follow what the status says (or is about to say); a written
-        change is reported (`_report`).
-        """
+        written, or only after a conflict: the pass read a stale instance). The state and
+        condition series follow what the status says; a written change is `_report`ed."""
         key = object_key(instance)
         self.metrics.states.set(key, str(desired.get("state") or ""), self.rgd_name)
         if self.condition_durations is not None:
