@@ -12,7 +12,7 @@ wave. One whose release failed or conflicted is still claimed.
 One call deletes one wave: the highest apply-order still present (a missing, invalid or
 non-positive annotation means wave 0, the last). Lower waves wait until the whole wave has
 disappeared, including objects held by someone else's finalizer. The caller requeues until
-`done`, then removes its own finalizer (kro.engine.teardown, N-12).
+`done`, then removes its own finalizer (kro.engine.ownership.teardown_step, N-12).
 """
 
 from __future__ import annotations

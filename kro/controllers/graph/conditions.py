@@ -37,6 +37,7 @@ from kro.api.names import (
     NODE_STATE_WAITING_FOR_READINESS,
 )
 from kro.controllers.graph.inventory import FieldManagerConflict
+from kro.controllers.owner import CLUSTER_REASONS
 from kro.engine.results import NodeReason, NodeResult
 
 __all__ = ["WAITING_REASONS", "Verdict", "converged"]
@@ -65,19 +66,6 @@ class Verdict:
         return self.reason in WAITING_REASONS
 
 
-_CLUSTER_REASONS: Final = frozenset(
-    {NodeReason.CLUSTER_FORBIDDEN, NodeReason.CLUSTER_NOT_FOUND, NodeReason.CLUSTER_UNREACHABLE}
-)
-
-
-def _failure(result: NodeResult) -> Verdict:
-    conflict = any(isinstance(e, FieldManagerConflict) for e in result.errors)
-    reason = REASON_FIELD_MANAGER_CONFLICT if conflict else REASON_APPLY_FAILED
-    if result.reason in _CLUSTER_REASONS:  # M-12, M-13, M-06: register, grant, bring it back
-        reason = result.reason.value
-    return Verdict(False, reason, f'node "{result.id}": {result.message}')
-
-
 def converged(
     results: Sequence[NodeResult],
     prune_errors: Sequence[str] = (),
@@ -90,13 +78,14 @@ def converged(
         return Verdict(False, REASON_APPLY_FAILED, failure)
     for result in results:
         if result.state == NODE_STATE_ERROR:
-            return _failure(result)
-    for reason, errors in (
-        (REASON_PRUNE_FAILED, prune_errors),
-        (REASON_RELEASE_FAILED, release_errors),
-    ):
-        if errors:
-            return Verdict(False, reason, "; ".join(errors))
+            conflict = any(isinstance(e, FieldManagerConflict) for e in result.errors)
+            reason = REASON_FIELD_MANAGER_CONFLICT if conflict else REASON_APPLY_FAILED
+            cluster = result.reason in CLUSTER_REASONS
+            return _node(result, result.reason.value if cluster else reason)
+    if prune_errors:
+        return Verdict(False, REASON_PRUNE_FAILED, "; ".join(prune_errors))
+    if release_errors:
+        return Verdict(False, REASON_RELEASE_FAILED, "; ".join(release_errors))
     return _waiting(results) or Verdict(True, REASON_APPLIED, MESSAGE_APPLIED)
 
 
@@ -105,11 +94,14 @@ def _waiting(results: Sequence[NodeResult]) -> Verdict | None:
     on data usually waits on that node); None when nothing waits."""
     for result in results:
         if result.reason is NodeReason.SCHEMA_PENDING:
-            return Verdict(False, REASON_SCHEMA_PENDING, f'node "{result.id}": {result.message}')
+            return _node(result, REASON_SCHEMA_PENDING)
     for result in results:
         if result.state == NODE_STATE_IN_PROGRESS:
-            return Verdict(False, REASON_DATA_PENDING, f'node "{result.id}": {result.message}')
+            return _node(result, REASON_DATA_PENDING)
         if result.state in (NODE_STATE_WAITING_FOR_READINESS, NODE_STATE_DELETING):
-            message = f'node "{result.id}": {result.message}'
-            return Verdict(False, REASON_WAITING_FOR_READINESS, message)
+            return _node(result, REASON_WAITING_FOR_READINESS)
     return None
+
+
+def _node(result: NodeResult, reason: str) -> Verdict:
+    return Verdict(False, reason, f'node "{result.id}": {result.message}')

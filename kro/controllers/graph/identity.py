@@ -27,11 +27,9 @@ _CLOSE_AFTER_S: Final = 300.0
 
 
 class ImpersonatedClients:
-    """One client per identity Graphs apply as, the `max_entries` most recently used kept.
-
-    Each client has its own connection pool (the impersonation header is per connection
-    configuration), so their number is bounded; an evicted one is closed once any pass that
-    may still hold it has long finished."""
+    """One client per identity Graphs apply as, the `max_entries` most recently used kept:
+    each has its own connection pool (the impersonation header is per connection
+    configuration); an evicted one is closed once any pass that may hold it has long finished."""
 
     def __init__(self, base: Client, *, max_entries: int = 32) -> None:
         self._base = base

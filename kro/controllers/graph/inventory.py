@@ -16,10 +16,9 @@ Pruning deletes, preconditioned on the recorded UID, what the record holds and t
 apply, except objects of nodes the pass could not resolve (V-63). Both run as the Graph's
 ServiceAccount: `client` is impersonated; the status writes use kro's own client.
 
-This is a `Graph`'s ownership, the engine's plug-in (kro.engine.ownership): the pass applies,
-prunes and tears down through it, as it does an RGD instance's through its ApplySet. Like the
-ApplySet it remembers what its applies left (the process's skip memory, `--skip-unchanged`), so
-a converged Graph's objects are neither re-applied nor, when a metadata cache vouches for them,
+This is a `Graph`'s ownership (kro.engine.ownership), as its ApplySet is an RGD instance's;
+like it, it remembers what its applies left (the skip memory, `--skip-unchanged`), so a
+converged Graph's objects are neither re-applied nor, when a metadata cache vouches for them,
 read again.
 
 A `patch` node's fields are contributions to objects the Graph does not own (V-46, V-58): each
@@ -34,9 +33,9 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any, Final
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields, replace
+from typing import Any, Final, TypeVar
 
 import structlog
 
@@ -118,7 +117,7 @@ class Entry:
         return (self.cluster, group, self.kind, self.namespace, self.name)
 
     def as_status(self) -> dict[str, str]:
-        return _as_status(self, _ENTRY_KEYS)
+        return _as_status(self)
 
     @classmethod
     def of(cls, node_id: str, desired: Desired, uid: str = "") -> Entry:
@@ -138,7 +137,7 @@ class Entry:
 
 def entries_of(graph: Mapping[str, Any]) -> list[Entry]:
     """`status.managedResources` as recorded."""
-    return [Entry(**fields) for fields in _from_status(graph, "managedResources", _ENTRY_KEYS)]
+    return _from_status(Entry, graph, "managedResources")
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +154,7 @@ class Contribution:
     """The member cluster the target lives in (M-11); "" for the Graph's own."""
 
     def as_status(self) -> dict[str, str]:
-        return _as_status(self, _CONTRIBUTION_KEYS)
+        return _as_status(self)
 
     def identity_body(self) -> dict[str, Any]:
         """What releasing it applies: the target's identity, no field at all."""
@@ -167,47 +166,27 @@ class Contribution:
 
 def contributions_of(graph: Mapping[str, Any]) -> list[Contribution]:
     """`status.contributions` as recorded."""
-    fields = _from_status(graph, "contributions", _CONTRIBUTION_KEYS)
-    return [Contribution(**item) for item in fields]
+    return _from_status(Contribution, graph, "contributions")
 
 
-# Status key of each field, in the order the status lists them, and whether an empty value is
-# left out (the namespace of a cluster-scoped object, a UID not known yet, the main endpoint).
-_ENTRY_KEYS: Final = (
-    ("node_id", "nodeID", False),
-    ("api_version", "apiVersion", False),
-    ("kind", "kind", False),
-    ("name", "name", False),
-    ("namespace", "namespace", True),
-    ("uid", "uid", True),
-    ("cluster", "cluster", True),
-)
-_CONTRIBUTION_KEYS: Final = (
-    ("api_version", "apiVersion", False),
-    ("kind", "kind", False),
-    ("name", "name", False),
-    ("field_manager", "fieldManager", False),
-    ("namespace", "namespace", True),
-    ("subresource", "subresource", True),
-    ("cluster", "cluster", True),
-)
+_Item = TypeVar("_Item", Entry, Contribution)
+Recorded = Entry | Contribution
+_KEYS: Final = {"node_id": "nodeID", "api_version": "apiVersion", "field_manager": "fieldManager"}
+"""The status key of each field not named as in the status."""
+_OPTIONAL: Final = frozenset({"namespace", "uid", "subresource", "cluster"})
+"""Left out when empty: cluster-scoped, a UID not known yet, the main endpoint, own cluster."""
 
 
-def _as_status(item: object, keys: Sequence[tuple[str, str, bool]]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for attribute, key, optional in keys:
-        value = str(getattr(item, attribute))
-        if value or not optional:
-            out[key] = value
-    return out
+def _as_status(item: Recorded) -> dict[str, str]:
+    values = {f.name: str(getattr(item, f.name)) for f in fields(item)}
+    return {_KEYS.get(k, k): v for k, v in values.items() if v or k not in _OPTIONAL}
 
 
-def _from_status(
-    graph: Mapping[str, Any], field: str, keys: Sequence[tuple[str, str, bool]]
-) -> list[dict[str, str]]:
+def _from_status(cls: type[_Item], graph: Mapping[str, Any], field: str) -> list[_Item]:
     items = (graph.get("status") or {}).get(field) or ()
+    names = [f.name for f in fields(cls)]
     return [
-        {attribute: str(raw.get(key) or "") for attribute, key, _ in keys}
+        cls(**{n: str(raw.get(_KEYS.get(n, n)) or "") for n in names})
         for raw in items
         if isinstance(raw, Mapping)
     ]
@@ -226,12 +205,6 @@ def _union(recorded: Sequence[Entry], more: Sequence[Entry]) -> list[Entry]:
     return list(out.values())[:MANAGED_RESOURCES_CAP]
 
 
-def _conflicting_managers(error: Conflict) -> set[str]:
-    causes = error.details.get("causes") or ()
-    text = " ".join([str(error), *(str(c.get("message") or "") for c in causes)])
-    return set(_MANAGER.findall(text))
-
-
 class StatusInventory:
     """`Ownership` of one Graph for one pass or one teardown step (kro.engine.ownership)."""
 
@@ -242,18 +215,16 @@ class StatusInventory:
         client: Client,
         graph: Mapping[str, Any],
         field_manager: str,
-        concurrency: int,
+        concurrency: int = 1,
         patches: Mapping[str, str] | None = None,
         skip_unchanged: bool = False,
         memory: ObjectMemory | None = None,
         status: StatusWriter | None = None,
         places: Places | None = None,
     ) -> None:
-        """`places`: the member clusters a node's target may name (M-11), reached only
-        through them; None: every object lives with the Graph. `skip_unchanged`: the skip
-        memory may save reads and applies (only while the Graph applies as the identity that
-        applied last). `memory`: the process's skip memory.
-        `status`: the Graph controller's status writer (kro's own identity)."""
+        """`places`: the member clusters a node's target may name (M-11); None: every object
+        lives with the Graph. `memory`: the process's skip memory, which `skip_unchanged` lets
+        save reads and applies. `status`: the controller's status writer (kro's identity)."""
         self._status = status if status is not None else StatusWriter(kro_client)
         self._cache = AppliedCache(
             memory=memory if memory is not None else ObjectMemory(), fact="graph-applied"
@@ -264,13 +235,13 @@ class StatusInventory:
         self._manager = field_manager
         self._uid = str(_meta(graph).get("uid") or "")
         self._patches = dict(patches or {})  # patch node id -> endpoint ("status" or "")
-        self.contributions: list[Contribution] = contributions_of(graph)
-        """What the Graph's status records as contributed (written ahead, then settled)."""
-        self._contributed: list[Contribution] = []
-        self.release_errors: list[str] = []
         self._limit = asyncio.Semaphore(max(concurrency, 1))
         self.entries: list[Entry] = entries_of(graph)
-        """What the Graph's status records now (written ahead, then settled)."""
+        """What the Graph's status records now, objects and contributions (written ahead, then
+        settled)."""
+        self.contributions: list[Contribution] = contributions_of(graph)
+        self._contributed: list[Contribution] = []
+        self.release_errors: list[str] = []
         self._applied: dict[Identity, Entry] = {}
         self.reached_cluster = False
         """Some apply of this pass was answered by the server (V-56)."""
@@ -278,34 +249,15 @@ class StatusInventory:
 
     @classmethod
     def of(
-        cls,
-        graph_obj: Mapping[str, Any],
-        program: Graph | None,
-        *,
-        kro_client: Client,
-        client: Client,
-        concurrency: int = 1,
-        skip_unchanged: bool = False,
-        memory: ObjectMemory | None = None,
-        status: StatusWriter | None = None,
-        places: Places | None = None,
+        cls, graph_obj: Mapping[str, Any], program: Graph | None, **options: Any
     ) -> StatusInventory:
         """The ownership of `graph_obj`, whose compiled `program` says which nodes are
         patches (None for a teardown, which compiles nothing: contributions come from the
-        status)."""
+        status); `options` as `__init__` takes them."""
         nodes = program.nodes.values() if program is not None else ()
-        return cls(
-            kro_client=kro_client,
-            client=client,
-            graph=graph_obj,
-            field_manager=template_field_manager(str(_meta(graph_obj).get("uid") or "")),
-            concurrency=concurrency,
-            patches={n.id: patch_endpoint(n.template) for n in nodes if n.type is NodeType.PATCH},
-            skip_unchanged=skip_unchanged,
-            memory=memory,
-            status=status,
-            places=places,
-        )
+        patches = {n.id: patch_endpoint(n.template) for n in nodes if n.type is NodeType.PATCH}
+        manager = template_field_manager(str(_meta(graph_obj).get("uid") or ""))
+        return cls(graph=graph_obj, field_manager=manager, patches=patches, **options)
 
     def _client_in(self, cluster: str) -> Client:
         """The client for an object in `cluster` (raises ClusterUnavailable)."""
@@ -325,14 +277,8 @@ class StatusInventory:
         return bool(version) and self._cache.applied_version(uid) == version
 
     def unchanged(self, owner_obj: Mapping[str, Any], item: Desired) -> bool:
-        if item.observed is None:
-            return False
-        if _patch_node(item) in self._patches:
-            contribution = self._contribution(item)
-            manager, subresource = contribution.field_manager, contribution.subresource
-        else:
-            manager, subresource = self._manager, ""
-        return already_applied(item.observed, item.obj, manager, subresource)
+        live = item.observed
+        return live is not None and already_applied(live, item.obj, *self._applied_as(item))
 
     async def begin(self, owner_obj: dict[str, Any]) -> Listed:
         return {}  # the record names each object; the pass reads them itself
@@ -346,15 +292,8 @@ class StatusInventory:
         contributed = [self._contribution(d) for d in batch if _patch_node(d) in self._patches]
         ahead = _union(self.entries, [Entry.of(_node_of(d), d) for d in owned])
         ahead_contributions = _distinct([*self.contributions, *contributed])
-        if ahead != self.entries or ahead_contributions != self.contributions:
-            owner_obj = await self._record(owner_obj, ahead, ahead_contributions)
-            self.entries, self.contributions = ahead, ahead_contributions
-        results = await asyncio.gather(
-            *(
-                self._contribute(d) if _patch_node(d) in self._patches else self._apply_one(d)
-                for d in batch
-            )
-        )
+        owner_obj = await self._record(owner_obj, ahead, ahead_contributions)
+        results = await asyncio.gather(*(self._apply_as(d) for d in batch))
         done = []
         for desired, result in zip(batch, results, strict=True):
             if _patch_node(desired) in self._patches:
@@ -387,21 +326,6 @@ class StatusInventory:
         self.reached_cluster = True  # the identity that applied it is the one applying now
         return AppliedResource(desired.resource_id, dict(live), changed=False)
 
-    async def _apply_one(self, desired: Desired) -> AppliedResource:
-        """A template object: unforced; a field another Graph's template manager holds is a
-        `FieldManagerConflict` (V-62), anyone else's is drift and taken back."""
-
-        def others(managers: set[str]) -> list[str]:
-            return sorted(
-                m
-                for m in managers
-                if m.startswith(FIELD_MANAGER_TEMPLATE_PREFIX)
-                and m != self._manager
-                and not m.startswith(self._manager + ".")  # OQ-6: our own older manager
-            )
-
-        return await self._apply_as(desired, self._manager, "", others, "another Graph ({})")
-
     def _contribution(self, desired: Desired) -> Contribution:
         node = _patch_node(desired)
         return Contribution(
@@ -414,30 +338,38 @@ class StatusInventory:
             cluster=desired.cluster,
         )
 
-    async def _contribute(self, desired: Desired) -> AppliedResource:
-        """Apply a patch: status forced; the object itself unforced, taking back only from
-        this Graph's own older patch identity (V-62)."""
+    def _applied_as(self, desired: Desired) -> tuple[str, str]:
+        """The field manager and endpoint of `desired`: a patch node's own (V-58), else the
+        Graph's template manager."""
+        if _patch_node(desired) not in self._patches:
+            return self._manager, ""
         contribution = self._contribution(desired)
-        ours = f"{FIELD_MANAGER_PATCH_PREFIX}{graph_hash(self._uid)}"
+        return contribution.field_manager, contribution.subresource
 
-        def foreign(managers: set[str]) -> list[str]:
-            return sorted(m for m in managers if not m.startswith(ours))
-
-        return await self._apply_as(
-            desired, contribution.field_manager, contribution.subresource, foreign, "{}"
+    def _holders(self, desired: Desired, conflict: Conflict) -> str:
+        """Who, of the managers `conflict` names, holds fields an apply of `desired` may not
+        take back, worded for a `FieldManagerConflict` ("" for none, V-62): of a template
+        object, another Graph's template manager; of a patch, anyone but this Graph's own."""
+        causes = conflict.details.get("causes") or ()
+        text = " ".join([str(conflict), *(str(c.get("message") or "") for c in causes)])
+        managers = set(_MANAGER.findall(text))
+        if _patch_node(desired) in self._patches:
+            ours = f"{FIELD_MANAGER_PATCH_PREFIX}{graph_hash(self._uid)}"
+            return ", ".join(sorted(m for m in managers if not m.startswith(ours)))
+        held = sorted(
+            m
+            for m in managers
+            if m.startswith(FIELD_MANAGER_TEMPLATE_PREFIX)
+            and m != self._manager
+            and not m.startswith(self._manager + ".")  # OQ-6: our own older manager
         )
+        return f"another Graph ({', '.join(held)})" if held else ""
 
-    async def _apply_as(
-        self,
-        desired: Desired,
-        manager: str,
-        subresource: str,
-        holders: Callable[[set[str]], list[str]],
-        whose: str,
-    ) -> AppliedResource:
-        """Apply `desired` as `manager` (through `subresource`: forced, a status belongs to its
-        writer); on a conflict, the managers `holders` names make it a `FieldManagerConflict`
-        (`whose` words them), anyone else's fields are taken back by a forced apply."""
+    async def _apply_as(self, desired: Desired) -> AppliedResource:
+        """Apply `desired` as its manager, unforced (through a subresource: forced, a status
+        belongs to its writer); on a conflict, fields its `_holders` hold make it a
+        `FieldManagerConflict`, anyone else's are drift, taken back by a forced apply."""
+        manager, subresource = self._applied_as(desired)
         unchanged = self._unchanged(desired, manager, subresource)
         if unchanged is not None:
             return unchanged
@@ -445,12 +377,10 @@ class StatusInventory:
             try:
                 obj = await self._send(desired, manager, subresource, force=bool(subresource))
             except Conflict as error:
-                held = holders(_conflicting_managers(error))
+                held = self._holders(desired, error)
                 if held:
-                    message = (
-                        f"{desired.gvk.kind} {_where(desired)}: fields are managed by "
-                        f"{whose.format(', '.join(held))}"
-                    )
+                    where = f"{desired.namespace}/{desired.name}".lstrip("/")
+                    message = f"{desired.gvk.kind} {where}: fields are managed by {held}"
                     return AppliedResource(
                         desired.resource_id, None, error=FieldManagerConflict(message)
                     )
@@ -500,109 +430,97 @@ class StatusInventory:
     async def prune(
         self, owner_obj: dict[str, Any], scope: PruneScope
     ) -> tuple[dict[str, Any], PruneOutcome]:
-        """On every pass that did not fail (V-63): what nodes the pass could not resolve
-        hold stays, with their contributions; what failed to delete stays recorded."""
+        """On every pass that did not fail (V-63): delete what the record holds and this pass
+        did not apply, release what was recorded and not contributed now; what nodes the pass
+        could not resolve hold stays, and what failed to delete or release stays recorded."""
         if scope.failed:
             return owner_obj, PruneOutcome()
-        keep_nodes = scope.pending
+        kept_managers = {patch_field_manager(self._uid, n) for n in scope.pending}
         stale = [
             e
             for e in self.entries
-            if e.identity not in self._applied and e.node_id not in keep_nodes
+            if e.identity not in self._applied and e.node_id not in scope.pending
         ]
-        kept: list[Entry] = []
-        deleted = False
-        for entry in reversed(stale):
-            try:  # False: gone, or never proven ours (forgotten, never deleted)
-                deleted = await self.delete(entry) or deleted
-            except KubeError as error:
-                self.prune_errors.append(f"{_entry_name(entry)}: {error}")
-                kept.append(entry)
-        gone = {e.identity for e in stale} - {e.identity for e in kept}
+        retired = [
+            c
+            for c in self.contributions
+            if c not in self._contributed and c.field_manager not in kept_managers
+        ]
+        done, failed = await self._remove([*reversed(stale), *retired])
+        for item, error in failed:
+            errors = self.release_errors if isinstance(item, Contribution) else self.prune_errors
+            errors.append(f"{_entry_name(item)}: {error}")
+        kept = {item for item, _ in failed}
+        gone = {e.identity for e in stale if e not in kept}
         settled = [e for e in self.entries if e.identity not in gone]
-        contributions = await self._release_retired(keep_nodes)
-        if settled != self.entries or contributions != self.contributions:
-            owner_obj = await self._record(owner_obj, settled, contributions)
-            self.entries, self.contributions = settled, contributions
-        return owner_obj, PruneOutcome(deleted=deleted)
+        contributions = _distinct(
+            [*(c for c in self.contributions if c not in retired or c in kept), *self._contributed]
+        )
+        owner_obj = await self._record(owner_obj, settled, contributions)
+        return owner_obj, PruneOutcome(deleted=any(isinstance(i, Entry) for i in done))
 
     # -- teardown --------------------------------------------------------------------------
 
     async def teardown(self, owner_obj: dict[str, Any]) -> TeardownStep:
-        """Everything recorded at once, in reverse order (a Graph records no waves): DELETE
-        each object proven this Graph's, by its UID, and release every contribution. What
-        failed blocks the step (a retry may fix it) and keeps the finalizer."""
-        errors: list[str] = []
-        plan: list[str] = []
-        abandoned = abandoned_clusters(owner_obj)
-        left: dict[str, list[str]] = {}
-        for entry in reversed(self.entries):
-            if entry.cluster in abandoned:  # M-16: given up on, left in place
-                left.setdefault(entry.cluster, []).append(_entry_name(entry))
-                continue
-            try:
-                if await self.delete(entry):
-                    plan.append(f"delete {_entry_name(entry)}")
-            except KubeError as error:  # in a member: held until back, or abandoned (M-16)
-                hint = (
-                    f" (annotate the Graph {ANNOTATION_ABANDON_CLUSTER}={entry.cluster} to "
-                    "leave its objects there)"
-                    if entry.cluster
-                    else ""
-                )
-                errors.append(f"{_entry_name(entry)}: {error}{hint}")
-        for contribution in self.contributions:
-            if contribution.cluster in abandoned:
-                left.setdefault(contribution.cluster, []).append(_entry_name(contribution))
-                continue
-            try:
-                await self.release(contribution)
-                plan.append(f"release {_entry_name(contribution)}")
-            except KubeError as error:
-                errors.append(f"release {_entry_name(contribution)}: {error}")
-        gone = tuple(f'cluster "{c}": {", ".join(names)}' for c, names in sorted(left.items()))
-        if errors:
-            blocked = "; ".join(errors)
-            return TeardownStep(False, blocked=blocked, transient=True, plan=tuple(plan))
-        return TeardownStep(True, plan=tuple(plan), abandoned=gone)
+        return await self._teardown(owner_obj, act=True)
 
     async def plan_teardown(self, owner_obj: dict[str, Any]) -> TeardownStep:
-        """What `teardown` would delete and release, from the record alone."""
-        plan = [f"delete {_entry_name(e)}" for e in reversed(self.entries)]
-        plan += [f"release {_entry_name(c)}" for c in self.contributions]
+        return await self._teardown(owner_obj, act=False)
+
+    async def _teardown(self, owner_obj: dict[str, Any], *, act: bool) -> TeardownStep:
+        """Everything recorded at once, in reverse order (a Graph records no waves): DELETE
+        each object proven this Graph's, by its UID, and release every contribution, except
+        in the clusters given up on (M-16: left in place). What failed blocks the step (a retry
+        may fix it) and keeps the finalizer. `act=False`: the step planned from the record
+        alone, nothing sent."""
+        abandoned = abandoned_clusters(owner_obj)
+        left: dict[str, list[str]] = {}
+        items: list[Recorded] = []
+        recorded: list[Recorded] = [*reversed(self.entries), *self.contributions]
+        for item in recorded:
+            if item.cluster in abandoned:
+                left.setdefault(item.cluster, []).append(_entry_name(item))
+            else:
+                items.append(item)
+        done, failed = await self._remove(items) if act else (items, [])
+        plan = tuple(
+            f"{'release' if isinstance(i, Contribution) else 'delete'} {_entry_name(i)}"
+            for i in done
+        )
+        if failed:  # in a member: held until back, or abandoned (M-16)
+            blocked = "; ".join(_teardown_error(item, error) for item, error in failed)
+            return TeardownStep(False, blocked=blocked, transient=True, plan=plan)
+        gone = tuple(f'cluster "{c}": {", ".join(names)}' for c, names in sorted(left.items()))
         held = tuple(
             Held(ObjectId(e.api_version, e.kind, e.namespace, e.name), e.node_id, 0, False)
-            for e in reversed(self.entries)
+            for e in items
+            if isinstance(e, Entry) and not act
         )
-        return TeardownStep(not plan, wave=0 if held else None, plan=tuple(plan), held=held)
+        wave = 0 if held else None
+        return TeardownStep(act or not plan, wave=wave, plan=plan, held=held, abandoned=gone)
 
-    async def _release_retired(self, keep_nodes: frozenset[str]) -> list[Contribution]:
-        """Release what was recorded and not contributed now (V-63); what nodes this pass could
-        not resolve hold, and what failed to release, stay recorded."""
-        kept_managers = {patch_field_manager(self._uid, n) for n in keep_nodes}
-        current = set(self._contributed)
-        settled: list[Contribution] = []
-        for contribution in self.contributions:
-            if contribution in current or contribution.field_manager in kept_managers:
-                settled.append(contribution)
-                continue
+    async def _remove(
+        self, items: Sequence[Recorded]
+    ) -> tuple[list[Recorded], list[tuple[Recorded, KubeError]]]:
+        """DELETE each entry, release each contribution, in this order: what was deleted (an
+        entry never proven this Graph's is not) or released, and what failed, with why."""
+        done: list[Recorded] = []
+        failed: list[tuple[Recorded, KubeError]] = []
+        for item in items:
             try:
-                await self.release(contribution)
+                if isinstance(item, Contribution):
+                    await self.release(item)
+                elif not await self.delete(item):
+                    continue
+                done.append(item)
             except KubeError as error:
-                self.release_errors.append(f"{_entry_name(contribution)}: {error}")
-                settled.append(contribution)
-        return _distinct([*settled, *self._contributed])
+                failed.append((item, error))
+        return done, failed
 
     async def delete(self, entry: Entry) -> bool:
         """DELETE the recorded object, preconditioned on its UID (gone or replaced meanwhile
-        counts as done); False when nothing of this Graph's is there.
-
-        An entry has its UID once its apply was answered. One written ahead whose apply reached
-        the server but whose UID was never recorded (kro killed in between) is proven by the
-        live object: when this Graph's template field manager holds fields of it, this Graph
-        applied it, and its UID is the one to delete. Without that proof (no such object, or
-        one this Graph never applied) it is forgotten, never deleted.
-        """
+        counts as done); False when nothing of this Graph's is there. An entry written ahead
+        without a UID is proven by the live object (see the module), else forgotten."""
         client = self._client_in(entry.cluster)
         gvr = await _gvr_of(client, entry)
         namespace = entry.namespace or None
@@ -634,23 +552,37 @@ class StatusInventory:
     # -- status ----------------------------------------------------------------------------
 
     async def _record(
-        self,
-        owner_obj: dict[str, Any],
-        entries: Sequence[Entry],
-        contributions: Sequence[Contribution],
+        self, owner_obj: dict[str, Any], entries: list[Entry], contributions: list[Contribution]
     ) -> dict[str, Any]:
+        """Write `entries` and `contributions` to the Graph's status, when they changed."""
+        if entries == self.entries and contributions == self.contributions:
+            return owner_obj
         status = {
             **(owner_obj.get("status") or {}),
             "managedResources": [e.as_status() for e in entries],
             "contributions": [c.as_status() for c in contributions],
         }
         written = await self._status.write(GRAPHS, owner_obj, status)
+        self.entries, self.contributions = entries, contributions
         return written if written is not None else owner_obj
 
 
-def _entry_name(item: Entry | Contribution) -> str:
+def _entry_name(item: Recorded) -> str:
     """How status messages name a recorded object (the namespace part empty when cluster-wide)."""
     return f"{item.kind} {item.namespace}/{item.name}"
+
+
+def _teardown_error(item: Recorded, error: KubeError) -> str:
+    """A failed teardown delete or release; one in a member names the way to give up on it."""
+    if isinstance(item, Contribution):
+        return f"release {_entry_name(item)}: {error}"
+    hint = (
+        f" (annotate the Graph {ANNOTATION_ABANDON_CLUSTER}={item.cluster} to leave its "
+        "objects there)"
+        if item.cluster
+        else ""
+    )
+    return f"{_entry_name(item)}: {error}{hint}"
 
 
 def _node_of(desired: Desired) -> str:
@@ -668,11 +600,7 @@ def _distinct(contributions: Sequence[Contribution]) -> list[Contribution]:
     return list(dict.fromkeys(contributions))
 
 
-def _where(desired: Desired) -> str:
-    return f"{desired.namespace}/{desired.name}" if desired.namespace else desired.name
-
-
-async def _gvr_of(client: Client, entry: Entry | Contribution) -> GVR:
+async def _gvr_of(client: Client, entry: Recorded) -> GVR:
     group, _, version = entry.api_version.rpartition("/")
     info = await client.mapper.resource_for(GVK(group, version, entry.kind))
     return info.gvr

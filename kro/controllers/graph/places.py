@@ -6,8 +6,7 @@ credentials of the member's registry Secret, which the ServiceAccount never hold
 rule is the Secret itself: a Graph may target a cluster only if its ServiceAccount may `get`
 that cluster's Secret. Reading the Secret is the permission to deploy there, so no Graph
 reaches a cluster its author could not. The answer is an access review as the ServiceAccount,
-kept like the watch reviews (kro.controllers.graph.watch_access): a yes for a minute, a no
-asked again by the next pass, so a grant is picked up without an edit.
+kept as the watch reviews are (kro.controllers.graph.watch_access).
 """
 
 from __future__ import annotations
@@ -60,13 +59,11 @@ class GraphPlaces(WithMembers):
     async def admit(self, cluster: str) -> None:
         if not cluster or cluster == self.own:
             return
-        key = (self._username, "get", SECRETS, self._registry_namespace, cluster)
+        username, namespace = self._username, self._registry_namespace
+        key = (username, "get", SECRETS, namespace, cluster)
         if not await may(self._client, self._answers, key):
-            raise ClusterUnavailable(
-                cluster,
-                REASON_CLUSTER_FORBIDDEN,
-                _forbidden(self._username, self._registry_namespace, cluster),
-            )
+            message = _forbidden(username, namespace, cluster)
+            raise ClusterUnavailable(cluster, REASON_CLUSTER_FORBIDDEN, message)
         await super().admit(cluster)
 
 

@@ -1,12 +1,10 @@
 """kro.controllers.graph.reconciler: the Graph controller (V-40..V-64, behind `GraphKind`).
 
-The Graph kind's adapter of the owner reconcile (kro.controllers.owner); one reconcile of one
-Graph:
+The Graph kind's adapter of the owner reconcile (kro.controllers.owner); one reconcile:
 
 1. Deleted: tear down from the status alone (the spec is not compiled, so an invalid spec still
-   cleans up), as the identity that last applied (`status.appliedServiceAccount`): DELETE every
-   recorded object in reverse order, preconditioned on its UID, release every contribution,
-   forget the Graph's watches and remove the finalizer `kro.run/graph-finalizer` (V-64).
+   cleans up) as the identity that last applied (`status.appliedServiceAccount`), then remove
+   the finalizer `kro.run/graph-finalizer` (V-64).
 2. Refuse a Graph that would apply as kro itself (V-55): `Accepted=False`, not retried.
 3. Compile (kro.graph.graph_kind), cached per spec; an error is `Accepted=False`/`InvalidGraph`.
 4. Add the finalizer, then run one engine pass (kro.engine.GraphPass) as the Graph's
@@ -129,13 +127,10 @@ class GraphReconciler(OwnerReconciler):
         cluster_schemas: ClusterSchemas | None = None,
         cluster_waits: ClusterWaits | None = None,
     ) -> None:
-        """`member_watches`: the Graphs' watches in member clusters (M-14). `members`: the
-        registry's member clusters (MultiCluster), which node targets may name, as far as the
-        Graph's ServiceAccount may read their Secrets (M-13).
-        `programs`: the process's one cache of compiled programs (default: its own).
-        `kind_waits`: the owners waiting for a kind (DeferredSchemaResolution), woken by its
-        CRD. `graph_versions`: a Graph's resourceVersion as the cache whose events enqueue it
-        shows it (None: no settled pass is skipped)."""
+        """`members`: the registry's member clusters (MultiCluster), which node targets may
+        name as far as the Graph's ServiceAccount may read their Secrets (M-13). `programs`: the
+        process's one cache of compiled programs. `graph_versions`: a Graph's resourceVersion as
+        the cache whose events enqueue it shows it (None: no settled pass is skipped)."""
         self.kind_waits = kind_waits
         self.members = members
         self.member_watches = member_watches
@@ -144,6 +139,7 @@ class GraphReconciler(OwnerReconciler):
         self.client = client
         self.gvr = GRAPHS
         self.finalizer = GRAPH_FINALIZER
+        self.noun = "graph"
         self.warnings = events
         self.resolver = resolver
         self.watches = watches
@@ -153,33 +149,17 @@ class GraphReconciler(OwnerReconciler):
         self.programs = programs if programs is not None else ProgramCache()
         self.waits = RequeueBackoff(BACKOFF_FIRST_S, BACKOFF_MAX_S)
         self._answers = AccessAnswers()  # may a Graph's ServiceAccount watch a kind (V-54)
-        self._settled = SettledPasses(
-            watches,
-            GRAPHS,
-            applier.memory if applier is not None else None,
-            owners=graph_versions or (lambda _: None),
-        )
+        memory = applier.memory if applier is not None else None  # None: in unit tests
+        owners = graph_versions or (lambda _: None)
+        self._settled = SettledPasses(watches, GRAPHS, memory, owners=owners)
         self.status = StatusWriter(client)
         """Every write of a Graph's status, its record's and its conditions', when it changed."""
 
-    async def load(self, ref: ObjectRef) -> dict[str, Any] | Result | None:
-        """The Graph; none of it when its last settled pass still stands (nothing it read,
-        itself included, changed since: the caches say so by resourceVersion)."""
-        key = self.key(ref)
-        program = self.programs.current(GRAPH_KIND, ref.namespace, ref.name)
-        if self._settled.unchanged(key, program):
-            log.debug("graph.unchanged", namespace=ref.namespace, name=ref.name)
-            return Result()
-        self._settled.forget(key)
-        try:
-            return await self.client.get(GRAPHS, ref.name, namespace=ref.namespace)
-        except NotFound:
-            return None
+    def program(self, ref: ObjectRef) -> Graph | None:
+        return self.programs.current(GRAPH_KIND, ref.namespace, ref.name)
 
     async def sync(self, obj: dict[str, Any], ref: ObjectRef) -> Result:
-        username = service_account_username(
-            ref.namespace, str((obj.get("spec") or {}).get("serviceAccountName") or "")
-        )
+        username = _service_account(obj)
         if username == self.options.controller_username:
             await self._refuse(obj, own_identity_refusal(username))
             return Result()
@@ -196,11 +176,8 @@ class GraphReconciler(OwnerReconciler):
     def _warn_encoded_ids(self, obj: Mapping[str, Any], graph: Graph) -> None:
         """V-61: a node whose objects carry a hashed `kro.run/node-id` is named in a Warning
         Event on every reconcile, so `kubectl describe graph` tells how to select them."""
-        if self.warnings is None:
-            return
-        for path in graph.nodes:
-            message = node_id_encoded_message(path)
-            if message is not None:
+        for message in filter(None, map(node_id_encoded_message, graph.nodes)):
+            if self.warnings is not None:
                 self.warnings.record(obj, "Warning", EVENT_NODE_ID_ENCODED, message)
 
     # -- compile ---------------------------------------------------------------------------
@@ -238,17 +215,15 @@ class GraphReconciler(OwnerReconciler):
 
     # -- apply -----------------------------------------------------------------------------
 
-    def ownership(
+    def _inventory(
         self,
         obj: Mapping[str, Any],
         username: str,
         graph: Graph | None = None,
         places: Places | None = None,
     ) -> StatusInventory:
-        """How the Graph keeps what it applies (kro.engine.ownership), as `username`; the
-        skip memory only while that is the identity that applied last. Without `graph` (a
-        teardown, which compiles nothing) no node is a patch: contributions come from the
-        status."""
+        """How the Graph keeps what it applies (kro.engine.ownership), as `username` (the skip
+        memory only while that applied last); without `graph` for a teardown (compiles nothing)."""
         applied_as = str((obj.get("status") or {}).get("appliedServiceAccount") or "")
         client = self.clients.client_for(username)
         if places is None and self.members is not None:  # a teardown reaches what it applied
@@ -282,7 +257,7 @@ class GraphReconciler(OwnerReconciler):
             if self.members is not None
             else None
         )
-        inventory = self.ownership(obj, username, graph, places)
+        inventory = self._inventory(obj, username, graph, places)
         work = GraphPass(
             graph=graph,
             owner_obj=obj,
@@ -305,14 +280,13 @@ class GraphReconciler(OwnerReconciler):
         applied_as = username if inventory.reached_cluster and not failure else ""
         final = await self._report(
             work.owner_obj,
-            accepted=(True, REASON_COMPILED, compiled_message(len(graph.nodes))),
+            accepted=(STATUS_TRUE, REASON_COMPILED, compiled_message(len(graph.nodes))),
             verdict=verdict,
-            entries=[e.as_status() for e in inventory.entries],
-            contributions=[c.as_status() for c in inventory.contributions],
+            inventory=inventory,
             applied_as=applied_as,
             watches=watches_healthy(health.blocked, health.pending),
         )
-        retry = self.schema_waits(ref, work.owner_obj, graph, work.result)
+        retry = self.schema_waits(ref, work)
         if any(n.deferred for n in graph.nodes.values()) and await served_but_deferred(
             self.client.mapper, graph
         ):  # compiled before its kind was published: typed on the next reconcile
@@ -339,15 +313,11 @@ class GraphReconciler(OwnerReconciler):
 
     # -- teardown --------------------------------------------------------------------------
 
-    def teardown_ownership(self, obj: dict[str, Any]) -> StatusInventory:
+    def ownership(self, obj: dict[str, Any]) -> StatusInventory:
         """From the status alone (the spec is not compiled), as the identity that applied
         last."""
-        status = obj.get("status") or {}
-        namespace = str(_meta(obj).get("namespace") or "")
-        username = str(status.get("appliedServiceAccount") or "") or service_account_username(
-            namespace, str((obj.get("spec") or {}).get("serviceAccountName") or "")
-        )
-        return self.ownership(obj, username)
+        applied_as = str((obj.get("status") or {}).get("appliedServiceAccount") or "")
+        return self._inventory(obj, applied_as or _service_account(obj))
 
     async def tearing_down(self, obj: dict[str, Any], ref: ObjectRef, step: TeardownStep) -> Result:
         """A Graph deletes everything in one step: what is left failed (V-64)."""
@@ -356,22 +326,20 @@ class GraphReconciler(OwnerReconciler):
 
     async def forget(self, ref: ObjectRef) -> None:
         await super().forget(ref)
-        self._settled.forget(self.key(ref))
         self.programs.forget(GRAPH_KIND, ref.namespace, ref.name)
 
     # -- status ----------------------------------------------------------------------------
 
     async def _refuse(self, obj: Mapping[str, Any], message: str) -> None:
-        await self._report(obj, accepted=(False, REASON_INVALID_GRAPH, message))
+        await self._report(obj, accepted=(STATUS_FALSE, REASON_INVALID_GRAPH, message))
 
     async def _report(
         self,
         obj: Mapping[str, Any],
         *,
-        accepted: tuple[bool, str, str] | None = None,
+        accepted: tuple[str, str, str] | None = None,
         verdict: Verdict | None = None,
-        entries: list[dict[str, str]] | None = None,
-        contributions: list[dict[str, str]] | None = None,
+        inventory: StatusInventory | None = None,
         applied_as: str = "",
         watches: Condition | None = None,
     ) -> Mapping[str, Any]:
@@ -382,8 +350,7 @@ class GraphReconciler(OwnerReconciler):
         generation = _meta(obj).get("generation")
         now = now_rfc3339()
 
-        def put(kind: str, ok: bool | str, reason: str, message: str) -> None:
-            value = ok if isinstance(ok, str) else STATUS_TRUE if ok else STATUS_FALSE
+        def put(kind: str, value: str, reason: str, message: str) -> None:
             set_condition(
                 status,
                 kind,
@@ -397,7 +364,8 @@ class GraphReconciler(OwnerReconciler):
         if accepted is not None:
             put(CONDITION_ACCEPTED, *accepted)
         if verdict is not None:
-            put(CONDITION_RESOURCES_CONVERGED, verdict.ok, verdict.reason, verdict.message)
+            ok = STATUS_TRUE if verdict.ok else STATUS_FALSE
+            put(CONDITION_RESOURCES_CONVERGED, ok, verdict.reason, verdict.message)
         if watches is not None:  # reported, not a dependent of Ready (V-59)
             put(CONDITION_WATCHES_HEALTHY, *_fields(watches))
         put(
@@ -408,10 +376,9 @@ class GraphReconciler(OwnerReconciler):
             status["conditions"],
             dependents=(*GRAPH_DEPENDENT_CONDITIONS, CONDITION_WATCHES_HEALTHY),
         )
-        if entries is not None:
-            status["managedResources"] = entries
-        if contributions is not None:
-            status["contributions"] = contributions
+        if inventory is not None:
+            status["managedResources"] = [e.as_status() for e in inventory.entries]
+            status["contributions"] = [c.as_status() for c in inventory.contributions]
         if applied_as:
             status["appliedServiceAccount"] = applied_as
         try:
@@ -419,6 +386,12 @@ class GraphReconciler(OwnerReconciler):
         except NotFound:
             return obj
         return obj if written is None else written
+
+
+def _service_account(graph: Mapping[str, Any]) -> str:
+    """The user the Graph's spec names to apply as (V-53)."""
+    name = str((graph.get("spec") or {}).get("serviceAccountName") or "")
+    return service_account_username(str(_meta(graph).get("namespace") or ""), name)
 
 
 def _fields(condition: Condition) -> tuple[str, str, str]:

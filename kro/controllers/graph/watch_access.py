@@ -9,9 +9,7 @@ unanswered), the watch is not registered: the pass still reads and applies (as t
 ServiceAccount, which the API server judges), but changes to that kind no longer bring the
 Graph back by themselves; this is logged as degraded drift detection, and the Graph is looked
 at again a minute later (`skipped`), so a permission granted later is picked up without an
-edit. A yes is kept for a minute per identity, kind and namespace, so a converged Graph asks
-nothing new; a no only for the pass that got it: the next pass asks again, since a grant is
-what makes the Graph converge in the first place.
+edit. A yes is kept for a minute (`AccessAnswers`), so a converged Graph asks nothing new.
 """
 
 from __future__ import annotations
@@ -43,25 +41,21 @@ AccessKey = tuple[str, str, GVR, str, str]
 
 
 class AccessAnswers:
-    """The API server's yes, per question (`AccessKey`), for `ANSWER_TTL_S`."""
+    """The API server's yes, per question (`AccessKey`), for `ANSWER_TTL_S`; a no is not kept
+    (the next pass asks again: the grant may come any time)."""
 
     def __init__(self) -> None:
-        self._answers: OrderedDict[AccessKey, tuple[float, bool]] = OrderedDict()
+        self._yes: OrderedDict[AccessKey, float] = OrderedDict()
 
-    def get(self, key: AccessKey) -> bool | None:
-        found = self._answers.get(key)
-        if found is None or time.monotonic() - found[0] > ANSWER_TTL_S:
-            return None
-        return found[1]
+    def allowed(self, key: AccessKey) -> bool:
+        at = self._yes.get(key)
+        return at is not None and time.monotonic() - at <= ANSWER_TTL_S
 
-    def put(self, key: AccessKey, allowed: bool) -> None:
-        if not allowed:  # a no is asked again by the next pass (the grant may come any time)
-            self._answers.pop(key, None)
-            return
-        self._answers[key] = (time.monotonic(), allowed)
-        self._answers.move_to_end(key)
-        while len(self._answers) > MAX_ANSWERS:
-            self._answers.popitem(last=False)
+    def allow(self, key: AccessKey) -> None:
+        self._yes[key] = time.monotonic()
+        self._yes.move_to_end(key)
+        while len(self._yes) > MAX_ANSWERS:
+            self._yes.popitem(last=False)
 
 
 class ApplierWatches:
@@ -83,9 +77,11 @@ class ApplierWatches:
         """A watch was not registered this pass: come back in `ANSWER_TTL_S` to ask again."""
 
     async def watch(self, parent: ObjectRef, request: WatchRequest) -> None:
-        if await self._may_watch(request.gvr, request.namespace or ""):
+        key = (self._username, "watch", request.gvr, request.namespace or "", "")
+        if key not in self._refused and await may(self._client, self._answers, key):
             await self._coordinator.watch(parent, request)
             return
+        self._refused.add(key)  # asked once a pass
         self.skipped = True
         log.warning(
             "graph.watch_skipped",
@@ -97,20 +93,11 @@ class ApplierWatches:
             detail="drift detection degraded: the ServiceAccount may not watch this kind",
         )
 
-    async def _may_watch(self, gvr: GVR, namespace: str) -> bool:
-        key = (self._username, "watch", gvr, namespace, "")
-        if key in self._refused:
-            return False
-        allowed = await may(self._client, self._answers, key)
-        if not allowed:
-            self._refused.add(key)
-        return allowed
-
     def cached_object(self, request: ScalarWatch) -> tuple[bool, Mapping[str, Any] | None]:
         """The informer cache answers only for a kind this ServiceAccount may watch (the
         cache is kro's: it must not tell the Graph what its identity may not see)."""
         key = (self._username, "watch", request.gvr, request.namespace or "", "")
-        if key in self._refused or self._answers.get(key) is not True:
+        if key in self._refused or not self._answers.allowed(key):
             return False, None
         return self._coordinator.cached_object(request)
 
@@ -125,20 +112,11 @@ class ApplierWatches:
 async def may(client: Client, answers: AccessAnswers, key: AccessKey) -> bool:
     """Whether the identity of `client` may do what `key` asks (a SelfSubjectAccessReview,
     its yes kept in `answers`); an unanswered question is a no, asked again next time."""
-    known = answers.get(key)
-    if known is not None:
-        return known
+    if answers.allowed(key):
+        return True
     _, verb, gvr, namespace, name = key
-    attributes: dict[str, str] = {
-        "group": gvr.group,
-        "version": gvr.version,
-        "resource": gvr.resource,
-        "verb": verb,
-    }
-    if namespace:
-        attributes["namespace"] = namespace
-    if name:
-        attributes["name"] = name
+    attributes = {"group": gvr.group, "version": gvr.version, "resource": gvr.resource}
+    attributes |= {k: v for k, v in (("verb", verb), ("namespace", namespace), ("name", name)) if v}
     body = {
         "apiVersion": f"{REVIEWS.group}/{REVIEWS.version}",
         "kind": "SelfSubjectAccessReview",
@@ -152,5 +130,6 @@ async def may(client: Client, answers: AccessAnswers, key: AccessKey) -> bool:
         )
         return False
     allowed = bool((answer.get("status") or {}).get("allowed"))
-    answers.put(key, allowed)
+    if allowed:
+        answers.allow(key)
     return allowed

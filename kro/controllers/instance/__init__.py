@@ -3,8 +3,7 @@
 `InstanceReconciler` is registered with the dynamic controller for the RGD's generated kind; it
 resolves the latest compiled graph from the registry, evaluates it per instance with
 `kro.graph.evaluate`, applies children with `kro.applyset`, and writes status. Once the RGD is
-deleted, `DrainingReconciler` replaces it until the kind has no instance left: it marks each
-instance as no longer reconciled and still serves its deletion.
+deleted, a `DrainingReconciler` (.draining) serves the kind until it has no instance left.
 
 Each name is imported when first used (kro._lazy): the modules beside this one (status, labels,
 kinds) import without loading the reconciler and, through it, the graph evaluator.
@@ -13,7 +12,6 @@ kinds) import without loading the reconciler and, through it, the graph evaluato
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from kro.controllers.instance.draining import DrainingReconciler as DrainingReconciler
     from kro.controllers.instance.options import InstanceOptions as InstanceOptions
     from kro.controllers.instance.reconciler import InstanceReconciler as InstanceReconciler
     from kro.controllers.instance.reconciler import should_enqueue_update as should_enqueue_update
@@ -23,10 +21,9 @@ else:
     __getattr__, __dir__ = lazy_exports(
         __name__,
         {
-            ".draining": ("DrainingReconciler",),
             ".options": ("InstanceOptions",),
             ".reconciler": ("InstanceReconciler", "should_enqueue_update"),
         },
     )
 
-__all__ = ["DrainingReconciler", "InstanceOptions", "InstanceReconciler", "should_enqueue_update"]
+__all__ = ["InstanceOptions", "InstanceReconciler", "should_enqueue_update"]

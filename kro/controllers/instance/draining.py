@@ -13,8 +13,8 @@ rgd`). It serves exactly two things and needs no graph for either:
   children go in reverse waves, then the finalizer.
 
 Every time an instance is gone, `on_instance_gone()` tells the RGD controller, which
-deregisters the kind once no instance is left. A re-created RGD registers its normal
-reconciler over this one and takes the instances back (InstanceManaged=True again).
+deregisters the kind once none is left. A re-created RGD's normal reconciler, registered over
+this one, takes the instances back (InstanceManaged=True again).
 """
 
 from __future__ import annotations
@@ -39,15 +39,6 @@ from kro.runtime.reconcile import Result
 log = structlog.get_logger(__name__)
 
 
-def rgd_deleted_message(rgd_name: str) -> str:
-    """What an instance of a deleted RGD tells its user."""
-    return (
-        f'ResourceGraphDefinition "{rgd_name}" was deleted; kro no longer reconciles this '
-        "instance. Delete the instance to delete its resources, or re-create the "
-        "ResourceGraphDefinition to resume reconciliation"
-    )
-
-
 class DrainingReconciler(InstanceReconciler):
     """Marks the instances of a deleted RGD and serves their deletion; see the module."""
 
@@ -55,20 +46,24 @@ class DrainingReconciler(InstanceReconciler):
         super().__init__(**kwargs)
         self._on_instance_gone = on_instance_gone
 
-    def _active_graph(self) -> Graph | None:
-        """No graph is served any more: no pass is skipped as settled (the memory of a pass
-        of the RGD's reconciler does not vouch for marking the instance), and nothing is
-        labelled ahead of a read."""
+    def program(self, ref: ObjectRef) -> Graph | None:
+        """None: no pass is skipped as settled (a pass of the RGD's reconciler does not vouch
+        for marking the instance), and nothing is labelled ahead of a read."""
         return None
 
     async def sync(self, instance: dict[str, Any], parent: ObjectRef) -> Result:
         await self.watches.forget(parent)  # no graph any more: children are not followed
         status = InstanceStatus(instance)
+        message = (
+            f'ResourceGraphDefinition "{self.rgd_name}" was deleted; kro no longer reconciles '
+            "this instance. Delete the instance to delete its resources, or re-create the "
+            "ResourceGraphDefinition to resume reconciliation"
+        )
         status.set(
             CONDITION_INSTANCE_MANAGED,
             STATUS_FALSE,
             REASON_RESOURCE_GRAPH_DEFINITION_DELETED,
-            rgd_deleted_message(self.rgd_name),
+            message,
         )
         await self._write_status(instance, status.build(INSTANCE_STATE_ERROR, None))
         log.debug("instance.rgd_deleted")

@@ -6,14 +6,11 @@ kind besides (metric series, condition-duration series):
 
 * `serve(kind, revision)`: the normal `InstanceReconciler` of a live RGD (P-07); registering it
   over a draining reconciler takes the instances back.
-* `release(rgd_name)`: the RGD is going or gone (P-11). Upstream deregisters at once and, by
-  default, keeps the CRD, which leaves instances claiming `Ready=True` with nobody reconciling
-  them and deletions hanging on `kro.run/finalizer`. Here every kind of the RGD that still has
-  instances is handed to a `DrainingReconciler` (kro.controllers.instance.draining), and a
-  kind with none left is deregistered. The kinds come from what this process serves and, for
-  a kind nobody served since a restart, from the kro-owned CRDs labelled with the RGD's name.
-* The draining reconciler calls `enqueue_rgd(rgd_name)` whenever an instance is gone; the RGD
-  controller answers with `release` again, which deregisters the kind once it is empty.
+* `release(rgd_name)`: the RGD is going or gone (P-11): every kind of it that still has
+  instances is handed to a `DrainingReconciler` (kro.controllers.instance.draining, which says
+  why), and a kind with none left is deregistered. The kinds come from what this process serves
+  and, for a kind nobody served since a restart, from the kro-owned CRDs labelled with the RGD's
+  name. Each instance gone calls `enqueue_rgd(rgd_name)`: the RGD controller releases again.
 
 All registration changes happen inside RGD reconciles, which the RGD work queue serialises per
 RGD name; nothing here runs concurrently for one RGD.
@@ -33,7 +30,7 @@ from kro.applyset import Applier
 from kro.controllers.crd import CRDS
 from kro.controllers.events import RecorderPool, recorder_name
 from kro.controllers.failures import FailureReporter
-from kro.controllers.instance.options import InstanceOptions, requeue_backoff
+from kro.controllers.instance.options import InstanceOptions
 from kro.controllers.kind_waits import KindWaits
 from kro.controllers.members import MEMBER_SYNC_TIMEOUT_S, ClusterWaits, RegistryMembers
 from kro.controllers.metrics import (
@@ -122,7 +119,7 @@ class InstanceControllers:
         self._metrics = metrics
         self._condition_durations = condition_durations
         self._recorders = recorders
-        self._enqueue_rgd = enqueue_rgd
+        self._enqueue_rgd = enqueue_rgd or (lambda _: None)
         member_watches = (  # the instances' watches in member clusters, to this queue (M-14)
             members.watches(
                 lambda client: dynamic.coordinator(
@@ -176,23 +173,10 @@ class InstanceControllers:
         if served is not None and served.kind.gvr != kind.gvr:
             del self._served[kind.rgd_uid]
             await self._deregister(served.kind)  # the RGD now generates another kind
-        from kro.controllers.instance.reconciler import (  # with the first RGD: CEL, evaluator
-            InstanceReconciler,
-            probably_settled,
-            should_enqueue_update,
-        )
-
-        first = kind.gvr not in self._failures
-        reconciler = InstanceReconciler(**self._reconciler_args(kind))
-        if first:
+        if kind.gvr not in self._failures:  # the kind's first reconciler
             self._metrics.initialise(gvr_string(kind.gvr))
             self._metrics.states.register(kind.rgd_name)
-        await self._dynamic.register(
-            kind.gvr,
-            reconciler.reconcile,
-            should_enqueue_update=should_enqueue_update,
-            probably_settled=probably_settled,
-        )
+        await self._register(kind, draining=False)
         if self._draining.pop(kind.gvr, None) is not None:
             log.info("rgd.instances_taken_over", gvr=str(kind.gvr))
         self._served[kind.rgd_uid] = _Served(kind, revision)
@@ -232,25 +216,12 @@ class InstanceControllers:
         if await self._has_instances(kind.gvr):
             if kind.gvr in self._draining:
                 return
-            from kro.controllers.instance.draining import DrainingReconciler
-            from kro.controllers.instance.reconciler import should_enqueue_update
-
-            reconciler = DrainingReconciler(
-                on_instance_gone=lambda: self._instance_gone(kind.rgd_name),
-                **self._reconciler_args(kind),
-            )
-            await self._dynamic.register(
-                kind.gvr, reconciler.reconcile, should_enqueue_update=should_enqueue_update
-            )
+            await self._register(kind, draining=True)
             self._draining[kind.gvr] = kind
             log.info("rgd.draining", gvr=str(kind.gvr))
             return
         self._draining.pop(kind.gvr, None)
         await self._deregister(kind)
-
-    def _instance_gone(self, rgd_name: str) -> None:
-        if self._enqueue_rgd is not None:
-            self._enqueue_rgd(rgd_name)
 
     async def _has_instances(self, gvr: GVR) -> bool:
         try:
@@ -302,12 +273,20 @@ class InstanceControllers:
         failures.recorder = recorder
         return failures
 
-    def _reconciler_args(self, kind: Kind) -> dict[str, Any]:
-        """What every instance reconciler of `kind` is built with."""
+    async def _register(self, kind: Kind, *, draining: bool) -> None:
+        """Serve `kind` with its instance reconciler, or (`draining`) a DrainingReconciler; the
+        reconciler is imported with the first RGD (it loads CEL and the evaluator)."""
+        from kro.controllers.instance.draining import DrainingReconciler
+        from kro.controllers.instance.reconciler import (
+            InstanceReconciler,
+            probably_settled,
+            should_enqueue_update,
+        )
+
         recorder = (
             self._recorders.recorder(recorder_name(kind.crd_name)) if self._recorders else None
         )
-        return {
+        args = {
             **self._shared,
             "rgd_name": kind.rgd_name,
             "rgd_uid": kind.rgd_uid,
@@ -317,5 +296,16 @@ class InstanceControllers:
             "events": recorder if self._options.condition_events else None,
             "warnings": recorder,
             "failures": self._failures_of(kind, recorder),
-            "waits": self._waits.setdefault(kind.gvr, requeue_backoff(self._options)),
+            "waits": self._waits.setdefault(kind.gvr, self._options.backoff()),
         }
+        reconciler = (
+            DrainingReconciler(on_instance_gone=lambda: self._enqueue_rgd(kind.rgd_name), **args)
+            if draining
+            else InstanceReconciler(**args)
+        )
+        await self._dynamic.register(
+            kind.gvr,
+            reconciler.reconcile,
+            should_enqueue_update=should_enqueue_update,
+            probably_settled=None if draining else probably_settled,
+        )

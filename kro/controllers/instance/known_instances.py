@@ -2,16 +2,15 @@
 
 Why: every pass starts with a GET of its instance, because the instance informer holds metadata
 only and a pass needs the spec. But the pass that just ran holds the whole instance as the API
-server answered its last write (the status update, the settled record, the inventory): when the
-informer shows the instance still at that answer's resourceVersion (or an older one: it has yet
-to deliver our own write), nobody has written it since, so that answer *is* the instance, and
-the next pass needs no GET. A new instance of five
-ConfigMaps converges in two or three passes; this saves one or two GETs of it.
+server answered its last write: when the informer shows the instance still at that answer's
+resourceVersion (or an older one: it has yet to deliver our own write), nobody has written it
+since, so that answer *is* the instance, and the next pass needs no GET (a new instance of five
+ConfigMaps converges in two or three passes: one or two GETs saved).
 
 Only instances whose last pass did not settle are kept (a settled one costs nothing already,
-kro.controllers.settled), each until its next pass takes it, without managedFields:
-the memory is bounded by the instances in flight. A cache that cannot tell, or shows another
-version, means a GET as before.
+kro.controllers.settled), each until its next pass takes it, without managedFields: the memory
+is bounded by the instances in flight. A cache that cannot tell, or shows another version,
+means a GET as before.
 """
 
 from __future__ import annotations
@@ -24,10 +23,6 @@ from kro.runtime.gvk import GVR
 from kro.runtime.memory import Fact, ObjectMemory
 
 Key = tuple[str, str]
-
-
-def _version(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
 KNOWN: Fact[dict[str, Any]] = Fact("instance")
@@ -47,12 +42,12 @@ class KnownInstances:
 
     def keep(self, key: Key, instance: Mapping[str, Any]) -> None:
         """Remember `instance`, an answer of the API server, for the next pass of `key`."""
-        version = _version(instance)
+        metadata = instance.get("metadata") or {}
+        version = str(metadata.get("resourceVersion") or "")
         if not version:
             self.forget(key)
             return
-        metadata = {k: v for k, v in (instance.get("metadata") or {}).items()}
-        metadata.pop("managedFields", None)
+        metadata = {k: v for k, v in metadata.items() if k != "managedFields"}
         self._memory.remember(KNOWN, (self._gvr, *key), version, {**instance, "metadata": metadata})
 
     def take(self, key: Key) -> dict[str, Any] | None:

@@ -44,14 +44,13 @@ def labeller_body(
     tooling: str,
     home: str = "",
 ) -> tuple[dict[str, Any], str | None]:
-    """The labeller's apply (R-05) for the instance with `metadata`: `labels` and kro's
-    finalizer, with the id of the ApplySet that write starts (None: the instance records one).
+    """The labeller's apply (R-05) for the instance with `metadata`: `labels`, kro's finalizer
+    and, for an instance without ApplySet metadata, an empty inventory; with the id of the
+    ApplySet that write starts (None: the instance records one).
 
     The body carries the instance's uid: a server-side apply of an object that does not exist
     creates it, and a uid makes the API server refuse that instead (409), so an instance
     deleted since it was read is never brought back as an empty one.
-
-    An instance without ApplySet metadata gets an empty inventory in the same write (R-05).
     """
     body_meta: dict[str, Any] = {
         "name": metadata["name"],

@@ -26,8 +26,6 @@ class InstanceOptions:
     max_collection_size: int = 1000
     condition_events: bool = False
 
-
-def requeue_backoff(options: InstanceOptions) -> RequeueBackoff:
-    """The delays of an RGD's instances that wait or fail (V-08): `--instance-requeue-interval`
-    first, doubled per consecutive wait up to the cap; none when the interval is 0."""
-    return RequeueBackoff(options.requeue_interval_s, options.requeue_max_interval_s)
+    def backoff(self) -> RequeueBackoff:
+        """The delays of an RGD's instances that wait or fail (V-08)."""
+        return RequeueBackoff(self.requeue_interval_s, self.requeue_max_interval_s)

@@ -55,14 +55,13 @@ from kro.api.names import (
 from kro.applyset import Applier, Contest
 from kro.controllers.events import record_condition_changes
 from kro.controllers.failures import Failure, FailureReporter
-from kro.controllers.instance import contests
 from kro.controllers.instance.binding import InstanceBinding
 from kro.controllers.instance.known_instances import KnownInstances
 from kro.controllers.instance.labels import instance_labels, labeller_body
 from kro.controllers.instance.options import InstanceOptions as InstanceOptions  # noqa: PLC0414
-from kro.controllers.instance.options import requeue_backoff
 from kro.controllers.instance.status import (
     AWAITING_PREFIX,
+    FIELD_CONFLICT_HINT,
     PASS_FAILED_PREFIX,
     RESOURCE_ERROR_PREFIX,
     InstanceStatus,
@@ -82,7 +81,7 @@ from kro.controllers.metrics import (
     RuntimeMetrics,
     gvr_string,
 )
-from kro.controllers.owner import OwnerReconciler
+from kro.controllers.owner import CLUSTER_REASONS, OwnerReconciler
 from kro.controllers.registry import RevisionRegistry, RevisionState
 from kro.controllers.requeue import RequeueBackoff
 from kro.controllers.settled import SettledPasses
@@ -104,39 +103,9 @@ from kro.runtime.status import StatusWriter
 log = structlog.get_logger(__name__)
 
 
-_CLUSTER_REASONS = (
-    NodeReason.CLUSTER_FORBIDDEN,
-    NodeReason.CLUSTER_NOT_FOUND,
-    NodeReason.CLUSTER_UNREACHABLE,
-)
-
-
-def _cluster_reason(outcome: PassResult) -> str | None:
-    """M-12/M-13/M-06: a target that names no usable cluster is the condition's reason, which
-    a user can act on (register the cluster, grant its Secret, bring the member back), not a
-    generic NotReady."""
-    found = {r.reason for r in outcome}
-    return next((reason.value for reason in _CLUSTER_REASONS if reason in found), None)
-
-
 class ReconcileFailed(Exception):
     """The pass failed after its status was written and the failure was reported; the queue
     retries with backoff."""
-
-
-Key = tuple[str, str]
-"""An instance's (namespace, name): what failures and state counts are kept by."""
-
-
-def apply_failure(errors: Mapping[str, Sequence[BaseException]]) -> Failure:
-    """The failure of a pass whose children were refused by the API server (422, 403, ...)."""
-    parts = [f'resource "{node}": {error}' for node, found in errors.items() for error in found]
-    codes = sorted({str(getattr(e, "status", "")) for f in errors.values() for e in f} - {""})
-    return Failure(
-        EVENT_RESOURCE_APPLY_FAILED,
-        "apply failed: " + "; ".join(parts),
-        {"resource_id": ",".join(errors), "code": ",".join(codes)},
-    )
 
 
 def should_enqueue_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
@@ -192,12 +161,8 @@ class InstanceReconciler(OwnerReconciler):
         children (M-10, M-11); None: every child lives with its instance. `own_cluster`: the
         member this kind's instances live in (hub and spokes, M-21); "" for the hub.
         `events`: the recorder of condition-change Events (None: gate off, no Events).
-        `warnings`: the recorder of kro-py's own Warnings (a yielded field), whatever the gates.
-        `failures`: the kind's FailureReporter, shared by its reconcilers across revisions
-        (default: one of this reconciler's own, without Events).
-        `waits`: the kind's requeue backoff, shared the same way (default: its own).
-        `kind_waits`: the process's owners waiting for a kind (DeferredSchemaResolution).
-        """
+        `failures`, `waits`: the kind's FailureReporter and requeue backoff, shared by its
+        reconcilers across revisions (default: this reconciler's own)."""
         self.kind_waits = kind_waits
         self.member_watches = member_watches
         self.cluster_waits = cluster_waits
@@ -238,24 +203,15 @@ class InstanceReconciler(OwnerReconciler):
         self._settled = SettledPasses(watches, gvr, applier.memory)
         self._known = KnownInstances(watches, gvr, applier.memory)
         self.finalizer = FINALIZER
-        self.waits = waits or requeue_backoff(self.options)
+        self.noun = "instance"
+        self.waits = waits or self.options.backoff()
         self._status = StatusWriter(
             client, field_manager=FIELD_MANAGER_INSTANCE_STATUS, method="apply"
         )
 
-    def _progressed(self, parent: ObjectRef) -> Result:
-        """The pass changed the cluster: the streak of waits ends, and the instance is looked
-        at again after the first delay (its children may be on their way to ready)."""
-        self.settled(parent)
-        interval = self.options.requeue_interval_s
-        return Result(requeue_after_s=interval) if interval > 0 else Result()
-
     async def reconcile(self, request: Request) -> Result:
-        """One reconcile, counted and timed in the instance_* metrics (rows 31-33).
-
-        A failure that no phase reported itself (a read the API server refused, say) is
-        reported here, so none goes unseen.
-        """
+        """One reconcile, counted and timed in the instance_* metrics (rows 31-33); a failure
+        no phase reported itself (a read the API server refused, say) is reported here."""
         self.metrics.reconcile_total.inc(gvr=self._gvr_label)
         started = time.monotonic()
         with structlog.contextvars.bound_contextvars(
@@ -264,46 +220,28 @@ class InstanceReconciler(OwnerReconciler):
             try:
                 return await super().reconcile(request)
             except Exception as error:
-                self._settled.forget((request.namespace, request.name))
-                self._known.forget((request.namespace, request.name))
+                key = (request.namespace, request.name)
+                self._settled.forget(key)
+                self._known.forget(key)
                 self.metrics.reconcile_errors.inc(gvr=self._gvr_label)
                 # Reported already, gone, or a stale read the retry re-reads: nothing to act on.
                 if not isinstance(error, ReconcileFailed | NotFound | Conflict):
-                    self._report_unowned(request, error)
+                    reference = {
+                        "apiVersion": f"{self.gvr.group}/{self.gvr.version}".lstrip("/"),
+                        "kind": self.kind,
+                        "metadata": {"name": request.name, "namespace": request.namespace},
+                    }
+                    failure = Failure(EVENT_RECONCILE_FAILED, f"reconcile failed: {error}")
+                    self.failures.report(key, reference, failure)
                 raise
             finally:
                 duration = time.monotonic() - started
                 self.metrics.reconcile_duration.observe(duration, gvr=self._gvr_label)
 
-    def _report_unowned(self, request: Request, error: Exception) -> None:
-        reference = {
-            "apiVersion": f"{self.gvr.group}/{self.gvr.version}".lstrip("/"),
-            "kind": self.kind,
-            "metadata": {"name": request.name, "namespace": request.namespace},
-        }
-        failure = Failure(EVENT_RECONCILE_FAILED, f"reconcile failed: {error}")
-        self.failures.report((request.namespace, request.name), reference, failure)
-
-    async def load(self, ref: ObjectRef) -> dict[str, Any] | Result | None:
-        """The instance: kro's last write of it, the labeller's answer for a new one, or a
-        read; a settled instance whose inputs did not change ends the reconcile here."""
-        key = parent_key(ref)
-        if self._settled.unchanged(key, self._active_graph()):
-            # Nothing this instance's last pass read has changed (the caches say so by
-            # resourceVersion): that pass's outcome stands, and costs no request.
-            log.debug("instance.unchanged")
-            return Result()
-        self._settled.forget(key)
-        instance = self._known.take(key)
-        if instance is None:
-            instance = await self._managed_at_once(ref)
-        if instance is None:
-            try:
-                namespace = ref.namespace or None
-                instance = await self.client.get(self.gvr, ref.name, namespace=namespace)
-            except NotFound:
-                return None
-        return instance
+    async def read(self, ref: ObjectRef) -> dict[str, Any]:
+        """kro's last write of the instance, the labeller's answer for a new one, or a read."""
+        known = self._known.take(self.key(ref)) or await self._managed_at_once(ref)
+        return known or await super().read(ref)
 
     # -- normal path -------------------------------------------------------------------------
 
@@ -315,7 +253,7 @@ class InstanceReconciler(OwnerReconciler):
             await self._write_status(instance, status.build(INSTANCE_STATE_ERROR, None))
             if "failed" in failure:  # the RGD's latest graph is broken: its owner must act
                 self.failures.report(
-                    parent_key(parent), instance, Failure(REASON_RESOLUTION_FAILED, failure)
+                    self.key(parent), instance, Failure(REASON_RESOLUTION_FAILED, failure)
                 )
                 return Result()
             log.debug("instance.graph_unresolved", reason=failure)  # warming up, compiling
@@ -335,7 +273,7 @@ class InstanceReconciler(OwnerReconciler):
                 "reconciliation suspended via kro.run/reconcile annotation",
             )
             await self._write_status(instance, status.build(INSTANCE_STATE_ACTIVE, None))
-            self.failures.clear(parent_key(parent))
+            self.failures.clear(self.key(parent))
             self.settled(parent)
             return Result()
         started = time.monotonic()
@@ -349,7 +287,7 @@ class InstanceReconciler(OwnerReconciler):
             owner_obj=instance,
             binding=InstanceBinding(self.gvr, parent, graph.instance),
             client=self.client,
-            ownership=self._ownership(),
+            ownership=self.ownership(),
             watches=self.watches,
             evaluation=evaluation,
             places=self.places,
@@ -369,14 +307,12 @@ class InstanceReconciler(OwnerReconciler):
             message = f"{PASS_FAILED_PREFIX}{error}"
             status.set(CONDITION_RESOURCES_READY, STATUS_FALSE, REASON_NOT_READY, message)
             await self._write_status(work.owner_obj, status.build(INSTANCE_STATE_ERROR, None))
-            fields = {"resource_id": getattr(error, "resource_id", None)}
-            if isinstance(error, KubeError):
-                fields["code"] = getattr(error, "status", None)
-            self.failures.report(
-                parent_key(parent),
-                work.owner_obj,
-                Failure(EVENT_RECONCILE_FAILED, message, {k: v for k, v in fields.items() if v}),
+            code = getattr(error, "status", None) if isinstance(error, KubeError) else None
+            fields = {"resource_id": getattr(error, "resource_id", None), "code": code}
+            failure = Failure(
+                EVENT_RECONCILE_FAILED, message, {k: v for k, v in fields.items() if v}
             )
+            self.failures.report(self.key(parent), work.owner_obj, failure)
             raise ReconcileFailed(str(error)) from error
         outcome = work.result
         watches_synced = self._report_watches(parent, status)
@@ -390,7 +326,7 @@ class InstanceReconciler(OwnerReconciler):
             await self._write_status(work.owner_obj, status.build(INSTANCE_STATE_IN_PROGRESS, None))
             return self.wait(parent, "child_deleting")
         # Deferred nodes waiting for their kind: the kind's CRD wakes the instance.
-        retry = self.schema_waits(parent, work.owner_obj, work.graph, outcome)
+        retry = self.schema_waits(parent, work)
         return self.sooner(await self._finish(work, status, watches_synced), retry)
 
     def _report_watches(self, parent: ObjectRef, status: InstanceStatus) -> bool:
@@ -420,7 +356,7 @@ class InstanceReconciler(OwnerReconciler):
         for size in counts.collection_sizes:
             metrics.collection_size.observe(size)
 
-    def _active_graph(self) -> Graph | None:
+    def program(self, ref: ObjectRef) -> Graph | None:
         """The latest revision's graph if Active; no metrics (a cheap check, not a resolve)."""
         entry = self.registry.latest(self.rgd_name)
         if entry is None or entry.state is not RevisionState.ACTIVE:
@@ -477,23 +413,22 @@ class InstanceReconciler(OwnerReconciler):
 
     async def _managed_at_once(self, parent: ObjectRef) -> dict[str, Any] | None:
         """A new instance, labelled without reading it first: the labeller's answer is the
-        whole instance, so the GET a pass starts with would be one request too many (and an
-        instance read costs kube-apiserver about a child's create).
-
-        Only when the instance cache shows an instance kro does not manage yet and that is
-        not being deleted, and the latest graph revision is Active (otherwise a pass does not
-        label: R-03 comes first). The cached uid guards the apply (`_label`). None whenever
-        that does not hold or the apply fails: the pass then reads the instance and labels it
-        as before, and reports what fails."""
-        if self._active_graph() is None:
+        whole instance, so the GET a pass starts with would be one request too many (an
+        instance read costs kube-apiserver about a child's create). Only for an instance the
+        cache shows unmanaged and not being deleted, while the latest revision is Active (R-03
+        comes first); the cached uid guards the apply. None otherwise, or when the apply fails:
+        the pass then reads and labels the instance as before, and reports what fails."""
+        if self.program(parent) is None:
             return None
         _, cached = self.watches.cached_object(
             ScalarWatch("", self.gvr, parent.namespace, parent.name)
         )
         metadata = (cached or {}).get("metadata") or {}
-        if not metadata.get("uid") or metadata.get("deletionTimestamp"):
-            return None
-        if self._is_managed(metadata):
+        if (
+            not metadata.get("uid")
+            or metadata.get("deletionTimestamp")
+            or self._is_managed(metadata)
+        ):
             return None
         try:
             return await self._label(metadata)
@@ -538,29 +473,17 @@ class InstanceReconciler(OwnerReconciler):
             for n in work.graph.topological_order
         ]
         node_state = node_state_summary(states, NODE_TERMINAL_STATES)
-        reasons = node_reasons(outcome)
+        found = {r.reason for r in outcome}
         if node_state == INSTANCE_STATE_ACTIVE:
-            status.set(
-                CONDITION_RESOURCES_READY,
-                STATUS_TRUE,
-                REASON_ALL_RESOURCES_READY,
-                "all resources are created and ready",
-            )
+            ready = (STATUS_TRUE, REASON_ALL_RESOURCES_READY, "all resources are created and ready")
         elif node_state == INSTANCE_STATE_ERROR:
-            status.set(
-                CONDITION_RESOURCES_READY,
-                STATUS_FALSE,
-                _cluster_reason(outcome) or REASON_NOT_READY,
-                RESOURCE_ERROR_PREFIX + reasons,
-            )
+            reason = next((r.value for r in CLUSTER_REASONS if r in found), REASON_NOT_READY)
+            ready = (STATUS_FALSE, reason, RESOURCE_ERROR_PREFIX + node_reasons(outcome))
         else:
-            schema_pending = any(r.reason is NodeReason.SCHEMA_PENDING for r in outcome)
-            status.set(
-                CONDITION_RESOURCES_READY,
-                STATUS_FALSE,
-                REASON_SCHEMA_PENDING if schema_pending else REASON_NOT_READY,
-                AWAITING_PREFIX + reasons,
-            )
+            pending = NodeReason.SCHEMA_PENDING in found
+            reason = REASON_SCHEMA_PENDING if pending else REASON_NOT_READY
+            ready = (STATUS_FALSE, reason, AWAITING_PREFIX + node_reasons(outcome))
+        status.set(CONDITION_RESOURCES_READY, *ready)
         self._report_contests(instance, status, outcome.contests)
         self._report_apply_errors(instance, outcome)
         author = (
@@ -595,35 +518,39 @@ class InstanceReconciler(OwnerReconciler):
         if outcome.apply_errors or outcome.retry:
             reason = "apply_failed" if outcome.apply_errors else "prune_incomplete"
             return self.wait(parent, reason)
-        if outcome.mutated:
-            return self._progressed(parent)
         self.settled(parent)
+        if outcome.mutated:  # looked at again after the first delay: children may be on their way
+            interval = self.options.requeue_interval_s
+            return Result(requeue_after_s=interval) if interval > 0 else Result()
         if outcome.retry_after_s is not None:
             return Result(requeue_after_s=outcome.retry_after_s)
         return Result()
 
     def _report_apply_errors(self, instance: Mapping[str, Any], outcome: PassResult) -> None:
-        """Children the API server refused (R-14): reported; a clean pass clears the cause."""
-        key = object_key(instance)
-        errors: dict[str, Sequence[BaseException]] = {
-            r.id: r.errors or (RuntimeError(r.message),) for r in outcome if r.failed
-        }
-        if errors:
-            self.failures.report(key, instance, apply_failure(errors))
-        else:
-            self.failures.clear(key)
+        """Children the API server refused (R-14: 422, 403, ...): reported; a clean pass clears
+        the cause."""
+        errors = {r.id: r.errors or (RuntimeError(r.message),) for r in outcome if r.failed}
+        if not errors:
+            self.failures.clear(object_key(instance))
+            return
+        parts = [f'resource "{node}": {e}' for node, found in errors.items() for e in found]
+        codes = sorted({str(getattr(e, "status", "")) for f in errors.values() for e in f} - {""})
+        fields = {"resource_id": ",".join(errors), "code": ",".join(codes)}
+        failure = Failure(EVENT_RESOURCE_APPLY_FAILED, "apply failed: " + "; ".join(parts), fields)
+        self.failures.report(object_key(instance), instance, failure)
 
     def _report_contests(
         self, instance: Mapping[str, Any], status: InstanceStatus, found: Sequence[Contest]
     ) -> None:
-        """Fields another manager keeps rewriting: condition, Warning Event, counter."""
-        yielded = [c for c in found if c.yielded]
-        status.set_field_conflict(contests.condition_message(yielded) if yielded else None)
+        """Fields another manager keeps rewriting: the FieldConflict condition, a Warning Event
+        when kro yields, `instance_field_conflicts_total{outcome: reapplied|yielded}`."""
+        status.set_field_conflict([c for c in found if c.yielded])
         for contest in found:
             if not contest.fresh:
                 continue
+            outcome = "yielded" if contest.yielded else "reapplied"
             self.metrics.field_conflicts.inc(
-                gvr=self._gvr_label, manager=contest.manager, outcome=contests.outcome(contest)
+                gvr=self._gvr_label, manager=contest.manager, outcome=outcome
             )
             log.warning(
                 "instance.field_contested",
@@ -634,52 +561,42 @@ class InstanceReconciler(OwnerReconciler):
                 yielded=contest.yielded,
             )
             if contest.yielded and self.warnings is not None:
-                self.warnings.record(
-                    instance, "Warning", REASON_FIELD_YIELDED, contests.event_message(contest)
+                message = (
+                    f'stopped applying field {contest.path} of resource "{contest.resource_id}": '
+                    f'field manager "{contest.manager}" changed it back {contest.rounds} times. '
+                    + FIELD_CONFLICT_HINT
                 )
+                self.warnings.record(instance, "Warning", REASON_FIELD_YIELDED, message)
 
     # -- deletion ----------------------------------------------------------------------------
 
-    def teardown_ownership(self, obj: dict[str, Any]) -> ApplySetOwnership:
-        """Children go wave by wave from the instance's ApplySet inventory (§1.L)."""
-        return self._ownership()
-
-    async def tearing_down(
-        self, instance: dict[str, Any], parent: ObjectRef, step: TeardownStep
-    ) -> Result:
-        """A wave is being deleted, or the teardown is blocked: the user sees which."""
-        status = InstanceStatus(instance)
-        if step.blocked and not step.transient:  # an inventory we cannot trust: wait for a fix
-            await self._deletion_blocked(instance, status, step.blocked)
-            return self.wait(parent, "deletion_blocked")
-        if step.blocked:  # a list or delete failed (e.g. Forbidden): retry with backoff
-            await self._deletion_blocked(instance, status, step.blocked)
-            raise ReconcileFailed(f"deletion blocked: {step.blocked}")
-        self.failures.clear(parent_key(parent))
-        status.set(
-            CONDITION_RESOURCES_READY, STATUS_UNKNOWN, REASON_UNDER_DELETION, "deleting resources"
-        )
-        await self._write_status(instance, status.build(INSTANCE_STATE_DELETING, None))
-        if not self.waits.enabled:  # no timed requeues asked for, but a wave must be followed
-            return Result(requeue_after_s=1.0)
-        return self.wait(parent, "deletion_in_progress")
-
-    def _ownership(self) -> ApplySetOwnership:
-        """How an instance keeps its children: as its ApplySet (kro.engine.ownership)."""
+    def ownership(self, obj: dict[str, Any] | None = None) -> ApplySetOwnership:
+        """How an instance keeps its children: as its ApplySet (kro.engine.ownership); a
+        teardown deletes them wave by wave from its inventory (§1.L)."""
         return ApplySetOwnership(
             applier=self.applier, client=self.client, gvr=self.gvr, places=self.places
         )
 
-    async def _deletion_blocked(
-        self, instance: Mapping[str, Any], status: InstanceStatus, reason: str
-    ) -> None:
-        """D-06: the user sees why the finalizer stays, not only the controller's log."""
-        message = f"deletion blocked: {reason}"
+    async def tearing_down(
+        self, instance: dict[str, Any], parent: ObjectRef, step: TeardownStep
+    ) -> Result:
+        """A wave is being deleted, or the teardown is blocked: the user sees which (D-06: why
+        the finalizer stays, not only in the controller's log)."""
+        if not step.blocked:
+            self.failures.clear(self.key(parent))
+        status = InstanceStatus(instance)
+        message = f"deletion blocked: {step.blocked}" if step.blocked else "deleting resources"
         status.set(CONDITION_RESOURCES_READY, STATUS_UNKNOWN, REASON_UNDER_DELETION, message)
         await self._write_status(instance, status.build(INSTANCE_STATE_DELETING, None))
-        self.failures.report(
-            object_key(instance), instance, Failure(EVENT_DELETION_BLOCKED, message)
-        )
+        if step.blocked:
+            blocked = Failure(EVENT_DELETION_BLOCKED, message)
+            self.failures.report(self.key(parent), instance, blocked)
+            if not step.transient:  # an inventory we cannot trust: wait for a fix
+                return self.wait(parent, "deletion_blocked")
+            raise ReconcileFailed(message)  # a list or delete failed (Forbidden...): backoff
+        if not self.waits.enabled:  # no timed requeues asked for, but a wave must be followed
+            return Result(requeue_after_s=1.0)
+        return self.wait(parent, "deletion_in_progress")
 
     # -- status write ------------------------------------------------------------------------
 
@@ -692,13 +609,13 @@ class InstanceReconciler(OwnerReconciler):
         an update: a status computed from a stale read is never written over a newer spec.
 
         Returns the server's answer to a write of the pass's own instance (None if nothing was
-        written, or only after a conflict: the pass read a stale instance).
-
-        A written change is reported: `instance_state_transitions_total` when `state` moved,
-        and (gate InstanceConditionEvents) one Event per condition whose status moved.
-        """
+        written, or only after a conflict: the pass read a stale instance). The state and
+        condition series follow what the status says; a written change is `_report`ed."""
+        key = object_key(instance)
+        self.metrics.states.set(key, str(desired.get("state") or ""), self.rgd_name)
+        if self.condition_durations is not None:
+            self.condition_durations.update(self._gvr_label, *key, desired.get("conditions") or [])
         current: Mapping[str, Any] = instance
-        self._track(instance, str(desired.get("state") or ""), desired.get("conditions") or [])
         for attempt in (1, 2):
             try:
                 written = await self._status.write(self.gvr, current, desired)
@@ -717,30 +634,18 @@ class InstanceReconciler(OwnerReconciler):
                 return None
         return None
 
-    def _track(self, instance: Mapping[str, Any], state: str, conditions: Sequence[Any]) -> None:
-        """`instances_by_state` and the condition durations: what the instance's status says
-        (or is about to say)."""
-        meta = instance.get("metadata") or {}
-        self.metrics.states.set(object_key(instance), state, self.rgd_name)
-        if self.condition_durations is not None:
-            self.condition_durations.update(
-                self._gvr_label,
-                str(meta.get("namespace") or ""),
-                str(meta.get("name") or ""),
-                conditions,
-            )
-
     async def forget(self, parent: ObjectRef) -> None:
         """The instance is gone (or no longer ours): drop its watches and metric series."""
         await super().forget(parent)
-        self._settled.forget(parent_key(parent))
-        self._known.forget(parent_key(parent))
-        self.failures.forget(parent_key(parent))
-        self.metrics.states.forget(parent_key(parent), self.rgd_name)
+        self._known.forget(self.key(parent))
+        self.failures.forget(self.key(parent))
+        self.metrics.states.forget(self.key(parent), self.rgd_name)
         if self.condition_durations is not None:
             self.condition_durations.evict(self._gvr_label, parent.namespace, parent.name)
 
     def _report(self, instance: Mapping[str, Any], desired: Mapping[str, Any]) -> None:
+        """`instance_state_transitions_total` when `state` moved, and (gate
+        InstanceConditionEvents) one Event per condition whose status moved."""
         previous = instance.get("status") or {}
         old_state, new_state = str(previous.get("state") or ""), str(desired.get("state") or "")
         if old_state != new_state:
@@ -756,10 +661,6 @@ class InstanceReconciler(OwnerReconciler):
             )
 
 
-def parent_key(parent: ObjectRef) -> Key:
-    return (parent.namespace, parent.name)
-
-
-def object_key(instance: Mapping[str, Any]) -> Key:
+def object_key(instance: Mapping[str, Any]) -> tuple[str, str]:
     meta = instance.get("metadata") or {}
     return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))

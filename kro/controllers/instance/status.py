@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -43,13 +44,9 @@ from kro.api.names import (
 )
 
 if TYPE_CHECKING:  # annotations only: the evaluator loads the CEL engine
+    from kro.applyset import Contest
     from kro.engine.results import NodeResult
     from kro.graph.evaluate import ConditionResults
-
-
-def _generation(instance: Mapping[str, Any]) -> int | None:
-    value = (instance.get("metadata") or {}).get("generation")
-    return int(value) if isinstance(value, int) else None
 
 
 class InstanceStatus:
@@ -58,7 +55,8 @@ class InstanceStatus:
     def __init__(self, instance: Mapping[str, Any], *, now: str | None = None) -> None:
         self.instance = instance
         self.previous: Mapping[str, Any] = instance.get("status") or {}
-        self.generation = _generation(instance)
+        generation = (instance.get("metadata") or {}).get("generation")
+        self.generation = generation if isinstance(generation, int) else None
         self.now = now or now_rfc3339()
         self._created = str((instance.get("metadata") or {}).get("creationTimestamp") or self.now)
         self._builtin = self._previous(*INSTANCE_STATUS_CONDITIONS)
@@ -89,13 +87,24 @@ class InstanceStatus:
             observed_generation=self.generation,
         )
 
-    def set_field_conflict(self, message: str | None) -> None:
-        """kro-py's FieldConflict condition: True with `message` while fields are yielded,
-        absent otherwise. It is not a dependent of Ready: yielding ends a fight, it does not
-        make the instance fail."""
-        if message is None:
+    def set_field_conflict(self, yielded: Sequence[Contest]) -> None:
+        """kro-py's FieldConflict condition: True while fields are `yielded` to another field
+        manager (kro.applyset.contest), naming each one's resource id, field path and manager,
+        and how to end the conflict for good; absent otherwise. It is not a dependent of Ready:
+        yielding ends a fight, it does not make the instance fail."""
+        if not yielded:
             self._extra["conditions"] = []
             return
+        fields = "; ".join(
+            f'resource "{c.resource_id}" field {c.path} '
+            f'(rewritten by field manager "{c.manager}" {c.rounds} times)'
+            for c in yielded
+        )
+        noun = "field" if len(yielded) == 1 else "fields"
+        message = (
+            f"kro stopped applying {len(yielded)} {noun} that another field manager keeps "
+            f"changing: {fields}. {FIELD_CONFLICT_HINT}"
+        )
         self._set_in(
             self._extra, CONDITION_FIELD_CONFLICT, STATUS_TRUE, REASON_FIELD_YIELDED, message
         )
@@ -145,13 +154,10 @@ class InstanceStatus:
             dependents=INSTANCE_STATUS_CONDITIONS,
         )
 
-    def is_ready(self) -> bool:
-        ready = next(c for c in self.builtin_conditions() if c["type"] == CONDITION_READY)
-        return ready["status"] == STATUS_TRUE
-
     def state(self, node_state: str) -> str:
         """ACTIVE whenever root Ready is True at this generation, else `node_state` (T-10)."""
-        return INSTANCE_STATE_ACTIVE if self.is_ready() else node_state
+        ready = next(c for c in self.builtin_conditions() if c["type"] == CONDITION_READY)
+        return INSTANCE_STATE_ACTIVE if ready["status"] == STATUS_TRUE else node_state
 
     def build(
         self,
@@ -181,9 +187,7 @@ class InstanceStatus:
             for c in self.previous.get("conditions") or []
             if isinstance(c, Mapping)
         }
-        counts: dict[str, int] = {}
-        for item in author.conditions:
-            counts[str(item.get("type"))] = counts.get(str(item.get("type")), 0) + 1
+        counts = Counter(str(item.get("type")) for item in author.conditions)
         duplicated = {t for t, n in counts.items() if n > 1}
         degraded = bool(duplicated or author.errors)
         out: list[dict[str, Any]] = []
@@ -227,6 +231,10 @@ def is_suspended(instance: Mapping[str, Any]) -> bool:
 
 # -- ResourcesReady's messages: written here, and read back by `kro explain` ---------------------
 
+FIELD_CONFLICT_HINT: Final = (
+    "Remove the field from the resource template (or set it to the value that manager "
+    "writes) so that kro applies it again."
+)
 RESOURCE_ERROR_PREFIX: Final = "resource error: "
 AWAITING_PREFIX: Final = "awaiting resource readiness: "
 PASS_FAILED_PREFIX: Final = "resource reconciliation failed: "
