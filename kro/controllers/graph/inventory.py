@@ -249,15 +249,34 @@ class StatusInventory:
 
     @classmethod
     def of(
-        cls, graph_obj: Mapping[str, Any], program: Graph | None, **options: Any
+        cls,
+        graph_obj: Mapping[str, Any],
+        program: Graph | None,
+        *,
+        kro_client: Client,
+        client: Client,
+        concurrency: int = 1,
+        skip_unchanged: bool = False,
+        memory: ObjectMemory | None = None,
+        status: StatusWriter | None = None,
+        places: Places | None = None,
     ) -> StatusInventory:
         """The ownership of `graph_obj`, whose compiled `program` says which nodes are
         patches (None for a teardown, which compiles nothing: contributions come from the
-        status); `options` as `__init__` takes them."""
+        status)."""
         nodes = program.nodes.values() if program is not None else ()
-        patches = {n.id: patch_endpoint(n.template) for n in nodes if n.type is NodeType.PATCH}
-        manager = template_field_manager(str(_meta(graph_obj).get("uid") or ""))
-        return cls(graph=graph_obj, field_manager=manager, patches=patches, **options)
+        return cls(
+            kro_client=kro_client,
+            client=client,
+            graph=graph_obj,
+            field_manager=template_field_manager(str(_meta(graph_obj).get("uid") or "")),
+            concurrency=concurrency,
+            patches={n.id: patch_endpoint(n.template) for n in nodes if n.type is NodeType.PATCH},
+            skip_unchanged=skip_unchanged,
+            memory=memory,
+            status=status,
+            places=places,
+        )
 
     def _client_in(self, cluster: str) -> Client:
         """The client for an object in `cluster` (raises ClusterUnavailable)."""
