@@ -1,32 +1,19 @@
 """kro.controllers.graph.inventory: a Graph's record of what it applied, in its own status.
 
-A Graph's objects carry no ApplySet labels and no ownerReferences (V-61): the only record of
-what it created is `status.managedResources` (V-57), so the record must never hold less than
-the cluster does. Before any write to the cluster the record becomes the union of what it held
-and what this pass is about to apply (without UIDs); after the apply each entry gains the UID
-the server returned. A crash between the two leaves a superset, which the next pass or the
-teardown settles: an entry without a UID is deleted only once proven (`delete`: the live object
-carries this Graph's template field manager, so this Graph applied it), by the UID the object
-has; otherwise kro cannot prove the object is one it created and forgets the entry.
+A `Graph`'s ownership (kro.engine.ownership). Its objects carry no ApplySet labels and no
+ownerReferences (V-61): the only record is `status.managedResources` (V-57), which must never
+hold less than the cluster does. So it is written ahead (what it held, plus this batch without
+UIDs), and each entry gains its UID once applied; after a crash in between, an entry without a
+UID is deleted only when the live object carries this Graph's field manager (proof this Graph
+applied it), else forgotten.
 
-Template objects are applied under the Graph's one field manager, unforced (V-62): a conflict
-with another Graph's template manager is reported (`FieldManagerConflict`) and never stolen;
-a conflict with anyone else (kubectl, another controller) is drift and is taken back, forced.
-Pruning deletes, preconditioned on the recorded UID, what the record holds and this pass did not
-apply, except objects of nodes the pass could not resolve (V-63). Both run as the Graph's
-ServiceAccount: `client` is impersonated; the status writes use kro's own client.
-
-This is a `Graph`'s ownership (kro.engine.ownership), as its ApplySet is an RGD instance's;
-like it, it remembers what its applies left (the skip memory, `--skip-unchanged`), so a
-converged Graph's objects are neither re-applied nor, when a metadata cache vouches for them,
-read again.
-
-A `patch` node's fields are contributions to objects the Graph does not own (V-46, V-58): each
-target is recorded ahead in `status.contributions` with the node's own field manager and
-endpoint, then applied (status forced; the object itself unforced, a foreign owner of a field
-being a `FieldManagerConflict`, this Graph's own older patch identity taken back). A retired
-contribution is released by applying an object that holds only the target's identity under its
-manager: the server drops exactly the fields that manager held.
+Template objects are applied unforced as the Graph's one field manager (V-62): another Graph's
+fields are a `FieldManagerConflict`, anyone else's are drift, taken back forced. Prune deletes
+by recorded UID what this pass did not apply, except what unresolved nodes hold (V-63). A
+`patch` node's fields are contributions (V-46, V-58), recorded ahead in `status.contributions`
+with the node's own field manager; releasing one applies only the target's identity under that
+manager, and the server drops exactly its fields. Everything runs as the Graph's impersonated
+ServiceAccount; status writes as kro.
 """
 
 from __future__ import annotations

@@ -2,16 +2,13 @@
 
 The Graph kind's adapter of the owner reconcile (kro.controllers.owner); one reconcile:
 
-1. Deleted: tear down from the status alone (the spec is not compiled, so an invalid spec still
-   cleans up) as the identity that last applied (`status.appliedServiceAccount`), then remove
-   the finalizer `kro.run/graph-finalizer` (V-64).
+1. Deleted: tear down from the status alone (an invalid spec still cleans up), as the identity
+   that last applied (`status.appliedServiceAccount`), then drop the finalizer (V-64).
 2. Refuse a Graph that would apply as kro itself (V-55): `Accepted=False`, not retried.
-3. Compile (kro.graph.graph_kind), cached per spec; an error is `Accepted=False`/`InvalidGraph`.
-4. Add the finalizer, then run one engine pass (kro.engine.GraphPass) as the Graph's
-   ServiceAccount, with the Graph's status as its inventory (kro.controllers.graph.inventory).
-5. Write the conditions (with `WatchesHealthy`, which reports whether kro sees changes to what
-   the Graph reads, and is not a dependent of `Ready`) and `appliedServiceAccount`; come back
-   as the verdict says.
+3. Compile, cached per spec; an error is `Accepted=False`/`InvalidGraph`.
+4. Add the finalizer, run one engine pass as the Graph's ServiceAccount over its status
+   inventory, write the conditions (`WatchesHealthy` is not a dependent of `Ready`) and
+   `appliedServiceAccount`; come back as the verdict says.
 """
 
 from __future__ import annotations

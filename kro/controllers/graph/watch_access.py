@@ -1,15 +1,11 @@
 """kro.controllers.graph.watch_access: a Graph never makes kro watch what its ServiceAccount
 could not read itself (V-54).
 
-kro's watches run as kro, cluster-wide, so a Graph that names a kind makes kro watch it. Before
-a pass declares a read to the watch coordinator, kro asks the API server, as the Graph's
-ServiceAccount (a SelfSubjectAccessReview through the impersonated client), whether that
-ServiceAccount may `watch` the kind in that namespace. When it may not (or the question goes
-unanswered), the watch is not registered: the pass still reads and applies (as the
-ServiceAccount, which the API server judges), but changes to that kind no longer bring the
-Graph back by themselves; this is logged as degraded drift detection, and the Graph is looked
-at again a minute later (`skipped`), so a permission granted later is picked up without an
-edit. A yes is kept for a minute (`AccessAnswers`), so a converged Graph asks nothing new.
+kro's watches run as kro, cluster-wide. Before a pass declares a read, kro asks (a
+SelfSubjectAccessReview as the Graph's ServiceAccount) whether it may `watch` the kind there.
+If not, the watch is not registered: the pass still reads and applies as the ServiceAccount,
+but changes no longer bring the Graph back, so it is looked at again a minute later
+(`skipped`) and a later grant is picked up without an edit. A yes is kept for a minute.
 """
 
 from __future__ import annotations

@@ -1,20 +1,12 @@
 """kro.controllers.instance.draining: the instances of a deleted RGD, until none is left.
 
-Upstream kro deregisters an RGD's instance controller the moment the RGD is deleted (P-11) and,
-by default, keeps the CRD: the instances stay, still `ACTIVE` and `Ready=True` although nobody
-reconciles them, and deleting one hangs on its `kro.run/finalizer` forever. kro instead keeps
-the kind registered with this reconciler until its last instance is gone (see `kro.controllers.
-rgd`). It serves exactly two things and needs no graph for either:
-
-* every live instance says so: `InstanceManaged=False`, reason `ResourceGraphDefinitionDeleted`,
-  a message naming the RGD and what to do, so root `Ready=False` and `state=ERROR`; children
-  are neither applied nor pruned, and their watches are dropped;
-* deleting an instance works as always (§1.L: it reads only the ApplySet inventory, D-02):
-  children go in reverse waves, then the finalizer.
-
-Every time an instance is gone, `on_instance_gone()` tells the RGD controller, which
-deregisters the kind once none is left. A re-created RGD's normal reconciler, registered over
-this one, takes the instances back (InstanceManaged=True again).
+Upstream deregisters an RGD's instance controller the moment the RGD is deleted (P-11) and
+keeps the CRD: instances stay `Ready=True` with nobody reconciling them, and deleting one hangs
+on its finalizer forever. Here the kind stays registered with this reconciler, which needs no
+graph: a live instance says `InstanceManaged=False`, reason `ResourceGraphDefinitionDeleted`
+(children neither applied nor pruned), and deleting one works as always (D-02). Each instance
+gone calls `on_instance_gone()`, so the RGD controller deregisters the kind once none is left;
+a re-created RGD's reconciler, registered over this one, takes the instances back.
 """
 
 from __future__ import annotations

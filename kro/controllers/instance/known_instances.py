@@ -1,16 +1,10 @@
 """kro.controllers.instance.known_instances: the instance as our own last write left it.
 
-Why: every pass starts with a GET of its instance, because the instance informer holds metadata
-only and a pass needs the spec. But the pass that just ran holds the whole instance as the API
-server answered its last write: when the informer shows the instance still at that answer's
-resourceVersion (or an older one: it has yet to deliver our own write), nobody has written it
-since, so that answer *is* the instance, and the next pass needs no GET (a new instance of five
-ConfigMaps converges in two or three passes: one or two GETs saved).
-
-Only instances whose last pass did not settle are kept (a settled one costs nothing already,
-kro.controllers.settled), each until its next pass takes it, without managedFields: the memory
-is bounded by the instances in flight. A cache that cannot tell, or shows another version,
-means a GET as before.
+Why: a pass starts with a GET of its instance (the informer holds metadata only). When the
+informer still shows the resourceVersion of our last write's answer (or an older one), nobody
+wrote it since, so that answer *is* the instance and the GET is saved (one or two per new
+instance). Kept only for instances whose last pass did not settle, until their next pass, so
+the memory is bounded by the instances in flight.
 """
 
 from __future__ import annotations
