@@ -123,7 +123,7 @@ async def test_apply_records_inventory_labels_and_field_managers(
     parent = await _parent(client, ns)
     objs = [_configmap(ns, "a"), _configmap(ns, "b"), _deployment(ns, "web")]
     result = await applier.apply(parent, CONFIGMAPS, [await _desired(client, o) for o in objs])
-    assert result.errors == ()
+    assert not result.has_errors
     assert all(r.changed for r in result.resources)
 
     set_id = applyset_id(name="parent", namespace=ns, kind="ConfigMap", group="")
@@ -175,7 +175,7 @@ async def test_prune_deletes_the_dropped_child_and_shrinks_the_inventory(
         full.parent_obj, CONFIGMAPS, [await _desired(client, _configmap(ns, "keep"))]
     )
     pruned = await prune(client, shrunk, positions=positions, all_resolved=True)
-    assert pruned.clean
+    assert (pruned.skipped, pruned.conflicts, pruned.failures) == (False, (), ())
     assert sorted(ref.name for ref in pruned.deleted) == ["drop", "web"]
     with pytest.raises(NotFound):
         await client.get(CONFIGMAPS, "drop", namespace=ns)
@@ -211,7 +211,7 @@ async def test_deletion_goes_wave_by_wave(client: Client, kube_namespace: str) -
         _deployment(ns, "web", order=3),
     ]
     result = await applier.apply(parent, CONFIGMAPS, [await _desired(client, o) for o in objs])
-    assert result.errors == ()
+    assert not result.has_errors
     # someone else's finalizer holds wave 2: wave 1 must wait for it
     await client.patch(CONFIGMAPS, "middle", {"metadata": {"finalizers": [HOLD]}}, namespace=ns)
     await client.patch(
@@ -302,5 +302,5 @@ async def test_an_object_of_another_applyset_is_not_taken_over(
         second.parent_obj, CONFIGMAPS, [await _desired(client, _configmap(ns, "own"))]
     )
     pruned = await prune(client, alone, positions={}, all_resolved=True)
-    assert pruned.clean
+    assert (pruned.skipped, pruned.conflicts, pruned.failures) == (False, (), ())
     assert pruned.deleted == ()  # the first ApplySet's object is not a member of the second

@@ -156,10 +156,6 @@ class ApplyResult:
     parent_written: bool = False
 
     @property
-    def errors(self) -> tuple[AppliedResource, ...]:
-        return tuple(r for r in self.resources if r.error is not None)
-
-    @property
     def has_errors(self) -> bool:
         return any(r.error is not None for r in self.resources)
 
@@ -172,9 +168,6 @@ class ApplyResult:
     def applied_uids(self) -> frozenset[str]:
         """UIDs of every member this pass applied or confirmed; prune keeps exactly these."""
         return frozenset(r.uid for r in self.resources if r.error is None and r.uid)
-
-    def get(self, resource_id: str) -> AppliedResource | None:
-        return next((r for r in self.resources if r.resource_id == resource_id), None)
 
 
 @dataclass(frozen=True, kw_only=True)

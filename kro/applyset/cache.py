@@ -55,9 +55,6 @@ class AppliedCache:
         self._fact: Fact[str] = Fact(fact, max_entries, exact=True)
         self.memory = memory if memory is not None else ObjectMemory()
 
-    def __len__(self) -> int:
-        return self.memory.size(self._fact)
-
     def is_current(self, live: Mapping[str, Any], body_digest: str) -> bool:
         """Whether `live` is exactly what our last apply of this digest left behind."""
         uid, version = _uid_and_version(live)
@@ -75,6 +72,3 @@ class AppliedCache:
         if not uid or not version:
             return
         self.memory.remember(self._fact, uid, version, body_digest)
-
-    def forget(self, uid: str) -> None:
-        self.memory.forget(self._fact, uid)

@@ -119,9 +119,6 @@ class FieldContests:
         self._clock = clock
         self._objects: dict[str, _Object] = {}
 
-    def __len__(self) -> int:
-        return len(self._objects)
-
     def review(
         self, resource_id: str, body: Mapping[str, Any], live: Mapping[str, Any] | None
     ) -> Review:

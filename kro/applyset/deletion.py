@@ -73,15 +73,6 @@ class DeletionProgress:
     failures: tuple[Failure, ...] = ()
     remaining: int = 0
 
-    @property
-    def message(self) -> str:
-        """The requeue reason upstream reports (D-04)."""
-        if self.done:
-            return "all resources deleted"
-        if self.wave is None:
-            return "releasing orphaned resources"
-        return f"deleting apply-order wave {self.wave}"
-
 
 @dataclass(frozen=True, slots=True)
 class DeletionPlan:

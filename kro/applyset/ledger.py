@@ -49,9 +49,6 @@ class MemberLedger:
         self.memory = memory if memory is not None else ObjectMemory()
         self._epoch = 0
 
-    def __len__(self) -> int:
-        return self.memory.size(self._fact)
-
     def epoch(self, epoch: int) -> None:
         """Forget every ApplySet when `epoch` (the shard ranges' version) moved: what was known
         may have changed under another replica meanwhile."""

@@ -58,10 +58,6 @@ class PruneResult:
     inventory: Inventory | None = None
 
     @property
-    def clean(self) -> bool:
-        return not self.skipped and not self.conflicts and not self.failures
-
-    @property
     def changed(self) -> bool:
         """Something was deleted or released (the caller's "cluster mutated")."""
         return bool(self.deleted or self.released)

@@ -174,7 +174,7 @@ async def test_object_of_another_applyset_is_not_written(
     assert b.changed
     assert not any(w.endswith("/configmaps/taken") for w in writes(api))
     assert result.has_errors
-    assert result.errors == (taken,)
+    assert [r for r in result.resources if r.error is not None] == [taken]
 
 
 async def test_unlabelled_existing_object_is_adopted(api: FakeApiServer, applier: Applier) -> None:
@@ -248,8 +248,7 @@ async def test_api_errors_are_per_resource(api: FakeApiServer, applier: Applier)
     assert isinstance(bad.error, Invalid)
     assert ok.error is None
     assert live(api, CONFIGMAPS, "ok", NS) is not None
-    assert result.get("bad") is bad
-    assert result.get("nope") is None
+    assert [r.resource_id for r in result.resources] == ["bad", "ok"]
 
 
 def test_desired_validates_its_identity() -> None:
