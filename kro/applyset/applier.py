@@ -33,7 +33,7 @@ from kro.api.names import (
     LABEL_APPLYSET_PART_OF,
 )
 from kro.api.objects import metadata as _meta
-from kro.applyset.cache import AppliedCache, digest
+from kro.applyset.cache import AppliedCache, already_applied, digest
 from kro.applyset.contest import Contest, FieldContests, Review, without_paths
 from kro.applyset.errors import ApplySetError, DuplicateResources, OwnershipConflict
 from kro.applyset.inventory import (
@@ -47,7 +47,6 @@ from kro.applyset.inventory import (
 )
 from kro.applyset.ledger import MemberLedger
 from kro.applyset.members import run_all
-from kro.applyset.noop import already_applied
 from kro.runtime.client import Client
 from kro.runtime.errors import KubeError
 from kro.runtime.gvk import GVK, GVR

@@ -1,30 +1,39 @@
-"""kro.applyset.cache: what we last applied to each object, to skip no-op applies (one fact of
-kro's one skip memory, kro.runtime.memory).
+"""kro.applyset.cache: knowing that an apply would change nothing, to skip it: from memory
+(`AppliedCache`, one fact of kro's one skip memory, kro.runtime.memory) or by proof from the
+live object alone (`already_applied`).
 
 Why: kro re-applies the full desired state of every child on every reconcile (drift
 correction, R-20). An apply of unchanged content changes nothing but is still a write request
 through admission, and a steady-state cluster should cost zero writes.
 
-The proof: after our apply of body B returned an object at resourceVersion R, an object still
+The memory: after our apply of body B returned an object at resourceVersion R, an object still
 at R has not been written by anyone since, so it holds exactly what applying B produced, with
 our field manager owning B's fields; applying B again would change nothing. A foreign edit, a
 re-creation (new UID) or a change of B (new digest) breaks the match. Keyed by UID with the
 version in the entry, so a newer apply replaces the stale one; bounded LRU, in memory only
 (forgetting costs one redundant apply). The same entries tell a reader, without a request, what
 the server answered to kro's last apply of an object (`applied_version`).
+
+The proof, for what the memory lost (a restarted controller would re-apply every child of every
+converged instance once): our field manager's managedFields entry (operation Apply) lists the
+fields our last apply set; if that set equals the body's, a new apply neither adds nor removes
+a field of ours, and if every value of the body is already what the object holds, it changes no
+value. The comparison is strict (no quantity or type normalisation, same list lengths): whenever
+it cannot prove the no-op it says no, so a wrong "no" costs one write and a "yes" is sound.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import orjson
 
+from kro.applyset.contest import PathKey, holds, value_at
 from kro.runtime.memory import Fact, ObjectMemory
 
-__all__ = ["AppliedCache", "digest"]
+__all__ = ["AppliedCache", "already_applied", "digest"]
 
 
 def digest(body: Mapping[str, Any]) -> str:
@@ -72,3 +81,58 @@ class AppliedCache:
         if not uid or not version:
             return
         self.memory.remember(self._fact, uid, version, body_digest)
+
+
+_IDENTITY: frozenset[PathKey] = frozenset(
+    {("f:apiVersion",), ("f:kind",), ("f:metadata", "f:name"), ("f:metadata", "f:namespace")}
+)
+"""Fields an apply body names but managedFields never lists (the object's identity)."""
+
+
+def _body_paths(value: Any, atomic: frozenset[PathKey], path: PathKey = ()) -> Iterator[PathKey]:
+    """Leaf paths of a body; a list is a leaf (managedFields keys its items, we compare the
+    list as a whole), and so is a map the server keeps as one value (`atomic`)."""
+    if isinstance(value, Mapping) and value and path not in atomic:
+        for key, child in value.items():
+            yield from _body_paths(child, atomic, (*path, f"f:{key}"))
+    else:
+        yield path
+
+
+def _field_paths(fields: Mapping[str, Any], path: PathKey = ()) -> Iterator[PathKey]:
+    """Leaf paths of a FieldsV1 set, lists (k:, i:, v: children) cut at the list itself."""
+    named = [key for key in fields if key.startswith("f:")]
+    if not named:
+        yield path
+        return
+    for key in named:
+        child = fields[key]
+        yield from _field_paths(child if isinstance(child, Mapping) else {}, (*path, key))
+
+
+def already_applied(
+    live: Mapping[str, Any], body: Mapping[str, Any], manager: str, subresource: str = ""
+) -> bool:
+    """Whether a server-side apply of `body` by `manager` (through `subresource`, e.g. a
+    Graph's status patch) would leave `live` unchanged."""
+    entries = [
+        entry
+        for entry in (live.get("metadata") or {}).get("managedFields") or []
+        if entry.get("manager") == manager
+        and entry.get("operation") == "Apply"
+        and (entry.get("subresource") or "") == subresource
+    ]
+    if len(entries) != 1 or not isinstance(entries[0].get("fieldsV1"), Mapping):
+        return False
+    owned = frozenset(_field_paths(entries[0]["fieldsV1"]))
+    # A map listed without its keys is atomic (a Deployment's selector, a Service's): owned
+    # as one value, so it must equal ours exactly, not merely contain it.
+    atomic = frozenset(
+        p for p in owned if isinstance(value_at(body, p), Mapping) and value_at(body, p)
+    )
+    wanted = set(_body_paths(body, atomic)) - _IDENTITY
+    return (
+        owned == wanted
+        and holds(live, body)
+        and all(value_at(live, p) == value_at(body, p) for p in atomic)
+    )
