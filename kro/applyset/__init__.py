@@ -47,10 +47,10 @@ from kro.applyset.inventory import project as project
 from kro.applyset.inventory import read_inventory as read_inventory
 from kro.applyset.inventory import render as render
 from kro.applyset.inventory import tooling_for as tooling_for
-from kro.applyset.ledger import MemberLedger as MemberLedger
 from kro.applyset.members import Failure as Failure
 from kro.applyset.members import Member as Member
 from kro.applyset.members import list_members as list_members
+from kro.applyset.prune import MemberLedger as MemberLedger
 from kro.applyset.prune import orphan_waves as orphan_waves
 from kro.applyset.prune import prune as prune
 from kro.runtime.objectref import ObjectRef as ObjectRef

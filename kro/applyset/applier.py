@@ -45,8 +45,8 @@ from kro.applyset.inventory import (
     read_inventory,
     render,
 )
-from kro.applyset.ledger import MemberLedger
 from kro.applyset.members import run_all
+from kro.applyset.prune import MemberLedger
 from kro.runtime.client import Client
 from kro.runtime.errors import KubeError
 from kro.runtime.gvk import GVK, GVR
@@ -223,7 +223,7 @@ class Applier:
         self.memory = memory if memory is not None else ObjectMemory()
         self._cache = AppliedCache(memory=self.memory)
         self.members = MemberLedger(memory=self.memory)
-        """What this process knows of each ApplySet's members (kro.applyset.ledger)."""
+        """What this process knows of each ApplySet's members (kro.applyset.prune)."""
         self._contests = FieldContests(FIELD_MANAGER_APPLYSET)
 
     @property
