@@ -28,8 +28,16 @@ import structlog
 from kro.api.names import ANNOTATION_APPLY_ORDER, LABEL_APPLYSET_ID
 from kro.applyset.errors import InvalidInventory
 from kro.applyset.inventory import Parent, read_inventory
-from kro.applyset.members import Failure, Member, delete_member, list_members, settle
-from kro.applyset.release import ON_DELETION, is_orphaned, release_member
+from kro.applyset.members import (
+    ON_DELETION,
+    Failure,
+    Member,
+    delete_member,
+    is_orphaned,
+    list_members,
+    release_member,
+    settle,
+)
 from kro.runtime.client import Client
 from kro.runtime.gvk import GVR
 from kro.runtime.objectref import ObjectRef

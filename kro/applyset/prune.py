@@ -10,7 +10,7 @@ Orphans are deleted in waves by the caller's topological positions, highest firs
 whose `kro.run/node-id` the caller does not know (node removed) before all others: dependents
 before their dependencies. Unlike deletion (D-04) a wave does not wait for the previous one to
 disappear; the DELETEs are merely issued in that order. An orphan that says
-`deletionPolicy: Orphaned` is released instead (kro.applyset.release, V-34).
+`deletionPolicy: Orphaned` is released instead (kro.applyset.members, V-34).
 
 After a clean prune (nothing conflicted or failed) the result carries the batch's inventory
 for the caller to write with `Applier.ensure_inventory`: only then may the parent forget kinds
@@ -45,8 +45,16 @@ import structlog
 
 from kro.api.names import LABEL_NODE_ID
 from kro.applyset.inventory import Inventory
-from kro.applyset.members import Failure, Member, delete_member, list_members, settle
-from kro.applyset.release import ON_PRUNE, is_orphaned, release_member
+from kro.applyset.members import (
+    ON_PRUNE,
+    Failure,
+    Member,
+    delete_member,
+    is_orphaned,
+    list_members,
+    release_member,
+    settle,
+)
 from kro.runtime.client import Client
 from kro.runtime.memory import UNVERSIONED, Fact, ObjectMemory
 from kro.runtime.objectref import ObjectRef

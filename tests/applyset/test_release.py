@@ -26,8 +26,8 @@ from applyset_fakes import (
 
 from kro.applyset import Applier, Member, ObjectRef, delete_next_wave, list_members, prune
 from kro.applyset.inventory import Parent, read_inventory
-from kro.applyset.members import Outcome
-from kro.applyset.release import (
+from kro.applyset.members import (
+    Outcome,
     claim_keys,
     is_orphaned,
     release_member,
