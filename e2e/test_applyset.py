@@ -150,15 +150,16 @@ async def test_steady_state_writes_nothing(client: Client, kube_namespace: str) 
     parent = await _parent(client, ns)
     objs = [_configmap(ns, "a"), _configmap(ns, "b")]
     first = await applier.apply(parent, CONFIGMAPS, [await _desired(client, o) for o in objs])
-    assert first.parent_written
+    rv = first.parent_obj["metadata"]["resourceVersion"]
+    assert rv != parent["metadata"]["resourceVersion"]  # the inventory was written
     parent_now = await client.get(CONFIGMAPS, "parent", namespace=ns)
     set_id = applyset_id(name="parent", namespace=ns, kind="ConfigMap", group="")
     before = await _applyset_versions(client, ns, set_id)
     assert sorted(before) == ["a", "b", "parent"]
     second = await applier.apply(parent_now, CONFIGMAPS, [await _desired(client, o) for o in objs])
-    assert not second.parent_written
+    assert second.parent_obj["metadata"]["resourceVersion"] == rv  # not written again
     assert [r.skipped for r in second.resources] == [True, True]
-    assert not second.changed
+    assert not any(r.changed for r in second.resources)
     assert await _applyset_versions(client, ns, set_id) == before  # nothing of it was written
 
 

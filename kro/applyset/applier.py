@@ -104,11 +104,6 @@ class Desired:
         """metadata.namespace for namespaced kinds, "" for cluster-scoped ones."""
         return str(_meta(self.obj).get("namespace") or "") if self.namespaced else ""
 
-    @property
-    def key(self) -> tuple[str, str, str, str, str, str]:
-        gvk = self.gvk
-        return (gvk.group, gvk.version, gvk.kind, self.cluster, self.namespace, self.name)
-
 
 @dataclass(frozen=True, slots=True)
 class AppliedResource:
@@ -152,16 +147,10 @@ class ApplyResult:
     inventory: Inventory
     batch_inventory: Inventory
     resources: tuple[AppliedResource, ...]
-    parent_written: bool = False
 
     @property
     def has_errors(self) -> bool:
         return any(r.error is not None for r in self.resources)
-
-    @property
-    def changed(self) -> bool:
-        """Some child was created or modified (the caller's "cluster mutated")."""
-        return any(r.changed for r in self.resources)
 
     @property
     def applied_uids(self) -> frozenset[str]:
@@ -193,7 +182,6 @@ def combined(results: Sequence[ApplyResult]) -> ApplyResult:
         inventory=last.inventory,
         batch_inventory=reduce(Inventory.union, (r.batch_inventory for r in results)),
         resources=tuple(r for result in results for r in result.resources),
-        parent_written=any(r.parent_written for r in results),
     )
 
 
@@ -202,7 +190,9 @@ def check_duplicates(desired: Sequence[Desired]) -> None:
     seen: dict[tuple[str, str, str, str, str, str], str] = {}
     conflicts: list[tuple[str, str]] = []
     for item in desired:
-        first = seen.setdefault(item.key, item.resource_id)
+        gvk = item.gvk
+        key = (gvk.group, gvk.version, gvk.kind, item.cluster, item.namespace, item.name)
+        first = seen.setdefault(key, item.resource_id)
         if first != item.resource_id:
             conflicts.append((item.resource_id, first))
     if conflicts:
@@ -280,7 +270,6 @@ class Applier:
             inventory=projected,
             batch_inventory=batch,
             resources=tuple(resources),
-            parent_written=written is not None,
         )
 
     async def ensure_inventory(

@@ -121,7 +121,7 @@ async def plan_next_wave(
     try:
         inventory = read_inventory(parent_obj, parent)
     except InvalidInventory as err:
-        raise err.within(VALIDATE_CONTEXT) from err
+        raise InvalidInventory(key=err.key, reason=err.reason, context=VALIDATE_CONTEXT) from err
     if inventory is None:
         raise InvalidInventory(
             key=LABEL_APPLYSET_ID,

@@ -58,7 +58,6 @@ __all__ = [
     "Member",
     "Outcome",
     "Settled",
-    "claim_keys",
     "delete_member",
     "is_orphaned",
     "list_members",
@@ -201,11 +200,10 @@ async def resolve_group_kind(client: Client, gk: GroupKind) -> ResourceInfo | No
             for info in await mapper.resources():
                 if info.gvk.group == gk.group and info.gvk.kind == gk.kind:
                     return info
-            if attempt:
-                log.debug("applyset.group_kind_not_served", group_kind=str(gk))
-                return None
-            mapper.invalidate()
-    raise AssertionError("unreachable")
+            if not attempt:
+                mapper.invalidate()
+    log.debug("applyset.group_kind_not_served", group_kind=str(gk))
+    return None
 
 
 async def list_members(
@@ -269,24 +267,18 @@ def _kro_key(key: str) -> bool:
     return key.startswith(RESERVED_LABEL_PREFIXES)
 
 
-def claim_keys(
-    labels: Mapping[str, str], annotations: Mapping[str, str]
-) -> tuple[list[str], list[str]]:
-    """(labels, annotations) that state kro's claim on an object, sorted (V-35)."""
-    label_keys = [
+def release_patch(member: Member) -> dict[str, object] | None:
+    """The merge patch that releases `member`: the labels and annotations that state kro's
+    claim on it, nulled (V-35; None: there are none). The resourceVersion in it makes the API
+    server refuse the patch if the object changed since it was listed."""
+    labels = [
         key
-        for key, value in labels.items()
+        for key, value in sorted(member.labels.items())
         if _kro_key(key)
         or key == LABEL_APPLYSET_PART_OF
         or (key == LABEL_MANAGED_BY and value == MANAGED_BY_VALUE)
     ]
-    return sorted(label_keys), sorted(k for k in annotations if _kro_key(k))
-
-
-def release_patch(member: Member) -> dict[str, object] | None:
-    """The merge patch that releases `member` (None: nothing to remove). The resourceVersion
-    in it makes the API server refuse the patch if the object changed since it was listed."""
-    labels, annotations = claim_keys(member.labels, member.annotations)
+    annotations = sorted(k for k in member.annotations if _kro_key(k))
     if not labels and not annotations:
         return None
     metadata: dict[str, object] = {

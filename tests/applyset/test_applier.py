@@ -78,7 +78,7 @@ async def test_first_apply_writes_inventory_then_children(
     )
     assert annotations[ANNOTATION_APPLYSET_ADDITIONAL_NAMESPACES] == "other"
     assert FIELD_MANAGER_APPLYSET_PARENT in _managers(stored)
-    assert result.parent_written
+    assert result.parent_obj["metadata"]["resourceVersion"] != parent["metadata"]["resourceVersion"]
     assert (
         result.parent_obj["metadata"]["resourceVersion"] == (stored["metadata"]["resourceVersion"])
     )
@@ -107,7 +107,7 @@ async def test_second_identical_pass_sends_no_write(api: FakeApiServer, applier:
     assert [r.method for r in api.requests[before:]] == []
     assert second.resources[0].skipped
     assert not second.resources[0].changed
-    assert not second.parent_written
+    assert second.parent_obj == first.parent_obj  # as given: the parent was not written
     assert second.applied_uids == first.applied_uids
 
 

@@ -28,7 +28,6 @@ from kro.applyset import Applier, Member, ObjectRef, delete_next_wave, list_memb
 from kro.applyset.inventory import Parent, read_inventory
 from kro.applyset.members import (
     Outcome,
-    claim_keys,
     is_orphaned,
     release_member,
     release_patch,
@@ -67,6 +66,13 @@ def _member(labels: dict[str, str], annotations: dict[str, str], *, version: str
     return Member(
         ref, GVK("", "v1", "ConfigMap"), labels, annotations, False, resource_version=version
     )
+
+
+def claim_keys(labels: dict[str, str], annotations: dict[str, str]) -> tuple[list[str], list[str]]:
+    """The (labels, annotations) the release patch of such a member nulls, in its order."""
+    patch: dict[str, Any] = release_patch(_member(labels, annotations)) or {"metadata": {}}
+    nulled = patch["metadata"]
+    return list(nulled.get("labels") or {}), list(nulled.get("annotations") or {})
 
 
 def test_release_removes_exactly_kros_keys() -> None:
