@@ -11,18 +11,14 @@ UID and deletionTimestamp are all either needs) unless the caller reads the bodi
 A recorded group-kind the server no longer serves (its CRD was removed) cannot have members:
 it is skipped after one forced discovery refresh, so a stale cache cannot hide live members.
 
-Release (deletionPolicy, V-33..V-35): a member whose live object carries
-`internal.kro.run/deletion-policy: Orphaned` (exactly that value: the object decides, not the
-RGD, so a changed policy takes effect once an apply records it) is released wherever kro would
-otherwise delete it: when its owner is deleted (kro.applyset.deletion) and when it is pruned
-(kro.applyset.prune). Releasing removes kro's claim and nothing else: every label and
-annotation under `kro.run/` or `internal.kro.run/`, the ApplySet `part-of` label (so no list of
-the ApplySet finds it again), and `app.kubernetes.io/managed-by` when it says `kro`. The
-author's keys, spec, data and `metadata.ownerReferences` stay (ownerReferences pointing at the
-owner still let the garbage collector delete the object). The write is a merge patch of exactly
-those keys carrying the listed resourceVersion, so a member changed since it was listed is a
-conflict, looked at again on the next pass; one already gone is released; one with nothing of
-kro's on it is not written at all.
+Release (deletionPolicy, V-33..V-35, docs/compatibility.md): a member whose live object says
+`internal.kro.run/deletion-policy: Orphaned` (exactly that: the object decides, not the RGD, so
+a changed policy takes effect once an apply records it) is released wherever kro would delete
+it, by deletion and by prune. Releasing removes kro's claim (`release_patch`; with the part-of
+label gone no list of the ApplySet finds it again) and nothing else: ownerReferences stay, so
+one pointing at the owner still lets the garbage collector delete the object. The merge patch
+carries the listed resourceVersion: a member changed since it was listed is a conflict, looked
+at again on the next pass; one already gone is released; one without kro's keys is not written.
 """
 
 from __future__ import annotations

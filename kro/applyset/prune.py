@@ -16,20 +16,16 @@ After a clean prune (nothing conflicted or failed) the result carries the batch'
 for the caller to write with `Applier.ensure_inventory`: only then may the parent forget kinds
 and namespaces (N-11). A conflict or failure keeps the superset so the next pass retries.
 
-The prune's list finds, on a converging instance, exactly what the pass applied, every time (a
-label-selector LIST per kind and namespace, which the API server answers by filtering every
-object of the kind in the namespace). `MemberLedger` skips it (one fact of kro's one skip
-memory, kro.runtime.memory): members are only ever made by kro's applies, so this process can
-know an ApplySet's complete member set: none for one whose empty inventory kro has just written
-(`started`); exactly what a pass applied after a clean prune, or one skipped on the ledger's
-word (`settled`); what was known plus what a pass that could not prune applied, kept only when
-that is the known set or the ApplySet is new (`unpruned`). A pass that applies exactly that set
-(same UIDs) skips the list; any other lists as before. Kept per ApplySet: a 16-byte digest of
-the sorted UIDs, or "started"; bounded LRU, in memory only: forgetting, or a restart, costs one
-list. `epoch` forgets everything when the replica's shard ranges change (kro.runtime.sharding):
-another replica may have changed the members meanwhile. What it cannot see: an object someone
-else labels with the ApplySet's id, or an orphan of a parent whose finalizer was removed by
-hand, created again under the same name. Those are pruned at the next list.
+The prune's list (a label-selector LIST per kind and namespace, which the API server answers
+by filtering every object of the kind in the namespace) finds, on a converging instance,
+exactly what the pass applied. `MemberLedger` (one fact of kro's one skip memory,
+kro.runtime.memory) skips it: members are only ever made by kro's applies, so this process can
+know an ApplySet's complete member set (its methods say when), and a pass that applies exactly
+that set (same UIDs) does not list. Kept per ApplySet: a 16-byte digest of the sorted UIDs, or
+"started"; bounded LRU, in memory only (forgetting, or a restart, costs one list); `epoch`
+forgets all when the replica's shard ranges change (kro.runtime.sharding). What it cannot see
+(an object someone else labels with the ApplySet's id, an orphan of a parent whose finalizer
+was removed by hand created again under the same name) is pruned at the next list.
 """
 
 from __future__ import annotations
