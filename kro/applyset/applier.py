@@ -12,9 +12,8 @@ Order of a pass, and why:
    ApplySet is reported and left alone; one without the label is adopted (N-13).
 
 Results are per resource: one failure does not stop the others (N-36), and the caller decides
-(prune only after a clean pass, R-13). Steady state costs zero writes: a child whose live
-resourceVersion is the one our identical previous apply produced is skipped (`cache`), and the
-parent write is skipped when the parent already carries the projected inventory.
+(prune only after a clean pass, R-13). Steady state costs zero writes: an unchanged child is
+not applied (kro.applyset.cache), nor a parent that already carries the projected inventory.
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ from kro.api.names import (
     LABEL_APPLYSET_PART_OF,
 )
 from kro.api.objects import metadata as _meta
-from kro.applyset.cache import AppliedCache, already_applied, digest
+from kro.applyset.cache import AppliedCache, already_applied, digest, uid_and_version
 from kro.applyset.contest import Contest, FieldContests, Review, without_paths
 from kro.applyset.errors import ApplySetError, DuplicateResources, OwnershipConflict
 from kro.applyset.inventory import (
@@ -162,9 +161,8 @@ class ApplyResult:
 class ApplierOptions:
     """tooling: the `applyset.kubernetes.io/tooling` value, `kro/<version>` (`tooling_for`).
     concurrency: the most applies of one batch in flight at once (`--apply-concurrency`,
-        default 20 as upstream; 0 or less means 20). Upstream applies a graph's nodes one after
-        another and the items of one collection at most this many at a time; here the whole
-        batch shares the bound, so no more requests are in flight than upstream allows."""
+        default 20 as upstream; 0 or less means 20): the whole batch shares the bound, so no
+        more requests are in flight than upstream allows for one collection (V-09)."""
 
     tooling: str
     concurrency: int = DEFAULT_APPLY_CONCURRENCY
@@ -224,8 +222,7 @@ class Applier:
         """Whether `live`, even without its managedFields or content, is exactly what our
         last apply of it left (same uid and resourceVersion) with no contested field: then
         the skip decision and a metadata read need nothing more of it (kro.applyset.cache)."""
-        meta = _meta(live)
-        uid, version = str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")
+        uid, version = uid_and_version(live)
         known = self._cache.applied_version(uid)
         return bool(version) and known == version and not self._contests.tracks(uid)
 

@@ -33,7 +33,7 @@ import orjson
 from kro.applyset.contest import PathKey, holds, value_at
 from kro.runtime.memory import Fact, ObjectMemory
 
-__all__ = ["AppliedCache", "already_applied", "digest"]
+__all__ = ["AppliedCache", "already_applied", "digest", "uid_and_version"]
 
 
 def digest(body: Mapping[str, Any]) -> str:
@@ -41,14 +41,13 @@ def digest(body: Mapping[str, Any]) -> str:
     return hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
-def _uid_and_version(obj: Mapping[str, Any]) -> tuple[str, str]:
+def uid_and_version(obj: Mapping[str, Any]) -> tuple[str, str]:
     meta = obj.get("metadata") or {}
     return str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")
 
 
 class AppliedCache:
-    """uid -> (resourceVersion after our apply, digest of the body applied), as the `APPLIED`
-    fact of one `ObjectMemory` (kro.runtime.memory): exact versions only."""
+    """uid -> (resourceVersion after our apply, digest of the body applied); exact versions."""
 
     def __init__(
         self,
@@ -66,7 +65,7 @@ class AppliedCache:
 
     def is_current(self, live: Mapping[str, Any], body_digest: str) -> bool:
         """Whether `live` is exactly what our last apply of this digest left behind."""
-        uid, version = _uid_and_version(live)
+        uid, version = uid_and_version(live)
         if not uid or not version:
             return False
         return self.memory.recall(self._fact, uid, version) == body_digest
@@ -77,7 +76,7 @@ class AppliedCache:
 
     def remember(self, applied: Mapping[str, Any], body_digest: str) -> None:
         """Record the server's answer to our apply of the body with `body_digest`."""
-        uid, version = _uid_and_version(applied)
+        uid, version = uid_and_version(applied)
         if not uid or not version:
             return
         self.memory.remember(self._fact, uid, version, body_digest)

@@ -160,8 +160,7 @@ class FieldContests:
             tracked.last_round = now
             if tracked.rounds == 1:
                 tracked.first_round = now
-            if tracked.rounds >= self._policy.limit:
-                tracked.yielded = True
+            tracked.yielded = tracked.rounds >= self._policy.limit
         for path, tracked in state.fields.items():
             if tracked.yielded:
                 omit.append(path)

@@ -125,10 +125,8 @@ def inventory_hash(set_id: str, group_kinds: Iterable[GroupKind], namespaces: It
 
 @dataclass(frozen=True, slots=True)
 class Parent:
-    """The ApplySet parent (for kro: the instance) — enough to name, list for and write it.
-
-    namespace is "" for a cluster-scoped parent.
-    """
+    """The ApplySet parent (for kro: the instance) — enough to name, list for and write it;
+    namespace is "" for a cluster-scoped parent."""
 
     gvr: GVR
     gvk: GVK

@@ -27,7 +27,7 @@ import asyncio
 import enum
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import structlog
 
@@ -78,21 +78,19 @@ async def run_all(
     is awaited (cancelling the caller cancels them all), then the first failure is raised as
     itself; calls that report per-resource errors catch them inside.
     """
-    gate = asyncio.Semaphore(limit) if limit is not None and limit > 0 else None
+    named = list(calls)
+    gate = asyncio.Semaphore(limit if limit is not None and limit > 0 else max(len(named), 1))
 
     async def bounded(coro: Coroutine[Any, Any, T]) -> T:
-        if gate is None:
-            return await coro
         async with gate:
             return await coro
 
-    tasks = [asyncio.create_task(bounded(coro), name=name) for name, coro in calls]
-    out: list[T] = []
-    for result in await asyncio.gather(*tasks, return_exceptions=True):
+    tasks = [asyncio.create_task(bounded(coro), name=name) for name, coro in named]
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    for result in results:
         if isinstance(result, BaseException):
             raise result
-        out.append(result)
-    return out
+    return cast("list[T]", results)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,10 +22,9 @@ exactly what the pass applied. `MemberLedger` (one fact of kro's one skip memory
 kro.runtime.memory) skips it: members are only ever made by kro's applies, so this process can
 know an ApplySet's complete member set (its methods say when), and a pass that applies exactly
 that set (same UIDs) does not list. Kept per ApplySet: a 16-byte digest of the sorted UIDs, or
-"started"; bounded LRU, in memory only (forgetting, or a restart, costs one list); `epoch`
-forgets all when the replica's shard ranges change (kro.runtime.sharding). What it cannot see
-(an object someone else labels with the ApplySet's id, an orphan of a parent whose finalizer
-was removed by hand created again under the same name) is pruned at the next list.
+"started"; bounded LRU, in memory only (forgetting, or a restart, costs one list). What it
+cannot see (an object someone else labels with the ApplySet's id, an orphan of a parent whose
+finalizer was removed by hand created again under the same name) is pruned at the next list.
 """
 
 from __future__ import annotations
@@ -42,7 +41,6 @@ import structlog
 from kro.api.names import LABEL_NODE_ID
 from kro.applyset.inventory import Inventory
 from kro.applyset.members import (
-    ON_PRUNE,
     Failure,
     Member,
     delete_member,
@@ -70,9 +68,8 @@ def _digest(uids: Iterable[str]) -> bytes:
 
 
 class MemberLedger:
-    """ApplySet id -> what this process knows its complete member set to be: the `MEMBERS`
-    fact of one `ObjectMemory` (kro.runtime.memory). Unversioned: only kro's own applies and
-    prunes change an ApplySet's members, and this process sees each of its own."""
+    """ApplySet id -> what this process knows its complete member set to be. Unversioned: only
+    kro's own applies and prunes change an ApplySet's members, and this process sees them."""
 
     def __init__(self, max_entries: int = 16384, *, memory: ObjectMemory | None = None) -> None:
         if max_entries < 1:
@@ -82,8 +79,8 @@ class MemberLedger:
         self._epoch = 0
 
     def epoch(self, epoch: int) -> None:
-        """Forget every ApplySet when `epoch` (the shard ranges' version) moved: what was known
-        may have changed under another replica meanwhile."""
+        """Forget every ApplySet when `epoch` (the shard ranges' version, kro.runtime.sharding)
+        moved: what was known may have changed under another replica meanwhile."""
         if epoch != self._epoch:
             self.memory.clear(self._fact)
             self._epoch = epoch
@@ -188,7 +185,7 @@ async def prune(
         members = await list_members(client, result.parent, result.inventory)
     candidates = [m for m in members if m.ref.uid not in keep and not m.terminating]
     orphaned = [m for m in candidates if is_orphaned(m)]
-    releases = await settle(orphaned, partial(release_member, client, action=ON_PRUNE), "release")
+    releases = await settle(orphaned, partial(release_member, client), "release")  # as ON_PRUNE
     deleted: list[ObjectRef] = []
     conflicts: list[ObjectRef] = list(releases.conflicts)
     failures: list[Failure] = list(releases.failures)  # a release holds back no delete
