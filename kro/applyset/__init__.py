@@ -27,6 +27,7 @@ from kro.applyset.applier import Desired as Desired
 from kro.applyset.applier import check_duplicates as check_duplicates
 from kro.applyset.applier import combined as combined
 from kro.applyset.cache import AppliedCache as AppliedCache
+from kro.applyset.cache import MemberLedger as MemberLedger
 from kro.applyset.contest import Contest as Contest
 from kro.applyset.deletion import apply_order as apply_order
 from kro.applyset.deletion import delete_next_wave as delete_next_wave
@@ -50,7 +51,6 @@ from kro.applyset.inventory import tooling_for as tooling_for
 from kro.applyset.members import Failure as Failure
 from kro.applyset.members import Member as Member
 from kro.applyset.members import list_members as list_members
-from kro.applyset.prune import MemberLedger as MemberLedger
 from kro.applyset.prune import orphan_waves as orphan_waves
 from kro.applyset.prune import prune as prune
 from kro.runtime.objectref import ObjectRef as ObjectRef

@@ -32,7 +32,7 @@ from kro.api.names import (
     LABEL_APPLYSET_PART_OF,
 )
 from kro.api.objects import metadata as _meta
-from kro.applyset.cache import AppliedCache, already_applied, digest, uid_and_version
+from kro.applyset.cache import AppliedCache, MemberLedger, already_applied, digest, uid_and_version
 from kro.applyset.contest import Contest, FieldContests, Review, without_paths
 from kro.applyset.errors import ApplySetError, DuplicateResources, OwnershipConflict
 from kro.applyset.inventory import (
@@ -45,7 +45,6 @@ from kro.applyset.inventory import (
     render,
 )
 from kro.applyset.members import run_all
-from kro.applyset.prune import MemberLedger
 from kro.runtime.client import Client
 from kro.runtime.errors import KubeError
 from kro.runtime.gvk import GVK, GVR
@@ -211,7 +210,7 @@ class Applier:
         self.memory = memory if memory is not None else ObjectMemory()
         self._cache = AppliedCache(memory=self.memory)
         self.members = MemberLedger(memory=self.memory)
-        """What this process knows of each ApplySet's members (kro.applyset.prune)."""
+        """What this process knows of each ApplySet's members (kro.applyset.cache)."""
         self._contests = FieldContests(FIELD_MANAGER_APPLYSET)
 
     @property

@@ -1,6 +1,6 @@
-"""kro.applyset.cache: knowing that an apply would change nothing, to skip it: from memory
+"""kro.applyset.cache: knowing that work would change nothing, to skip it: an apply, from memory
 (`AppliedCache`, one fact of kro's one skip memory, kro.runtime.memory) or by proof from the
-live object alone (`already_applied`).
+live object alone (`already_applied`), and the prune's list (`MemberLedger`, another fact).
 
 Why: kro re-applies the full desired state of every child on every reconcile (drift
 correction, R-20). An apply of unchanged content changes nothing but is still a write request
@@ -20,20 +20,30 @@ fields our last apply set; if that set equals the body's, a new apply neither ad
 a field of ours, and if every value of the body is already what the object holds, it changes no
 value. The comparison is strict (no quantity or type normalisation, same list lengths): whenever
 it cannot prove the no-op it says no, so a wrong "no" costs one write and a "yes" is sound.
+
+The prune's list (a label-selector LIST per kind and namespace, which the API server answers
+by filtering every object of the kind in the namespace) finds, on a converging instance,
+exactly what the pass applied. Members are only ever made by kro's applies, so this process can
+know an ApplySet's complete member set (`MemberLedger`'s methods say when), and a pass that
+applies exactly that set (same UIDs) does not list. Kept per ApplySet: a 16-byte digest of the
+sorted UIDs, or "started"; bounded LRU, in memory only (forgetting, or a restart, costs one
+list). What it cannot see (an object someone else labels with the ApplySet's id, an orphan of a
+parent whose finalizer was removed by hand created again under the same name) is pruned at the
+next list (kro.applyset.prune).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import orjson
 
 from kro.applyset.contest import PathKey, holds, value_at
-from kro.runtime.memory import Fact, ObjectMemory
+from kro.runtime.memory import UNVERSIONED, Fact, ObjectMemory
 
-__all__ = ["AppliedCache", "already_applied", "digest", "uid_and_version"]
+__all__ = ["AppliedCache", "MemberLedger", "already_applied", "digest", "uid_and_version"]
 
 
 def digest(body: Mapping[str, Any]) -> str:
@@ -80,6 +90,63 @@ class AppliedCache:
         if not uid or not version:
             return
         self.memory.remember(self._fact, uid, version, body_digest)
+
+
+_STARTED = b""
+
+
+def _digest(uids: Iterable[str]) -> bytes:
+    return hashlib.blake2b("\n".join(sorted(uids)).encode(), digest_size=16).digest()
+
+
+class MemberLedger:
+    """ApplySet id -> what this process knows its complete member set to be. Unversioned: only
+    kro's own applies and prunes change an ApplySet's members, and this process sees them."""
+
+    def __init__(self, max_entries: int = 16384, *, memory: ObjectMemory | None = None) -> None:
+        if max_entries < 1:
+            raise ValueError("max_entries must be at least 1")
+        self._fact: Fact[bytes] = Fact("members", max_entries)
+        self.memory = memory if memory is not None else ObjectMemory()
+        self._epoch = 0
+
+    def epoch(self, epoch: int) -> None:
+        """Forget every ApplySet when `epoch` (the shard ranges' version, kro.runtime.sharding)
+        moved: what was known may have changed under another replica meanwhile."""
+        if epoch != self._epoch:
+            self.memory.clear(self._fact)
+            self._epoch = epoch
+
+    def started(self, applyset_id: str) -> None:
+        """kro has just written the first inventory of this ApplySet: it has no member yet."""
+        self.memory.remember(self._fact, applyset_id, UNVERSIONED, _STARTED)
+
+    def settled(self, applyset_id: str, uids: Iterable[str]) -> None:
+        """The ApplySet's members are exactly `uids` (a clean prune, or one skipped here)."""
+        self.memory.remember(self._fact, applyset_id, UNVERSIONED, _digest(uids))
+
+    def unpruned(self, applyset_id: str, applied: Iterable[str]) -> None:
+        """A pass applied `applied` but did not prune (data pending, or an apply failed): the
+        members are now what was known plus `applied`. A new ApplySet's members are exactly
+        `applied`; a known set stays known only if `applied` is that same set."""
+        entry = self.memory.recall(self._fact, applyset_id, None)
+        if entry == _STARTED:
+            self.settled(applyset_id, applied)
+        elif entry is not None and entry != _digest(applied):
+            self.forget(applyset_id)
+
+    def nothing_to_prune(self, applyset_id: str, keep: Iterable[str]) -> bool:
+        """Whether every member of the ApplySet is known to be in `keep`."""
+        entry = self.memory.recall(self._fact, applyset_id, None)
+        return entry is not None and entry in (_STARTED, _digest(keep))
+
+    def knows(self, applyset_id: str) -> bool:
+        """Whether this process knows the ApplySet's complete member set (a prune of it will
+        list nothing unless the applied set differs)."""
+        return self.memory.version(self._fact, applyset_id) is not None
+
+    def forget(self, applyset_id: str) -> None:
+        self.memory.forget(self._fact, applyset_id)
 
 
 _IDENTITY: frozenset[PathKey] = frozenset(
