@@ -123,7 +123,7 @@ async def test_apply_records_inventory_labels_and_field_managers(
     parent = await _parent(client, ns)
     objs = [_configmap(ns, "a"), _configmap(ns, "b"), _deployment(ns, "web")]
     result = await applier.apply(parent, CONFIGMAPS, [await _desired(client, o) for o in objs])
-    assert result.errors == ()
+    assert not result.has_errors
     assert all(r.changed for r in result.resources)
 
     set_id = applyset_id(name="parent", namespace=ns, kind="ConfigMap", group="")
@@ -150,15 +150,16 @@ async def test_steady_state_writes_nothing(client: Client, kube_namespace: str) 
     parent = await _parent(client, ns)
     objs = [_configmap(ns, "a"), _configmap(ns, "b")]
     first = await applier.apply(parent, CONFIGMAPS, [await _desired(client, o) for o in objs])
-    assert first.parent_written
+    rv = first.parent_obj["metadata"]["resourceVersion"]
+    assert rv != parent["metadata"]["resourceVersion"]  # the inventory was written
     parent_now = await client.get(CONFIGMAPS, "parent", namespace=ns)
     set_id = applyset_id(name="parent", namespace=ns, kind="ConfigMap", group="")
     before = await _applyset_versions(client, ns, set_id)
     assert sorted(before) == ["a", "b", "parent"]
     second = await applier.apply(parent_now, CONFIGMAPS, [await _desired(client, o) for o in objs])
-    assert not second.parent_written
+    assert second.parent_obj["metadata"]["resourceVersion"] == rv  # not written again
     assert [r.skipped for r in second.resources] == [True, True]
-    assert not second.changed
+    assert not any(r.changed for r in second.resources)
     assert await _applyset_versions(client, ns, set_id) == before  # nothing of it was written
 
 
@@ -175,7 +176,7 @@ async def test_prune_deletes_the_dropped_child_and_shrinks_the_inventory(
         full.parent_obj, CONFIGMAPS, [await _desired(client, _configmap(ns, "keep"))]
     )
     pruned = await prune(client, shrunk, positions=positions, all_resolved=True)
-    assert pruned.clean
+    assert (pruned.skipped, pruned.conflicts, pruned.failures) == (False, (), ())
     assert sorted(ref.name for ref in pruned.deleted) == ["drop", "web"]
     with pytest.raises(NotFound):
         await client.get(CONFIGMAPS, "drop", namespace=ns)
@@ -211,7 +212,7 @@ async def test_deletion_goes_wave_by_wave(client: Client, kube_namespace: str) -
         _deployment(ns, "web", order=3),
     ]
     result = await applier.apply(parent, CONFIGMAPS, [await _desired(client, o) for o in objs])
-    assert result.errors == ()
+    assert not result.has_errors
     # someone else's finalizer holds wave 2: wave 1 must wait for it
     await client.patch(CONFIGMAPS, "middle", {"metadata": {"finalizers": [HOLD]}}, namespace=ns)
     await client.patch(
@@ -302,5 +303,5 @@ async def test_an_object_of_another_applyset_is_not_taken_over(
         second.parent_obj, CONFIGMAPS, [await _desired(client, _configmap(ns, "own"))]
     )
     pruned = await prune(client, alone, positions={}, all_resolved=True)
-    assert pruned.clean
+    assert (pruned.skipped, pruned.conflicts, pruned.failures) == (False, (), ())
     assert pruned.deleted == ()  # the first ApplySet's object is not a member of the second

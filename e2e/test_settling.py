@@ -3,7 +3,7 @@
 Every upgrade of kro restarts it. With converged instances, the restarted controller must reach
 steady state without a single write and with at most 2 requests per instance beyond its initial
 lists: it reads each instance once and lists its ApplySet's members (one list per child kind),
-and proves from their bodies that nothing needs applying (kro.applyset.noop); nothing is written
+and proves from their bodies that nothing needs applying (kro.applyset.cache); nothing is written
 on an instance to remember a converged pass by. What changed while kro was down is still
 reconciled.
 """

@@ -27,6 +27,7 @@ from kro.applyset.applier import Desired as Desired
 from kro.applyset.applier import check_duplicates as check_duplicates
 from kro.applyset.applier import combined as combined
 from kro.applyset.cache import AppliedCache as AppliedCache
+from kro.applyset.cache import MemberLedger as MemberLedger
 from kro.applyset.contest import Contest as Contest
 from kro.applyset.deletion import apply_order as apply_order
 from kro.applyset.deletion import delete_next_wave as delete_next_wave
@@ -47,7 +48,6 @@ from kro.applyset.inventory import project as project
 from kro.applyset.inventory import read_inventory as read_inventory
 from kro.applyset.inventory import render as render
 from kro.applyset.inventory import tooling_for as tooling_for
-from kro.applyset.ledger import MemberLedger as MemberLedger
 from kro.applyset.members import Failure as Failure
 from kro.applyset.members import Member as Member
 from kro.applyset.members import list_members as list_members

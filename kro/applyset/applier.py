@@ -12,9 +12,8 @@ Order of a pass, and why:
    ApplySet is reported and left alone; one without the label is adopted (N-13).
 
 Results are per resource: one failure does not stop the others (N-36), and the caller decides
-(prune only after a clean pass, R-13). Steady state costs zero writes: a child whose live
-resourceVersion is the one our identical previous apply produced is skipped (`cache`), and the
-parent write is skipped when the parent already carries the projected inventory.
+(prune only after a clean pass, R-13). Steady state costs zero writes: an unchanged child is
+not applied (kro.applyset.cache), nor a parent that already carries the projected inventory.
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ from kro.api.names import (
     LABEL_APPLYSET_PART_OF,
 )
 from kro.api.objects import metadata as _meta
-from kro.applyset.cache import AppliedCache, digest
+from kro.applyset.cache import AppliedCache, MemberLedger, already_applied, digest, uid_and_version
 from kro.applyset.contest import Contest, FieldContests, Review, without_paths
 from kro.applyset.errors import ApplySetError, DuplicateResources, OwnershipConflict
 from kro.applyset.inventory import (
@@ -45,9 +44,7 @@ from kro.applyset.inventory import (
     read_inventory,
     render,
 )
-from kro.applyset.ledger import MemberLedger
 from kro.applyset.members import run_all
-from kro.applyset.noop import already_applied
 from kro.runtime.client import Client
 from kro.runtime.errors import KubeError
 from kro.runtime.gvk import GVK, GVR
@@ -105,11 +102,6 @@ class Desired:
         """metadata.namespace for namespaced kinds, "" for cluster-scoped ones."""
         return str(_meta(self.obj).get("namespace") or "") if self.namespaced else ""
 
-    @property
-    def key(self) -> tuple[str, str, str, str, str, str]:
-        gvk = self.gvk
-        return (gvk.group, gvk.version, gvk.kind, self.cluster, self.namespace, self.name)
-
 
 @dataclass(frozen=True, slots=True)
 class AppliedResource:
@@ -153,37 +145,23 @@ class ApplyResult:
     inventory: Inventory
     batch_inventory: Inventory
     resources: tuple[AppliedResource, ...]
-    parent_written: bool = False
-
-    @property
-    def errors(self) -> tuple[AppliedResource, ...]:
-        return tuple(r for r in self.resources if r.error is not None)
 
     @property
     def has_errors(self) -> bool:
         return any(r.error is not None for r in self.resources)
 
     @property
-    def changed(self) -> bool:
-        """Some child was created or modified (the caller's "cluster mutated")."""
-        return any(r.changed for r in self.resources)
-
-    @property
     def applied_uids(self) -> frozenset[str]:
         """UIDs of every member this pass applied or confirmed; prune keeps exactly these."""
         return frozenset(r.uid for r in self.resources if r.error is None and r.uid)
-
-    def get(self, resource_id: str) -> AppliedResource | None:
-        return next((r for r in self.resources if r.resource_id == resource_id), None)
 
 
 @dataclass(frozen=True, kw_only=True)
 class ApplierOptions:
     """tooling: the `applyset.kubernetes.io/tooling` value, `kro/<version>` (`tooling_for`).
     concurrency: the most applies of one batch in flight at once (`--apply-concurrency`,
-        default 20 as upstream; 0 or less means 20). Upstream applies a graph's nodes one after
-        another and the items of one collection at most this many at a time; here the whole
-        batch shares the bound, so no more requests are in flight than upstream allows."""
+        default 20 as upstream; 0 or less means 20): the whole batch shares the bound, so no
+        more requests are in flight than upstream allows for one collection (V-09)."""
 
     tooling: str
     concurrency: int = DEFAULT_APPLY_CONCURRENCY
@@ -201,7 +179,6 @@ def combined(results: Sequence[ApplyResult]) -> ApplyResult:
         inventory=last.inventory,
         batch_inventory=reduce(Inventory.union, (r.batch_inventory for r in results)),
         resources=tuple(r for result in results for r in result.resources),
-        parent_written=any(r.parent_written for r in results),
     )
 
 
@@ -210,7 +187,9 @@ def check_duplicates(desired: Sequence[Desired]) -> None:
     seen: dict[tuple[str, str, str, str, str, str], str] = {}
     conflicts: list[tuple[str, str]] = []
     for item in desired:
-        first = seen.setdefault(item.key, item.resource_id)
+        gvk = item.gvk
+        key = (gvk.group, gvk.version, gvk.kind, item.cluster, item.namespace, item.name)
+        first = seen.setdefault(key, item.resource_id)
         if first != item.resource_id:
             conflicts.append((item.resource_id, first))
     if conflicts:
@@ -231,7 +210,7 @@ class Applier:
         self.memory = memory if memory is not None else ObjectMemory()
         self._cache = AppliedCache(memory=self.memory)
         self.members = MemberLedger(memory=self.memory)
-        """What this process knows of each ApplySet's members (kro.applyset.ledger)."""
+        """What this process knows of each ApplySet's members (kro.applyset.cache)."""
         self._contests = FieldContests(FIELD_MANAGER_APPLYSET)
 
     @property
@@ -242,8 +221,7 @@ class Applier:
         """Whether `live`, even without its managedFields or content, is exactly what our
         last apply of it left (same uid and resourceVersion) with no contested field: then
         the skip decision and a metadata read need nothing more of it (kro.applyset.cache)."""
-        meta = _meta(live)
-        uid, version = str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")
+        uid, version = uid_and_version(live)
         known = self._cache.applied_version(uid)
         return bool(version) and known == version and not self._contests.tracks(uid)
 
@@ -288,7 +266,6 @@ class Applier:
             inventory=projected,
             batch_inventory=batch,
             resources=tuple(resources),
-            parent_written=written is not None,
         )
 
     async def ensure_inventory(

@@ -119,9 +119,6 @@ class FieldContests:
         self._clock = clock
         self._objects: dict[str, _Object] = {}
 
-    def __len__(self) -> int:
-        return len(self._objects)
-
     def review(
         self, resource_id: str, body: Mapping[str, Any], live: Mapping[str, Any] | None
     ) -> Review:
@@ -163,8 +160,7 @@ class FieldContests:
             tracked.last_round = now
             if tracked.rounds == 1:
                 tracked.first_round = now
-            if tracked.rounds >= self._policy.limit:
-                tracked.yielded = True
+            tracked.yielded = tracked.rounds >= self._policy.limit
         for path, tracked in state.fields.items():
             if tracked.yielded:
                 omit.append(path)
@@ -235,15 +231,6 @@ def _walk(fields: Mapping[str, Any], desired: Any, live: Any, path: PathKey) -> 
         yield from _walk(children, want, have, (*path, key))
 
 
-def _find(items: Any, selector: Any) -> Any:
-    if not isinstance(items, list) or not isinstance(selector, Mapping):
-        return MISSING
-    for item in items:
-        if isinstance(item, Mapping) and all(item.get(k) == v for k, v in selector.items()):
-            return item
-    return MISSING
-
-
 def holds(live: Any, wanted: Any, *, strict: bool = True) -> bool:
     """Whether `live` holds every value of `wanted` (maps: a subset, so extra keys from defaults
     are fine; lists: item by item). Scalars: of the same type and equal; not `strict`, numbers
@@ -275,12 +262,16 @@ def value_at(body: Any, path: Sequence[str]) -> Any:
 def _child(current: Any, key: str) -> Any:
     if key.startswith("f:") and isinstance(current, Mapping):
         return current.get(key[2:], MISSING)
-    if key.startswith("k:"):
-        try:
-            return _find(current, json.loads(key[2:]))
-        except ValueError:
-            return MISSING
-    return MISSING
+    if not key.startswith("k:") or not isinstance(current, list):
+        return MISSING
+    try:
+        selector = json.loads(key[2:])
+    except ValueError:
+        return MISSING
+    if not isinstance(selector, Mapping):
+        return MISSING
+    items = (i for i in current if isinstance(i, Mapping))
+    return next((i for i in items if all(i.get(k) == v for k, v in selector.items())), MISSING)
 
 
 def _encode(value: Any) -> bytes:

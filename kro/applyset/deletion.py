@@ -28,8 +28,16 @@ import structlog
 from kro.api.names import ANNOTATION_APPLY_ORDER, LABEL_APPLYSET_ID
 from kro.applyset.errors import InvalidInventory
 from kro.applyset.inventory import Parent, read_inventory
-from kro.applyset.members import Failure, Member, delete_member, list_members, settle
-from kro.applyset.release import ON_DELETION, is_orphaned, release_member
+from kro.applyset.members import (
+    ON_DELETION,
+    Failure,
+    Member,
+    delete_member,
+    is_orphaned,
+    list_members,
+    release_member,
+    settle,
+)
 from kro.runtime.client import Client
 from kro.runtime.gvk import GVR
 from kro.runtime.objectref import ObjectRef
@@ -73,15 +81,6 @@ class DeletionProgress:
     failures: tuple[Failure, ...] = ()
     remaining: int = 0
 
-    @property
-    def message(self) -> str:
-        """The requeue reason upstream reports (D-04)."""
-        if self.done:
-            return "all resources deleted"
-        if self.wave is None:
-            return "releasing orphaned resources"
-        return f"deleting apply-order wave {self.wave}"
-
 
 @dataclass(frozen=True, slots=True)
 class DeletionPlan:
@@ -122,7 +121,7 @@ async def plan_next_wave(
     try:
         inventory = read_inventory(parent_obj, parent)
     except InvalidInventory as err:
-        raise err.within(VALIDATE_CONTEXT) from err
+        raise InvalidInventory(key=err.key, reason=err.reason, context=VALIDATE_CONTEXT) from err
     if inventory is None:
         raise InvalidInventory(
             key=LABEL_APPLYSET_ID,

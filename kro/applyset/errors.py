@@ -39,10 +39,6 @@ class InvalidInventory(ApplySetError):
         self.context = context
         super().__init__(f"{context}: {reason}" if context else reason)
 
-    def within(self, context: str) -> InvalidInventory:
-        """The same fault, reported by `context`."""
-        return InvalidInventory(key=self.key, reason=self.reason, context=context)
-
 
 class DuplicateResources(ApplySetError):
     """Two resource IDs render the same group/version/kind/namespace/name (R-11).

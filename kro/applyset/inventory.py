@@ -125,10 +125,8 @@ def inventory_hash(set_id: str, group_kinds: Iterable[GroupKind], namespaces: It
 
 @dataclass(frozen=True, slots=True)
 class Parent:
-    """The ApplySet parent (for kro: the instance) — enough to name, list for and write it.
-
-    namespace is "" for a cluster-scoped parent.
-    """
+    """The ApplySet parent (for kro: the instance) — enough to name, list for and write it;
+    namespace is "" for a cluster-scoped parent."""
 
     gvr: GVR
     gvk: GVK
@@ -159,12 +157,6 @@ class Parent:
         namespace = str(meta.get("namespace") or "")
         return cls(gvr, GVK.from_object(dict(obj)), name, namespace, cluster)
 
-    @property
-    def home_namespace(self) -> str:
-        """The namespace members are listed in besides `additional-namespaces` (D-03): the
-        parent's own, or `default` for a cluster-scoped parent (upstream's choice)."""
-        return self.namespace or "default"
-
 
 INVENTORY_ANNOTATIONS: Final = (
     ANNOTATION_APPLYSET_TOOLING,
@@ -184,7 +176,7 @@ class Inventory:
     """Where an ApplySet's members may live.
 
     additional_namespaces never needs the parent's own namespace (it is implied, see
-    `Parent.home_namespace`); `of` leaves it out, a hand-written annotation may still list it.
+    `namespaces`); `of` leaves it out, a hand-written annotation may still list it.
     """
 
     applyset_id: str
@@ -193,10 +185,6 @@ class Inventory:
     clusters: frozenset[str] = frozenset()
     """Member clusters that may hold members (M-15), besides the parent's own; kro's own
     annotation, written only when there is one, so an inventory without stays kubectl's."""
-
-    @classmethod
-    def empty(cls, parent: Parent) -> Inventory:
-        return cls(parent.id)
 
     @classmethod
     def of(
@@ -233,8 +221,9 @@ class Inventory:
         )
 
     def namespaces(self, parent: Parent) -> list[str]:
-        """Every namespace namespaced members are listed in (D-03, R-13), sorted."""
-        return sorted({parent.home_namespace, *self.additional_namespaces})
+        """Every namespace namespaced members are listed in (D-03, R-13), sorted: the parent's
+        own, or `default` for a cluster-scoped parent (upstream's choice), and the others."""
+        return sorted({parent.namespace or "default", *self.additional_namespaces})
 
 
 def project(current: Inventory | None, batch: Inventory) -> Inventory:
@@ -263,7 +252,7 @@ def render(inventory: Inventory, tooling: str) -> dict[str, Any]:
 def empty_inventory_metadata(parent: Parent, tooling: str) -> dict[str, Any]:
     """The empty inventory the labeller writes together with the finalizer (R-05), so that a
     parent carrying kro's finalizer always has deletable (valid) ApplySet metadata."""
-    return render(Inventory.empty(parent), tooling)
+    return render(Inventory(parent.id), tooling)
 
 
 def _labels(obj: Mapping[str, Any]) -> Mapping[str, Any]:

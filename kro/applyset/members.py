@@ -1,5 +1,5 @@
-"""kro.applyset.members: find an ApplySet's live members from its inventory, delete them, and
-run such batches of calls concurrently (`run_all`).
+"""kro.applyset.members: find an ApplySet's live members from its inventory, delete or release
+them, and run such batches of calls concurrently (`run_all`).
 
 Both pruning (R-13) and deletion (D-03) discover members the same way — LIST with
 `applyset.kubernetes.io/part-of=<id>` for every recorded group-kind, in the parent's home
@@ -10,6 +10,15 @@ UID and deletionTimestamp are all either needs) unless the caller reads the bodi
 
 A recorded group-kind the server no longer serves (its CRD was removed) cannot have members:
 it is skipped after one forced discovery refresh, so a stale cache cannot hide live members.
+
+Release (deletionPolicy, V-33..V-35, docs/compatibility.md): a member whose live object says
+`internal.kro.run/deletion-policy: Orphaned` (exactly that: the object decides, not the RGD, so
+a changed policy takes effect once an apply records it) is released wherever kro would delete
+it, by deletion and by prune. Releasing removes kro's claim (`release_patch`; with the part-of
+label gone no list of the ApplySet finds it again) and nothing else: ownerReferences stay, so
+one pointing at the owner still lets the garbage collector delete the object. The merge patch
+carries the listed resourceVersion: a member changed since it was listed is a conflict, looked
+at again on the next pass; one already gone is released; one without kro's keys is not written.
 """
 
 from __future__ import annotations
@@ -18,11 +27,19 @@ import asyncio
 import enum
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import structlog
 
-from kro.api.names import LABEL_APPLYSET_PART_OF
+from kro.api.names import (
+    ANNOTATION_DELETION_POLICY,
+    DELETION_POLICY_ORPHANED,
+    FIELD_MANAGER_APPLYSET,
+    LABEL_APPLYSET_PART_OF,
+    LABEL_MANAGED_BY,
+    MANAGED_BY_VALUE,
+    RESERVED_LABEL_PREFIXES,
+)
 from kro.applyset.inventory import GroupKind, Inventory, Parent
 from kro.runtime.client import Client
 from kro.runtime.discovery import ResourceInfo
@@ -31,12 +48,17 @@ from kro.runtime.gvk import GVK
 from kro.runtime.objectref import ObjectRef
 
 __all__ = [
+    "ON_DELETION",
+    "ON_PRUNE",
     "Failure",
     "Member",
     "Outcome",
     "Settled",
     "delete_member",
+    "is_orphaned",
     "list_members",
+    "release_member",
+    "release_patch",
     "run_all",
     "settle",
 ]
@@ -56,21 +78,19 @@ async def run_all(
     is awaited (cancelling the caller cancels them all), then the first failure is raised as
     itself; calls that report per-resource errors catch them inside.
     """
-    gate = asyncio.Semaphore(limit) if limit is not None and limit > 0 else None
+    named = list(calls)
+    gate = asyncio.Semaphore(limit if limit is not None and limit > 0 else max(len(named), 1))
 
     async def bounded(coro: Coroutine[Any, Any, T]) -> T:
-        if gate is None:
-            return await coro
         async with gate:
             return await coro
 
-    tasks = [asyncio.create_task(bounded(coro), name=name) for name, coro in calls]
-    out: list[T] = []
-    for result in await asyncio.gather(*tasks, return_exceptions=True):
+    tasks = [asyncio.create_task(bounded(coro), name=name) for name, coro in named]
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    for result in results:
         if isinstance(result, BaseException):
             raise result
-        out.append(result)
-    return out
+    return cast("list[T]", results)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +147,7 @@ class Outcome(enum.Enum):
     DELETED = "deleted"
     """The DELETE was accepted; the object may still be terminating (finalizers)."""
     RELEASED = "released"
-    """kro's keys were removed; the object stays (kro.applyset.release)."""
+    """kro's keys were removed; the object stays (see the module docstring)."""
     UNCLAIMED = "unclaimed"
     """Nothing of kro's was on it: no write."""
     GONE = "gone"
@@ -174,11 +194,10 @@ async def resolve_group_kind(client: Client, gk: GroupKind) -> ResourceInfo | No
             for info in await mapper.resources():
                 if info.gvk.group == gk.group and info.gvk.kind == gk.kind:
                     return info
-            if attempt:
-                log.debug("applyset.group_kind_not_served", group_kind=str(gk))
-                return None
-            mapper.invalidate()
-    raise AssertionError("unreachable")
+            if not attempt:
+                mapper.invalidate()
+    log.debug("applyset.group_kind_not_served", group_kind=str(gk))
+    return None
 
 
 async def list_members(
@@ -226,3 +245,74 @@ async def delete_member(client: Client, member: Member) -> Outcome | Failure:
         return Failure(ref, err)
     log.debug("applyset.member_deleted", gvr=str(ref.gvr), namespace=ref.namespace, name=ref.name)
     return Outcome.DELETED
+
+
+ON_PRUNE = "release orphan"
+ON_DELETION = "release orphaned resource"
+"""How a failed release is named (`Failure.action`) by prune and by an owner's deletion."""
+
+
+def is_orphaned(member: Member) -> bool:
+    """Whether the live member asks to be released rather than deleted (V-33)."""
+    return member.annotations.get(ANNOTATION_DELETION_POLICY) == DELETION_POLICY_ORPHANED
+
+
+def _kro_key(key: str) -> bool:
+    return key.startswith(RESERVED_LABEL_PREFIXES)
+
+
+def release_patch(member: Member) -> dict[str, object] | None:
+    """The merge patch that releases `member`: the labels and annotations that state kro's
+    claim on it, nulled (V-35; None: there are none). The resourceVersion in it makes the API
+    server refuse the patch if the object changed since it was listed."""
+    labels = [
+        key
+        for key, value in sorted(member.labels.items())
+        if _kro_key(key)
+        or key == LABEL_APPLYSET_PART_OF
+        or (key == LABEL_MANAGED_BY and value == MANAGED_BY_VALUE)
+    ]
+    annotations = sorted(k for k in member.annotations if _kro_key(k))
+    if not labels and not annotations:
+        return None
+    metadata: dict[str, object] = {
+        "resourceVersion": member.resource_version,
+        "labels": dict.fromkeys(labels),
+        "annotations": dict.fromkeys(annotations),
+    }
+    return {"metadata": {key: value for key, value in metadata.items() if value}}
+
+
+async def release_member(
+    client: Client, member: Member, *, action: str = ON_PRUNE
+) -> Outcome | Failure:
+    """Release one member (see the module docstring); API errors other than NotFound and
+    Conflict come back as a Failure named `action`, so the caller keeps its claim."""
+    patch = release_patch(member)
+    if patch is None:
+        return Outcome.UNCLAIMED
+    ref = member.ref
+    try:
+        await client.patch(
+            ref.gvr,
+            ref.name,
+            patch,
+            namespace=ref.namespace or None,
+            patch_type="merge",
+            field_manager=FIELD_MANAGER_APPLYSET,
+        )
+    except NotFound:
+        return Outcome.GONE
+    except Conflict:
+        log.debug("applyset.release_conflict", gvr=str(ref.gvr), name=ref.name)
+        return Outcome.CONFLICT
+    except KubeError as err:
+        return Failure(ref, err, action)
+    log.info(
+        "applyset.member_released",
+        gvr=str(ref.gvr),
+        namespace=ref.namespace,
+        name=ref.name,
+        uid=ref.uid,
+    )
+    return Outcome.RELEASED

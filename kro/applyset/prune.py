@@ -10,11 +10,12 @@ Orphans are deleted in waves by the caller's topological positions, highest firs
 whose `kro.run/node-id` the caller does not know (node removed) before all others: dependents
 before their dependencies. Unlike deletion (D-04) a wave does not wait for the previous one to
 disappear; the DELETEs are merely issued in that order. An orphan that says
-`deletionPolicy: Orphaned` is released instead (kro.applyset.release, V-34).
+`deletionPolicy: Orphaned` is released instead (kro.applyset.members, V-34).
 
 After a clean prune (nothing conflicted or failed) the result carries the batch's inventory
 for the caller to write with `Applier.ensure_inventory`: only then may the parent forget kinds
 and namespaces (N-11). A conflict or failure keeps the superset so the next pass retries.
+
 """
 
 from __future__ import annotations
@@ -28,10 +29,17 @@ import structlog
 
 from kro.api.names import LABEL_NODE_ID
 from kro.applyset.applier import ApplyResult
+from kro.applyset.cache import MemberLedger
 from kro.applyset.inventory import Inventory
-from kro.applyset.ledger import MemberLedger
-from kro.applyset.members import Failure, Member, delete_member, list_members, settle
-from kro.applyset.release import ON_PRUNE, is_orphaned, release_member
+from kro.applyset.members import (
+    Failure,
+    Member,
+    delete_member,
+    is_orphaned,
+    list_members,
+    release_member,
+    settle,
+)
 from kro.runtime.client import Client
 from kro.runtime.objectref import ObjectRef
 
@@ -56,10 +64,6 @@ class PruneResult:
     conflicts: tuple[ObjectRef, ...] = ()
     failures: tuple[Failure, ...] = ()
     inventory: Inventory | None = None
-
-    @property
-    def clean(self) -> bool:
-        return not self.skipped and not self.conflicts and not self.failures
 
     @property
     def changed(self) -> bool:
@@ -112,7 +116,7 @@ async def prune(
         members = await list_members(client, result.parent, result.inventory)
     candidates = [m for m in members if m.ref.uid not in keep and not m.terminating]
     orphaned = [m for m in candidates if is_orphaned(m)]
-    releases = await settle(orphaned, partial(release_member, client, action=ON_PRUNE), "release")
+    releases = await settle(orphaned, partial(release_member, client), "release")  # as ON_PRUNE
     deleted: list[ObjectRef] = []
     conflicts: list[ObjectRef] = list(releases.conflicts)
     failures: list[Failure] = list(releases.failures)  # a release holds back no delete

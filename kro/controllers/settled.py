@@ -26,7 +26,7 @@ failure); anything else forgets the entry, so backoff and retries are unaffected
 
 This memory goes with the process, and nothing is written anywhere to keep it: the first pass
 of a restarted controller over a converged owner reads what it reads, proves from the bodies that
-nothing needs applying (kro.applyset.noop) and is remembered here.
+nothing needs applying (kro.applyset.cache) and is remembered here.
 """
 
 from __future__ import annotations

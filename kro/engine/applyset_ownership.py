@@ -33,8 +33,8 @@ from kro.applyset import (
     read_inventory,
 )
 from kro.applyset.applier import member_body
+from kro.applyset.cache import already_applied
 from kro.applyset.deletion import DeletionPlan, delete_planned, plan_next_wave
-from kro.applyset.noop import already_applied
 from kro.applyset.prune import PruneResult
 from kro.engine.ownership import (
     Held,

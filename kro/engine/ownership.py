@@ -114,7 +114,7 @@ class Ownership(Protocol):
 
     def unchanged(self, owner_obj: Mapping[str, Any], item: Desired) -> bool:
         """Whether `item.observed` provably holds what an apply of `item` would send
-        (kro.applyset.noop, as this ownership's field manager)."""
+        (kro.applyset.cache, as this ownership's field manager)."""
 
     async def begin(self, owner_obj: dict[str, Any]) -> Listed:
         """Before the pass reads: what this ownership lists anyway, to answer reads with."""

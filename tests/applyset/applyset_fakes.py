@@ -8,6 +8,7 @@ from typing import Any
 
 from kro.api.names import ANNOTATION_APPLY_ORDER, LABEL_NODE_ID
 from kro.applyset import Desired
+from kro.applyset.prune import PruneResult
 from kro.runtime.gvk import GVR
 from kro.testing.fakeapi import FakeApiServer, FakeResource, Fault
 
@@ -111,3 +112,8 @@ def labelled(obj: dict[str, Any], **labels: str) -> dict[str, Any]:
     out = copy.deepcopy(obj)
     out["metadata"].setdefault("labels", {}).update(labels)
     return out
+
+
+def clean(result: PruneResult) -> bool:
+    """The prune was made and nothing conflicted or failed (R-13: the inventory may shrink)."""
+    return not (result.skipped or result.conflicts or result.failures)

@@ -78,7 +78,7 @@ async def test_first_apply_writes_inventory_then_children(
     )
     assert annotations[ANNOTATION_APPLYSET_ADDITIONAL_NAMESPACES] == "other"
     assert FIELD_MANAGER_APPLYSET_PARENT in _managers(stored)
-    assert result.parent_written
+    assert result.parent_obj["metadata"]["resourceVersion"] != parent["metadata"]["resourceVersion"]
     assert (
         result.parent_obj["metadata"]["resourceVersion"] == (stored["metadata"]["resourceVersion"])
     )
@@ -107,7 +107,7 @@ async def test_second_identical_pass_sends_no_write(api: FakeApiServer, applier:
     assert [r.method for r in api.requests[before:]] == []
     assert second.resources[0].skipped
     assert not second.resources[0].changed
-    assert not second.parent_written
+    assert second.parent_obj == first.parent_obj  # as given: the parent was not written
     assert second.applied_uids == first.applied_uids
 
 
@@ -174,7 +174,7 @@ async def test_object_of_another_applyset_is_not_written(
     assert b.changed
     assert not any(w.endswith("/configmaps/taken") for w in writes(api))
     assert result.has_errors
-    assert result.errors == (taken,)
+    assert [r for r in result.resources if r.error is not None] == [taken]
 
 
 async def test_unlabelled_existing_object_is_adopted(api: FakeApiServer, applier: Applier) -> None:
@@ -248,8 +248,7 @@ async def test_api_errors_are_per_resource(api: FakeApiServer, applier: Applier)
     assert isinstance(bad.error, Invalid)
     assert ok.error is None
     assert live(api, CONFIGMAPS, "ok", NS) is not None
-    assert result.get("bad") is bad
-    assert result.get("nope") is None
+    assert [r.resource_id for r in result.resources] == ["bad", "ok"]
 
 
 def test_desired_validates_its_identity() -> None:

@@ -8,6 +8,9 @@ import pytest
 
 from kro.applyset import AppliedCache
 from kro.applyset.cache import digest
+from kro.runtime.memory import Fact
+
+APPLIED: Fact[str] = Fact("applied")  # the fact an AppliedCache keeps by default
 
 
 def _obj(uid: str, rv: str) -> dict[str, Any]:
@@ -32,14 +35,14 @@ def test_a_newer_apply_replaces_the_entry() -> None:
     cache = AppliedCache()
     cache.remember(_obj("u1", "5"), "d1")
     cache.remember(_obj("u1", "7"), "d2")
-    assert len(cache) == 1
+    assert cache.memory.size(APPLIED) == 1
     assert cache.is_current(_obj("u1", "7"), "d2")
 
 
 def test_objects_without_uid_or_version_are_never_current() -> None:
     cache = AppliedCache()
     cache.remember({"metadata": {}}, "d")
-    assert len(cache) == 0
+    assert cache.memory.size(APPLIED) == 0
     assert not cache.is_current({"metadata": {}}, "d")
 
 
@@ -49,7 +52,7 @@ def test_least_recently_used_entries_are_evicted() -> None:
     cache.remember(_obj("u2", "1"), "d")
     assert cache.is_current(_obj("u1", "1"), "d")  # touches u1
     cache.remember(_obj("u3", "1"), "d")
-    assert len(cache) == 2
+    assert cache.memory.size(APPLIED) == 2
     assert not cache.is_current(_obj("u2", "1"), "d")
     assert cache.is_current(_obj("u1", "1"), "d")
 
@@ -57,7 +60,7 @@ def test_least_recently_used_entries_are_evicted() -> None:
 def test_forget_and_bounds() -> None:
     cache = AppliedCache()
     cache.remember(_obj("u1", "1"), "d")
-    cache.forget("u1")
+    cache.memory.forget(APPLIED, "u1")
     assert not cache.is_current(_obj("u1", "1"), "d")
     with pytest.raises(ValueError, match="at least 1"):
         AppliedCache(max_entries=0)

@@ -8,7 +8,7 @@ import hashlib
 
 import pytest
 
-from kro.applyset import GroupKind, Parent, applyset_id, inventory_hash
+from kro.applyset import GroupKind, Inventory, Parent, applyset_id, inventory_hash
 from kro.applyset.inventory import format_group_kinds, format_namespaces
 from kro.runtime.gvk import GVK, GVR
 
@@ -62,12 +62,12 @@ def test_parent_from_object_reads_kind_name_namespace() -> None:
         "a",
         "n",
     )
-    assert parent.home_namespace == "n"
+    assert Inventory(parent.id).namespaces(parent) == ["n"]
 
 
 def test_cluster_scoped_parent_lists_namespaced_members_in_default_first() -> None:
     parent = Parent(GVR("kro.run", "v1", "apps"), GVK("kro.run", "v1", "App"), "a", "")
-    assert parent.home_namespace == "default"
+    assert Inventory(parent.id).namespaces(parent) == ["default"]
 
 
 def test_inventory_hash_covers_id_sorted_kinds_and_sorted_namespaces() -> None:

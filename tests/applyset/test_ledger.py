@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kro.applyset import MemberLedger
+from kro.runtime.memory import Fact
 
 
 def test_it_vouches_for_a_started_applyset_and_for_the_same_uids() -> None:
@@ -27,7 +28,7 @@ def test_a_new_epoch_forgets_everything_and_the_size_is_bounded() -> None:
     assert not ledger.nothing_to_prune("a", ["u1"])
     for applyset in ("a", "b", "c"):
         ledger.started(applyset)
-    assert len(ledger) == 2
+    assert ledger.memory.size(Fact("members")) == 2
     assert not ledger.nothing_to_prune("a", [])  # the least recently used went
 
 

@@ -1,11 +1,11 @@
-"""The no-op proof of kro.applyset.noop: only our own Apply entry, the same field set and the
+"""The no-op proof of kro.applyset.cache: only our own Apply entry, the same field set and the
 same values let an apply be skipped; anything it cannot prove means apply."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from kro.applyset.noop import already_applied
+from kro.applyset.cache import already_applied
 
 BODY = {
     "apiVersion": "v1",

@@ -10,6 +10,7 @@ from applyset_fakes import (
     NS,
     WEBAPPS,
     WIDGETS,
+    clean,
     configmap,
     desired,
     labelled,
@@ -90,7 +91,7 @@ async def test_prune_deletes_what_the_batch_no_longer_applies(
     shrunk = await applier.apply(full.parent_obj, WEBAPPS, [desired(api, configmap("a"))])
     before = len(api.requests)
     result = await prune(client, shrunk, positions=POSITIONS, all_resolved=True)
-    assert result.clean
+    assert clean(result)
     assert result.changed
     assert sorted(ref.name for ref in result.deleted) == ["b", "c", "w"]
     assert live(api, CONFIGMAPS, "a", NS) is not None
@@ -132,7 +133,7 @@ async def test_prune_is_skipped_unless_everything_resolved_and_applied(
     before = len(api.requests)
     pending = await prune(client, shrunk, positions=POSITIONS, all_resolved=False)
     assert pending.skipped
-    assert not pending.clean
+    assert not clean(pending)
     assert pending.inventory is None
     api.seed(CONFIGMAPS, labelled(configmap("x"), **{LABEL_APPLYSET_PART_OF: "applyset-other-v1"}))
     failed = await applier.apply(
@@ -154,7 +155,7 @@ async def test_other_applysets_and_unlabelled_objects_are_left_alone(
     )
     api.seed(CONFIGMAPS, configmap("plain"))
     pruned = await prune(client, result, positions=POSITIONS, all_resolved=True)
-    assert pruned.clean
+    assert clean(pruned)
     assert pruned.deleted == ()
     assert live(api, CONFIGMAPS, "foreign", NS) is not None
     assert live(api, CONFIGMAPS, "plain", NS) is not None
@@ -176,7 +177,7 @@ async def test_uid_conflict_keeps_the_superset(
     )
     result = await prune(client, shrunk, positions=POSITIONS, all_resolved=True)
     assert [ref.name for ref in result.conflicts] == ["b"]
-    assert not result.clean
+    assert not clean(result)
     assert result.inventory is None
     assert live(api, CONFIGMAPS, "b", NS) is not None
 
@@ -212,7 +213,7 @@ async def test_terminating_orphans_are_not_deleted_again(
     shrunk = await applier.apply(full.parent_obj, WEBAPPS, keep)
     before = len(api.requests)
     result = await prune(client, shrunk, positions=POSITIONS, all_resolved=True)
-    assert result.clean
+    assert clean(result)
     assert result.deleted == ()
     assert [r for r in api.requests[before:] if r.method == "DELETE"] == []
 
@@ -224,7 +225,7 @@ async def test_kinds_no_longer_served_are_skipped(
     shrunk = await applier.apply(full.parent_obj, WEBAPPS, [desired(api, configmap("a"))])
     api.remove_resource(WIDGETS)  # the CRD went away, and its objects with it
     result = await prune(client, shrunk, positions=POSITIONS, all_resolved=True)
-    assert result.clean
+    assert clean(result)
     assert sorted(ref.name for ref in result.deleted) == ["b", "c"]
     assert (
         GroupKind("widgets.example.com", "Widget")
@@ -284,14 +285,14 @@ async def test_the_ledger_skips_the_list_only_while_it_knows_every_member(
     ledger.started(first.parent.id)  # kro wrote its first inventory: no member existed before
     before = len(api.requests)
     started = await prune(client, first, positions=POSITIONS, all_resolved=True, ledger=ledger)
-    assert started.clean
+    assert clean(started)
     assert started.inventory == first.batch_inventory
     assert _lists(api, before) == []
 
     # The same members applied again: the ledger knows there is nothing to delete.
     again = await _apply_all(api, applier, first.parent_obj)
     before = len(api.requests)
-    assert (await prune(client, again, positions=POSITIONS, all_resolved=True, ledger=ledger)).clean
+    assert clean(await prune(client, again, positions=POSITIONS, all_resolved=True, ledger=ledger))
     assert _lists(api, before) == []
 
     # Fewer applied: the list runs, and deletes what is no longer applied.

@@ -16,6 +16,7 @@ from applyset_fakes import (
     CONFIGMAPS,
     NS,
     WEBAPPS,
+    clean,
     configmap,
     desired,
     live,
@@ -25,9 +26,8 @@ from applyset_fakes import (
 
 from kro.applyset import Applier, Member, ObjectRef, delete_next_wave, list_members, prune
 from kro.applyset.inventory import Parent, read_inventory
-from kro.applyset.members import Outcome
-from kro.applyset.release import (
-    claim_keys,
+from kro.applyset.members import (
+    Outcome,
     is_orphaned,
     release_member,
     release_patch,
@@ -66,6 +66,13 @@ def _member(labels: dict[str, str], annotations: dict[str, str], *, version: str
     return Member(
         ref, GVK("", "v1", "ConfigMap"), labels, annotations, False, resource_version=version
     )
+
+
+def claim_keys(labels: dict[str, str], annotations: dict[str, str]) -> tuple[list[str], list[str]]:
+    """The (labels, annotations) the release patch of such a member nulls, in its order."""
+    patch: dict[str, Any] = release_patch(_member(labels, annotations)) or {"metadata": {}}
+    nulled = patch["metadata"]
+    return list(nulled.get("labels") or {}), list(nulled.get("annotations") or {})
 
 
 def test_release_removes_exactly_kros_keys() -> None:
@@ -269,7 +276,7 @@ async def test_a_release_conflict_on_deletion_waits_for_the_next_step(
     assert not first.done
     assert first.failures == ()
     assert [r.name for r in first.conflicts] == ["keep"]
-    assert first.message == "releasing orphaned resources"
+    assert first.wave is None  # releasing only: no wave to delete
     second = await delete_next_wave(client, result.parent_obj, WEBAPPS)
     assert second.done
     assert live(api, CONFIGMAPS, "keep", NS) is not None
@@ -282,7 +289,7 @@ async def test_prune_releases_orphans_and_deletes_the_rest(
     kept = live(api, CONFIGMAPS, "keep", NS)
     shrunk = await applier.apply(parent, WEBAPPS, [desired(api, _kept("base", order=1))])
     result = await prune(client, shrunk, positions={}, all_resolved=True)
-    assert result.clean
+    assert clean(result)
     assert result.changed
     assert [r.name for r in result.released] == ["keep"]
     assert [r.name for r in result.deleted] == ["scratch"]
@@ -292,7 +299,7 @@ async def test_prune_releases_orphans_and_deletes_the_rest(
     # Released, it is never again a candidate: the next prune finds nothing to do.
     before = len(api.requests)
     again = await prune(client, shrunk, positions={}, all_resolved=True)
-    assert again.clean
+    assert clean(again)
     assert (again.released, again.deleted) == ((), ())
     assert [r for r in api.requests[before:] if r.method != "GET"] == []
 
@@ -304,7 +311,7 @@ async def test_a_failed_release_on_prune_is_a_failure_and_keeps_the_inventory(
     shrunk = await applier.apply(parent, WEBAPPS, [desired(api, _kept("base", order=1))])
     api.inject(status_fault("PATCH", "/configmaps/keep", 500, "InternalError", "etcd is sad"))
     result = await prune(client, shrunk, positions={}, all_resolved=True)
-    assert not result.clean
+    assert not clean(result)
     assert result.inventory is None
     (failure,) = result.failures
     assert failure.ref.name == "keep"

@@ -1,6 +1,6 @@
 """A Graph's pass does not re-apply what provably holds its content already.
 
-The proof is the one RGD children and `kro explain` use (kro.applyset.noop): the live object's
+The proof is the one RGD children and `kro explain` use (kro.applyset.cache): the live object's
 managedFields entry of the Graph's field manager lists exactly the fields of the body, and every
 value already is the body's. A changed value, a field someone else took, a first apply, or a
 Graph that now applies as another ServiceAccount than the one that applied last: applied as

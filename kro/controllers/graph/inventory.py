@@ -40,8 +40,7 @@ from kro.api.graph import (
 from kro.api.names import ANNOTATION_ABANDON_CLUSTER, ANNOTATION_NODE_PATH
 from kro.api.objects import metadata as _meta
 from kro.applyset import AppliedCache, AppliedResource, ApplySetError, Desired
-from kro.applyset.cache import digest
-from kro.applyset.noop import already_applied
+from kro.applyset.cache import already_applied, digest
 from kro.engine.ownership import (
     Held,
     Listed,
@@ -319,7 +318,7 @@ class StatusInventory:
         self, desired: Desired, manager: str, subresource: str = ""
     ) -> AppliedResource | None:
         """The live object as this pass read it, when it provably holds what an apply of
-        `desired` by `manager` would send (kro.applyset.noop, the proof RGD children and
+        `desired` by `manager` would send (kro.applyset.cache, the proof RGD children and
         `kro explain` use): the apply would change nothing, so it is not sent."""
         live = desired.observed
         if not self._skip_unchanged or live is None:
