@@ -165,7 +165,7 @@ async def explain(
     """Connect and explain; raises ExplainError or KubeError when it cannot."""
     from kro.cli.explain_cluster import Target, explain_instance
     from kro.cli.explain_graph import GRAPH_WORDS, explain_graph
-    from kro.cli.explain_rgd import explain_rgd
+    from kro.cli.explain_source import explain_rgd
     from kro.runtime.client import Client
 
     access = cluster_access(args)
@@ -180,7 +180,7 @@ async def explain(
 
 
 def _handler(args: argparse.Namespace) -> int:
-    from kro.cli.explain_cluster import ExplainError
+    from kro.cli.explain_source import ExplainError
     from kro.runtime.errors import KubeError
 
     try:

@@ -63,6 +63,11 @@ def condition_reports(instance: Mapping[str, Any]) -> tuple[ConditionReport, ...
     )
 
 
+def generation_of(obj: Mapping[str, Any]) -> int | None:
+    generation = _meta(obj).get("generation")
+    return generation if isinstance(generation, int) else None
+
+
 def describe_node(node: NodeReport) -> str:
     """`node "x" (Kind ns/name) is not ready: <reason>[: <message>]`."""
     where = f" ({node.objects[0]})" if len(node.objects) == 1 else ""

@@ -16,30 +16,37 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from kro.api.objects import metadata as _meta
-from kro.cli.explain_cause import condition_reports, root_cause, summarize_deletion
+from kro.cli.explain_cause import (
+    condition_reports,
+    generation_of,
+    root_cause,
+    summarize_deletion,
+)
 from kro.cli.explain_dryrun import DryRun, ReadingClient, dry_run, planned_deletion
 from kro.cli.explain_mask import SecretMask
 from kro.cli.explain_places import ClusterAccess
 from kro.cli.explain_report import EventReport, InstanceReport, NodeReport, NodeStatus
 from kro.cli.explain_shard import read_shard_owners
-from kro.cli.explain_source import LoadedGraph, find_rgd_name, forbidden_note, load_graph
+from kro.cli.explain_source import (
+    ExplainError,
+    LoadedGraph,
+    find_rgd_name,
+    forbidden_note,
+    load_graph,
+    read_owner,
+)
 from kro.controllers.instance.status import recorded_apply_errors
 from kro.engine.results import object_id
 from kro.graph.model import Graph
 from kro.runtime.client import Client
 from kro.runtime.discovery import ResourceInfo
-from kro.runtime.errors import Forbidden, KubeError, NotFound
+from kro.runtime.errors import KubeError
 from kro.runtime.events import CORE_EVENTS
 from kro.runtime.gvk import GVR
 
 MAX_EVENTS: Final = 10
 PREFERRED_GROUP: Final = "kro.run"
 KRO_REPORTER_PREFIX: Final = "kro/"
-
-
-class ExplainError(Exception):
-    """Explain cannot say anything useful: the kind is unknown, the object does not exist or
-    cannot be read. The message says which and what to try."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,24 +83,6 @@ async def resolve_kind(client: Client, text: str) -> ResourceInfo:
         matches = [m for m in matches if m.gvk.group == PREFERRED_GROUP]
     preferred = await client.mapper.preferred_version(matches[0].gvk.group)
     return next((m for m in matches if m.gvk.version == preferred), matches[0])
-
-
-async def read_owner(
-    client: Client, gvr: GVR, kind: str, name: str, namespace: str | None, *, hint: str = ""
-) -> dict[str, Any]:
-    """The object to explain (an instance, a Graph, an RGD); ExplainError if unreadable."""
-    where = f' in namespace "{namespace}"' if namespace else ""
-    try:
-        return await client.get(gvr, name, namespace=namespace)
-    except NotFound:
-        raise ExplainError(f'{kind} "{name}" not found{where}{hint}') from None
-    except Forbidden as error:
-        raise ExplainError(f'cannot read {kind} "{name}"{where}: {error.message}') from None
-
-
-def generation_of(obj: Mapping[str, Any]) -> int | None:
-    generation = _meta(obj).get("generation")
-    return generation if isinstance(generation, int) else None
 
 
 def is_kro_event(event: Mapping[str, Any]) -> bool:

@@ -33,20 +33,19 @@ from kro.cli.explain_cause import (
     condition_reports,
     describe_node,
     first_problem,
+    generation_of,
     one_line,
     unreported,
 )
-from kro.cli.explain_cluster import generation_of, read_owner, survey
+from kro.cli.explain_cluster import survey
 from kro.cli.explain_mask import SecretMask
 from kro.cli.explain_places import ClusterAccess
 from kro.cli.explain_report import GraphReport, NodeReport
+from kro.cli.explain_source import compile_graph, read_owner
 from kro.controllers.graph.inventory import GRAPHS, entries_of
-from kro.controllers.schemas import LiveSchemaResolver
 from kro.engine.results import object_id
-from kro.graph.errors import GraphError
 from kro.graph.graph_kind import compile_graph_async
 from kro.graph.model import Graph
-from kro.graph.options import BuildOptions
 from kro.runtime.client import Client
 
 GRAPH_WORDS: Final = frozenset({"graph", "graphs", "graph.kro.run", "graphs.kro.run"})
@@ -107,15 +106,10 @@ def _status_cause(graph_obj: Mapping[str, Any]) -> str:
 
 
 async def _compile(client: Client, graph_obj: Mapping[str, Any]) -> Graph | str:
-    """Compile as the controller did: a Graph it accepted may defer a kind not served yet
-    (DeferredSchemaResolution), one it refused is compiled without, to show its error.
-    Targets compile as with the MultiCluster gate on (explain_source.compile_graph says why)."""
+    """Compile as the controller did (explain_source.compile_graph says how)."""
     accepted = is_condition_true(graph_obj.get("status"), CONDITION_ACCEPTED)
-    options = BuildOptions(deferred_schema_resolution=accepted, multi_cluster=True)
-    try:
-        return await compile_graph_async(graph_obj, LiveSchemaResolver(client), options=options)
-    except GraphError as error:
-        return one_line(str(error))
+    built = await compile_graph(client, graph_obj, accepted=accepted, build=compile_graph_async)
+    return built if isinstance(built, Graph) else one_line(str(built))
 
 
 async def explain_graph(

@@ -303,7 +303,7 @@ async def test_the_whole_report() -> None:
 
 
 async def test_a_graph_that_is_not_there_cannot_be_explained() -> None:
-    from kro.cli.explain_cluster import ExplainError
+    from kro.cli.explain_source import ExplainError
 
     with pytest.raises(ExplainError, match='Graph "nope" not found in namespace "team"'):
         await explain_graph(cast(Client, Cluster()), "nope", NS, SecretMask())
