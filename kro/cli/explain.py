@@ -15,7 +15,7 @@ there as the caller may read it (`explain_places`), and every node names its clu
 
 It only reads (GET and LIST), so the chart's `view` role is enough; what that role cannot read
 (GraphRevisions, CRDs) is worked around and mentioned under "Notes" or as an `unknown` node,
-never by failing the command. Secret data is never printed (`explain_mask`).
+never by failing the command. Secret data is never printed (`explain_format.SecretMask`).
 
 Exit codes: 0 explained (whatever the state), 1 cannot explain (unknown kind, not found, not
 readable, cluster unreachable), 2 usage errors.
@@ -34,8 +34,7 @@ from typing import TYPE_CHECKING, Any, Final
 import yaml
 
 from kro.cli.clusters import quiet_logs
-from kro.cli.explain_format import OUTPUT_FORMATS, render
-from kro.cli.explain_mask import SecretMask
+from kro.cli.explain_format import OUTPUT_FORMATS, SecretMask, render
 from kro.cli.explain_report import GraphReport, InstanceReport, RGDReport
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from kro.cli.explain_cause import (
     summarize_deletion,
 )
 from kro.cli.explain_dryrun import DryRun, ReadingClient, dry_run, planned_deletion
-from kro.cli.explain_mask import SecretMask
+from kro.cli.explain_format import SecretMask
 from kro.cli.explain_places import ClusterAccess
 from kro.cli.explain_report import EventReport, InstanceReport, NodeReport, NodeStatus
 from kro.cli.explain_shard import read_shard_owners

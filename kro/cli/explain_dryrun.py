@@ -22,7 +22,7 @@ from kro.api.names import REASON_SCHEMA_PENDING
 from kro.api.objects import metadata as _meta
 from kro.applyset import Applier, ApplierOptions
 from kro.cli.explain_cause import LiveMembers
-from kro.cli.explain_mask import SecretMask
+from kro.cli.explain_format import SecretMask
 from kro.cli.explain_places import CallerClusters, ClusterAccess
 from kro.cli.explain_report import EventReport, NodeReport, NodeStatus
 from kro.controllers.graph.binding import GraphBinding

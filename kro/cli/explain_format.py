@@ -3,15 +3,24 @@
 Text puts the root cause on the first line, because that is the line a person reads (and the
 line a CI log shows); then the instance and where its graph came from, the graph one node per
 row with its state and, indented under it, why. JSON and YAML carry the same findings as
-`explain_report.to_data` shapes them. Every string goes through `SecretMask` on its way out.
+`explain_report.to_data` shapes them.
+
+Every string goes through `SecretMask` on its way out. Explain prints no object bodies, but a
+message can quote a value (an expression error over a Secret's data, an API server message
+about a field), and a caller with more rights than the `view` role can read Secrets the graph
+depends on. So every Secret explain reads leaves its values in the mask, as stored (base64) and
+decoded, and the output is masked, then scrubbed of credentials like every other text kro lets
+out. Values shorter than `MIN_MASKED_LENGTH` are not masked: replacing every "1" or "a" would
+destroy the output while protecting nothing worth the name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import base64
+import binascii
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from kro.cli.explain_mask import SecretMask
 from kro.cli.explain_report import (
     ConditionReport,
     DeletionReport,
@@ -26,12 +35,44 @@ from kro.cli.explain_report import (
     to_data,
 )
 from kro.cli.output import MACHINE_FORMATS, dump
+from kro.runtime.redact import REDACTED, scrub
 
 OUTPUT_FORMATS: Final = ("text", *MACHINE_FORMATS)
 _VALUE_TYPES: Final = frozenset({"Value", "ValueCollection"})  # a Graph's def nodes
 _INDENT: Final = "  "
 _SHARD_INDENT: Final = " " * len("Shard:     ")
 _NO_UID: Final = "no uid yet: deleted only if it carries the Graph's field manager"
+MIN_MASKED_LENGTH: Final = 3
+
+
+class SecretMask:
+    """Collects Secret values while the cluster is read; `apply` masks them in output."""
+
+    def __init__(self) -> None:
+        self._values: set[str] = set()
+
+    def add(self, obj: Mapping[str, Any]) -> None:
+        """Remember the values of `obj` if it is a Secret (anything else is ignored)."""
+        if obj.get("kind") != "Secret" or obj.get("apiVersion") != "v1":
+            return
+        for key in ("data", "stringData"):
+            values = obj.get(key)
+            for value in values.values() if isinstance(values, Mapping) else ():
+                decoded = _decoded(str(value)) if key == "data" else ""
+                self._values |= {v for v in (str(value), decoded) if len(v) >= MIN_MASKED_LENGTH}
+
+    def apply(self, text: str) -> str:
+        """`text` without any remembered Secret value and without credentials."""
+        for value in sorted(self._values, key=len, reverse=True):
+            text = text.replace(value, REDACTED)
+        return scrub(text)
+
+
+def _decoded(value: str) -> str:
+    try:
+        return base64.b64decode(value, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return ""
 
 
 def render(report: InstanceReport | RGDReport | GraphReport, output: str, mask: SecretMask) -> str:

@@ -38,7 +38,7 @@ from kro.cli.explain_cause import (
     unreported,
 )
 from kro.cli.explain_cluster import survey
-from kro.cli.explain_mask import SecretMask
+from kro.cli.explain_format import SecretMask
 from kro.cli.explain_places import ClusterAccess
 from kro.cli.explain_report import GraphReport, NodeReport
 from kro.cli.explain_source import compile_graph, read_owner

@@ -15,9 +15,8 @@ from kro.api.graph import patch_field_manager, template_field_manager
 from kro.cli import explain_graph as explain_graph_module
 from kro.cli.explain import add_explain_command
 from kro.cli.explain_dryrun import ReadingClient, dry_run
-from kro.cli.explain_format import render
+from kro.cli.explain_format import SecretMask, render
 from kro.cli.explain_graph import explain_graph, graph_root_cause, recorded_apply_errors
-from kro.cli.explain_mask import SecretMask
 from kro.cli.explain_report import GraphReport, NodeReport, NodeStatus
 from kro.controllers.graph.inventory import GRAPHS
 from kro.graph.graph_kind import compile_graph
