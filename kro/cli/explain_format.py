@@ -2,8 +2,8 @@
 
 Text puts the root cause on the first line, because that is the line a person reads (and the
 line a CI log shows); then the instance and where its graph came from, the graph one node per
-row with its state and, indented under it, why. JSON and YAML carry the same findings as
-`explain_report.to_data` shapes them.
+row with its state and, indented under it, why. JSON and YAML carry the same findings, with
+the camelCase keys kubectl users expect.
 
 Every string goes through `SecretMask` on its way out. Explain prints no object bodies, but a
 message can quote a value (an expression error over a Secret's data, an API server message
@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from typing import Any, Final
 
 from kro.cli.explain_report import (
@@ -32,7 +33,6 @@ from kro.cli.explain_report import (
     RGDReport,
     ShardReport,
     held_label,
-    to_data,
 )
 from kro.cli.output import MACHINE_FORMATS, dump
 from kro.runtime.redact import REDACTED, scrub
@@ -78,24 +78,28 @@ def _decoded(value: str) -> str:
 def render(report: InstanceReport | RGDReport | GraphReport, output: str, mask: SecretMask) -> str:
     """The report in `output` format (one of OUTPUT_FORMATS), Secret values masked."""
     if output in MACHINE_FORMATS:
-        return dump(_masked(to_data(report), mask), output)
+        explanation = {InstanceReport: "instance", GraphReport: "graph"}.get(type(report))
+        data = {"explanation": explanation or "resourcegraphdefinition", **asdict(report)}
+        return dump(_data(data, mask), output)
     if isinstance(report, InstanceReport):
-        text = render_instance(report)
-    elif isinstance(report, GraphReport):
-        text = render_graph(report)
-    else:
-        text = render_rgd(report)
-    return mask.apply(text)
+        return mask.apply(render_instance(report))
+    if isinstance(report, GraphReport):
+        return mask.apply(render_graph(report))
+    return mask.apply(render_rgd(report))
 
 
-def _masked(value: Any, mask: SecretMask) -> Any:
-    if isinstance(value, str):
-        return mask.apply(value)
+def _data(value: Any, mask: SecretMask) -> Any:
+    """JSON-ready: camelCase keys, enums as their values, every string masked."""
     if isinstance(value, dict):
-        return {k: _masked(v, mask) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_masked(v, mask) for v in value]
-    return value
+        return {_camel(k): _data(v, mask) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_data(v, mask) for v in value]
+    return mask.apply(str(value)) if isinstance(value, str) else value
+
+
+def _camel(key: str) -> str:
+    head, *rest = key.split("_")
+    return head + "".join(part.capitalize() for part in rest)
 
 
 def _page(report: InstanceReport | RGDReport | GraphReport, body: list[str]) -> str:
@@ -142,7 +146,7 @@ def render_instance(report: InstanceReport) -> str:
     for shard in report.shards:
         lines += _shard(shard)
     if report.deletion is not None:
-        lines += ["", *_deletion(report.deletion)]
+        lines += _deletion(report.deletion)
     return _page(report, lines + _dry_pass(report))
 
 
@@ -225,21 +229,20 @@ def _objects(node: NodeReport) -> str:
 
 def _deletion(deletion: DeletionReport) -> list[str]:
     wave = "none (no child left)" if deletion.wave is None else str(deletion.wave)
-    lines = ["Deletion (kro deletes children in reverse apply-order waves):"]
-    lines.append(f"{_INDENT}wave in progress: {wave}")
+    items = [f"wave in progress: {wave}"]
     if deletion.blockers:
-        lines.append(f"{_INDENT}blocked by:")
-        lines += [f"{_INDENT * 2}- {_hang(b, _INDENT * 3)}" for b in deletion.blockers]
-    if deletion.members:
-        lines.append(f"{_INDENT}children left:")
-        for member in deletion.members:
-            state = "terminating" if member.terminating else "not deleted yet"
-            if member.finalizers:
-                state += f", finalizers: {', '.join(member.finalizers)}"
-            lines.append(f"{_INDENT * 2}wave {member.wave}: {held_label(member)}: {state}")
-    finalizers = ", ".join(deletion.instance_finalizers) or "none"
-    lines.append(f"{_INDENT}instance finalizers: {finalizers}")
-    return lines
+        items += [
+            "blocked by:",
+            *(f"{_INDENT}- {_hang(b, _INDENT * 3)}" for b in deletion.blockers),
+        ]
+    items += ["children left:"] if deletion.members else []
+    for member in deletion.members:
+        state = "terminating" if member.terminating else "not deleted yet"
+        if member.finalizers:
+            state += f", finalizers: {', '.join(member.finalizers)}"
+        items.append(f"{_INDENT}wave {member.wave}: {held_label(member)}: {state}")
+    items.append(f"instance finalizers: {', '.join(deletion.instance_finalizers) or 'none'}")
+    return _section("Deletion (kro deletes children in reverse apply-order waves)", items)
 
 
 def _conditions(conditions: Sequence[ConditionReport]) -> list[str]:
@@ -262,39 +265,31 @@ GRAPH_NODES_TITLE: Final = (
     "Nodes (topological order; WAVE is internal.kro.run/apply-order; teardown deletes the "
     "recorded objects in reverse order):"
 )
+MANAGED_TITLE: Final = "Managed resources (status.managedResources)"
 
 
 def render_graph(report: GraphReport) -> str:
+    applied = report.applied_service_account
+    last = f" (last applied as {applied})" if applied not in ("", report.service_account) else ""
     lines = [
         f"Graph:      {report.namespace}/{report.name} (kro.run/v1alpha1)"
         f"{_generation(report.generation)}",
-        f"Applies as: {report.service_account}"
-        + (
-            f" (last applied as {report.applied_service_account})"
-            if report.applied_service_account
-            and report.applied_service_account != report.service_account
-            else ""
-        ),
+        f"Applies as: {report.service_account}{last}",
     ]
     if report.deleting:
         lines.append("Deleting: teardown works from status.managedResources, not the spec")
     if report.compile_error:
         lines += _section("Compile error", [_hang(report.compile_error, _INDENT * 2)])
-    lines += [
-        *_dry_pass(report, GRAPH_NODES_TITLE),
-        "",
-        "Managed resources (status.managedResources):",
-    ]
-    if not report.managed_resources:
-        lines.append(f"{_INDENT}(none)")
+    managed = []
     for entry in report.managed_resources:
         where = f"{entry.namespace}/{entry.name}" if entry.namespace else entry.name
         uid = f"uid {entry.uid}" if entry.uid else _NO_UID
         cluster = f", in cluster {entry.cluster}" if entry.cluster else ""  # M-07
-        lines.append(
-            f"{_INDENT}{entry.node_id}: {entry.kind} {where} ({entry.api_version}, {uid}{cluster})"
+        managed.append(
+            f"{entry.node_id}: {entry.kind} {where} ({entry.api_version}, {uid}{cluster})"
         )
-    return _page(report, lines)
+    lines += _dry_pass(report, GRAPH_NODES_TITLE)
+    return _page(report, lines + _section(MANAGED_TITLE, managed or ["(none)"]))
 
 
 # --- RGDs ----------------------------------------------------------------------------------
@@ -309,18 +304,14 @@ def render_rgd(report: RGDReport) -> str:
         lines.append(f"Deleting; finalizers: {', '.join(report.finalizers) or 'none'}")
     if report.build is not None:
         build = report.build
-        where = (
-            ("resource", build.resource_id),
-            ("field", build.field_path),
-            ("expression", build.expression),
-            ("rule", build.rule),
-        )
-        details = [build.message, *(f"{label}: {value}" for label, value in where if value)]
+        labels = ("resource", "field", "expression", "rule")
+        values = (build.resource_id, build.field_path, build.expression, build.rule)
+        details = [build.message, *(f"{k}: {v}" for k, v in zip(labels, values, strict=True) if v)]
         lines += _section("Build error", [_hang(d, _INDENT * 2) for d in details])
-    if report.graph:
-        lines += ["", "Graph (topological order):"]
-        for node in report.graph:
-            needs = f" <- {', '.join(node.dependencies)}" if node.dependencies else ""
-            conditional = " (includeWhen)" if node.conditional else ""
-            lines.append(f"{_INDENT}{node.id}: {node.kind}, wave {node.wave}{conditional}{needs}")
+    graph = []
+    for node in report.graph:
+        needs = f" <- {', '.join(node.dependencies)}" if node.dependencies else ""
+        conditional = " (includeWhen)" if node.conditional else ""
+        graph.append(f"{node.id}: {node.kind}, wave {node.wave}{conditional}{needs}")
+    lines += _section("Graph (topological order)", graph)
     return _page(report, lines + _section("GraphRevisions (newest first)", report.revisions))

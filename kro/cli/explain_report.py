@@ -7,9 +7,8 @@ the findings are tested with fakes and `-o json` carries exactly what the text s
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
 from kro.controllers.graph.inventory import Entry
 from kro.engine.ownership import Held as MemberReport
@@ -238,24 +237,3 @@ class GraphReport:
     conditions: tuple[ConditionReport, ...] = ()
     events: tuple[EventReport, ...] = ()
     notes: tuple[str, ...] = ()
-
-
-def to_data(report: InstanceReport | RGDReport | GraphReport) -> dict[str, Any]:
-    """A JSON-ready dict (enums as their values, camelCase keys as kubectl users expect)."""
-    explanation = {InstanceReport: "instance", GraphReport: "graph"}.get(type(report))
-    return {"explanation": explanation or "resourcegraphdefinition", **_camel(asdict(report))}
-
-
-def _camel(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {_camel_key(k): _camel(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_camel(v) for v in value]
-    if isinstance(value, StrEnum):
-        return value.value
-    return value
-
-
-def _camel_key(key: str) -> str:
-    head, *rest = key.split("_")
-    return head + "".join(part.capitalize() for part in rest)
