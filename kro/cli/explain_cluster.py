@@ -8,15 +8,10 @@ its graph, the refusals its controller recorded, and the report the findings fil
 An instance's graph is the one kro runs (`explain_source`). A deleting instance is explained
 from its teardown's own plan (`explain_dryrun`) instead, as kro deletes without the graph.
 
-An instance also names the `kro controller --shards=auto` replica that reconciles it: explain
-reads the member Leases (label `kro.run/shard-group`) and computes the assignment with the
-replicas' own functions (kro.runtime.sharding), so it reaches the answer they reach. Liveness is
-the one thing a one-shot reader cannot copy (a replica judges it on its own clock since it saw
-the Lease change): a Lease is live while `renewTime + leaseDurationSeconds` is in the future,
-what it says of itself (docs/explain.md says when the two differ). A handover is in progress
-while not every live member has written the current view's id into `kro.run/shard-view`.
-Several groups are reported one by one; without `list` on Leases (the `view` role has none)
-nothing is said about shards.
+An instance also names the `--shards=auto` replica that reconciles it, computed from the
+member Leases with the replicas' own functions (kro.runtime.sharding), so it is the answer they
+reach; only liveness is judged differently, from what a Lease says of itself, as a one-shot
+reader has no clock of its own to judge it by (docs/explain.md says when the two differ).
 """
 
 from __future__ import annotations

@@ -124,8 +124,8 @@ async def dry_run(
     by. `access` says where the member clusters' Secrets are, for targeted nodes."""
     access = access or ClusterAccess()
     owner = dict(owner_obj)
-    meta = _meta(owner)
-    ref = ObjectRef(gvr, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+    ident = object_id(owner)
+    ref = ObjectRef(gvr, ident.namespace, ident.name)
     client = cast(Client, reader)  # a dry run only reads: get and list_all
     binding: OwnerBinding
     ownership: Ownership
@@ -136,11 +136,9 @@ async def dry_run(
         binding = InstanceBinding(gvr, ref, graph.instance)
         ownership = _applyset(client, gvr)
     recording = RecordingOwnership(ownership, recorded)
-
-    def member_reader(member: Client) -> Client:
-        return cast(Client, ReadingClient(member, owner, reader.mask))
-
-    async with CallerClusters(client, access, member_reader) as places:
+    async with CallerClusters(
+        client, access, lambda member: cast(Client, ReadingClient(member, owner, reader.mask))
+    ) as places:
         work = GraphPass(
             graph=graph,
             owner_obj=owner,
@@ -171,11 +169,7 @@ def report(node: Node, found: NodeResult, places: CallerClusters | None = None) 
     (a node in a cluster the caller could not see is unknown, not in error)."""
     status, reason, message = _worded(node, found)
     clusters = _clusters(node, found, places.access) if places is not None else ()
-    if (
-        places is not None
-        and found.reason in _CLUSTER_REASONS
-        and places.unseen.keys() & {*clusters}
-    ):
+    if found.reason in _CLUSTER_REASONS and places and places.unseen.keys() & {*clusters}:
         status, reason, message = NodeStatus.UNKNOWN, found.message, ""
     return NodeReport(
         id=node.id,

@@ -5,13 +5,10 @@ line a CI log shows); then the instance and where its graph came from, the graph
 row with its state and, indented under it, why. JSON and YAML carry the same findings, with
 the camelCase keys kubectl users expect.
 
-Every string goes through `SecretMask` on its way out. Explain prints no object bodies, but a
-message can quote a value (an expression error over a Secret's data, an API server message
-about a field), and a caller with more rights than the `view` role can read Secrets the graph
-depends on. So every Secret explain reads leaves its values in the mask, as stored (base64) and
-decoded, and the output is masked, then scrubbed of credentials like every other text kro lets
-out. Values shorter than `MIN_MASKED_LENGTH` are not masked: replacing every "1" or "a" would
-destroy the output while protecting nothing worth the name.
+Every string goes through `SecretMask` on its way out: explain prints no object bodies, but a
+message can quote a value (an expression error over a Secret's data), so every Secret explain
+reads leaves its values in the mask, as stored and decoded. Values shorter than
+`MIN_MASKED_LENGTH` are not: masking every "1" would destroy the output and protect nothing.
 """
 
 from __future__ import annotations

@@ -4,19 +4,11 @@ kro runs an instance with the latest GraphRevision of its RGD (reference §1.N),
 RGD's current spec: an invalid RGD update never issues a revision, so the previous graph keeps
 serving. Explain therefore prefers the latest GraphRevision's snapshot, and falls back to the
 RGD's spec, saying so, when it cannot read revisions (the `view` role cannot). The graph is
-compiled as the controller compiles it, with kinds from the cluster's OpenAPI (readable by
-every authenticated user).
+compiled as the controller compiles it, with kinds from the cluster's OpenAPI.
 
-Which RGD: the instance's `kro.run/resource-graph-definition-name` label (kro's labeller puts it
-there), else the generated CRD's label of the same name, else the RGD whose schema declares
-the instance's group and kind.
-
-`kro explain rgd NAME` says why an RGD is not Active. It is Active when its graph is accepted,
-its CRD is ready and its instance controller runs (reference §1.M, P-08). The RGD's conditions
-say which of these failed, in prose; explain adds the structure: it compiles the spec again, so
-a build error comes back with its resource id, field path, expression and reference rule.
-GraphRevisions are shown when readable (the latest one's compile result is what instances run
-with). For an Active RGD it prints the graph: resources, waves and edges.
+`kro explain rgd NAME`: an RGD is Active when its graph is accepted, its CRD is ready and its
+instance controller runs (reference §1.M, P-08). Its conditions say which failed, in prose;
+explain compiles the spec again, so a build error comes back with its location.
 """
 
 from __future__ import annotations
@@ -108,7 +100,8 @@ def forbidden_note(what: str, error: KubeError) -> str:
 async def find_rgd_name(
     client: Client, instance: Mapping[str, Any], info: ResourceInfo
 ) -> tuple[str, list[str]]:
-    """The RGD's name, and notes on lookups that were not allowed."""
+    """The RGD's name, and notes on lookups that were not allowed: the instance's label (kro's
+    labeller puts it there), else its CRD's, else the RGD whose schema declares its kind."""
     notes: list[str] = []
     label = str((_meta(instance).get("labels") or {}).get(LABEL_RGD_NAME) or "")
     if label:
