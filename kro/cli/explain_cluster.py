@@ -164,9 +164,8 @@ async def survey(
     notes: Sequence[str] = (),
     access: ClusterAccess | None = None,
 ) -> DryRun:
-    """The one path of `kro explain` for an owner of resource `gvr`: the kind's differences
-    are its graph (None: nothing to run), the refusals its controller recorded, and notes.
-    `access`: where the member clusters' Secrets are, for targeted nodes (M-07)."""
+    """The dry run over `graph` (None: nothing to run), then the Warning Events about the
+    owner and what the run read, and the notes."""
     mask.add(owner)
     ident = object_id(owner)
     uids = {str(_meta(owner).get("uid") or ""): str(ident)}

@@ -1,15 +1,11 @@
-"""kro.cli.explain_dryrun: every node of an instance as kro's engine sees it, without a write.
+"""kro.cli.explain_dryrun: every node of an owner as kro's engine sees it, without a write.
 
 Explain runs the controller's own pass (kro.engine.graph_pass) as the caller, asked to
 diagnose, over the controller's own ownership wrapped in the recording one (kro.engine.
 recording, which notes what would be written): docs/architecture.md describes the run. This
 module only words the engine's results for a user (`NodeReport`); it decides nothing itself,
-so explain and the controller cannot drift apart.
-
-What only the controller saw, the API server's refusal of an apply, comes from the instance's
-`ResourcesReady` condition (kro.controllers.instance.status.recorded_apply_errors): a dry run
-cannot send the apply to find out. A node whose target names a member cluster (M-11) is read
-there as the caller could (`explain_places`) and names its cluster (M-07).
+so explain and the controller cannot drift apart. What only the controller saw, the API
+server's refusal of an apply, is handed in as `recorded`: a dry run cannot send the apply.
 """
 
 from __future__ import annotations
@@ -118,10 +114,8 @@ async def dry_run(
     access: ClusterAccess | None = None,
 ) -> DryRun:
     """One report per node, in topological order, and what the pass would write, for an owner
-    of resource `gvr`: a `Graph`'s objects carry its marks and are kept by its status
-    inventory (one field manager for its templates, one per patch node through the endpoint
-    the patch targets), an RGD instance's by its ApplySet; either is what an apply is judged
-    by. `access` says where the member clusters' Secrets are, for targeted nodes."""
+    of resource `gvr`, judged by the ownership its controller keeps: a `Graph`'s status
+    inventory, an RGD instance's ApplySet. `access`: where the members' Secrets are (M-07)."""
     access = access or ClusterAccess()
     owner = dict(owner_obj)
     ident = object_id(owner)

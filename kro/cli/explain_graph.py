@@ -1,11 +1,9 @@
 """kro.cli.explain_graph: `kro explain graph NAME` — why is this Graph not Ready, in one command.
 
-A Graph (kro.run/v1alpha1, alpha) is its own program: explain compiles its nodes with the
-cluster's schemas as the Graph controller does (kro.graph.graph_kind) and runs the engine's
-pass over it, dry, as the caller (`explain_dryrun`), judged against the Graph's own field
-manager. What only the controller saw, the API server's refusal of an apply, comes from the
-Graph's `ResourcesConverged` condition. Its conditions and `status.managedResources` (the
-record teardown works from) are printed as recorded.
+A Graph (kro.run/v1alpha1, alpha) is its own program: explain compiles its nodes as the Graph
+controller does (kro.graph.graph_kind) and runs the engine's pass over it, dry, as the caller
+(`explain_dryrun`). Its conditions and `status.managedResources` (the record teardown works
+from) are printed as recorded.
 
 The controller applies as the Graph's ServiceAccount; explain reads as the caller, so a node
 the caller may not read shows `unknown` rather than what the ServiceAccount would see.
@@ -53,9 +51,8 @@ _RECORDED: Final = re.compile(r'^node "(?P<id>[^"]+)": (?P<message>.*)$', re.DOT
 
 
 def recorded_apply_errors(graph_obj: Mapping[str, Any]) -> dict[str, str]:
-    """The refusal the controller recorded for a node (`ResourcesConverged` False with
-    `ApplyFailed` or `FieldManagerConflict`, message `node "x": ...`): a dry run cannot send
-    the apply to find out."""
+    """The refusal the controller recorded for a node: `ResourcesConverged` False with
+    `ApplyFailed` or `FieldManagerConflict`, message `node "x": ...`."""
     condition = get_condition(graph_obj.get("status"), CONDITION_RESOURCES_CONVERGED) or {}
     if condition.get("status") != STATUS_FALSE or condition.get("reason") not in (
         REASON_APPLY_FAILED,
@@ -109,7 +106,7 @@ async def _compile(client: Client, graph_obj: Mapping[str, Any]) -> Graph | str:
     """Compile as the controller did (explain_source.compile_graph says how)."""
     accepted = is_condition_true(graph_obj.get("status"), CONDITION_ACCEPTED)
     built = await compile_graph(client, graph_obj, accepted=accepted, build=compile_graph_async)
-    return built if isinstance(built, Graph) else one_line(str(built))
+    return built if isinstance(built, Graph) else one_line(built.message)
 
 
 async def explain_graph(

@@ -150,8 +150,9 @@ async def compile_graph(
     *,
     accepted: bool,
     build: Callable[..., Awaitable[Graph]] = build_graph_async,
-) -> Graph | GraphError:
-    """Build an RGD (or, with `build`, a Graph) like the controller does.
+) -> Graph | BuildFailure:
+    """Build an RGD (or, with `build`, a Graph) like the controller does; a build error comes
+    back with its location fields.
 
     accepted: the controller compiled this spec (a verified revision, an accepted RGD or
     Graph), so a kind not served yet may be deferred as it was (DeferredSchemaResolution); one
@@ -162,25 +163,13 @@ async def compile_graph(
     try:
         return await build(obj, LiveSchemaResolver(client), options=options)
     except GraphError as error:
-        return error
-
-
-async def compile_rgd(
-    client: Client, rgd_name: str, spec: Mapping[str, Any], *, accepted: bool
-) -> Graph | BuildFailure:
-    """The RGD's graph, or its build error with the error's location fields."""
-    built = await compile_graph(
-        client, {"metadata": {"name": rgd_name}, "spec": spec}, accepted=accepted
-    )
-    if isinstance(built, Graph):
-        return built
-    return BuildFailure(
-        message=str(built),
-        resource_id=built.resource_id or "",
-        field_path=built.field_path or "",
-        expression=built.expression or "",
-        rule=built.rule if isinstance(built, BuildError) else "",
-    )
+        return BuildFailure(
+            message=str(error),
+            resource_id=error.resource_id or "",
+            field_path=error.field_path or "",
+            expression=error.expression or "",
+            rule=error.rule if isinstance(error, BuildError) else "",
+        )
 
 
 def revision_problem(revisions: Sequence[Mapping[str, Any]]) -> str:
@@ -211,7 +200,8 @@ async def load_graph(client: Client, rgd_name: str) -> LoadedGraph:
         name = str(_meta(revisions[0]).get("name") or "")
         source = GraphSource(rgd_name, state, int(latest.get("revision") or 0), name, True)
     problem = revision_problem(revisions)
-    built = await compile_rgd(client, rgd_name, spec, accepted=bool(revisions) and not problem)
+    document = {"metadata": {"name": rgd_name}, "spec": spec}
+    built = await compile_graph(client, document, accepted=bool(revisions) and not problem)
     if isinstance(built, BuildFailure):
         problem = problem or (
             f"the graph does not compile: {built.message} (see `kro explain rgd {rgd_name}`)"
@@ -273,7 +263,8 @@ async def explain_rgd(client: Client, name: str) -> RGDReport:
     status = rgd.get("status") or {}
     state = str(status.get("state") or "")
     accepted = is_condition_true(status, CONDITION_GRAPH_ACCEPTED)
-    built = await compile_rgd(client, name, rgd.get("spec") or {}, accepted=accepted)
+    document = {"metadata": {"name": name}, "spec": rgd.get("spec") or {}}
+    built = await compile_graph(client, document, accepted=accepted)
     build = built if isinstance(built, BuildFailure) else None
     if build is not None and state == RGD_STATE_ACTIVE:
         notes.append(
