@@ -84,13 +84,8 @@ def add_explain_command(commands: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument(
         "-o", "--output", choices=OUTPUT_FORMATS, default="text", help="output format"
     )
-    _add_cluster_flags(parser)
-    parser.set_defaults(handler=_handler)
-
-
-def _add_cluster_flags(parser: argparse.ArgumentParser) -> None:
-    """Where member clusters are registered, as the controller's flags of the same names say
-    (and `kro clusters` reads): explain reaches a targeted node's cluster through its Secret."""
+    # Where member clusters are registered, as the controller's flags of the same names say
+    # (and `kro clusters` reads): explain reaches a targeted node's cluster through its Secret.
     from kro.cli.explain_places import ClusterAccess
 
     defaults = ClusterAccess()
@@ -105,6 +100,7 @@ def _add_cluster_flags(parser: argparse.ArgumentParser) -> None:
             metavar=metavar,
             help=f"{what} (default: {shown})",
         )
+    parser.set_defaults(handler=_handler)
 
 
 def cluster_access(args: argparse.Namespace) -> ClusterAccess:

@@ -198,8 +198,7 @@ def summarize_deletion(instance: Mapping[str, Any], live: LiveMembers) -> Deleti
             f"guess: {live.inventory_error}"
         )
     wave = max((m.wave for m in live.members), default=None)
-    current = [m for m in live.members if m.wave == wave]
-    for member in current:
+    for member in (m for m in live.members if m.wave == wave):
         blockers += _member_blockers(member, recorded)
     if recorded and not blockers:
         blockers.append(f"kro could not delete a child: {recorded}")

@@ -121,11 +121,9 @@ async def dry_run(
     ident = object_id(owner)
     ref = ObjectRef(gvr, ident.namespace, ident.name)
     client = cast(Client, reader)  # a dry run only reads: get and list_all
-    binding: OwnerBinding
-    ownership: Ownership
     if gvr == GRAPHS:
-        binding = GraphBinding(GRAPHS, ref, graph)
-        ownership = StatusInventory.of(owner, graph, kro_client=client, client=client)
+        binding: OwnerBinding = GraphBinding(GRAPHS, ref, graph)
+        ownership: Ownership = StatusInventory.of(owner, graph, kro_client=client, client=client)
     else:
         binding = InstanceBinding(gvr, ref, graph.instance)
         ownership = _applyset(client, gvr)
@@ -133,7 +131,7 @@ async def dry_run(
     async with CallerClusters(
         client, access, lambda member: cast(Client, ReadingClient(member, owner, reader.mask))
     ) as places:
-        work = GraphPass(
+        result = await GraphPass(
             graph=graph,
             owner_obj=owner,
             binding=binding,
@@ -146,8 +144,7 @@ async def dry_run(
             diagnose=True,
             recorded=recorded,
             places=places,
-        )
-        result = await work.run()
+        ).run()
     # Only a graph with a target names clusters: one without reads as it always did.
     targeted = any(node_cluster(node, "") != "" for node in graph.nodes.values())
     nodes = [

@@ -148,9 +148,8 @@ def render_instance(report: InstanceReport) -> str:
 
 
 def _source(source: GraphSource) -> str:
-    rgd = f"ResourceGraphDefinition {source.rgd}" + (
-        f" ({source.rgd_state})" if source.rgd_state else ""
-    )
+    state = f" ({source.rgd_state})" if source.rgd_state else ""
+    rgd = f"ResourceGraphDefinition {source.rgd}{state}"
     if source.from_revision:
         return f"{rgd}, GraphRevision {source.revision_name} (revision {source.revision})"
     return f"{rgd}, built from its spec (GraphRevisions not read)"
