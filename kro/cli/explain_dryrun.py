@@ -128,6 +128,7 @@ async def dry_run(
         binding = InstanceBinding(gvr, ref, graph.instance)
         ownership = _applyset(client, gvr)
     recording = RecordingOwnership(ownership, recorded)
+    evaluation = InstanceEvaluation(graph, owner, max_collection_size=graph.max_collection_size)
     async with CallerClusters(
         client, access, lambda member: cast(Client, ReadingClient(member, owner, reader.mask))
     ) as places:
@@ -138,9 +139,7 @@ async def dry_run(
             client=client,
             ownership=recording,
             watches=NoWatches(),
-            evaluation=InstanceEvaluation(
-                graph, owner, max_collection_size=graph.max_collection_size
-            ),
+            evaluation=evaluation,
             diagnose=True,
             recorded=recorded,
             places=places,

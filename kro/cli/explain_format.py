@@ -38,6 +38,7 @@ OUTPUT_FORMATS: Final = ("text", *MACHINE_FORMATS)
 _VALUE_TYPES: Final = frozenset({"Value", "ValueCollection"})  # a Graph's def nodes
 _INDENT: Final = "  "
 _SHARD_INDENT: Final = " " * len("Shard:     ")
+_CLUSTER_SCOPED: Final = "cluster-scoped instances (the empty namespace)"
 _NO_UID: Final = "no uid yet: deleted only if it carries the Graph's field manager"
 MIN_MASKED_LENGTH: Final = 3
 
@@ -156,11 +157,7 @@ def _source(source: GraphSource) -> str:
 
 
 def _shard(shard: ShardReport) -> list[str]:
-    where = (
-        f'namespace "{shard.namespace}"'
-        if shard.namespace
-        else "cluster-scoped instances (the empty namespace)"
-    )
+    where = f'namespace "{shard.namespace}"' if shard.namespace else _CLUSTER_SCOPED
     group = f'shard group "{shard.group}" in namespace {shard.lease_namespace}'
     if not shard.owner_lease:
         return [

@@ -54,13 +54,11 @@ def recorded_apply_errors(graph_obj: Mapping[str, Any]) -> dict[str, str]:
     """The refusal the controller recorded for a node: `ResourcesConverged` False with
     `ApplyFailed` or `FieldManagerConflict`, message `node "x": ...`."""
     condition = get_condition(graph_obj.get("status"), CONDITION_RESOURCES_CONVERGED) or {}
-    if condition.get("status") != STATUS_FALSE or condition.get("reason") not in (
-        REASON_APPLY_FAILED,
-        REASON_FIELD_MANAGER_CONFLICT,
-    ):
-        return {}
+    refused = condition.get("reason") in (REASON_APPLY_FAILED, REASON_FIELD_MANAGER_CONFLICT)
     found = _RECORDED.match(str(condition.get("message") or ""))
-    return {found["id"]: found["message"]} if found else {}
+    if found and refused and condition.get("status") == STATUS_FALSE:
+        return {found["id"]: found["message"]}
+    return {}
 
 
 def graph_root_cause(
@@ -69,7 +67,14 @@ def graph_root_cause(
     """The first thing, in the order a user would fix them, that keeps the Graph from Ready."""
     status = graph_obj.get("status") or {}
     if _meta(graph_obj).get("deletionTimestamp"):
-        return _teardown_cause(graph_obj)
+        converged = get_condition(status, CONDITION_RESOURCES_CONVERGED) or {}
+        if converged.get("reason") == REASON_DELETE_FAILED:
+            return f"teardown failed: {converged.get('message')}"
+        held = ", ".join(str(f) for f in _meta(graph_obj).get("finalizers") or ()) or "none"
+        return (
+            f"the Graph is being deleted: kro deletes the {len(entries_of(graph_obj))} objects "
+            f"recorded in status.managedResources, then removes its finalizer (finalizers: {held})"
+        )
     accepted = get_condition(status, CONDITION_ACCEPTED) or {}
     if accepted.get("status") == STATUS_FALSE:
         return f"the Graph is not accepted ({accepted.get('reason')}): {accepted.get('message')}"
@@ -77,17 +82,6 @@ def graph_root_cause(
         return f"the Graph does not compile: {compile_error}"
     node = first_problem(nodes)
     return describe_node(node) if node is not None else _status_cause(graph_obj)
-
-
-def _teardown_cause(graph_obj: Mapping[str, Any]) -> str:
-    converged = get_condition(graph_obj.get("status"), CONDITION_RESOURCES_CONVERGED) or {}
-    if converged.get("reason") == REASON_DELETE_FAILED:
-        return f"teardown failed: {converged.get('message')}"
-    held = ", ".join(str(f) for f in _meta(graph_obj).get("finalizers") or ()) or "none"
-    return (
-        f"the Graph is being deleted: kro deletes the {len(entries_of(graph_obj))} objects "
-        f"recorded in status.managedResources, then removes its finalizer (finalizers: {held})"
-    )
 
 
 def _status_cause(graph_obj: Mapping[str, Any]) -> str:
@@ -132,15 +126,13 @@ async def explain_graph(
             "allowed what you are not",
         )
     ident = object_id(obj)
-    spec = obj.get("spec") or {}
+    account = str((obj.get("spec") or {}).get("serviceAccountName") or "")
     return GraphReport(
         root_cause=one_line(graph_root_cause(obj, found.nodes, compile_error)),
         namespace=ident.namespace,
         name=ident.name,
         generation=generation_of(obj),
-        service_account=service_account_username(
-            namespace, str(spec.get("serviceAccountName") or "")
-        ),
+        service_account=service_account_username(namespace, account),
         applied_service_account=str((obj.get("status") or {}).get("appliedServiceAccount") or ""),
         deleting=deleting,
         compile_error=compile_error,

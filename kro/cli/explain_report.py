@@ -19,8 +19,7 @@ __all__ = ["MemberReport", "MissingField", "ObjectId", "held_label"]
 
 
 def held_label(member: MemberReport) -> str:
-    """A child left by a deletion, in words: the object, its node, and its member cluster
-    (M-16) when it lives in one."""
+    """A child left by a deletion, in words: the object, its node, its member cluster (M-16)."""
     node = f' (node "{member.node}")' if member.node else ""
     where = f' in cluster "{member.cluster}"' if member.cluster else ""
     return f"{member.obj}{node}{where}"

@@ -202,12 +202,10 @@ async def load_graph(client: Client, rgd_name: str) -> LoadedGraph:
     problem = revision_problem(revisions)
     document = {"metadata": {"name": rgd_name}, "spec": spec}
     built = await compile_graph(client, document, accepted=bool(revisions) and not problem)
-    if isinstance(built, BuildFailure):
-        problem = problem or (
-            f"the graph does not compile: {built.message} (see `kro explain rgd {rgd_name}`)"
-        )
-        return LoadedGraph(source, None, problem, notes)
-    return LoadedGraph(source, built, problem, notes)
+    if isinstance(built, Graph):
+        return LoadedGraph(source, built, problem, notes)
+    failed = f"the graph does not compile: {built.message} (see `kro explain rgd {rgd_name}`)"
+    return LoadedGraph(source, None, problem or failed, notes)
 
 
 def graph_nodes(graph: Graph) -> tuple[GraphNode, ...]:
