@@ -139,8 +139,7 @@ def unreported(owner: Mapping[str, Any], what: str, hint: str) -> str:
 
 def _status_cause(instance: Mapping[str, Any], nodes: Sequence[NodeReport]) -> str:
     status = instance.get("status") or {}
-    failed = _recorded(instance, PASS_FAILED_PREFIX)
-    if failed is not None:
+    if (failed := _recorded(instance, PASS_FAILED_PREFIX)) is not None:
         return f"kro's last reconcile failed: {failed}"
     if late := unreported(instance, "instance", "is the kro controller running?"):
         return late

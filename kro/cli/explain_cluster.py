@@ -84,10 +84,9 @@ async def resolve_kind(client: Client, text: str) -> ResourceInfo:
     """The served resource for a kind, plural, singular or short name, optionally `.group`."""
     wanted, _, group = text.partition(".")
     wanted = wanted.lower()
-    served = await client.mapper.resources()
     matches = [
         info
-        for info in served
+        for info in await client.mapper.resources()
         if wanted in {info.gvk.kind.lower(), info.gvr.resource, info.singular, *info.short_names}
         and (not group or info.gvk.group == group)
         and "/" not in info.gvr.resource
@@ -129,7 +128,7 @@ async def read_events(
         and not is_kro_event(e)
     ]
     warnings.sort(key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
-    reports = tuple(
+    return tuple(
         EventReport(
             object=uids[str((e.get("involvedObject") or {}).get("uid"))],
             reason=str(e.get("reason") or ""),
@@ -137,8 +136,7 @@ async def read_events(
             count=int(e.get("count") or 1),
         )
         for e in reversed(warnings[-MAX_EVENTS:])
-    )
-    return reports, ""
+    ), ""
 
 
 def unseen_notes(nodes: Sequence[NodeReport], access: ClusterAccess | None) -> list[str]:

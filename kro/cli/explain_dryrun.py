@@ -75,8 +75,7 @@ class ReadingClient:
 
     def _seen(self, obj: Mapping[str, Any]) -> None:
         self.mask.add(obj)
-        uid = str(_meta(obj).get("uid") or "")
-        if uid:
+        if uid := str(_meta(obj).get("uid") or ""):
             self.uids[uid] = str(object_id(obj))
 
     async def get(self, gvr: GVR, name: str, *, namespace: str | None = None) -> dict[str, Any]:
@@ -238,9 +237,8 @@ async def planned_deletion(
     access: ClusterAccess | None = None,
 ) -> LiveMembers:
     """The members the controller's next teardown step of `instance` would act on, as that
-    step plans it (the recording ownership over the instance's ApplySet: reads only), in the
-    instance's cluster and in each member cluster its ApplySet records (M-16), read there as
-    the caller (`access`: where the members' Secrets are)."""
+    step plans it (reads only), in the instance's cluster and in each member cluster its
+    ApplySet records (M-16), read there as the caller."""
     async with CallerClusters(client, access or ClusterAccess(), lambda member: member) as places:
         step = await RecordingOwnership(_applyset(client, gvr, places)).teardown(dict(instance))
     if step.blocked and not step.transient:

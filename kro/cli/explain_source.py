@@ -152,13 +152,10 @@ async def compile_graph(
     build: Callable[..., Awaitable[Graph]] = build_graph_async,
 ) -> Graph | BuildFailure:
     """Build an RGD (or, with `build`, a Graph) like the controller does; a build error comes
-    back with its location fields.
-
-    accepted: the controller compiled this spec (a verified revision, an accepted RGD or
-    Graph), so a kind not served yet may be deferred as it was (DeferredSchemaResolution); one
-    the controller refused is built without, to show the error it gave. Targets compile as with
-    the MultiCluster gate on, so they are explained where their nodes live; whether the
-    controller's gate is on is the owner's own condition to say."""
+    back with its location fields. accepted: the controller compiled this spec, so a kind not
+    served yet may be deferred as it was (DeferredSchemaResolution); one it refused is built
+    without, to show its error. Targets compile as with the MultiCluster gate on, so they are
+    explained where their nodes live; whether the gate is on is the owner's condition to say."""
     options = BuildOptions(deferred_schema_resolution=accepted, multi_cluster=True)
     try:
         return await build(obj, LiveSchemaResolver(client), options=options)
