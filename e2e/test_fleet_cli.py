@@ -18,8 +18,7 @@ from fleet_support import fleet_args, fleet_fixture
 from kro_harness import KroEnv, kro_fixtures
 
 from kro.cli.explain import add_explain_command, explain, parse_request
-from kro.cli.explain_format import render
-from kro.cli.explain_mask import SecretMask
+from kro.cli.explain_format import SecretMask, render
 from kro.runtime.client import Client
 from kro.runtime.config import load_default
 from kro.runtime.gvk import GVR

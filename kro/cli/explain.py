@@ -1,24 +1,14 @@
-"""kro.cli.explain: `kro explain` — why is this instance (or RGD) not ready, in one command.
-
-    kro explain KIND/NAME [-n NAMESPACE] [--kubeconfig K] [--context C] [-o text|json|yaml]
-    kro explain rgd NAME  [--kubeconfig K] [-o text|json|yaml]
-    kro explain graph NAME [-n NAMESPACE] [--kubeconfig K] [-o text|json|yaml]
-    (instances and Graphs also take [--cluster-secrets-namespace NS] [--cluster-secrets-label
-    KEY=VALUE] [--cluster-secrets-key KEY] [--local-cluster-name NAME] [--cluster-timeout S])
+"""kro.cli.explain: `kro explain` — why is this instance (or RGD, or Graph) not ready.
 
 For an instance or a Graph it runs the controller's own pass, dry, against the live objects
-(`explain_dryrun`), so each node's state (`explain_report.NodeStatus`) is what kro itself would
-conclude; the first line is the root cause. A deleting instance shows the deletion wave in
-progress and what blocks it. For an RGD it shows why it is not Active, down to the resource,
-field and expression of a build error. A node sent to a member cluster (MultiCluster) is read
-there as the caller may read it (`explain_places`), and every node names its cluster (M-07).
+(`explain_dryrun`), so each node's state is what kro itself would conclude; the first line is
+the root cause. A node sent to a member cluster is read there as the caller may read it
+(`explain_places`), and every node names its cluster (M-07). For an RGD it shows why it is not
+Active (`explain_source`).
 
-It only reads (GET and LIST), so the chart's `view` role is enough; what that role cannot read
-(GraphRevisions, CRDs) is worked around and mentioned under "Notes" or as an `unknown` node,
-never by failing the command. Secret data is never printed (`explain_mask`).
-
-Exit codes: 0 explained (whatever the state), 1 cannot explain (unknown kind, not found, not
-readable, cluster unreachable), 2 usage errors.
+It only reads (GET and LIST), so the chart's `view` role is enough: what that role cannot read
+is worked around and noted, never by failing the command. docs/explain.md is the user's guide
+(usage, permissions, exit codes); Secret data is never printed (`explain_format.SecretMask`).
 """
 
 from __future__ import annotations
@@ -34,8 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 import yaml
 
 from kro.cli.clusters import quiet_logs
-from kro.cli.explain_format import OUTPUT_FORMATS, render
-from kro.cli.explain_mask import SecretMask
+from kro.cli.explain_format import OUTPUT_FORMATS, SecretMask, render
 from kro.cli.explain_report import GraphReport, InstanceReport, RGDReport
 
 if TYPE_CHECKING:
@@ -95,13 +84,8 @@ def add_explain_command(commands: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument(
         "-o", "--output", choices=OUTPUT_FORMATS, default="text", help="output format"
     )
-    _add_cluster_flags(parser)
-    parser.set_defaults(handler=_handler)
-
-
-def _add_cluster_flags(parser: argparse.ArgumentParser) -> None:
-    """Where member clusters are registered, as the controller's flags of the same names say
-    (and `kro clusters` reads): explain reaches a targeted node's cluster through its Secret."""
+    # Where member clusters are registered, as the controller's flags of the same names say
+    # (and `kro clusters` reads): explain reaches a targeted node's cluster through its Secret.
     from kro.cli.explain_places import ClusterAccess
 
     defaults = ClusterAccess()
@@ -116,6 +100,7 @@ def _add_cluster_flags(parser: argparse.ArgumentParser) -> None:
             metavar=metavar,
             help=f"{what} (default: {shown})",
         )
+    parser.set_defaults(handler=_handler)
 
 
 def cluster_access(args: argparse.Namespace) -> ClusterAccess:
@@ -165,7 +150,7 @@ async def explain(
     """Connect and explain; raises ExplainError or KubeError when it cannot."""
     from kro.cli.explain_cluster import Target, explain_instance
     from kro.cli.explain_graph import GRAPH_WORDS, explain_graph
-    from kro.cli.explain_rgd import explain_rgd
+    from kro.cli.explain_source import explain_rgd
     from kro.runtime.client import Client
 
     access = cluster_access(args)
@@ -180,28 +165,24 @@ async def explain(
 
 
 def _handler(args: argparse.Namespace) -> int:
-    from kro.cli.explain_cluster import ExplainError
+    from kro.cli.explain_source import ExplainError
     from kro.runtime.errors import KubeError
 
     try:
         request = parse_request(args.target, args.name)
+        label = args.cluster_label
+        if "=" not in label or label.startswith("="):
+            raise UsageError(f"--cluster-secrets-label must be one key=value, got {label!r}")
     except UsageError as error:
         print(f"error: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    label = args.cluster_label
-    if "=" not in label or label.startswith("="):
-        message = f"error: --cluster-secrets-label must be one key=value, got {label!r}"
-        print(message, file=sys.stderr)
         return EXIT_USAGE
     quiet_logs()
     mask = SecretMask()
     try:
         report = asyncio.run(explain(request, args, mask))
-    except ExplainError as error:
-        print(f"error: {mask.apply(str(error))}", file=sys.stderr)
-        return EXIT_CANNOT_EXPLAIN
-    except KubeError as error:
-        print(f"error: cannot read from the cluster: {mask.apply(str(error))}", file=sys.stderr)
+    except (ExplainError, KubeError) as error:
+        reading = "cannot read from the cluster: " if isinstance(error, KubeError) else ""
+        print(f"error: {reading}{mask.apply(str(error))}", file=sys.stderr)
         return EXIT_CANNOT_EXPLAIN
     try:
         sys.stdout.write(render(report, args.output, mask))

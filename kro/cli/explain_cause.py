@@ -63,6 +63,11 @@ def condition_reports(instance: Mapping[str, Any]) -> tuple[ConditionReport, ...
     )
 
 
+def generation_of(obj: Mapping[str, Any]) -> int | None:
+    generation = _meta(obj).get("generation")
+    return generation if isinstance(generation, int) else None
+
+
 def describe_node(node: NodeReport) -> str:
     """`node "x" (Kind ns/name) is not ready: <reason>[: <message>]`."""
     where = f" ({node.objects[0]})" if len(node.objects) == 1 else ""
@@ -134,8 +139,7 @@ def unreported(owner: Mapping[str, Any], what: str, hint: str) -> str:
 
 def _status_cause(instance: Mapping[str, Any], nodes: Sequence[NodeReport]) -> str:
     status = instance.get("status") or {}
-    failed = _recorded(instance, PASS_FAILED_PREFIX)
-    if failed is not None:
+    if (failed := _recorded(instance, PASS_FAILED_PREFIX)) is not None:
         return f"kro's last reconcile failed: {failed}"
     if late := unreported(instance, "instance", "is the kro controller running?"):
         return late
@@ -193,8 +197,7 @@ def summarize_deletion(instance: Mapping[str, Any], live: LiveMembers) -> Deleti
             f"guess: {live.inventory_error}"
         )
     wave = max((m.wave for m in live.members), default=None)
-    current = [m for m in live.members if m.wave == wave]
-    for member in current:
+    for member in (m for m in live.members if m.wave == wave):
         blockers += _member_blockers(member, recorded)
     if recorded and not blockers:
         blockers.append(f"kro could not delete a child: {recorded}")

@@ -7,39 +7,68 @@ its graph, the refusals its controller recorded, and the report the findings fil
 
 An instance's graph is the one kro runs (`explain_source`). A deleting instance is explained
 from its teardown's own plan (`explain_dryrun`) instead, as kro deletes without the graph.
+
+An instance also names the `--shards=auto` replica that reconciles it, computed from the
+member Leases with the replicas' own functions (kro.runtime.sharding), so it is the answer they
+reach; only liveness is judged differently, from what a Lease says of itself, as a one-shot
+reader has no clock of its own to judge it by (docs/explain.md says when the two differ).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from kro.api.objects import metadata as _meta
-from kro.cli.explain_cause import condition_reports, root_cause, summarize_deletion
+from kro.cli.explain_cause import (
+    condition_reports,
+    generation_of,
+    root_cause,
+    summarize_deletion,
+)
 from kro.cli.explain_dryrun import DryRun, ReadingClient, dry_run, planned_deletion
-from kro.cli.explain_mask import SecretMask
+from kro.cli.explain_format import SecretMask
 from kro.cli.explain_places import ClusterAccess
-from kro.cli.explain_report import EventReport, InstanceReport, NodeReport, NodeStatus
-from kro.cli.explain_shard import read_shard_owners
-from kro.cli.explain_source import LoadedGraph, find_rgd_name, forbidden_note, load_graph
+from kro.cli.explain_report import (
+    EventReport,
+    InstanceReport,
+    NodeReport,
+    NodeStatus,
+    ShardReport,
+)
+from kro.cli.explain_source import (
+    ExplainError,
+    LoadedGraph,
+    find_rgd_name,
+    forbidden_note,
+    load_graph,
+    read_owner,
+)
 from kro.controllers.instance.status import recorded_apply_errors
 from kro.engine.results import object_id
 from kro.graph.model import Graph
 from kro.runtime.client import Client
 from kro.runtime.discovery import ResourceInfo
-from kro.runtime.errors import Forbidden, KubeError, NotFound
+from kro.runtime.errors import KubeError
 from kro.runtime.events import CORE_EVENTS
 from kro.runtime.gvk import GVR
+from kro.runtime.leaderelection import LEASES
+from kro.runtime.sharding import (
+    GROUP_LABEL,
+    VIEW_ANNOTATION,
+    assign,
+    contains,
+    describe,
+    fnv1a64,
+    view_id,
+)
 
 MAX_EVENTS: Final = 10
 PREFERRED_GROUP: Final = "kro.run"
 KRO_REPORTER_PREFIX: Final = "kro/"
-
-
-class ExplainError(Exception):
-    """Explain cannot say anything useful: the kind is unknown, the object does not exist or
-    cannot be read. The message says which and what to try."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,10 +84,9 @@ async def resolve_kind(client: Client, text: str) -> ResourceInfo:
     """The served resource for a kind, plural, singular or short name, optionally `.group`."""
     wanted, _, group = text.partition(".")
     wanted = wanted.lower()
-    served = await client.mapper.resources()
     matches = [
         info
-        for info in served
+        for info in await client.mapper.resources()
         if wanted in {info.gvk.kind.lower(), info.gvr.resource, info.singular, *info.short_names}
         and (not group or info.gvk.group == group)
         and "/" not in info.gvr.resource
@@ -76,24 +104,6 @@ async def resolve_kind(client: Client, text: str) -> ResourceInfo:
         matches = [m for m in matches if m.gvk.group == PREFERRED_GROUP]
     preferred = await client.mapper.preferred_version(matches[0].gvk.group)
     return next((m for m in matches if m.gvk.version == preferred), matches[0])
-
-
-async def read_owner(
-    client: Client, gvr: GVR, kind: str, name: str, namespace: str | None, *, hint: str = ""
-) -> dict[str, Any]:
-    """The object to explain (an instance, a Graph, an RGD); ExplainError if unreadable."""
-    where = f' in namespace "{namespace}"' if namespace else ""
-    try:
-        return await client.get(gvr, name, namespace=namespace)
-    except NotFound:
-        raise ExplainError(f'{kind} "{name}" not found{where}{hint}') from None
-    except Forbidden as error:
-        raise ExplainError(f'cannot read {kind} "{name}"{where}: {error.message}') from None
-
-
-def generation_of(obj: Mapping[str, Any]) -> int | None:
-    generation = _meta(obj).get("generation")
-    return generation if isinstance(generation, int) else None
 
 
 def is_kro_event(event: Mapping[str, Any]) -> bool:
@@ -118,7 +128,7 @@ async def read_events(
         and not is_kro_event(e)
     ]
     warnings.sort(key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
-    reports = tuple(
+    return tuple(
         EventReport(
             object=uids[str((e.get("involvedObject") or {}).get("uid"))],
             reason=str(e.get("reason") or ""),
@@ -126,8 +136,7 @@ async def read_events(
             count=int(e.get("count") or 1),
         )
         for e in reversed(warnings[-MAX_EVENTS:])
-    )
-    return reports, ""
+    ), ""
 
 
 def unseen_notes(nodes: Sequence[NodeReport], access: ClusterAccess | None) -> list[str]:
@@ -153,9 +162,8 @@ async def survey(
     notes: Sequence[str] = (),
     access: ClusterAccess | None = None,
 ) -> DryRun:
-    """The one path of `kro explain` for an owner of resource `gvr`: the kind's differences
-    are its graph (None: nothing to run), the refusals its controller recorded, and notes.
-    `access`: where the member clusters' Secrets are, for targeted nodes (M-07)."""
+    """The dry run over `graph` (None: nothing to run), then the Warning Events about the
+    owner and what the run read, and the notes."""
     mask.add(owner)
     ident = object_id(owner)
     uids = {str(_meta(owner).get("uid") or ""): str(ident)}
@@ -212,3 +220,75 @@ async def explain_instance(
         shards=await read_shard_owners(client, ident.namespace),
         would_write=found.would_write,
     )
+
+
+def is_live(lease: Mapping[str, Any], now: datetime) -> bool:
+    """Held (a holder identity) and renewed within its own lease duration before `now`."""
+    spec = lease.get("spec") or {}
+    try:
+        renewed = datetime.fromisoformat(str(spec.get("renewTime")).replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    if not spec.get("holderIdentity"):
+        return False
+    renewed = renewed if renewed.tzinfo else renewed.replace(tzinfo=UTC)
+    return (now - renewed).total_seconds() < float(spec.get("leaseDurationSeconds") or 0)
+
+
+def shard_owners(
+    namespace: str, leases: Iterable[Mapping[str, Any]], now: datetime
+) -> tuple[ShardReport, ...]:
+    """Per shard group (Lease namespace, group label), who owns `namespace`'s hash."""
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
+    for lease in leases:
+        meta = _meta(lease)
+        group = str((meta.get("labels") or {}).get(GROUP_LABEL) or "")
+        if group:
+            groups[(str(meta.get("namespace") or ""), group)].append(lease)
+    return tuple(_owner(namespace, key, members, now) for key, members in sorted(groups.items()))
+
+
+def _owner(
+    namespace: str, key: tuple[str, str], leases: list[Mapping[str, Any]], now: datetime
+) -> ShardReport:
+    lease_namespace, group = key
+    digest = fnv1a64(namespace)
+    live = {str(_meta(lease).get("name")): lease for lease in leases if is_live(lease, now)}
+    expired = sorted({str(_meta(lease).get("name")) for lease in leases} - live.keys())
+    report = ShardReport(
+        group=group,
+        lease_namespace=lease_namespace,
+        namespace=namespace,
+        namespace_hash=f"0x{digest:016x}",
+        members=tuple(sorted(live)),
+        expired=tuple(expired),
+    )
+    if not live:
+        return report
+    current = view_id(live)
+    owner_lease, owned = next(
+        (name, owned) for name, owned in assign(live).items() if contains((owned,), digest)
+    )
+    acknowledged = all(
+        (_meta(lease).get("annotations") or {}).get(VIEW_ANNOTATION) == current
+        for lease in live.values()
+    )
+    return replace(
+        report,
+        owner=str((live[owner_lease].get("spec") or {}).get("holderIdentity") or ""),
+        owner_lease=owner_lease,
+        owner_range=describe((owned,)),
+        handover=not acknowledged,
+    )
+
+
+async def read_shard_owners(
+    client: Client, namespace: str, *, now: datetime | None = None
+) -> tuple[ShardReport, ...]:
+    """The member Leases of every shard group in the cluster, and who owns `namespace`;
+    nothing when there are none or they cannot be read."""
+    try:
+        leases, _ = await client.list_all(LEASES, label_selector=GROUP_LABEL)
+    except KubeError:
+        return ()
+    return shard_owners(namespace, leases, now or datetime.now(UTC))

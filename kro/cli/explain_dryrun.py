@@ -1,15 +1,11 @@
-"""kro.cli.explain_dryrun: every node of an instance as kro's engine sees it, without a write.
+"""kro.cli.explain_dryrun: every node of an owner as kro's engine sees it, without a write.
 
 Explain runs the controller's own pass (kro.engine.graph_pass) as the caller, asked to
 diagnose, over the controller's own ownership wrapped in the recording one (kro.engine.
 recording, which notes what would be written): docs/architecture.md describes the run. This
 module only words the engine's results for a user (`NodeReport`); it decides nothing itself,
-so explain and the controller cannot drift apart.
-
-What only the controller saw, the API server's refusal of an apply, comes from the instance's
-`ResourcesReady` condition (kro.controllers.instance.status.recorded_apply_errors): a dry run
-cannot send the apply to find out. A node whose target names a member cluster (M-11) is read
-there as the caller could (`explain_places`) and names its cluster (M-07).
+so explain and the controller cannot drift apart. What only the controller saw, the API
+server's refusal of an apply, is handed in as `recorded`: a dry run cannot send the apply.
 """
 
 from __future__ import annotations
@@ -22,7 +18,7 @@ from kro.api.names import REASON_SCHEMA_PENDING
 from kro.api.objects import metadata as _meta
 from kro.applyset import Applier, ApplierOptions
 from kro.cli.explain_cause import LiveMembers
-from kro.cli.explain_mask import SecretMask
+from kro.cli.explain_format import SecretMask
 from kro.cli.explain_places import CallerClusters, ClusterAccess
 from kro.cli.explain_report import EventReport, NodeReport, NodeStatus
 from kro.controllers.graph.binding import GraphBinding
@@ -79,8 +75,7 @@ class ReadingClient:
 
     def _seen(self, obj: Mapping[str, Any]) -> None:
         self.mask.add(obj)
-        uid = str(_meta(obj).get("uid") or "")
-        if uid:
+        if uid := str(_meta(obj).get("uid") or ""):
             self.uids[uid] = str(object_id(obj))
 
     async def get(self, gvr: GVR, name: str, *, namespace: str | None = None) -> dict[str, Any]:
@@ -118,44 +113,36 @@ async def dry_run(
     access: ClusterAccess | None = None,
 ) -> DryRun:
     """One report per node, in topological order, and what the pass would write, for an owner
-    of resource `gvr`: a `Graph`'s objects carry its marks and are kept by its status
-    inventory (one field manager for its templates, one per patch node through the endpoint
-    the patch targets), an RGD instance's by its ApplySet; either is what an apply is judged
-    by. `access` says where the member clusters' Secrets are, for targeted nodes."""
+    of resource `gvr`, judged by the ownership its controller keeps: a `Graph`'s status
+    inventory, an RGD instance's ApplySet. `access`: where the members' Secrets are (M-07)."""
     access = access or ClusterAccess()
     owner = dict(owner_obj)
-    meta = _meta(owner)
-    ref = ObjectRef(gvr, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+    ident = object_id(owner)
+    ref = ObjectRef(gvr, ident.namespace, ident.name)
     client = cast(Client, reader)  # a dry run only reads: get and list_all
-    binding: OwnerBinding
-    ownership: Ownership
     if gvr == GRAPHS:
-        binding = GraphBinding(GRAPHS, ref, graph)
-        ownership = StatusInventory.of(owner, graph, kro_client=client, client=client)
+        binding: OwnerBinding = GraphBinding(GRAPHS, ref, graph)
+        ownership: Ownership = StatusInventory.of(owner, graph, kro_client=client, client=client)
     else:
         binding = InstanceBinding(gvr, ref, graph.instance)
         ownership = _applyset(client, gvr)
     recording = RecordingOwnership(ownership, recorded)
-
-    def member_reader(member: Client) -> Client:
-        return cast(Client, ReadingClient(member, owner, reader.mask))
-
-    async with CallerClusters(client, access, member_reader) as places:
-        work = GraphPass(
+    evaluation = InstanceEvaluation(graph, owner, max_collection_size=graph.max_collection_size)
+    async with CallerClusters(
+        client, access, lambda member: cast(Client, ReadingClient(member, owner, reader.mask))
+    ) as places:
+        result = await GraphPass(
             graph=graph,
             owner_obj=owner,
             binding=binding,
             client=client,
             ownership=recording,
             watches=NoWatches(),
-            evaluation=InstanceEvaluation(
-                graph, owner, max_collection_size=graph.max_collection_size
-            ),
+            evaluation=evaluation,
             diagnose=True,
             recorded=recorded,
             places=places,
-        )
-        result = await work.run()
+        ).run()
     # Only a graph with a target names clusters: one without reads as it always did.
     targeted = any(node_cluster(node, "") != "" for node in graph.nodes.values())
     nodes = [
@@ -171,11 +158,7 @@ def report(node: Node, found: NodeResult, places: CallerClusters | None = None) 
     (a node in a cluster the caller could not see is unknown, not in error)."""
     status, reason, message = _worded(node, found)
     clusters = _clusters(node, found, places.access) if places is not None else ()
-    if (
-        places is not None
-        and found.reason in _CLUSTER_REASONS
-        and places.unseen.keys() & {*clusters}
-    ):
+    if found.reason in _CLUSTER_REASONS and places and places.unseen.keys() & {*clusters}:
         status, reason, message = NodeStatus.UNKNOWN, found.message, ""
     return NodeReport(
         id=node.id,
@@ -254,9 +237,8 @@ async def planned_deletion(
     access: ClusterAccess | None = None,
 ) -> LiveMembers:
     """The members the controller's next teardown step of `instance` would act on, as that
-    step plans it (the recording ownership over the instance's ApplySet: reads only), in the
-    instance's cluster and in each member cluster its ApplySet records (M-16), read there as
-    the caller (`access`: where the members' Secrets are)."""
+    step plans it (reads only), in the instance's cluster and in each member cluster its
+    ApplySet records (M-16), read there as the caller."""
     async with CallerClusters(client, access or ClusterAccess(), lambda member: member) as places:
         step = await RecordingOwnership(_applyset(client, gvr, places)).teardown(dict(instance))
     if step.blocked and not step.transient:

@@ -2,16 +2,23 @@
 
 Text puts the root cause on the first line, because that is the line a person reads (and the
 line a CI log shows); then the instance and where its graph came from, the graph one node per
-row with its state and, indented under it, why. JSON and YAML carry the same findings as
-`explain_report.to_data` shapes them. Every string goes through `SecretMask` on its way out.
+row with its state and, indented under it, why. JSON and YAML carry the same findings, with
+the camelCase keys kubectl users expect.
+
+Every string goes through `SecretMask` on its way out: explain prints no object bodies, but a
+message can quote a value (an expression error over a Secret's data), so every Secret explain
+reads leaves its values in the mask, as stored and decoded. Values shorter than
+`MIN_MASKED_LENGTH` are not: masking every "1" would destroy the output and protect nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import base64
+import binascii
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from typing import Any, Final
 
-from kro.cli.explain_mask import SecretMask
 from kro.cli.explain_report import (
     ConditionReport,
     DeletionReport,
@@ -23,38 +30,74 @@ from kro.cli.explain_report import (
     RGDReport,
     ShardReport,
     held_label,
-    to_data,
 )
 from kro.cli.output import MACHINE_FORMATS, dump
+from kro.runtime.redact import REDACTED, scrub
 
 OUTPUT_FORMATS: Final = ("text", *MACHINE_FORMATS)
 _VALUE_TYPES: Final = frozenset({"Value", "ValueCollection"})  # a Graph's def nodes
 _INDENT: Final = "  "
 _SHARD_INDENT: Final = " " * len("Shard:     ")
+_CLUSTER_SCOPED: Final = "cluster-scoped instances (the empty namespace)"
 _NO_UID: Final = "no uid yet: deleted only if it carries the Graph's field manager"
+MIN_MASKED_LENGTH: Final = 3
+
+
+class SecretMask:
+    """Collects Secret values while the cluster is read; `apply` masks them in output."""
+
+    def __init__(self) -> None:
+        self._values: set[str] = set()
+
+    def add(self, obj: Mapping[str, Any]) -> None:
+        """Remember the values of `obj` if it is a Secret (anything else is ignored)."""
+        if obj.get("kind") != "Secret" or obj.get("apiVersion") != "v1":
+            return
+        for key in ("data", "stringData"):
+            values = obj.get(key)
+            for value in values.values() if isinstance(values, Mapping) else ():
+                decoded = _decoded(str(value)) if key == "data" else ""
+                self._values |= {v for v in (str(value), decoded) if len(v) >= MIN_MASKED_LENGTH}
+
+    def apply(self, text: str) -> str:
+        """`text` without any remembered Secret value and without credentials."""
+        for value in sorted(self._values, key=len, reverse=True):
+            text = text.replace(value, REDACTED)
+        return scrub(text)
+
+
+def _decoded(value: str) -> str:
+    try:
+        return base64.b64decode(value, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return ""
 
 
 def render(report: InstanceReport | RGDReport | GraphReport, output: str, mask: SecretMask) -> str:
     """The report in `output` format (one of OUTPUT_FORMATS), Secret values masked."""
     if output in MACHINE_FORMATS:
-        return dump(_masked(to_data(report), mask), output)
+        explanation = {InstanceReport: "instance", GraphReport: "graph"}.get(type(report))
+        data = {"explanation": explanation or "resourcegraphdefinition", **asdict(report)}
+        return dump(_data(data, mask), output)
     if isinstance(report, InstanceReport):
-        text = render_instance(report)
-    elif isinstance(report, GraphReport):
-        text = render_graph(report)
-    else:
-        text = render_rgd(report)
-    return mask.apply(text)
+        return mask.apply(render_instance(report))
+    if isinstance(report, GraphReport):
+        return mask.apply(render_graph(report))
+    return mask.apply(render_rgd(report))
 
 
-def _masked(value: Any, mask: SecretMask) -> Any:
-    if isinstance(value, str):
-        return mask.apply(value)
+def _data(value: Any, mask: SecretMask) -> Any:
+    """JSON-ready: camelCase keys, enums as their values, every string masked."""
     if isinstance(value, dict):
-        return {k: _masked(v, mask) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_masked(v, mask) for v in value]
-    return value
+        return {_camel(k): _data(v, mask) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_data(v, mask) for v in value]
+    return mask.apply(str(value)) if isinstance(value, str) else value
+
+
+def _camel(key: str) -> str:
+    head, *rest = key.split("_")
+    return head + "".join(part.capitalize() for part in rest)
 
 
 def _page(report: InstanceReport | RGDReport | GraphReport, body: list[str]) -> str:
@@ -101,25 +144,20 @@ def render_instance(report: InstanceReport) -> str:
     for shard in report.shards:
         lines += _shard(shard)
     if report.deletion is not None:
-        lines += ["", *_deletion(report.deletion)]
+        lines += _deletion(report.deletion)
     return _page(report, lines + _dry_pass(report))
 
 
 def _source(source: GraphSource) -> str:
-    rgd = f"ResourceGraphDefinition {source.rgd}" + (
-        f" ({source.rgd_state})" if source.rgd_state else ""
-    )
+    state = f" ({source.rgd_state})" if source.rgd_state else ""
+    rgd = f"ResourceGraphDefinition {source.rgd}{state}"
     if source.from_revision:
         return f"{rgd}, GraphRevision {source.revision_name} (revision {source.revision})"
     return f"{rgd}, built from its spec (GraphRevisions not read)"
 
 
 def _shard(shard: ShardReport) -> list[str]:
-    where = (
-        f'namespace "{shard.namespace}"'
-        if shard.namespace
-        else "cluster-scoped instances (the empty namespace)"
-    )
+    where = f'namespace "{shard.namespace}"' if shard.namespace else _CLUSTER_SCOPED
     group = f'shard group "{shard.group}" in namespace {shard.lease_namespace}'
     if not shard.owner_lease:
         return [
@@ -184,21 +222,20 @@ def _objects(node: NodeReport) -> str:
 
 def _deletion(deletion: DeletionReport) -> list[str]:
     wave = "none (no child left)" if deletion.wave is None else str(deletion.wave)
-    lines = ["Deletion (kro deletes children in reverse apply-order waves):"]
-    lines.append(f"{_INDENT}wave in progress: {wave}")
+    items = [f"wave in progress: {wave}"]
     if deletion.blockers:
-        lines.append(f"{_INDENT}blocked by:")
-        lines += [f"{_INDENT * 2}- {_hang(b, _INDENT * 3)}" for b in deletion.blockers]
-    if deletion.members:
-        lines.append(f"{_INDENT}children left:")
-        for member in deletion.members:
-            state = "terminating" if member.terminating else "not deleted yet"
-            if member.finalizers:
-                state += f", finalizers: {', '.join(member.finalizers)}"
-            lines.append(f"{_INDENT * 2}wave {member.wave}: {held_label(member)}: {state}")
-    finalizers = ", ".join(deletion.instance_finalizers) or "none"
-    lines.append(f"{_INDENT}instance finalizers: {finalizers}")
-    return lines
+        items += [
+            "blocked by:",
+            *(f"{_INDENT}- {_hang(b, _INDENT * 3)}" for b in deletion.blockers),
+        ]
+    items += ["children left:"] if deletion.members else []
+    for member in deletion.members:
+        state = "terminating" if member.terminating else "not deleted yet"
+        if member.finalizers:
+            state += f", finalizers: {', '.join(member.finalizers)}"
+        items.append(f"{_INDENT}wave {member.wave}: {held_label(member)}: {state}")
+    items.append(f"instance finalizers: {', '.join(deletion.instance_finalizers) or 'none'}")
+    return _section("Deletion (kro deletes children in reverse apply-order waves)", items)
 
 
 def _conditions(conditions: Sequence[ConditionReport]) -> list[str]:
@@ -221,39 +258,31 @@ GRAPH_NODES_TITLE: Final = (
     "Nodes (topological order; WAVE is internal.kro.run/apply-order; teardown deletes the "
     "recorded objects in reverse order):"
 )
+MANAGED_TITLE: Final = "Managed resources (status.managedResources)"
 
 
 def render_graph(report: GraphReport) -> str:
+    applied = report.applied_service_account
+    last = f" (last applied as {applied})" if applied not in ("", report.service_account) else ""
     lines = [
         f"Graph:      {report.namespace}/{report.name} (kro.run/v1alpha1)"
         f"{_generation(report.generation)}",
-        f"Applies as: {report.service_account}"
-        + (
-            f" (last applied as {report.applied_service_account})"
-            if report.applied_service_account
-            and report.applied_service_account != report.service_account
-            else ""
-        ),
+        f"Applies as: {report.service_account}{last}",
     ]
     if report.deleting:
         lines.append("Deleting: teardown works from status.managedResources, not the spec")
     if report.compile_error:
         lines += _section("Compile error", [_hang(report.compile_error, _INDENT * 2)])
-    lines += [
-        *_dry_pass(report, GRAPH_NODES_TITLE),
-        "",
-        "Managed resources (status.managedResources):",
-    ]
-    if not report.managed_resources:
-        lines.append(f"{_INDENT}(none)")
+    managed = []
     for entry in report.managed_resources:
         where = f"{entry.namespace}/{entry.name}" if entry.namespace else entry.name
         uid = f"uid {entry.uid}" if entry.uid else _NO_UID
         cluster = f", in cluster {entry.cluster}" if entry.cluster else ""  # M-07
-        lines.append(
-            f"{_INDENT}{entry.node_id}: {entry.kind} {where} ({entry.api_version}, {uid}{cluster})"
+        managed.append(
+            f"{entry.node_id}: {entry.kind} {where} ({entry.api_version}, {uid}{cluster})"
         )
-    return _page(report, lines)
+    lines += _dry_pass(report, GRAPH_NODES_TITLE)
+    return _page(report, lines + _section(MANAGED_TITLE, managed or ["(none)"]))
 
 
 # --- RGDs ----------------------------------------------------------------------------------
@@ -268,18 +297,14 @@ def render_rgd(report: RGDReport) -> str:
         lines.append(f"Deleting; finalizers: {', '.join(report.finalizers) or 'none'}")
     if report.build is not None:
         build = report.build
-        where = (
-            ("resource", build.resource_id),
-            ("field", build.field_path),
-            ("expression", build.expression),
-            ("rule", build.rule),
-        )
-        details = [build.message, *(f"{label}: {value}" for label, value in where if value)]
+        labels = ("resource", "field", "expression", "rule")
+        values = (build.resource_id, build.field_path, build.expression, build.rule)
+        details = [build.message, *(f"{k}: {v}" for k, v in zip(labels, values, strict=True) if v)]
         lines += _section("Build error", [_hang(d, _INDENT * 2) for d in details])
-    if report.graph:
-        lines += ["", "Graph (topological order):"]
-        for node in report.graph:
-            needs = f" <- {', '.join(node.dependencies)}" if node.dependencies else ""
-            conditional = " (includeWhen)" if node.conditional else ""
-            lines.append(f"{_INDENT}{node.id}: {node.kind}, wave {node.wave}{conditional}{needs}")
+    graph = []
+    for node in report.graph:
+        needs = f" <- {', '.join(node.dependencies)}" if node.dependencies else ""
+        conditional = " (includeWhen)" if node.conditional else ""
+        graph.append(f"{node.id}: {node.kind}, wave {node.wave}{conditional}{needs}")
+    lines += _section("Graph (topological order)", graph)
     return _page(report, lines + _section("GraphRevisions (newest first)", report.revisions))

@@ -1,11 +1,9 @@
 """kro.cli.explain_graph: `kro explain graph NAME` — why is this Graph not Ready, in one command.
 
-A Graph (kro.run/v1alpha1, alpha) is its own program: explain compiles its nodes with the
-cluster's schemas as the Graph controller does (kro.graph.graph_kind) and runs the engine's
-pass over it, dry, as the caller (`explain_dryrun`), judged against the Graph's own field
-manager. What only the controller saw, the API server's refusal of an apply, comes from the
-Graph's `ResourcesConverged` condition. Its conditions and `status.managedResources` (the
-record teardown works from) are printed as recorded.
+A Graph (kro.run/v1alpha1, alpha) is its own program: explain compiles its nodes as the Graph
+controller does (kro.graph.graph_kind) and runs the engine's pass over it, dry, as the caller
+(`explain_dryrun`). Its conditions and `status.managedResources` (the record teardown works
+from) are printed as recorded.
 
 The controller applies as the Graph's ServiceAccount; explain reads as the caller, so a node
 the caller may not read shows `unknown` rather than what the ServiceAccount would see.
@@ -33,20 +31,19 @@ from kro.cli.explain_cause import (
     condition_reports,
     describe_node,
     first_problem,
+    generation_of,
     one_line,
     unreported,
 )
-from kro.cli.explain_cluster import generation_of, read_owner, survey
-from kro.cli.explain_mask import SecretMask
+from kro.cli.explain_cluster import survey
+from kro.cli.explain_format import SecretMask
 from kro.cli.explain_places import ClusterAccess
 from kro.cli.explain_report import GraphReport, NodeReport
+from kro.cli.explain_source import compile_graph, read_owner
 from kro.controllers.graph.inventory import GRAPHS, entries_of
-from kro.controllers.schemas import LiveSchemaResolver
 from kro.engine.results import object_id
-from kro.graph.errors import GraphError
 from kro.graph.graph_kind import compile_graph_async
 from kro.graph.model import Graph
-from kro.graph.options import BuildOptions
 from kro.runtime.client import Client
 
 GRAPH_WORDS: Final = frozenset({"graph", "graphs", "graph.kro.run", "graphs.kro.run"})
@@ -54,17 +51,14 @@ _RECORDED: Final = re.compile(r'^node "(?P<id>[^"]+)": (?P<message>.*)$', re.DOT
 
 
 def recorded_apply_errors(graph_obj: Mapping[str, Any]) -> dict[str, str]:
-    """The refusal the controller recorded for a node (`ResourcesConverged` False with
-    `ApplyFailed` or `FieldManagerConflict`, message `node "x": ...`): a dry run cannot send
-    the apply to find out."""
+    """The refusal the controller recorded for a node: `ResourcesConverged` False with
+    `ApplyFailed` or `FieldManagerConflict`, message `node "x": ...`."""
     condition = get_condition(graph_obj.get("status"), CONDITION_RESOURCES_CONVERGED) or {}
-    if condition.get("status") != STATUS_FALSE or condition.get("reason") not in (
-        REASON_APPLY_FAILED,
-        REASON_FIELD_MANAGER_CONFLICT,
-    ):
-        return {}
+    refused = condition.get("reason") in (REASON_APPLY_FAILED, REASON_FIELD_MANAGER_CONFLICT)
     found = _RECORDED.match(str(condition.get("message") or ""))
-    return {found["id"]: found["message"]} if found else {}
+    if found and refused and condition.get("status") == STATUS_FALSE:
+        return {found["id"]: found["message"]}
+    return {}
 
 
 def graph_root_cause(
@@ -73,7 +67,14 @@ def graph_root_cause(
     """The first thing, in the order a user would fix them, that keeps the Graph from Ready."""
     status = graph_obj.get("status") or {}
     if _meta(graph_obj).get("deletionTimestamp"):
-        return _teardown_cause(graph_obj)
+        converged = get_condition(status, CONDITION_RESOURCES_CONVERGED) or {}
+        if converged.get("reason") == REASON_DELETE_FAILED:
+            return f"teardown failed: {converged.get('message')}"
+        held = ", ".join(str(f) for f in _meta(graph_obj).get("finalizers") or ()) or "none"
+        return (
+            f"the Graph is being deleted: kro deletes the {len(entries_of(graph_obj))} objects "
+            f"recorded in status.managedResources, then removes its finalizer (finalizers: {held})"
+        )
     accepted = get_condition(status, CONDITION_ACCEPTED) or {}
     if accepted.get("status") == STATUS_FALSE:
         return f"the Graph is not accepted ({accepted.get('reason')}): {accepted.get('message')}"
@@ -81,17 +82,6 @@ def graph_root_cause(
         return f"the Graph does not compile: {compile_error}"
     node = first_problem(nodes)
     return describe_node(node) if node is not None else _status_cause(graph_obj)
-
-
-def _teardown_cause(graph_obj: Mapping[str, Any]) -> str:
-    converged = get_condition(graph_obj.get("status"), CONDITION_RESOURCES_CONVERGED) or {}
-    if converged.get("reason") == REASON_DELETE_FAILED:
-        return f"teardown failed: {converged.get('message')}"
-    held = ", ".join(str(f) for f in _meta(graph_obj).get("finalizers") or ()) or "none"
-    return (
-        f"the Graph is being deleted: kro deletes the {len(entries_of(graph_obj))} objects "
-        f"recorded in status.managedResources, then removes its finalizer (finalizers: {held})"
-    )
 
 
 def _status_cause(graph_obj: Mapping[str, Any]) -> str:
@@ -107,15 +97,10 @@ def _status_cause(graph_obj: Mapping[str, Any]) -> str:
 
 
 async def _compile(client: Client, graph_obj: Mapping[str, Any]) -> Graph | str:
-    """Compile as the controller did: a Graph it accepted may defer a kind not served yet
-    (DeferredSchemaResolution), one it refused is compiled without, to show its error.
-    Targets compile as with the MultiCluster gate on (explain_source.compile_graph says why)."""
+    """Compile as the controller did (explain_source.compile_graph says how)."""
     accepted = is_condition_true(graph_obj.get("status"), CONDITION_ACCEPTED)
-    options = BuildOptions(deferred_schema_resolution=accepted, multi_cluster=True)
-    try:
-        return await compile_graph_async(graph_obj, LiveSchemaResolver(client), options=options)
-    except GraphError as error:
-        return one_line(str(error))
+    built = await compile_graph(client, graph_obj, accepted=accepted, build=compile_graph_async)
+    return built if isinstance(built, Graph) else one_line(built.message)
 
 
 async def explain_graph(
@@ -141,15 +126,13 @@ async def explain_graph(
             "allowed what you are not",
         )
     ident = object_id(obj)
-    spec = obj.get("spec") or {}
+    account = str((obj.get("spec") or {}).get("serviceAccountName") or "")
     return GraphReport(
         root_cause=one_line(graph_root_cause(obj, found.nodes, compile_error)),
         namespace=ident.namespace,
         name=ident.name,
         generation=generation_of(obj),
-        service_account=service_account_username(
-            namespace, str(spec.get("serviceAccountName") or "")
-        ),
+        service_account=service_account_username(namespace, account),
         applied_service_account=str((obj.get("status") or {}).get("appliedServiceAccount") or ""),
         deleting=deleting,
         compile_error=compile_error,

@@ -33,8 +33,6 @@ from kro.fleet.registry import SECRETS
 from kro.runtime.client import Client, ClientOptions
 from kro.runtime.errors import Forbidden, KubeError, NotFound
 
-__all__ = ["CallerClusters", "ClusterAccess"]
-
 
 @dataclass(frozen=True, slots=True)
 class ClusterAccess:
@@ -67,8 +65,7 @@ class CallerClusters:
         self._clients: dict[str, Client] = {}  # the members' own clients, to close
         self._readers: dict[str, Client] = {}
         self._refused: dict[str, ClusterUnavailable] = {}
-        self.unseen: dict[str, str] = {}
-        """Clusters explain could not see as the caller: name -> why (not kro's problem)."""
+        self.unseen: dict[str, str] = {}  # clusters the caller could not see -> why
 
     async def __aenter__(self) -> CallerClusters:
         return self

@@ -7,9 +7,8 @@ the findings are tested with fakes and `-o json` carries exactly what the text s
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
 from kro.controllers.graph.inventory import Entry
 from kro.engine.ownership import Held as MemberReport
@@ -20,8 +19,7 @@ __all__ = ["MemberReport", "MissingField", "ObjectId", "held_label"]
 
 
 def held_label(member: MemberReport) -> str:
-    """A child left by a deletion, in words: the object, its node, and its member cluster
-    (M-16) when it lives in one."""
+    """A child left by a deletion, in words: the object, its node, its member cluster (M-16)."""
     node = f' (node "{member.node}")' if member.node else ""
     where = f' in cluster "{member.cluster}"' if member.cluster else ""
     return f"{member.obj}{node}{where}"
@@ -238,24 +236,3 @@ class GraphReport:
     conditions: tuple[ConditionReport, ...] = ()
     events: tuple[EventReport, ...] = ()
     notes: tuple[str, ...] = ()
-
-
-def to_data(report: InstanceReport | RGDReport | GraphReport) -> dict[str, Any]:
-    """A JSON-ready dict (enums as their values, camelCase keys as kubectl users expect)."""
-    explanation = {InstanceReport: "instance", GraphReport: "graph"}.get(type(report))
-    return {"explanation": explanation or "resourcegraphdefinition", **_camel(asdict(report))}
-
-
-def _camel(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {_camel_key(k): _camel(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_camel(v) for v in value]
-    if isinstance(value, StrEnum):
-        return value.value
-    return value
-
-
-def _camel_key(key: str) -> str:
-    head, *rest = key.split("_")
-    return head + "".join(part.capitalize() for part in rest)

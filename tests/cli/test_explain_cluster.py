@@ -13,11 +13,11 @@ import pytest
 
 from kro.applyset import GroupKind, Inventory, Parent, render, tooling_for
 from kro.cli import explain_source
-from kro.cli.explain_cluster import ExplainError, Target, explain_instance, resolve_kind
+from kro.cli.explain_cluster import Target, explain_instance, resolve_kind
+from kro.cli.explain_format import SecretMask
 from kro.cli.explain_format import render as render_report
-from kro.cli.explain_mask import SecretMask
 from kro.cli.explain_report import NodeStatus
-from kro.cli.explain_rgd import explain_rgd
+from kro.cli.explain_source import ExplainError, explain_rgd
 from kro.graph.resolver import OfflineSchemaResolver
 from kro.runtime.discovery import ResourceInfo
 from kro.runtime.errors import Forbidden, NoKindMatch, NotFound

@@ -27,8 +27,7 @@ from kro.api.names import LABEL_HUB
 from kro.cli.explain import add_explain_command, cluster_access
 from kro.cli.explain_cluster import unseen_notes
 from kro.cli.explain_dryrun import ReadingClient, dry_run
-from kro.cli.explain_format import render
-from kro.cli.explain_mask import SecretMask
+from kro.cli.explain_format import SecretMask, render
 from kro.cli.explain_places import ClusterAccess
 from kro.cli.explain_report import InstanceReport, NodeReport, NodeStatus
 from kro.graph.builder import build_graph

@@ -22,9 +22,9 @@ from kro.cli.explain import (
     context_namespace,
     parse_request,
 )
-from kro.cli.explain_cluster import ExplainError
-from kro.cli.explain_mask import SecretMask
+from kro.cli.explain_format import SecretMask
 from kro.cli.explain_report import InstanceReport, RGDReport
+from kro.cli.explain_source import ExplainError
 
 
 @pytest.fixture(autouse=True)

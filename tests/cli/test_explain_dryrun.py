@@ -10,7 +10,7 @@ from typing import Any, cast
 import pytest
 
 from kro.cli.explain_dryrun import ReadingClient, dry_run
-from kro.cli.explain_mask import SecretMask
+from kro.cli.explain_format import SecretMask
 from kro.cli.explain_report import MissingField, NodeReport, NodeStatus, ObjectId
 from kro.engine.diagnose import first_missing
 from kro.graph.builder import build_graph

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kro.cli.explain_format import render
-from kro.cli.explain_mask import SecretMask
+from kro.cli.explain_format import SecretMask, render
 from kro.cli.explain_report import (
     BuildFailure,
     ConditionReport,

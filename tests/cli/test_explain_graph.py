@@ -15,9 +15,8 @@ from kro.api.graph import patch_field_manager, template_field_manager
 from kro.cli import explain_graph as explain_graph_module
 from kro.cli.explain import add_explain_command
 from kro.cli.explain_dryrun import ReadingClient, dry_run
-from kro.cli.explain_format import render
+from kro.cli.explain_format import SecretMask, render
 from kro.cli.explain_graph import explain_graph, graph_root_cause, recorded_apply_errors
-from kro.cli.explain_mask import SecretMask
 from kro.cli.explain_report import GraphReport, NodeReport, NodeStatus
 from kro.controllers.graph.inventory import GRAPHS
 from kro.graph.graph_kind import compile_graph
@@ -303,7 +302,7 @@ async def test_the_whole_report() -> None:
 
 
 async def test_a_graph_that_is_not_there_cannot_be_explained() -> None:
-    from kro.cli.explain_cluster import ExplainError
+    from kro.cli.explain_source import ExplainError
 
     with pytest.raises(ExplainError, match='Graph "nope" not found in namespace "team"'):
         await explain_graph(cast(Client, Cluster()), "nope", NS, SecretMask())

@@ -11,10 +11,9 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kro.cli.explain_format import render
-from kro.cli.explain_mask import SecretMask
+from kro.cli.explain_cluster import read_shard_owners, shard_owners
+from kro.cli.explain_format import SecretMask, render
 from kro.cli.explain_report import InstanceReport
-from kro.cli.explain_shard import read_shard_owners, shard_owners
 from kro.runtime.clock import FakeClock
 from kro.runtime.errors import Forbidden
 from kro.runtime.sharding import ShardingConfig, ShardMembership, ShardView
