@@ -1,5 +1,5 @@
 """`kro explain` against a fake API server holding the objects a `view`-role user could see
-(kro.cli.explain_cluster, explain_source, explain_rgd, the deletion plan's reads): what is
+(kro.cli.explain_cluster, explain_source, the deletion plan's reads): what is
 forbidden is worked around and said, only GET/LIST are used, Secret data never shows."""
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
 """`kro explain` output: text (golden files; KRO_UPDATE_GOLDEN=1 rewrites them), JSON and YAML
-with the same findings, Secret values and credentials masked (kro.cli.explain_format,
-explain_mask)."""
+with the same findings, Secret values and credentials masked (kro.cli.explain_format)."""
 
 from __future__ import annotations
 

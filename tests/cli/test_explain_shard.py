@@ -1,4 +1,4 @@
-"""`kro explain` names the sharded replica that owns an instance (kro.cli.explain_shard).
+"""`kro explain` names the sharded replica that owns an instance (kro.cli.explain_cluster).
 
 The member Leases here are written by real `ShardMembership`s (kro.runtime.sharding) over an
 in-memory Lease API, so the owner explain names is checked against what the replicas' own views
