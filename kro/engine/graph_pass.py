@@ -44,7 +44,7 @@ from kro.engine.ownership import Listed, Ownership, PruneScope
 from kro.engine.places import ClusterUnavailable, OwnCluster, Places, take_target, unreachable
 from kro.engine.results import NodeReason, NodeResult, PassResult, object_id
 from kro.engine.watches import Watches
-from kro.graph.evaluate import EvaluationError, InstanceEvaluation, Pending, Readiness
+from kro.graph.evaluate import EvaluationError, InstanceEvaluation, Pending
 from kro.graph.model import Graph, Node, NodeType
 from kro.runtime.client import Client
 from kro.runtime.errors import KubeError, NoKindMatch, NotFound
@@ -253,14 +253,6 @@ class GraphPass:
         if self._diagnostician is None:
             raise error
 
-    def _check_ignored(self, node: Node) -> bool | Pending:
-        """includeWhen, counted as upstream's IsIgnored (rows 8, 9)."""
-        self.result.counts.ignored_checks += 1
-        ignored = self.evaluation.check_ignored(node.id)
-        if ignored is True:
-            self.result.counts.ignored += 1
-        return ignored
-
     def _desired(self, node: Node) -> list[dict[str, Any]] | Pending:
         """Render the node, counted and timed as upstream's node resolution (rows 3-5, 12)."""
         counts = self.result.counts
@@ -274,22 +266,16 @@ class GraphPass:
             counts.collection_sizes.append(len(desired))
         return desired
 
-    def _readiness(self, node_id: str) -> Readiness:
-        """readyWhen, counted as upstream's readiness checks (rows 10, 11)."""
-        self.result.counts.ready_checks += 1
-        readiness = self.evaluation.readiness(node_id)
-        if not readiness.ready:
-            self.result.counts.not_ready += 1
-        return readiness
-
     async def _resolve(self, node: Node) -> None:  # noqa: PLR0911 - one return per outcome
+        self.result.counts.ignored_checks += 1  # includeWhen, as upstream's IsIgnored (rows 8, 9)
         try:
-            ignored = self._check_ignored(node)
+            ignored = self.evaluation.check_ignored(node.id)
         except EvaluationError as error:
             return self._failed(node, error)
         if isinstance(ignored, Pending):
             return self._pending(node, ignored, include_when=True)
         if ignored:
+            self.result.counts.ignored += 1
             diagnosis = self._diagnostician.excluded(node) if self._diagnostician else None
             self._set(node, NODE_STATE_SKIPPED, NodeReason.EXCLUDED, diagnosis=diagnosis)
             return None
@@ -343,12 +329,6 @@ class GraphPass:
         clusters = self._clusters.get(node.id) or ()
         return clusters[index] if index < len(clusters) else ""
 
-    def _client(self, node: Node, index: int = 0) -> Client:
-        return self.places.client(self._cluster(node, index))
-
-    def _watches(self, node: Node, index: int = 0) -> Watches:
-        return self.places.watches(self._cluster(node, index))
-
     async def _rendered_node(  # noqa: PLR0911 - one return per kind of node
         self, node: Node, desired: list[dict[str, Any]]
     ) -> None:
@@ -375,7 +355,8 @@ class GraphPass:
             return None
         self.evaluation.observe(node.id, observed)
         if node.type.is_external:
-            self._external(node, desired, observed)
+            items = observed if node.type.is_list else [observed]
+            self._decide(node, desired, None if observed is None else items)
             return None
         if self._held_by_another_engine(node, desired, observed):
             return None
@@ -426,44 +407,42 @@ class GraphPass:
             objects=desired,
         )
 
-    def _external(self, node: Node, desired: Sequence[Mapping[str, Any]], observed: Any) -> None:
-        try:
-            readiness = self._readiness(node.id)
-        except EvaluationError as error:
-            return self._failed(node, error)
-        if readiness.ready:
-            self._set(node, NODE_STATE_SYNCED, NodeReason.READY, objects=desired, exists=True)
-            return None
-        if observed is None:
-            reason = NodeReason.NOT_FOUND
-            message = readiness.reason
-            if self._diagnostician is not None:
-                message = f"the external reference {object_id(desired[0])} does not exist"
-            self._set(node, NODE_STATE_WAITING_FOR_READINESS, reason, message, objects=desired)
-            return None
-        items = list(observed) if node.type.is_list else [observed]
-        self._not_ready(node, desired, items, readiness.reason)
-        return None
-
-    def _not_ready(
+    def _decide(
         self,
         node: Node,
         objects: Sequence[Mapping[str, Any]],
-        items: Sequence[Mapping[str, Any]],
-        reason: str,
+        items: Sequence[Mapping[str, Any]] | None,
     ) -> None:
-        diagnosis = None
-        if self._diagnostician is not None:
-            diagnosis = self._diagnostician.not_ready(node, items, reason)
+        """readyWhen over the observed `items` (None: an external reference not found),
+        counted as upstream's readiness checks (rows 10, 11): Synced, or waiting."""
+        counts = self.result.counts
+        counts.ready_checks += 1
+        try:
+            readiness = self.evaluation.readiness(node.id)
+        except EvaluationError as error:
+            return self._failed(node, error)
+        if readiness.ready:
+            self._set(node, NODE_STATE_SYNCED, NodeReason.READY, objects=objects, exists=True)
+            return None
+        counts.not_ready += 1
+        reason, diagnosis = NodeReason.NOT_READY, None
+        if items is None:
+            reason = NodeReason.NOT_FOUND
+            if self._diagnostician is not None:
+                missing = f"the external reference {object_id(objects[0])} does not exist"
+                diagnosis = Diagnosis(missing)
+        elif self._diagnostician is not None:
+            diagnosis = self._diagnostician.not_ready(node, items, readiness.reason)
         self._set(
             node,
             NODE_STATE_WAITING_FOR_READINESS,
-            NodeReason.NOT_READY,
             reason,
+            readiness.reason,
             objects=objects,
             diagnosis=diagnosis,
             exists=bool(items),
         )
+        return None
 
     async def _look_up_kinds(self, node: Node, desired: list[dict[str, Any]]) -> bool:
         """V-48: each rendered object's resource; a kind not served yet makes the node wait
@@ -472,7 +451,7 @@ class GraphPass:
         for index, obj in enumerate(desired):
             gvk = RuntimeGVK.from_object(obj)
             try:
-                info = await self._client(node, index).mapper.resource_for(gvk)
+                info = await self.places.client(self._cluster(node, index)).mapper.resource_for(gvk)
             except NoKindMatch:
                 message = f"kind {obj.get('kind')} of {obj.get('apiVersion')} is not served"
                 reason = NodeReason.WAITING
@@ -609,7 +588,7 @@ class GraphPass:
         remote = bool(self._cluster(node, index))
         if answered and not remote:
             self._requests[node.id] = request
-        await self._watches(node, index).watch(self.binding.ref, request)
+        await self.places.watches(self._cluster(node, index)).watch(self.binding.ref, request)
         known, live = False, None
         if answered:
             listed = (
@@ -620,7 +599,9 @@ class GraphPass:
             known, live = (True, listed) if listed is not None else self._from_cache(node, request)
         if not known:
             try:
-                live = await self._client(node, index).get(gvr, name, namespace=namespace or None)
+                live = await self.places.client(self._cluster(node, index)).get(
+                    gvr, name, namespace=namespace or None
+                )
             except NotFound:
                 live = None
         if not remote:  # a member's reads are not the settled check's (PassResult.remote)
@@ -637,7 +618,7 @@ class GraphPass:
         a pass on a new owner of five ConfigMaps makes ~1 read instead of ~9."""
         if not self.ownership.remembers:
             return False, None  # --skip-unchanged=false, or a dry run
-        watches = self._watches(node)
+        watches = self.places.watches(self._cluster(node))
         known, cached = watches.cached_object(request)
         if not known:
             return False, None
@@ -730,7 +711,8 @@ class GraphPass:
             if any(a is not None and a.changed for a in applied):
                 self.result.mutated = True
                 changed.add(node_id)
-            items = self._rendered(node_id)
+            ids = set(resource_ids)
+            items = [d for d in self._batch if d.resource_id in ids]  # this wave's
             rendered = [d.obj for d in items]
             whole = bool(items) and all(d.observed is not None for d in items)
             lost = self._lost(node, applied) if errors else None
@@ -750,8 +732,13 @@ class GraphPass:
                 )
                 continue
             objects = [a.obj for a in applied if a is not None and a.obj is not None]
-            if len(objects) < len(resource_ids):  # a dry run's create: nothing there yet
-                self._not_created(node, rendered, len(objects))
+            if len(objects) < len(resource_ids):  # a dry run's create: dependents wait
+                size = f" ({len(objects)} of {len(rendered)} items exist)"
+                counted = size if node.type is NodeType.COLLECTION else ""
+                message = f"not created yet{counted}"
+                self._set(
+                    node, NODE_STATE_IN_PROGRESS, NodeReason.NOT_CREATED, message, objects=rendered
+                )
                 continue
             request = self._requests.get(node_id)
             # what a read would find now: the server's answers
@@ -766,33 +753,7 @@ class GraphPass:
         """Observe what the apply left (or, in a dry run, what exists) and decide readiness."""
         many = node.type.is_list or (node.type is NodeType.PATCH and bool(node.for_each))
         self.evaluation.observe(node.id, objects if many else objects[0])
-        try:
-            readiness = self._readiness(node.id)
-        except EvaluationError as error:
-            return self._failed(node, error)
-        if readiness.ready:
-            self._set(node, NODE_STATE_SYNCED, NodeReason.READY, objects=rendered, exists=True)
-            return None
-        self._not_ready(node, rendered, objects, readiness.reason)
-        return None
-
-    def _not_created(self, node: Node, rendered: Sequence[Mapping[str, Any]], found: int) -> None:
-        """Dry run: objects an apply would create; what depends on them waits."""
-        counted = (
-            f" ({found} of {len(rendered)} items exist)" if node.type is NodeType.COLLECTION else ""
-        )
-        self._set(
-            node,
-            NODE_STATE_IN_PROGRESS,
-            NodeReason.NOT_CREATED,
-            f"not created yet{counted}",
-            objects=rendered,
-        )
-
-    def _rendered(self, node_id: str) -> list[Desired]:
-        """This wave's desired objects of `node_id`."""
-        ids = set(self._items.get(node_id, ()))
-        return [d for d in self._batch if d.resource_id in ids]
+        self._decide(node, rendered, objects)
 
 
 _DELETING: Any = object()
