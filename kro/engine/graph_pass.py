@@ -499,7 +499,10 @@ class GraphPass:
             return await self._observe_collection(node, desired)
         if node.type is NodeType.EXTERNAL_COLLECTION:
             return await self._observe_selected(node, desired)
-        return await self._observe_one(node, desired)
+        live = await self._read_row(node, 0, desired[0], answered=True)  # one object, by name
+        if live is not None and not node.type.is_external and self._deleting(node, desired, [live]):
+            return _DELETING
+        return live
 
     async def _observe_selected(self, node: Node, desired: Sequence[Mapping[str, Any]]) -> Any:
         """An external reference by selector: every object it selects."""
@@ -520,13 +523,6 @@ class GraphPass:
         if not cluster:  # a member's reads are not the settled check's (PassResult.remote)
             self.reads[request] = _versions(items)
         return items
-
-    async def _observe_one(self, node: Node, desired: Sequence[Mapping[str, Any]]) -> Any:
-        """A resource or an external reference by name: the object, or None."""
-        live = await self._read_row(node, 0, desired[0], answered=True)
-        if live is not None and not node.type.is_external and self._deleting(node, desired, [live]):
-            return _DELETING
-        return live
 
     async def _observe_collection(self, node: Node, desired: Sequence[Mapping[str, Any]]) -> Any:
         """A collection's existing items, listed by its selector in each of its clusters."""

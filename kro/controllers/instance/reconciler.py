@@ -167,17 +167,10 @@ class InstanceReconciler(OwnerReconciler):
         self.member_watches = member_watches
         self.cluster_waits = cluster_waits
         self.own_cluster = own_cluster
-        self.places: Places | None = (
-            WithMembers(
-                client,
-                watches,
-                members,
-                member_watches.for_cluster if member_watches is not None else None,
-                own=own_cluster,
-            )
-            if members is not None
-            else None
-        )
+        self.places: Places | None = None
+        if members is not None:
+            per_cluster = member_watches.for_cluster if member_watches is not None else None
+            self.places = WithMembers(client, watches, members, per_cluster, own=own_cluster)
         self.rgd_name = rgd_name
         self.rgd_uid = rgd_uid
         self.gvr = gvr
@@ -317,12 +310,8 @@ class InstanceReconciler(OwnerReconciler):
         outcome = work.result
         watches_synced = self._report_watches(parent, status)
         if outcome.deleting is not None:  # a child is terminating: nothing was applied
-            status.set(
-                CONDITION_RESOURCES_READY,
-                STATUS_FALSE,
-                REASON_RESOURCE_DELETING,
-                outcome.deleting.message,
-            )
+            message = outcome.deleting.message
+            status.set(CONDITION_RESOURCES_READY, STATUS_FALSE, REASON_RESOURCE_DELETING, message)
             await self._write_status(work.owner_obj, status.build(INSTANCE_STATE_IN_PROGRESS, None))
             return self.wait(parent, "child_deleting")
         # Deferred nodes waiting for their kind: the kind's CRD wakes the instance.
