@@ -215,6 +215,7 @@ class GraphPass:
         exists: bool = False,
     ) -> NodeResult:
         told = diagnosis or Diagnosis(message)
+        clusters = tuple(dict.fromkeys(self._clusters.get(node.id) or ()))
         found = NodeResult(
             id=node.id,
             state=state,
@@ -227,14 +228,10 @@ class GraphPass:
             missing=told.missing,
             errors=tuple(errors),
             exists=exists,
-            clusters=self._clusters_of(node),
+            clusters=clusters if any(clusters) else (),
         )
         self.result.set(found)
         return found
-
-    def _clusters_of(self, node: Node) -> tuple[str, ...]:
-        clusters = tuple(dict.fromkeys(self._clusters.get(node.id) or ()))
-        return clusters if any(clusters) else ()
 
     def _pending(self, node: Node, pending: Pending, *, include_when: bool) -> None:
         diagnosis = None
@@ -399,13 +396,8 @@ class GraphPass:
         if refused:
             self._set(node, NODE_STATE_ERROR, NodeReason.APPLY_FAILED, refused, objects=desired)
             return
-        self._set(
-            node,
-            NODE_STATE_IN_PROGRESS,
-            NodeReason.READ_FAILED,
-            f"cannot read the live object: {error}",
-            objects=desired,
-        )
+        message = f"cannot read the live object: {error}"
+        self._set(node, NODE_STATE_IN_PROGRESS, NodeReason.READ_FAILED, message, objects=desired)
 
     def _decide(
         self,

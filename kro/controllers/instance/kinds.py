@@ -120,15 +120,13 @@ class InstanceControllers:
         self._condition_durations = condition_durations
         self._recorders = recorders
         self._enqueue_rgd = enqueue_rgd or (lambda _: None)
-        member_watches = (  # the instances' watches in member clusters, to this queue (M-14)
-            members.watches(
+        member_watches = None  # the instances' watches in member clusters, to this queue (M-14)
+        if members is not None:
+            member_watches = members.watches(
                 lambda client: dynamic.coordinator(
                     dynamic.enqueue, client=client, sync_timeout_s=MEMBER_SYNC_TIMEOUT_S
                 )
             )
-            if members is not None
-            else None
-        )
         self._shared: dict[str, Any] = {
             "client": client,
             "registry": registry,

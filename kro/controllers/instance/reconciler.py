@@ -475,11 +475,9 @@ class InstanceReconciler(OwnerReconciler):
         status.set(CONDITION_RESOURCES_READY, *ready)
         self._report_contests(instance, status, outcome.contests)
         self._report_apply_errors(instance, outcome)
-        author = (
-            evaluation.author_conditions(status.builtin_conditions())
-            if work.graph.conditions
-            else None
-        )
+        author = None
+        if work.graph.conditions:
+            author = evaluation.author_conditions(status.builtin_conditions())
         desired = status.build(node_state, evaluation.status_fields(), author)
         # A pass that cannot see every change it depends on is never taken as settled: the
         # caches could not tell that nothing changed, and the recovery must be written.
