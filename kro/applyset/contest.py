@@ -129,12 +129,10 @@ class FieldContests:
             return Review()
         now = self._clock()
         self._expire(now)
-        state = self._objects.get(uid)
         takeovers = contested_paths(live or {}, body, self._own)
-        if state is None and not takeovers:
+        if uid not in self._objects and not takeovers:
             return Review()
-        if state is None:
-            state = self._objects[uid] = _Object()
+        state = self._objects.setdefault(uid, _Object())
         state.touched = now
         version = str(meta.get("resourceVersion") or "")
         omit: list[PathKey] = []
