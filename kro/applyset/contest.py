@@ -163,8 +163,7 @@ class FieldContests:
             if tracked.yielded:
                 omit.append(path)
             elif tracked.rounds > 1:
-                wait = self._policy.backoff_s * 2 ** (tracked.rounds - 2)
-                due = tracked.last_round + wait
+                due = tracked.last_round + self._policy.backoff_s * 2 ** (tracked.rounds - 2)
                 if path in takeovers and now < due:
                     omit.append(path)
                     retry.append(due - now)
