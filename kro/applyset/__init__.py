@@ -48,7 +48,6 @@ from kro.applyset.inventory import project as project
 from kro.applyset.inventory import read_inventory as read_inventory
 from kro.applyset.inventory import render as render
 from kro.applyset.inventory import tooling_for as tooling_for
-from kro.applyset.members import Failure as Failure
 from kro.applyset.members import Member as Member
 from kro.applyset.members import list_members as list_members
 from kro.applyset.prune import orphan_waves as orphan_waves
@@ -65,7 +64,6 @@ __all__ = [
     "Contest",
     "Desired",
     "DuplicateResources",
-    "Failure",
     "GroupKind",
     "InvalidInventory",
     "Inventory",

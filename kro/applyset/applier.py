@@ -275,10 +275,8 @@ class Applier:
         already did (no request sent). Also how the caller shrinks it after a clean prune."""
         if is_rendered(parent_obj, inventory, self._options.tooling):
             return None
-        metadata: dict[str, Any] = {"name": parent.name}
-        if parent.namespace:
-            metadata["namespace"] = parent.namespace
-        metadata.update(render(inventory, self._options.tooling))
+        namespace = {"namespace": parent.namespace} if parent.namespace else {}
+        metadata = {"name": parent.name, **namespace, **render(inventory, self._options.tooling)}
         body = {"apiVersion": parent.gvk.api_version, "kind": parent.gvk.kind, "metadata": metadata}
         written = await self._client.apply(
             parent.gvr,

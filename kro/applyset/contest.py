@@ -129,12 +129,10 @@ class FieldContests:
             return Review()
         now = self._clock()
         self._expire(now)
-        state = self._objects.get(uid)
         takeovers = contested_paths(live or {}, body, self._own)
-        if state is None and not takeovers:
+        if uid not in self._objects and not takeovers:
             return Review()
-        if state is None:
-            state = self._objects[uid] = _Object()
+        state = self._objects.setdefault(uid, _Object())
         state.touched = now
         version = str(meta.get("resourceVersion") or "")
         omit: list[PathKey] = []
@@ -165,8 +163,7 @@ class FieldContests:
             if tracked.yielded:
                 omit.append(path)
             elif tracked.rounds > 1:
-                wait = self._policy.backoff_s * 2 ** (tracked.rounds - 2)
-                due = tracked.last_round + wait
+                due = tracked.last_round + self._policy.backoff_s * 2 ** (tracked.rounds - 2)
                 if path in takeovers and now < due:
                     omit.append(path)
                     retry.append(due - now)

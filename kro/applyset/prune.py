@@ -15,7 +15,6 @@ disappear; the DELETEs are merely issued in that order. An orphan that says
 After a clean prune (nothing conflicted or failed) the result carries the batch's inventory
 for the caller to write with `Applier.ensure_inventory`: only then may the parent forget kinds
 and namespaces (N-11). A conflict or failure keeps the superset so the next pass retries.
-
 """
 
 from __future__ import annotations

@@ -121,9 +121,7 @@ def parse_request(target: str, name: str | None) -> Request:
         name = rest
     elif name is None:
         raise UsageError(f'name the object: KIND/NAME or "rgd NAME" (got only "{target}")')
-    if kind.lower() in RGD_WORDS:
-        return Request(name)
-    return Request(name, kind)
+    return Request(name, None if kind.lower() in RGD_WORDS else kind)
 
 
 def context_namespace(kubeconfig: str | None, context: str | None) -> str:

@@ -116,7 +116,12 @@ def root_cause(
 ) -> str:
     """The one line printed first; see the module docstring for the order."""
     if deletion is not None:
-        return one_line(deletion_cause(deletion))
+        if deletion.blockers:
+            wave = f"wave {deletion.wave}: " if deletion.wave is not None else ""
+            return one_line(f"deletion is blocked at {wave}{deletion.blockers[0]}")
+        if deletion.wave is None:
+            return "deletion: every child is gone; kro removes its finalizer next"
+        return f"deletion in progress: kro is deleting apply-order wave {deletion.wave}"
     node = first_problem(nodes)
     problem = instance_problem(instance) or source_problem or (describe_node(node) if node else "")
     return one_line(problem or _status_cause(instance, nodes))
@@ -157,15 +162,6 @@ def _status_cause(instance: Mapping[str, Any], nodes: Sequence[NodeReport]) -> s
     return f"every resource is ready, but kro reports {reported}" if nodes else reported
 
 
-def deletion_cause(deletion: DeletionReport) -> str:
-    if deletion.blockers:
-        wave = f"wave {deletion.wave}: " if deletion.wave is not None else ""
-        return f"deletion is blocked at {wave}{deletion.blockers[0]}"
-    if deletion.wave is None:
-        return "deletion: every child is gone; kro removes its finalizer next"
-    return f"deletion in progress: kro is deleting apply-order wave {deletion.wave}"
-
-
 BLOCKED_PREFIX: Final = "deletion blocked: "
 
 
@@ -198,7 +194,14 @@ def summarize_deletion(instance: Mapping[str, Any], live: LiveMembers) -> Deleti
         )
     wave = max((m.wave for m in live.members), default=None)
     for member in (m for m in live.members if m.wave == wave):
-        blockers += _member_blockers(member, recorded)
+        if member.terminating and member.finalizers:
+            blockers.append(
+                f"{held_label(member)} is terminating but held by finalizer(s) "
+                f"{', '.join(member.finalizers)}, which kro does not own: whoever added them "
+                "must finish (or remove them) before kro can delete the next wave"
+            )
+        elif not member.terminating and recorded:
+            blockers.append(f"{held_label(member)} could not be deleted: {recorded}")
     if recorded and not blockers:
         blockers.append(f"kro could not delete a child: {recorded}")
     blockers += [f"the picture is incomplete: {e}" for e in live.errors]
@@ -214,16 +217,3 @@ def summarize_deletion(instance: Mapping[str, Any], live: LiveMembers) -> Deleti
         instance_finalizers=finalizers,
         recorded=recorded,
     )
-
-
-def _member_blockers(member: MemberReport, recorded: str) -> list[str]:
-    label = held_label(member)
-    if member.terminating and member.finalizers:
-        return [
-            f"{label} is terminating but held by finalizer(s) "
-            f"{', '.join(member.finalizers)}, which kro does not own: whoever added them must "
-            "finish (or remove them) before kro can delete the next wave"
-        ]
-    if not member.terminating and recorded:
-        return [f"{label} could not be deleted: {recorded}"]
-    return []
