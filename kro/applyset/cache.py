@@ -40,7 +40,7 @@ from typing import Any
 
 import orjson
 
-from kro.applyset.contest import PathKey, holds, value_at
+from kro.applyset.contest import MISSING, PathKey, holds, value_at
 from kro.runtime.memory import UNVERSIONED, Fact, ObjectMemory
 
 __all__ = ["AppliedCache", "MemberLedger", "already_applied", "digest", "uid_and_version"]
@@ -165,15 +165,19 @@ def _body_paths(value: Any, atomic: frozenset[PathKey], path: PathKey = ()) -> I
         yield path
 
 
-def _field_paths(fields: Mapping[str, Any], path: PathKey = ()) -> Iterator[PathKey]:
-    """Leaf paths of a FieldsV1 set, lists (k:, i:, v: children) cut at the list itself."""
+def _field_paths(
+    fields: Mapping[str, Any], value: Any, path: PathKey = ()
+) -> Iterator[tuple[PathKey, Any]]:
+    """Leaf paths of a FieldsV1 set, lists (k:, i:, v: children) cut at the list itself, each
+    with the body's `value` there (MISSING when the body has none): one walk of both."""
     named = [key for key in fields if key.startswith("f:")]
     if not named:
-        yield path
+        yield path, value
         return
     for key in named:
         child = fields[key]
-        yield from _field_paths(child if isinstance(child, Mapping) else {}, (*path, key))
+        below = value.get(key[2:], MISSING) if isinstance(value, Mapping) else MISSING
+        yield from _field_paths(child if isinstance(child, Mapping) else {}, below, (*path, key))
 
 
 def already_applied(
@@ -190,12 +194,11 @@ def already_applied(
     ]
     if len(entries) != 1 or not isinstance(entries[0].get("fieldsV1"), Mapping):
         return False
-    owned = frozenset(_field_paths(entries[0]["fieldsV1"]))
+    leaves = dict(_field_paths(entries[0]["fieldsV1"], body))
+    owned = frozenset(leaves)
     # A map listed without its keys is atomic (a Deployment's selector, a Service's): owned
     # as one value, so it must equal ours exactly, not merely contain it.
-    atomic = frozenset(
-        p for p in owned if isinstance(value_at(body, p), Mapping) and value_at(body, p)
-    )
+    atomic = frozenset(p for p, v in leaves.items() if isinstance(v, Mapping) and v)
     wanted = set(_body_paths(body, atomic)) - _IDENTITY
     return (
         owned == wanted
