@@ -21,41 +21,27 @@ from kro.api.names import (
 from kro.applyset import Applier, Desired
 from kro.engine.applyset_ownership import ApplySetOwnership
 from kro.engine.ownership import PruneScope
-from kro.engine.places import ClusterUnavailable
-from kro.engine.watches import NoWatches, Watches
+from kro.engine.places import ClusterUnavailable, WithMembers
+from kro.engine.watches import NoWatches
 from kro.runtime.client import Client
 from kro.testing.fakeapi import DEFAULT_RESOURCES, FakeApiServer, unthrottled_client
 
 POSITIONS = {"a": 0, "b": 1}
 
 
-class _Places:
-    """The hub and one member, `m1`, which can be made unreachable."""
+class _OneMember:
+    """The registry's side (`MemberClusters`) with one member, `m1`, which can be made
+    unreachable; the pass reaches it through the real `WithMembers`."""
 
-    def __init__(self, hub: Client, member: Client) -> None:
-        self._hub, self._member = hub, member
-        self.reachable = True
+    hub = "local"
 
-    @property
-    def hub(self) -> str:
-        return "local"
-
-    @property
-    def own(self) -> str:
-        return "local"
-
-    async def admit(self, cluster: str) -> None:
-        self.client(cluster)
+    def __init__(self, member: Client) -> None:
+        self.member, self.reachable = member, True
 
     def client(self, cluster: str) -> Client:
-        if not cluster:
-            return self._hub
         if cluster != "m1" or not self.reachable:
             raise ClusterUnavailable(cluster, "ClusterNotFound", f"cluster {cluster!r} is gone")
-        return self._member
-
-    def watches(self, cluster: str) -> Watches:
-        return NoWatches()
+        return self.member
 
 
 @pytest.fixture
@@ -65,12 +51,17 @@ async def member_api() -> AsyncIterator[FakeApiServer]:
 
 
 @pytest.fixture
-async def places(client: Client, member_api: FakeApiServer) -> AsyncIterator[_Places]:
+async def one_member(member_api: FakeApiServer) -> AsyncIterator[_OneMember]:
     async with unthrottled_client(member_api) as member:
-        yield _Places(client, member)
+        yield _OneMember(member)
 
 
-def _ownership(applier: Applier, client: Client, places: _Places) -> ApplySetOwnership:
+@pytest.fixture
+def places(client: Client, one_member: _OneMember) -> WithMembers:
+    return WithMembers(client, NoWatches(), one_member)
+
+
+def _ownership(applier: Applier, client: Client, places: WithMembers) -> ApplySetOwnership:
     return ApplySetOwnership(applier=applier, client=client, gvr=WEBAPPS, places=places)
 
 
@@ -102,7 +93,7 @@ async def test_children_land_in_their_cluster_recorded_ahead(
     member_api: FakeApiServer,
     applier: Applier,
     client: Client,
-    places: _Places,
+    places: WithMembers,
 ) -> None:
     parent = seed_parent(api)
     await _pass(_ownership(applier, client, places), parent, "a", "b")
@@ -120,7 +111,7 @@ async def test_a_member_is_pruned_and_then_forgotten(
     member_api: FakeApiServer,
     applier: Applier,
     client: Client,
-    places: _Places,
+    places: WithMembers,
 ) -> None:
     parent = await _pass(_ownership(applier, client, places), seed_parent(api), "a", "b")
     await _pass(_ownership(applier, client, places), parent, "a")
@@ -134,7 +125,7 @@ async def test_teardown_deletes_the_highest_wave_of_any_cluster_first(
     member_api: FakeApiServer,
     applier: Applier,
     client: Client,
-    places: _Places,
+    places: WithMembers,
 ) -> None:
     parent = await _pass(_ownership(applier, client, places), seed_parent(api), "a", "b")
     first = await _ownership(applier, client, places).teardown(parent)
@@ -152,10 +143,11 @@ async def test_an_unreachable_member_holds_deletion_until_abandoned(
     member_api: FakeApiServer,
     applier: Applier,
     client: Client,
-    places: _Places,
+    one_member: _OneMember,
 ) -> None:
+    places = WithMembers(client, NoWatches(), one_member)
     parent = await _pass(_ownership(applier, client, places), seed_parent(api), "a", "b")
-    places.reachable = False
+    one_member.reachable = False
     blocked = await _ownership(applier, client, places).teardown(parent)
     assert not blocked.done
     assert blocked.transient
@@ -194,7 +186,7 @@ async def test_the_planned_step_across_clusters_names_each_member_and_sends_noth
     member_api: FakeApiServer,
     applier: Applier,
     client: Client,
-    places: _Places,
+    places: WithMembers,
 ) -> None:
     """`kro explain` of a deleting instance: the dry-run plan is the teardown's own step, in
     the member as on the hub (wave 2 in m1 first), and what is held says where it lives."""
@@ -214,7 +206,7 @@ async def test_a_release_in_a_lower_wave_cluster_deletes_nothing_there_yet(
     member_api: FakeApiServer,
     applier: Applier,
     client: Client,
-    places: _Places,
+    places: WithMembers,
 ) -> None:
     """M-16 with `deletionPolicy: Orphaned`: the hub's wave 1 waits for m1's wave 2 even when
     the hub has an object to release in this step."""

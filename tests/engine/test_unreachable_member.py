@@ -16,8 +16,8 @@ from kro.api.names import NODE_STATE_ERROR, NODE_STATE_SYNCED
 from kro.applyset import Applier, ApplierOptions, tooling_for
 from kro.engine import GraphPass, NodeReason, PassResult
 from kro.engine.applyset_ownership import ApplySetOwnership
-from kro.engine.places import ClusterUnavailable, unreachable
-from kro.engine.watches import NoWatches, Watches
+from kro.engine.places import ClusterUnavailable, WithMembers, unreachable
+from kro.engine.watches import NoWatches
 from kro.fleet.errors import unanswered_in
 from kro.graph.evaluate import InstanceEvaluation
 from kro.runtime.client import Client, ClientOptions
@@ -28,32 +28,19 @@ from kro.testing.fakeapi import DEFAULT_RESOURCES, FakeApiServer, Fault
 TARGET = {"cluster": {"kubeconfigSecretName": "${schema.spec.cluster}"}}
 
 
-class _Places:
-    """The hub and one member, `m1`."""
+class _OneMember:
+    """The registry's side (`MemberClusters`) with one member, `m1`, which can be made
+    unreachable; the pass reaches it through the real `WithMembers`."""
 
-    def __init__(self, hub: Client, member: Client) -> None:
-        self._hub, self._member = hub, member
+    hub = "local"
 
-    @property
-    def hub(self) -> str:
-        return "local"
-
-    @property
-    def own(self) -> str:
-        return "local"
-
-    async def admit(self, cluster: str) -> None:
-        self.client(cluster)
+    def __init__(self, member: Client) -> None:
+        self.member, self.reachable = member, True
 
     def client(self, cluster: str) -> Client:
-        if not cluster or cluster == "local":
-            return self._hub
-        if cluster != "m1":
+        if cluster != "m1" or not self.reachable:
             raise ClusterUnavailable(cluster, "ClusterNotFound", f"cluster {cluster!r} is gone")
-        return self._member
-
-    def watches(self, cluster: str) -> Watches:
-        return NoWatches()
+        return self.member
 
 
 @pytest.fixture
@@ -71,7 +58,7 @@ async def member(member_api: FakeApiServer) -> AsyncIterator[Client]:
         yield client
 
 
-async def run_with(g: Any, client: Client, obj: dict[str, Any], places: _Places) -> PassResult:
+async def run_with(g: Any, client: Client, obj: dict[str, Any], places: WithMembers) -> PassResult:
     """A controller pass over an ApplySet whose objects may live in the member."""
     applier = Applier(client, ApplierOptions(tooling=tooling_for("v0.10.0")))
     ownership = ApplySetOwnership(applier=applier, client=client, gvr=OWNERS, places=places)
@@ -99,7 +86,9 @@ async def test_a_member_that_drops_the_read_is_the_nodes_cluster_unreachable(
 ) -> None:
     member_api.inject(Fault("drop", method="GET", path="/configmaps", times=5))
     obj = owner(api, {"cluster": "m1"})
-    result = await run_with(_graph(), client, obj, _Places(client, member))
+    result = await run_with(
+        _graph(), client, obj, WithMembers(client, NoWatches(), _OneMember(member))
+    )
     there = next(r for r in result if r.id == "there")
     assert there.state == NODE_STATE_ERROR
     assert there.reason is NodeReason.CLUSTER_UNREACHABLE
@@ -141,7 +130,9 @@ async def test_a_member_that_drops_the_apply_is_the_nodes_cluster_unreachable(
     missing answer is the cluster's, named, not the node's `ApplyFailed`."""
     member_api.inject(Fault("drop", method="PATCH", path="/configmaps", times=5))
     obj = owner(api, {"cluster": "m1"})
-    result = await run_with(_graph(), client, obj, _Places(client, member))
+    result = await run_with(
+        _graph(), client, obj, WithMembers(client, NoWatches(), _OneMember(member))
+    )
     there = next(r for r in result if r.id == "there")
     assert there.state == NODE_STATE_ERROR
     assert there.reason is NodeReason.CLUSTER_UNREACHABLE
