@@ -58,8 +58,9 @@ async def member(member_api: FakeApiServer) -> AsyncIterator[Client]:
         yield client
 
 
-async def run_with(g: Any, client: Client, obj: dict[str, Any], places: WithMembers) -> PassResult:
-    """A controller pass over an ApplySet whose objects may live in the member."""
+async def run_with(g: Any, client: Client, obj: dict[str, Any], member: Client) -> PassResult:
+    """A controller pass over an ApplySet whose objects may live in the member `m1`."""
+    places = WithMembers(client, NoWatches(), _OneMember(member))
     applier = Applier(client, ApplierOptions(tooling=tooling_for("v0.10.0")))
     ownership = ApplySetOwnership(applier=applier, client=client, gvr=OWNERS, places=places)
     work = GraphPass(
@@ -86,9 +87,7 @@ async def test_a_member_that_drops_the_read_is_the_nodes_cluster_unreachable(
 ) -> None:
     member_api.inject(Fault("drop", method="GET", path="/configmaps", times=5))
     obj = owner(api, {"cluster": "m1"})
-    result = await run_with(
-        _graph(), client, obj, WithMembers(client, NoWatches(), _OneMember(member))
-    )
+    result = await run_with(_graph(), client, obj, member)
     there = next(r for r in result if r.id == "there")
     assert there.state == NODE_STATE_ERROR
     assert there.reason is NodeReason.CLUSTER_UNREACHABLE
@@ -130,9 +129,7 @@ async def test_a_member_that_drops_the_apply_is_the_nodes_cluster_unreachable(
     missing answer is the cluster's, named, not the node's `ApplyFailed`."""
     member_api.inject(Fault("drop", method="PATCH", path="/configmaps", times=5))
     obj = owner(api, {"cluster": "m1"})
-    result = await run_with(
-        _graph(), client, obj, WithMembers(client, NoWatches(), _OneMember(member))
-    )
+    result = await run_with(_graph(), client, obj, member)
     there = next(r for r in result if r.id == "there")
     assert there.state == NODE_STATE_ERROR
     assert there.reason is NodeReason.CLUSTER_UNREACHABLE
