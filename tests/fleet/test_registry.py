@@ -28,7 +28,7 @@ from fleet_fakes import (
 
 from kro.fleet import registry as registry_module
 from kro.fleet.errors import ClusterNotFound, ClusterNotReady, ClusterUnreachable
-from kro.fleet.registry import SECRETS, ClusterEvent, ClusterRegistry
+from kro.fleet.registry import SECRETS, ClusterEvent, ClusterRegistry, Member
 from kro.runtime import logging as runtime_logging
 from kro.runtime.cache import InformerCache
 from kro.runtime.client import Client
@@ -72,6 +72,12 @@ class Fleet:
     def sample(self, metric: str, **labels: str) -> float | None:
         return self.provider.registry.get_sample_value(metric, labels)
 
+    async def started(self) -> Member:
+        """The registry started over the one member Secret `east`, once that member is Ready."""
+        self.seed(self.member_secret())
+        await self.registry.start()
+        return await self.registry.wait_ready("east", timeout_s=5)
+
     def version_probes(self) -> int:
         return sum(1 for r in self.member_api.requests if r.path == "/version")
 
@@ -107,9 +113,7 @@ async def fleet(
 
 async def test_a_labelled_secret_becomes_a_ready_member(certs: pki.ClusterPKI) -> None:
     async with fleet(certs) as f:
-        f.seed(f.member_secret())
-        await f.registry.start()
-        member = await f.registry.wait_ready("east", timeout_s=5)
+        member = await f.started()
         assert (member.server, member.version, member.reason) == (
             f.member_api.url,
             "v1.35.0-fake",
@@ -169,9 +173,7 @@ async def test_rotation_swaps_the_client_and_keeps_the_member_ready(
 ) -> None:
     """M-04: a new client under the same name; the old one is closed; no unready blip."""
     async with fleet(certs, tokens={TOKEN, ROTATED_TOKEN}) as f:
-        f.seed(f.member_secret())
-        await f.registry.start()
-        await f.registry.wait_ready("east", timeout_s=5)
+        await f.started()
         old = f.registry.client_for("east")
         await f.put(f.member_secret(token=ROTATED_TOKEN))
         await eventually(
@@ -194,9 +196,7 @@ async def test_a_change_that_is_not_the_kubeconfig_keeps_the_client(
     certs: pki.ClusterPKI,
 ) -> None:
     async with fleet(certs) as f:
-        f.seed(f.member_secret())
-        await f.registry.start()
-        await f.registry.wait_ready("east", timeout_s=5)
+        await f.started()
         before = f.registry.client_for("east")
         await f.hub.patch(
             SECRETS, "east", {"metadata": {"annotations": {"a": "b"}}}, namespace=NAMESPACE
@@ -212,9 +212,7 @@ async def test_rotation_to_a_refused_kubeconfig_makes_the_member_unready(
     certs: pki.ClusterPKI, tmp_path: Path
 ) -> None:
     async with fleet(certs) as f:
-        f.seed(f.member_secret())
-        await f.registry.start()
-        await f.registry.wait_ready("east", timeout_s=5)
+        await f.started()
         old = f.registry.client_for("east")
         marker = tmp_path / "ran"
         plugin = {"apiVersion": "client.authentication.k8s.io/v1", "command": "touch",
@@ -248,9 +246,7 @@ async def test_a_refused_secret_is_a_member_that_is_not_ready(
     )
     async with fleet(certs) as f:
         f.seed(secret(doc, name="bad"))
-        f.seed(f.member_secret())
-        await f.registry.start()
-        await f.registry.wait_ready("east", timeout_s=5)
+        await f.started()
         member = f.registry.get("bad")
         assert member is not None
         assert (member.ready, member.client, member.server) == (False, None, "")
@@ -298,9 +294,7 @@ async def test_a_slow_member_delays_no_other(certs: pki.ClusterPKI) -> None:
     try:
         async with fleet(certs, probe_timeout_s=1.0) as f:
             f.seed(secret(token_kubeconfig(f"https://127.0.0.1:{port}", certs), name="slow"))
-            f.seed(f.member_secret())
-            await f.registry.start()
-            await f.registry.wait_ready("east", timeout_s=5)
+            await f.started()
             slow = f.registry.get("slow")
             assert slow is not None
             assert (slow.ready, slow.reason) == (False, "not probed yet")
@@ -340,9 +334,7 @@ async def test_a_member_that_comes_back_is_seen_without_a_user(certs: pki.Cluste
 async def test_a_ready_member_is_probed_again_only_when_used(certs: pki.ClusterPKI) -> None:
     """M-06: every interval while it has users."""
     async with fleet(certs) as f:
-        f.seed(f.member_secret())
-        await f.registry.start()
-        await f.registry.wait_ready("east", timeout_s=5)
+        await f.started()
         probes = f.version_probes()
         await asyncio.sleep(INTERVAL_S * 6)  # an absence: nothing to wait on but time
         assert f.version_probes() == probes
@@ -359,9 +351,7 @@ async def test_a_member_whose_requests_were_answered_is_not_probed(
     """M-06, a quiet fleet: a member its users just reached needs no probe; one whose request
     went unanswered does."""
     async with fleet(certs) as f:
-        f.seed(f.member_secret())
-        await f.registry.start()
-        await f.registry.wait_ready("east", timeout_s=5)
+        await f.started()
         client = f.registry.client_for("east")
         await client.request("GET", "/api/v1/namespaces/default/configmaps")
         probes = f.version_probes()
@@ -379,9 +369,7 @@ async def test_a_member_whose_requests_were_answered_is_not_probed(
 async def test_metrics_per_cluster(certs: pki.ClusterPKI) -> None:
     """M-06: kro_cluster_ready and kro_cluster_requests_total; the transport's own series stay."""
     async with fleet(certs) as f:
-        f.seed(f.member_secret())
-        await f.registry.start()
-        await f.registry.wait_ready("east", timeout_s=5)
+        await f.started()
         assert f.sample("kro_cluster_ready", cluster="local") == 1.0
         assert f.sample("kro_cluster_ready", cluster="east") == 1.0
         before = f.sample("kro_cluster_requests_total", cluster="east", method="GET", code="200")
@@ -413,9 +401,7 @@ async def test_logs_never_carry_credentials(certs: pki.ClusterPKI) -> None:
     """M-06: added, ready, rotated, refused and removed, logged by name and reason only."""
     async with fleet(certs, tokens={TOKEN, ROTATED_TOKEN}) as f:
         with structlog.testing.capture_logs() as logs:
-            f.seed(f.member_secret())
-            await f.registry.start()
-            await f.registry.wait_ready("east", timeout_s=5)
+            await f.started()
             await f.put(f.member_secret(token=ROTATED_TOKEN))
             await eventually(
                 _async(lambda: ("east", "updated") in f.events), what="rotated", timeout_s=5
@@ -465,9 +451,7 @@ async def test_the_managers_cache_can_hold_the_watch(certs: pki.ClusterPKI) -> N
 
 async def test_stop_closes_every_member_client_but_not_the_hubs(certs: pki.ClusterPKI) -> None:
     async with fleet(certs) as f:
-        f.seed(f.member_secret())
-        await f.registry.start()
-        await f.registry.wait_ready("east", timeout_s=5)
+        await f.started()
         east = f.registry.client_for("east")
         await f.registry.stop()
         with pytest.raises(TransportError, match="closed"):
@@ -494,9 +478,7 @@ async def test_a_failing_listener_does_not_stop_the_others(certs: pki.ClusterPKI
             raise RuntimeError("listener bug")
 
         unsubscribe = f.registry.subscribe(broken)
-        f.seed(f.member_secret())
-        await f.registry.start()
-        await f.registry.wait_ready("east", timeout_s=5)
+        await f.started()
         assert f.events == [("east", "added"), ("east", "ready")]
         unsubscribe()
 
@@ -540,9 +522,7 @@ async def test_an_unanswered_request_names_the_member_and_makes_it_unready_at_on
     """No probe is due (a long interval): the user's failed request itself tells the registry,
     and the next answered request brings the member back."""
     async with fleet(certs, probe_interval_s=3600.0) as f:
-        f.seed(f.member_secret())
-        await f.registry.start()
-        await f.registry.wait_ready("east", timeout_s=5)
+        await f.started()
         client = f.registry.client_for("east")
         # More drops than aiohttp's own retry of a pooled connection the server closed.
         f.member_api.inject(Fault("drop", method="GET", path="/configmaps", times=9))
@@ -570,9 +550,7 @@ async def test_an_unanswered_request_names_the_member_and_makes_it_unready_at_on
 async def test_an_error_status_is_an_answer(certs: pki.ClusterPKI) -> None:
     """A 500 says the member serves (its object or handler failed): it stays Ready."""
     async with fleet(certs, probe_interval_s=3600.0) as f:
-        f.seed(f.member_secret())
-        await f.registry.start()
-        await f.registry.wait_ready("east", timeout_s=5)
+        await f.started()
         client = f.registry.client_for("east")
         f.member_api.inject(Fault("status", method="GET", path="/configmaps", status=500))
         with pytest.raises(KubeError) as failed:
